@@ -1,0 +1,40 @@
+# nfvperf — the two commands are `make demo` and `make test` (see README.md).
+PY         ?= python3
+TGEN_BUILD ?= tgen/build
+PYTEST_ARGS ?=
+
+.PHONY: all deps build tgen test test-c test-py demo bench lint clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+build: tgen
+
+tgen:
+	@if [ ! -f $(TGEN_BUILD)/build.ninja ]; then meson setup $(TGEN_BUILD) tgen --buildtype=release; fi
+	ninja -C $(TGEN_BUILD)
+
+# The whole suite: C unit tests of the generator, then pytest (unit, integration as root, e2e).
+test: deps build test-c test-py
+
+test-c: tgen
+	meson test -C $(TGEN_BUILD) --print-errorlogs
+
+test-py:
+	$(PY) -m pytest -q -rs $(PYTEST_ARGS) tests
+
+# Sets up everything and runs a real benchmark on the embedded default topology.
+demo: deps build
+	$(PY) -m nfvperf demo
+
+bench: deps build
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint:
+	$(PY) -m compileall -q src tests bench
+
+clean:
+	rm -rf $(TGEN_BUILD)
+	$(PY) -m nfvperf cleanup || true

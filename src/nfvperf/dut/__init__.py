@@ -1,0 +1,1 @@
+"""nfvperf.dut."""

@@ -1,0 +1,206 @@
+"""The measurer boundary.
+
+The search and the test methods see only a :class:`Measurer`.  The core call is
+``measure(duration_s, load_pps) -> TrialResult`` (MLRsearch's AbstractMeasurer boundary):
+``load_pps`` is the Trial Load *per interface* (per direction), in frames per second.
+
+A few methods need more than a constant-load trial (RFC 9004 back-to-back bursts, system
+recovery with a rate change inside one trial, reset with a DUT reset hook).  Those use
+:meth:`Measurer.measure_segments`, :meth:`Measurer.measure_burst` and the optional
+``reset_hook``; a measurer that cannot do one raises :class:`Unsupported`.
+
+Units are in the names: ``_pps`` frames per second, ``_s`` seconds, ``_ns`` nanoseconds,
+``size_b`` L2 frame size including FCS.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+
+class Unsupported(RuntimeError):
+    """The measurer cannot run this kind of trial."""
+
+
+class MeasurerError(RuntimeError):
+    """The trial could not be run at all (generator or DUT failure)."""
+
+
+class DutFailure(MeasurerError):
+    """The DUT (switch, VNF) died or stopped answering during a trial."""
+
+
+@dataclass
+class TrafficProfile:
+    """Everything about the offered traffic that stays fixed for a search (MLR Traffic Profile)."""
+
+    frame_size_b: int = 64               # L2 incl. FCS; for VXLAN the *inner* size
+    imix: Optional[list[tuple[int, int]]] = None   # [(size_b, weight), ...] instead of frame_size_b
+    flows_per_port: int = 1
+    bidirectional: bool = True
+    link_speed_bps: float = 10e9         # per port, used for % line rate and max load
+    vxlan: bool = False                  # frames are VXLAN-encapsulated on the wire (+50 B outer)
+    vlan: Optional[int] = None
+    ip_version: int = 4
+    latency: bool = True                 # timestamp/measure latency on the test frames
+    learning: bool = True                # send RFC 2544 §23 learning frames before the trial
+    drain_s: float = 2.0                 # wait for residual frames after traffic stops
+    settle_s: float = 0.0                # wait for the DUT to restabilise after the trial
+
+    @property
+    def wire_size_b(self) -> float:
+        """Mean L2 size on the wire (outer size for VXLAN)."""
+        if self.imix:
+            tot = sum(w for _, w in self.imix)
+            size = sum(s * w for s, w in self.imix) / tot
+        else:
+            size = self.frame_size_b
+        return size + (50 if self.vxlan else 0)
+
+    @property
+    def max_load_pps(self) -> float:
+        """Theoretical line rate per interface in fps (METHODOLOGY A1)."""
+        return self.link_speed_bps / ((self.wire_size_b + 20) * 8)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class LatencySummary:
+    """One-way latency of the received test frames (RFC 1242-style: tx timestamp to rx)."""
+
+    count: int = 0
+    min_ns: float = 0.0
+    avg_ns: float = 0.0
+    max_ns: float = 0.0
+    percentiles_ns: dict[str, float] = field(default_factory=dict)   # {"50": .., "99.9": ..}
+    histogram: list[tuple[float, int]] = field(default_factory=list)  # [(bucket upper bound ns, count)]
+    pdv_ns: dict[str, float] = field(default_factory=dict)   # RFC 5481 PDV D(i)-D(min): min/avg/max/p99
+    ipdv_ns: dict[str, float] = field(default_factory=dict)  # RFC 3393 IPDV D(i)-D(i-1): min/avg/max/p99 (signed)
+    definition: str = "RFC 1242 store-and-forward: tx timestamp to rx, generator clock"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class StreamResult:
+    """What happened to one stream (one direction, one tx port -> rx port) in one trial."""
+
+    name: str                 # e.g. "p0->p1"
+    tx_port: int = 0
+    rx_port: int = 1
+    intended_pps: float = 0.0
+    achieved_pps: float = 0.0
+    sent: int = 0
+    received: int = 0         # unique test frames received (no duplicates)
+    lost: int = 0             # after the drain
+    duplicates: int = 0
+    reordered: int = 0        # RFC 4737
+    reorder_extent_max: int = 0
+    seq_gaps: int = 0
+    latency: Optional[LatencySummary] = None
+    # Time (ns since the trial's first tx) of the last / first lost frame, estimated from the tx
+    # timestamps around the gap; None when nothing was lost.  Used by system recovery.
+    first_loss_ns: Optional[float] = None
+    last_loss_ns: Optional[float] = None
+    # Largest tx-time gap between two consecutively received frames (reset, timestamp method).
+    max_rx_gap_ns: Optional[float] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrialResult:
+    """One trial, aggregated over all directions, plus the per-stream detail."""
+
+    duration_s: float                  # intended duration (MLR Trial Duration)
+    load_pps: float                    # intended load per interface (MLR Trial Load)
+    sent: int = 0                      # test frames sent, all directions
+    received: int = 0                  # unique test frames received, all directions
+    expected: int = 0                  # frames that should have been forwarded (= intended)
+    effective_duration_s: float = 0.0  # how long traffic actually took
+    streams: list[StreamResult] = field(default_factory=list)
+    latency: Optional[LatencySummary] = None   # merged over streams
+    valid: bool = True
+    invalid_reasons: list[str] = field(default_factory=list)
+    tg_counters: dict[str, Any] = field(default_factory=dict)    # port stats + xstats of the generator
+    dut_counters: dict[str, Any] = field(default_factory=dict)   # DUT's own counters, if any
+    non_test_rx: int = 0               # frames received without a signature (ARP, LLDP, ...)
+    pacer_late_max_ns: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def loss_ratio(self) -> float:
+        """MLR Trial Loss Ratio = 1 - forwarded/expected, over all outputs."""
+        exp = self.expected or self.sent
+        if exp <= 0:
+            return 1.0
+        return max(0.0, 1.0 - self.received / exp)
+
+    @property
+    def lost(self) -> int:
+        return max(0, (self.expected or self.sent) - self.received)
+
+    @property
+    def forwarding_rate_pps(self) -> float:
+        return self.load_pps * (1.0 - self.loss_ratio)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["loss_ratio"] = self.loss_ratio
+        d["lost"] = self.lost
+        return d
+
+
+@dataclass
+class Segment:
+    """One constant-rate piece of a trial whose rate changes over time (system recovery)."""
+
+    duration_s: float
+    load_pps: float
+
+
+class Measurer(abc.ABC):
+    """The boundary.  Implementations: tg.sim.SimMeasurer, tg.tgen.TgenMeasurer, tg.iperf3."""
+
+    name: str = "abstract"
+    #: set by the runner; a measurer may call it before a reset trial (RFC 6201)
+    reset_hook: Optional[Callable[[], None]] = None
+
+    @abc.abstractmethod
+    def set_profile(self, profile: TrafficProfile) -> None:
+        """Fix the traffic profile for the following trials."""
+
+    @abc.abstractmethod
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        """One constant-load trial: learning, traffic, drain, settled counters."""
+
+    def measure_segments(self, segments: list[Segment]) -> TrialResult:
+        """One trial whose rate changes at segment boundaries (e.g. 110 % then 50 %)."""
+        raise Unsupported(f"{self.name} cannot change the rate inside a trial")
+
+    def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0) -> TrialResult:
+        """Send ``burst_frames`` back to back at ``burst_pps`` from idle (RFC 9004), then drain."""
+        raise Unsupported(f"{self.name} cannot send back-to-back bursts")
+
+    def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
+        """Constant load with the DUT reset (``reset_hook``) at ``reset_at_s`` (RFC 6201)."""
+        raise Unsupported(f"{self.name} cannot reset the DUT")
+
+    def environment(self) -> dict[str, Any]:
+        """What this measurer knows about the set-up (versions, cores, shared-core warning)."""
+        return {"measurer": self.name}
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Measurer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
