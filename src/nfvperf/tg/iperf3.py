@@ -1,0 +1,723 @@
+"""TCP throughput measurer built on iperf3 (seed 001: TCP broadband speed test in an NFV cloud).
+
+What it measures
+----------------
+iperf3 reports **TCP payload goodput**: application bytes written to (sender) or read from
+(receiver) the TCP socket per second.  TCP/IP/Ethernet headers, retransmitted bytes and
+ACKs are *not* included, so the figure is below the L2/L1 rate on the wire.  Every bit rate in
+:class:`TcpResult` is labelled with that layer (``layer = "tcp_payload_goodput"``).
+
+As in the seed, iperf3 is single-threaded, so the measurer runs ``processes`` iperf3 client /
+server pairs, one TCP port per pair, each with ``streams`` parallel TCP connections (``-P``),
+optionally each pinned to one CPU (round-robin over ``pin_cores``, ``taskset -c``).  The
+aggregate is the sum of the per-process averages (the seed's "accumulative average
+throughput").
+
+Where it runs
+-------------
+Servers and clients run in two network namespaces given by name (a topology built elsewhere),
+or in a standalone topology this module builds itself (:class:`VethTopology`: two namespaces
+joined by one veth pair, or by two veth pairs and a Linux bridge in a third namespace, with
+TSO/GSO/GRO and the veth queue count as options; seed 001's TSO and multi-queue knobs).
+
+Every subprocess gets an argument list (never a shell string)::
+
+    ip netns exec <srv-ns> [taskset -c CPU] iperf3 -s -p PORT -1 -J
+    ip netns exec <cli-ns> [taskset -c CPU] iperf3 -c SERVER -p PORT -t DURATION -P STREAMS -J
+                                                   [-R | --bidir] [-l LEN] [-M MSS] [-Z]
+
+``measure(duration_s, load_pps)`` raises :class:`Unsupported`: TCP has no offered load.
+"""
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from .base import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
+
+LAYER = "tcp_payload_goodput"
+LAYER_NOTE = ("iperf3 bit rates are TCP payload goodput (application bytes per second through the "
+              "socket); TCP/IP/Ethernet headers, retransmissions and ACKs are not counted")
+
+DEFAULT_PREFIX = "nfvtcp"
+_counter = itertools.count()
+
+
+def _run(argv: Sequence[str], check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:
+    """Run a short helper command (ip, ethtool) from an argument list."""
+    cp = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        timeout=timeout)
+    if check and cp.returncode != 0:
+        raise MeasurerError(f"command failed ({cp.returncode}): {' '.join(argv)}: {cp.stderr.strip()}")
+    return cp
+
+
+def _ns_prefix(ns: Optional[str]) -> list[str]:
+    return ["ip", "netns", "exec", ns] if ns else []
+
+
+def default_tag() -> str:
+    """A unique, short tag: ``nfvtcp<pid%100000><n%10>`` (≤ 12 chars, leaving 3 for suffixes)."""
+    return f"{DEFAULT_PREFIX}{os.getpid() % 100000}{next(_counter) % 10}"
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class TcpProcessResult:
+    """One iperf3 client/server pair (one port)."""
+
+    index: int
+    port: int
+    cpu: Optional[int] = None
+    streams: int = 0                       # TCP connections iperf3 reported in end.streams
+    sender_bps: float = 0.0                # TCP payload goodput, sending side
+    receiver_bps: float = 0.0              # TCP payload goodput, receiving side
+    sender_bytes: int = 0
+    receiver_bytes: int = 0
+    # --bidir only: the server->client half (sender_* / receiver_* above are client->server)
+    reverse_sender_bps: float = 0.0
+    reverse_receiver_bps: float = 0.0
+    retransmits: Optional[int] = None      # sender-side TCP retransmits (Linux, from tcp_info)
+    seconds: float = 0.0                   # iperf3's measured test length
+    cpu_host_pct: Optional[float] = None   # client process CPU utilisation (iperf3 -J)
+    cpu_remote_pct: Optional[float] = None  # server process CPU utilisation (iperf3 -J)
+    sender_tcp_congestion: Optional[str] = None
+    intervals: list[dict[str, float]] = field(default_factory=list)  # [{start_s, end_s, bps, retransmits}]
+    client_cmd: list[str] = field(default_factory=list)
+    server_cmd: list[str] = field(default_factory=list)
+    error: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TcpResult:
+    """One TCP trial: N iperf3 processes x M streams each."""
+
+    duration_s: float
+    streams: int                    # per process (-P)
+    processes: int
+    reverse: bool = False
+    bidir: bool = False
+    server: str = ""
+    client_ns: Optional[str] = None
+    server_ns: Optional[str] = None
+    layer: str = LAYER
+    layer_note: str = LAYER_NOTE
+    # Aggregate over processes (sum of per-process averages).  For --bidir these are the
+    # client->server half; *_reverse_* the server->client half; total_bps both.
+    sender_bps: float = 0.0
+    receiver_bps: float = 0.0
+    reverse_sender_bps: float = 0.0
+    reverse_receiver_bps: float = 0.0
+    retransmits: Optional[int] = None
+    cpu_host_pct: dict[str, Optional[float]] = field(default_factory=dict)    # mean/max over processes
+    cpu_remote_pct: dict[str, Optional[float]] = field(default_factory=dict)
+    per_process: list[TcpProcessResult] = field(default_factory=list)
+    intervals: list[dict[str, float]] = field(default_factory=list)   # aggregate per interval index
+    commands: list[list[str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    valid: bool = True
+    started_at: float = 0.0          # unix time the clients were launched
+    wall_s: float = 0.0              # wall time of the whole trial (servers up to all down)
+    iperf3_version: str = ""
+
+    @property
+    def total_bps(self) -> float:
+        """Receiver goodput of all directions (one direction unless bidir)."""
+        return self.receiver_bps + (self.reverse_receiver_bps if self.bidir else 0.0)
+
+    @property
+    def receiver_gbps(self) -> float:
+        return self.receiver_bps / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["total_bps"] = self.total_bps
+        return d
+
+
+# --------------------------------------------------------------------------------------------
+# Standalone topology: two namespaces, direct veth or via a Linux bridge in a third namespace
+
+
+@dataclass
+class VethTopology:
+    """Client and server namespaces joined by a veth pair (``bridge=False``) or by two veth
+    pairs to a Linux bridge in a third namespace (``bridge=True``, resembles a switch).
+
+    ``tso``/``gso``/``gro``: None leaves the kernel default (on for veth), True/False sets it on
+    every veth end.  ``queues`` sets numtxqueues/numrxqueues of every veth end (multi-queue).
+    Addresses: client ``<net>.1``, server ``<net>.2`` in a /24 of 198.18.0.0/15.
+    """
+
+    tag: str = ""
+    bridge: bool = False
+    tso: Optional[bool] = None
+    gso: Optional[bool] = None
+    gro: Optional[bool] = None
+    queues: int = 1
+    mtu: int = 1500
+    net: str = "198.18.0"
+    up: bool = False
+    offload_state: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.tag:
+            self.tag = default_tag()
+        if len(self.tag) > 12:
+            raise ValueError(f"tag {self.tag!r} too long (max 12 chars; names get a 3-char suffix)")
+        if self.queues < 1:
+            raise ValueError("queues must be >= 1")
+        self.client_ns = f"{self.tag}c"
+        self.server_ns = f"{self.tag}s"
+        self.bridge_ns = f"{self.tag}b" if self.bridge else None
+        self.client_if = f"{self.tag}c0"
+        self.server_if = f"{self.tag}s0"
+        self.client_ip = f"{self.net}.1"
+        self.server_ip = f"{self.net}.2"
+
+    # names of all namespaces this topology owns
+    @property
+    def namespaces(self) -> list[str]:
+        return [n for n in (self.client_ns, self.server_ns, self.bridge_ns) if n]
+
+    def _veth(self, a: str, ns_a: str, b: str, ns_b: str) -> None:
+        q = [] if self.queues == 1 else ["numtxqueues", str(self.queues), "numrxqueues", str(self.queues)]
+        _run(["ip", "link", "add", "name", a, "netns", ns_a, *q, "type", "veth",
+              "peer", "name", b, "netns", ns_b, *q])
+
+    def _ifaces(self) -> list[tuple[str, str]]:
+        out = [(self.client_ns, self.client_if), (self.server_ns, self.server_if)]
+        if self.bridge_ns:
+            out += [(self.bridge_ns, f"{self.tag}cb"), (self.bridge_ns, f"{self.tag}sb")]
+        return out
+
+    def create(self) -> "VethTopology":
+        try:
+            for ns in self.namespaces:
+                _run(["ip", "netns", "add", ns])
+            _ALIVE.add(self)
+            if self.bridge_ns:
+                br = f"{self.tag}br"
+                self._veth(self.client_if, self.client_ns, f"{self.tag}cb", self.bridge_ns)
+                self._veth(self.server_if, self.server_ns, f"{self.tag}sb", self.bridge_ns)
+                bx = _ns_prefix(self.bridge_ns)
+                _run(bx + ["ip", "link", "add", "name", br, "type", "bridge", "stp_state", "0",
+                           "forward_delay", "0"])
+                for port in (f"{self.tag}cb", f"{self.tag}sb"):
+                    _run(bx + ["ip", "link", "set", port, "master", br, "mtu", str(self.mtu), "up"])
+                _run(bx + ["ip", "link", "set", br, "mtu", str(self.mtu), "up"])
+            else:
+                self._veth(self.client_if, self.client_ns, self.server_if, self.server_ns)
+            for ns, ifc, ip in ((self.client_ns, self.client_if, self.client_ip),
+                                (self.server_ns, self.server_if, self.server_ip)):
+                x = _ns_prefix(ns)
+                _run(x + ["ip", "link", "set", "lo", "up"])
+                _run(x + ["ip", "addr", "add", f"{ip}/24", "dev", ifc])
+                _run(x + ["ip", "link", "set", ifc, "mtu", str(self.mtu), "up"])
+            self._set_offloads()
+            self.up = True
+            return self
+        except BaseException:
+            self.delete()
+            raise
+
+    def _set_offloads(self) -> None:
+        feats = [(k, v) for k, v in (("tso", self.tso), ("gso", self.gso), ("gro", self.gro)) if v is not None]
+        if feats and not shutil.which("ethtool"):
+            raise MeasurerError("ethtool not found (apt-get install ethtool): needed for tso/gso/gro options")
+        for ns, ifc in self._ifaces():
+            if feats:
+                args = []
+                for k, v in feats:
+                    args += [k, "on" if v else "off"]
+                _run(_ns_prefix(ns) + ["ethtool", "-K", ifc, *args])
+            if shutil.which("ethtool"):
+                cp = _run(_ns_prefix(ns) + ["ethtool", "-k", ifc], check=False)
+                want = {"tcp-segmentation-offload", "generic-segmentation-offload",
+                        "generic-receive-offload"}
+                st = {}
+                for line in cp.stdout.splitlines():
+                    k, _, v = line.partition(":")
+                    if k.strip() in want:
+                        st[k.strip()] = v.strip()
+                self.offload_state[f"{ns}/{ifc}"] = st
+
+    def delete(self) -> None:
+        """Kill what still runs in our namespaces, then delete them (veths and bridge go too)."""
+        for ns in self.namespaces:
+            cp = _run(["ip", "netns", "pids", ns], check=False)
+            for tok in cp.stdout.split():
+                try:
+                    os.kill(int(tok), signal.SIGKILL)
+                except (ValueError, ProcessLookupError, PermissionError):
+                    pass
+            _run(["ip", "netns", "del", ns], check=False)
+        self.up = False
+        _ALIVE.discard(self)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "veth+linux-bridge" if self.bridge else "direct-veth",
+                "client_ns": self.client_ns, "server_ns": self.server_ns,
+                "bridge_ns": self.bridge_ns, "client_ip": self.client_ip,
+                "server_ip": self.server_ip, "queues": self.queues, "mtu": self.mtu,
+                "tso": self.tso, "gso": self.gso, "gro": self.gro,
+                "offloads": self.offload_state}
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __enter__(self) -> "VethTopology":
+        return self.create()
+
+    def __exit__(self, *exc: object) -> None:
+        self.delete()
+
+
+_ALIVE: set = set()
+
+
+@atexit.register
+def _cleanup_alive() -> None:
+    for topo in list(_ALIVE):
+        try:
+            topo.delete()
+        except Exception:
+            pass
+
+
+def cleanup_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Delete namespaces named ``<prefix><pid%100000><n><c|s|b>`` whose creating process is gone
+    (for ``nfvperf cleanup``).  Returns the names removed."""
+    cp = _run(["ip", "netns", "list"], check=False)
+    live = {p % 100000 for p in (int(d) for d in os.listdir("/proc") if d.isdigit())}
+    removed = []
+    for line in cp.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if not name.startswith(prefix) or name[-1:] not in "csb":
+            continue
+        digits = name[len(prefix):-2]
+        if not digits.isdigit() or int(digits) in live:
+            continue
+        for tok in _run(["ip", "netns", "pids", name], check=False).stdout.split():
+            try:
+                os.kill(int(tok), signal.SIGKILL)
+            except (ValueError, ProcessLookupError, PermissionError):
+                pass
+        _run(["ip", "netns", "del", name], check=False)
+        removed.append(name)
+    return removed
+
+
+# --------------------------------------------------------------------------------------------
+# The measurer
+
+
+def _listening(pid: int, port: int) -> bool:
+    """True when the process ``pid`` has a TCP socket in LISTEN on ``port`` in its namespace
+    (reads /proc/<pid>/net/tcp{,6}, which shows the process's own network namespace; a probe
+    connection would use up a ``-1`` server)."""
+    hexport = f":{port:04X}"
+    for fn in ("tcp6", "tcp"):
+        try:
+            with open(f"/proc/{pid}/net/{fn}") as f:
+                next(f, None)
+                for line in f:
+                    parts = line.split()
+                    if len(parts) > 3 and parts[1].endswith(hexport) and parts[3] == "0A":
+                        return True
+        except OSError:
+            continue
+    return False
+
+
+class _Proc:
+    """One iperf3 subprocess with its output in files (no pipe can fill up and block it)."""
+
+    def __init__(self, argv: list[str], workdir: Path, name: str) -> None:
+        self.argv = argv
+        self.name = name
+        self.out_path = workdir / f"{name}.json"
+        self.err_path = workdir / f"{name}.err"
+        self._out = open(self.out_path, "wb")
+        self._err = open(self.err_path, "wb")
+        try:
+            self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._out,
+                                          stderr=self._err, start_new_session=True)
+        except OSError as e:
+            self._out.close()
+            self._err.close()
+            raise MeasurerError(f"cannot start {' '.join(argv)}: {e}") from e
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.popen.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.popen.wait(timeout=5)
+        self.close_files()
+
+    def close_files(self) -> None:
+        for f in (self._out, self._err):
+            if not f.closed:
+                f.close()
+
+    def output(self) -> tuple[str, str]:
+        self.close_files()
+        return (self.out_path.read_text(errors="replace"), self.err_path.read_text(errors="replace"))
+
+
+def _parse_json(text: str, stderr: str, what: str) -> tuple[Optional[dict], Optional[str]]:
+    """iperf3 -J output -> (dict, error).  iperf3 puts its own errors in the "error" key."""
+    if not text.strip():
+        return None, f"{what}: no JSON output (stderr: {stderr.strip()[-500:] or 'empty'})"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, (f"{what}: cannot parse iperf3 JSON ({e}); stderr: {stderr.strip()[-500:] or 'empty'};"
+                      f" stdout starts: {text[:200]!r}")
+    if not isinstance(doc, dict):
+        return None, f"{what}: iperf3 JSON is not an object"
+    if doc.get("error"):
+        return doc, f"{what}: iperf3 error: {doc['error']}"
+    return doc, None
+
+
+class Iperf3Measurer(Measurer):
+    """TCP throughput between two network namespaces with N iperf3 processes x M streams.
+
+    ``server_ns``/``client_ns`` are namespace names (None = the current namespace);
+    ``server_ip`` is the address clients connect to.  Use :meth:`standalone` to get one with its
+    own :class:`VethTopology` (closed with the measurer).
+    """
+
+    name = "iperf3"
+
+    def __init__(self, server_ns: Optional[str], client_ns: Optional[str], server_ip: str, *,
+                 base_port: int = 5201, iperf3: str = "iperf3", timeout_margin_s: float = 15.0,
+                 connect_timeout_ms: int = 3000, ready_timeout_s: float = 5.0,
+                 pin_servers: bool = True, topology: Optional[VethTopology] = None,
+                 workdir: Optional[Path] = None) -> None:
+        binary = shutil.which(iperf3)
+        if not binary:
+            raise MeasurerError(f"{iperf3} not found (apt-get install iperf3)")
+        if (server_ns or client_ns) and not shutil.which("ip"):
+            raise MeasurerError("ip (iproute2) not found")
+        self.iperf3 = binary
+        self.server_ns = server_ns
+        self.client_ns = client_ns
+        self.server_ip = server_ip
+        self.base_port = base_port
+        self.timeout_margin_s = timeout_margin_s
+        self.connect_timeout_ms = connect_timeout_ms
+        self.ready_timeout_s = ready_timeout_s
+        self.pin_servers = pin_servers
+        self.topology = topology
+        self.profile: Optional[TrafficProfile] = None
+        self._workdir = workdir
+        self._procs: list[_Proc] = []
+        self.version = self._version()
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def standalone(cls, *, tag: str = "", bridge: bool = False, tso: Optional[bool] = None,
+                   gso: Optional[bool] = None, gro: Optional[bool] = None, queues: int = 1,
+                   mtu: int = 1500, **kw: Any) -> "Iperf3Measurer":
+        """Build a :class:`VethTopology` and a measurer on it; ``close()`` removes both."""
+        topo = VethTopology(tag=tag, bridge=bridge, tso=tso, gso=gso, gro=gro, queues=queues, mtu=mtu)
+        topo.create()
+        try:
+            return cls(topo.server_ns, topo.client_ns, topo.server_ip, topology=topo, **kw)
+        except BaseException:
+            topo.delete()
+            raise
+
+    def _version(self) -> str:
+        try:
+            cp = subprocess.run([self.iperf3, "--version"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, timeout=5)
+            return cp.stdout.splitlines()[0].strip() if cp.stdout else ""
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    # -- Measurer boundary ----------------------------------------------------------------
+
+    def set_profile(self, profile: TrafficProfile) -> None:
+        self.profile = profile
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        raise Unsupported("iperf3 measures TCP throughput: there is no offered load "
+                          "(use measure_tcp)")
+
+    def environment(self) -> dict[str, Any]:
+        env: dict[str, Any] = {"measurer": self.name, "iperf3": self.version, "layer": LAYER,
+                               "layer_note": LAYER_NOTE, "server_ns": self.server_ns,
+                               "client_ns": self.client_ns, "server_ip": self.server_ip,
+                               "cpus": os.cpu_count()}
+        if self.topology is not None:
+            env["topology"] = self.topology.describe()
+        if (os.cpu_count() or 1) <= 2:
+            env["warning"] = ("client, server and the kernel's softirq work share "
+                              f"{os.cpu_count()} CPU(s): figures are CPU-bound, not link-bound")
+        return env
+
+    # -- commands -------------------------------------------------------------------------
+
+    def server_cmd(self, port: int, cpu: Optional[int]) -> list[str]:
+        pin = ["taskset", "-c", str(cpu)] if (cpu is not None and self.pin_servers) else []
+        return _ns_prefix(self.server_ns) + pin + [self.iperf3, "-s", "-p", str(port), "-1", "-J"]
+
+    def client_cmd(self, port: int, cpu: Optional[int], duration_s: float, streams: int,
+                   reverse: bool, bidir: bool, length_b: Optional[int], mss: Optional[int],
+                   zerocopy: bool, omit_s: int, interval_s: float,
+                   congestion: Optional[str]) -> list[str]:
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        t = f"{duration_s:g}"
+        argv = _ns_prefix(self.client_ns) + pin + [
+            self.iperf3, "-c", self.server_ip, "-p", str(port), "-t", t, "-P", str(streams), "-J",
+            "-i", f"{interval_s:g}", "--connect-timeout", str(self.connect_timeout_ms)]
+        if bidir:
+            argv.append("--bidir")
+        elif reverse:
+            argv.append("-R")
+        if length_b:
+            argv += ["-l", str(int(length_b))]
+        if mss:
+            argv += ["-M", str(int(mss))]
+        if zerocopy:
+            argv.append("-Z")
+        if omit_s:
+            argv += ["-O", str(int(omit_s))]
+        if congestion:
+            argv += ["-C", congestion]
+        return argv
+
+    # -- the trial ------------------------------------------------------------------------
+
+    def measure_tcp(self, duration_s: float, streams: int = 1, processes: int = 1,
+                    reverse: bool = False, bidir: bool = False,
+                    pin_cores: Optional[list[int]] = None, mss: Optional[int] = None,
+                    zerocopy: bool = False, length_b: Optional[int] = None, omit_s: int = 0,
+                    interval_s: float = 1.0, congestion: Optional[str] = None) -> TcpResult:
+        """Run ``processes`` iperf3 pairs with ``streams`` TCP connections each for ``duration_s``.
+
+        Raises :class:`MeasurerError` when no process produced a result (e.g. the server address
+        is unreachable) -- the message names the server and quotes iperf3's error.  When only
+        some processes failed the result comes back with ``valid=False`` and ``errors``.
+        """
+        if duration_s <= 0:
+            raise ValueError("duration_s must be > 0")
+        if not 1 <= streams <= 128:
+            raise ValueError("streams must be 1..128 (iperf3 -P)")
+        if processes < 1:
+            raise ValueError("processes must be >= 1")
+        if reverse and bidir:
+            raise ValueError("reverse and bidir are exclusive")
+        if self.base_port + processes - 1 > 65535:
+            raise ValueError("port range exceeds 65535")
+        res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,
+                        reverse=reverse, bidir=bidir, server=self.server_ip,
+                        client_ns=self.client_ns, server_ns=self.server_ns,
+                        iperf3_version=self.version)
+        cores = list(pin_cores) if pin_cores else []
+        t0 = time.monotonic()
+        tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
+        wd = Path(tmp.name)
+        servers: list[_Proc] = []
+        clients: list[_Proc] = []
+        try:
+            # 1. servers, each checked to be listening before any client starts
+            for i in range(processes):
+                port = self.base_port + i
+                cpu = cores[i % len(cores)] if cores else None
+                p = _Proc(self.server_cmd(port, cpu), wd, f"server{i}")
+                self._procs.append(p)
+                servers.append(p)
+                res.commands.append(p.argv)
+            for i, p in enumerate(servers):
+                self._wait_listening(p, self.base_port + i)
+            # 2. clients, all at once
+            res.started_at = time.time()
+            for i in range(processes):
+                port = self.base_port + i
+                cpu = cores[i % len(cores)] if cores else None
+                p = _Proc(self.client_cmd(port, cpu, duration_s, streams, reverse, bidir, length_b,
+                                          mss, zerocopy, omit_s, interval_s, congestion),
+                          wd, f"client{i}")
+                self._procs.append(p)
+                clients.append(p)
+                res.commands.append(p.argv)
+            # 3. wait: duration + omit + connect timeout + margin, then kill what is left
+            deadline = time.monotonic() + duration_s + omit_s + self.connect_timeout_ms / 1000.0 \
+                + self.timeout_margin_s
+            timed_out = self._wait_all(clients, deadline)
+            # servers finish right after their client (-1); give them a moment for their JSON
+            self._wait_all(servers, time.monotonic() + 3.0)
+            for p in clients + servers:
+                p.kill()
+            # 4. parse
+            for i in range(processes):
+                cpu = cores[i % len(cores)] if cores else None
+                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpu,
+                                      client_cmd=clients[i].argv, server_cmd=servers[i].argv)
+                self._parse_process(pr, clients[i], servers[i], bidir,
+                                    timed_out=clients[i] in timed_out)
+                res.per_process.append(pr)
+                if pr.error:
+                    res.errors.append(pr.error)
+            self._aggregate(res)
+        finally:
+            for p in clients + servers:
+                p.kill()
+                if p in self._procs:
+                    self._procs.remove(p)
+            tmp.cleanup()
+            res.wall_s = time.monotonic() - t0
+        ok = [p for p in res.per_process if p.error is None]
+        if not ok:
+            where = f" (client netns {self.client_ns}, server netns {self.server_ns})" \
+                if self.client_ns or self.server_ns else ""
+            err = MeasurerError(f"iperf3 could not measure against server {self.server_ip} "
+                                f"ports {self.base_port}-{self.base_port + processes - 1}{where}: "
+                                + "; ".join(res.errors))
+            err.result = res  # type: ignore[attr-defined]
+            raise err
+        if res.errors:
+            res.valid = False
+        return res
+
+    def _wait_listening(self, p: _Proc, port: int) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if p.popen.poll() is not None:
+                _, err = p.output()
+                out = p.out_path.read_text(errors="replace")
+                raise MeasurerError(f"iperf3 server on port {port} (netns {self.server_ns}) exited "
+                                    f"with {p.popen.returncode} before listening: "
+                                    f"{(err or out).strip()[-500:]}")
+            if _listening(p.popen.pid, port):
+                return
+            time.sleep(0.02)
+        raise MeasurerError(f"iperf3 server on port {port} (netns {self.server_ns}) not listening "
+                            f"after {self.ready_timeout_s} s")
+
+    @staticmethod
+    def _wait_all(procs: list[_Proc], deadline: float) -> list[_Proc]:
+        """Wait for all to exit until ``deadline``; return those still running (not killed)."""
+        pending = [p for p in procs if p.popen.poll() is None]
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pending = [p for p in pending if p.popen.poll() is None]
+        return pending
+
+    def _parse_process(self, pr: TcpProcessResult, client: _Proc, server: _Proc, bidir: bool,
+                       timed_out: bool) -> None:
+        what = f"iperf3 client {pr.index} -> server {self.server_ip}:{pr.port}"
+        out, err = client.output()
+        doc, error = _parse_json(out, err, what)
+        if timed_out:
+            error = (f"{what}: no result within the timeout (duration + {self.timeout_margin_s} s); "
+                     f"killed" + (f"; {error}" if error else ""))
+        if doc is None or error:
+            # the server's view may say more (e.g. it saw the client vanish)
+            sout, serr = server.output()
+            sdoc, serror = _parse_json(sout, serr, f"server port {pr.port}")
+            if serror and "no JSON output" not in serror:
+                error = f"{error}; {serror}"
+            pr.error = error or f"{what}: no result"
+            return
+        end = doc.get("end") or {}
+        ssent = end.get("sum_sent") or {}
+        srecv = end.get("sum_received") or {}
+        if not ssent and not srecv:
+            pr.error = f"{what}: iperf3 JSON has no end summary (stderr: {err.strip()[-300:]})"
+            return
+        pr.sender_bps = float(ssent.get("bits_per_second", 0.0))
+        pr.receiver_bps = float(srecv.get("bits_per_second", 0.0))
+        pr.sender_bytes = int(ssent.get("bytes", 0))
+        pr.receiver_bytes = int(srecv.get("bytes", 0))
+        pr.seconds = float(srecv.get("seconds", ssent.get("seconds", 0.0)))
+        rtx = ssent.get("retransmits")
+        if bidir:
+            rs = end.get("sum_sent_bidir_reverse") or {}
+            rr = end.get("sum_received_bidir_reverse") or {}
+            pr.reverse_sender_bps = float(rs.get("bits_per_second", 0.0))
+            pr.reverse_receiver_bps = float(rr.get("bits_per_second", 0.0))
+            if rtx is not None and rs.get("retransmits") is not None:
+                rtx = int(rtx) + int(rs["retransmits"])
+        pr.retransmits = int(rtx) if rtx is not None else None
+        # number of TCP connections: bidir lists each stream once per direction
+        n = len(end.get("streams") or [])
+        pr.streams = n // 2 if bidir else n
+        cpu = end.get("cpu_utilization_percent") or {}
+        pr.cpu_host_pct = cpu.get("host_total")
+        pr.cpu_remote_pct = cpu.get("remote_total")
+        pr.sender_tcp_congestion = end.get("sender_tcp_congestion")
+        for iv in doc.get("intervals") or []:
+            s = iv.get("sum") or {}
+            row = {"start_s": float(s.get("start", 0.0)), "end_s": float(s.get("end", 0.0)),
+                   "bps": float(s.get("bits_per_second", 0.0))}
+            if s.get("retransmits") is not None:
+                row["retransmits"] = int(s["retransmits"])
+            if bidir:
+                rsum = iv.get("sum_bidir_reverse") or {}
+                row["reverse_bps"] = float(rsum.get("bits_per_second", 0.0))
+            pr.intervals.append(row)
+
+    @staticmethod
+    def _aggregate(res: TcpResult) -> None:
+        ok = [p for p in res.per_process if p.error is None]
+        res.sender_bps = sum(p.sender_bps for p in ok)
+        res.receiver_bps = sum(p.receiver_bps for p in ok)
+        res.reverse_sender_bps = sum(p.reverse_sender_bps for p in ok)
+        res.reverse_receiver_bps = sum(p.reverse_receiver_bps for p in ok)
+        rtx = [p.retransmits for p in ok if p.retransmits is not None]
+        res.retransmits = sum(rtx) if rtx else None
+        for attr, dst in (("cpu_host_pct", res.cpu_host_pct), ("cpu_remote_pct", res.cpu_remote_pct)):
+            vals = [getattr(p, attr) for p in ok if getattr(p, attr) is not None]
+            dst["mean"] = sum(vals) / len(vals) if vals else None
+            dst["max"] = max(vals) if vals else None
+        # aggregate per-interval series by interval index (processes start within ms of each
+        # other; the index is the honest alignment -- the start offsets are not shifted)
+        n = min((len(p.intervals) for p in ok), default=0)
+        for k in range(n):
+            rows = [p.intervals[k] for p in ok]
+            agg = {"start_s": rows[0]["start_s"], "end_s": rows[0]["end_s"],
+                   "bps": sum(r["bps"] for r in rows)}
+            if all("retransmits" in r for r in rows):
+                agg["retransmits"] = sum(r["retransmits"] for r in rows)
+            if res.bidir:
+                agg["reverse_bps"] = sum(r.get("reverse_bps", 0.0) for r in rows)
+            res.intervals.append(agg)
+
+    def close(self) -> None:
+        for p in list(self._procs):
+            p.kill()
+        self._procs.clear()
+        if self.topology is not None:
+            self.topology.delete()
