@@ -1,0 +1,632 @@
+"""Open vSwitch with DPDK as the device under test.
+
+The adapter runs its *own* ``ovsdb-server`` and ``ovs-vswitchd`` (the DPDK build) as children of
+this process, with every file (database, pidfiles, logs, control and OpenFlow sockets) in a
+directory of the run, and the DPDK EAL tagged with ``--file-prefix=<tag>``.  No system service,
+database or bridge is touched.  Optionally the daemons run inside a network namespace (``netns``),
+which keeps the bridge's tap devices and the VXLAN tunnel addresses out of the host's namespace;
+the DPDK ``af_packet`` / ``af_xdp`` ports then open the veth ends that live in that namespace.
+
+Life cycle (the DUT adapter convention): ``start()`` → ``add_bridge()`` / ``add_port()`` ...  →
+``program(flows)`` → ``counters()`` around trials, ``alive()`` while traffic runs → ``stop()``.
+``attach()`` points the adapter at an OVS that is already running (it then only creates and deletes
+its own bridges).
+
+Everything is driven through the OVS command-line tools with argument lists (no shell), always with
+an explicit ``--db`` / ``-t`` / bridge management socket, so nothing falls back to the system paths.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from nfvperf.tg.base import DutFailure
+
+log = logging.getLogger(__name__)
+
+VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+HUGEPAGE_DIRS = ("/dev/hugepages",)
+_UNIX_PATH_MAX = 107
+
+
+class OvsError(RuntimeError):
+    """An OVS command or set-up step failed (the message carries the command and its output)."""
+
+
+def short_tag(tag: str, n: int = 8) -> str:
+    """A short, interface-name-safe form of the run tag (Linux names are at most 15 bytes)."""
+    clean = re.sub(r"[^A-Za-z0-9]", "", tag)
+    if len(clean) <= n:
+        return clean or "x"
+    return hashlib.sha1(tag.encode()).hexdigest()[:n]
+
+
+@dataclass
+class OvsPort:
+    name: str
+    kind: str                     # dpdk | dpdkvhostuserclient | vxlan | internal
+    bridge: str
+    ofport: int = -1
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def _find_vswitchd() -> str:
+    env = os.environ.get("NFVPERF_OVS_VSWITCHD")
+    for cand in (env, VSWITCHD_DPDK, shutil.which("ovs-vswitchd-dpdk")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    raise OvsError("ovs-vswitchd with DPDK not found (install openvswitch-switch-dpdk "
+                   "or set NFVPERF_OVS_VSWITCHD)")
+
+
+def cpu_mask(cpus: Iterable[int]) -> str:
+    m = 0
+    for c in cpus:
+        m |= 1 << int(c)
+    return hex(m)
+
+
+class OvsDpdk:
+    """OVS-DPDK in the run directory.
+
+    ``pmd_cpu_mask`` etc. come from :class:`nfvperf.topo.spec.OvsSpec` (pass ``spec=``) or as
+    keyword arguments.  ``lcore_cpu`` is where the non-PMD threads (main, handlers) run.
+    """
+
+    name = "ovs-dpdk"
+
+    def __init__(self, run_dir: Union[str, Path], tag: str, spec: Any = None, *,
+                 netns: Optional[str] = None, pmd_cpu_mask: Optional[str] = None,
+                 lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
+                 vswitchd: Optional[str] = None, start_timeout_s: float = 30.0) -> None:
+        self.tag = tag
+        self.short = short_tag(tag)
+        self.run_dir = Path(run_dir)
+        self.spec = spec
+        self.netns = netns
+        self.lcore_cpu = lcore_cpu
+        self.pmd_cpu_mask = pmd_cpu_mask or (getattr(spec, "pmd_cpu_mask", None) if spec else None)
+        self.socket_mem_mb = socket_mem_mb or (getattr(spec, "socket_mem_mb", None) if spec else None) or 512
+        self.vswitchd_bin = vswitchd
+        self.start_timeout_s = start_timeout_s
+        self.file_prefix = f"nfv{self.short}ovs"
+        # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
+        d = self.run_dir / "ovs"
+        if len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX:
+            d = Path(f"/tmp/nfvperf-{self.short}-ovs")
+            self._own_dir = True
+        else:
+            self._own_dir = False
+        self.dir = d
+        self.db_sock = d / "db.sock"
+        self.ctl = d / "ovs-vswitchd.ctl"
+        self.db_ctl = d / "ovsdb-server.ctl"
+        self.ports: dict[str, OvsPort] = {}
+        self.bridges: list[str] = []
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._logs: list[Any] = []
+        self._attached = False
+        self._started = False
+        self._flow_files = 0
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def env(self) -> dict[str, str]:
+        e = dict(os.environ)
+        for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
+            e[k] = str(self.dir)
+        return e
+
+    def _ns(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
+
+    def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
+        try:
+            cp = subprocess.run(list(argv), env=self.env, capture_output=True, text=True,
+                                timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            self._raise_if_dead()
+            raise OvsError(f"timed out after {timeout:.0f} s: {' '.join(argv)}") from e
+        if check and cp.returncode != 0:
+            self._raise_if_dead()
+            raise OvsError(f"{' '.join(argv)} failed ({cp.returncode}): {cp.stderr.strip() or cp.stdout.strip()}")
+        return cp.stdout
+
+    def vsctl(self, *args: str, wait: bool = True, timeout: float = 30.0) -> str:
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={int(timeout)}"]
+        if not wait:
+            argv.append("--no-wait")
+        return self._run([*argv, *args], timeout=timeout + 5)
+
+    def appctl(self, *args: str, timeout: float = 15.0) -> str:
+        return self._run(["ovs-appctl", "-t", str(self.ctl), f"--timeout={int(timeout)}", *args],
+                         timeout=timeout + 5)
+
+    def ofctl(self, cmd: str, bridge: str, *args: str, timeout: float = 30.0) -> str:
+        return self._run(["ovs-ofctl", f"--timeout={int(timeout)}", cmd, self.mgmt(bridge), *args],
+                         timeout=timeout + 5)
+
+    def mgmt(self, bridge: str) -> str:
+        return f"unix:{self.dir / (bridge + '.mgmt')}"
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> "OvsDpdk":
+        """Create the database, start ovsdb-server and ovs-vswitchd-dpdk in the run directory."""
+        if self._started:
+            return self
+        binary = self.vswitchd_bin or _find_vswitchd()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        db = self.dir / "conf.db"
+        if db.exists():
+            db.unlink()
+        self._run(["ovsdb-tool", "create", str(db), SCHEMA])
+        self._spawn("ovsdb-server", [
+            "ovsdb-server", str(db), f"--remote=punix:{self.db_sock}",
+            f"--pidfile={self.dir / 'ovsdb-server.pid'}", f"--unixctl={self.db_ctl}",
+            f"--log-file={self.dir / 'ovsdb-server.log'}", "-vconsole:off"])
+        self._wait_path(self.db_sock, "ovsdb-server")
+        self._started = True
+        try:
+            self.vsctl("init", wait=False)
+            eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
+            cfg = {
+                "dpdk-init": "true",
+                "dpdk-socket-mem": str(self.socket_mem_mb),
+                "dpdk-socket-limit": str(self.socket_mem_mb),
+                "dpdk-extra": eal,
+                "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
+                "pmd-cpu-mask": self._pmd_mask(),
+                "vhost-sock-dir": str(self.dir),
+            }
+            if self.spec is not None:
+                if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
+                    cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
+                if getattr(self.spec, "smc_enable", False):
+                    cfg["smc-enable"] = "true"
+            self.vsctl("set", "Open_vSwitch", ".",
+                       *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
+            self._spawn("ovs-vswitchd", self._ns([
+                binary, f"unix:{self.db_sock}", f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
+                f"--unixctl={self.ctl}", f"--log-file={self.dir / 'ovs-vswitchd.log'}",
+                "-vconsole:off"]))
+            self._wait_path(self.ctl, "ovs-vswitchd")
+            deadline = time.monotonic() + self.start_timeout_s
+            while True:
+                self._raise_if_dead()
+                out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
+                if out == "true":
+                    break
+                if time.monotonic() > deadline:
+                    raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
+                                   f"log: {self.log_tail()}")
+                time.sleep(0.2)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("OVS-DPDK %s up in %s (pmd-cpu-mask %s)", self.version(), self.dir, cfg["pmd-cpu-mask"])
+        return self
+
+    def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path], rundir: Union[str, Path, None] = None) -> "OvsDpdk":
+        """Use an OVS that is already running (started by the user); only our bridges are created
+        and deleted.  ``rundir`` is where that OVS keeps ``<bridge>.mgmt`` (default: next to db_sock).
+        """
+        self.db_sock = Path(db_sock)
+        self.ctl = Path(ctl)
+        self.dir = Path(rundir) if rundir else self.db_sock.parent
+        self._own_dir = False
+        self._attached = True
+        self._started = True
+        if self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip() != "true":
+            raise OvsError(f"the OVS at {db_sock} has no DPDK initialised (other_config:dpdk-init=true)")
+        return self
+
+    def _pmd_mask(self) -> str:
+        if self.pmd_cpu_mask:
+            return self.pmd_cpu_mask if self.pmd_cpu_mask.startswith("0x") else "0x" + self.pmd_cpu_mask
+        ncpu = os.cpu_count() or 1
+        return cpu_mask([ncpu - 1])
+
+    def _spawn(self, key: str, argv: list[str]) -> None:
+        out = open(self.dir / f"{key}.out", "ab")
+        self._logs.append(out)
+        p = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        self._procs[key] = p
+
+    def _wait_path(self, path: Path, what: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            p = self._procs.get(what)
+            if p is not None and p.poll() is not None:
+                raise OvsError(f"{what} exited with {p.returncode} at start: {self.log_tail(what)}")
+            if time.monotonic() > deadline:
+                raise OvsError(f"{what} did not create {path} in {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def log_tail(self, what: str = "ovs-vswitchd", lines: int = 8) -> str:
+        text = ""
+        for f in (self.dir / f"{what}.log", self.dir / f"{what}.out"):
+            try:
+                text += f.read_text(errors="replace")
+            except OSError:
+                pass
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def pids(self) -> dict[str, int]:
+        return {k: p.pid for k, p in self._procs.items()}
+
+    def alive(self) -> None:
+        """Raise :class:`DutFailure` if ovs-vswitchd or ovsdb-server is gone."""
+        self._raise_if_dead(DutFailure)
+        if self._attached:
+            try:
+                self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=2", "version"], timeout=4)
+            except OvsError as e:
+                raise DutFailure(f"ovs-vswitchd at {self.ctl} does not answer: {e}") from e
+
+    def _raise_if_dead(self, exc: type = OvsError) -> None:
+        for key, p in self._procs.items():
+            rc = p.poll()
+            if rc is not None:
+                how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+                raise exc(f"{key} (pid {p.pid}) died ({how}); log: {self.log_tail(key, 4)}")
+
+    def stop(self) -> None:
+        """Delete our bridges, stop the daemons, remove sockets, pidfiles and hugepage files."""
+        if self._attached:
+            for br in list(self.bridges):
+                try:
+                    self.vsctl("--if-exists", "del-br", br, timeout=10)
+                except OvsError as e:
+                    log.warning("could not delete bridge %s: %s", br, e)
+            self.bridges.clear()
+            self._started = False
+            return
+        vsd = self._procs.get("ovs-vswitchd")
+        if vsd is not None and vsd.poll() is None:
+            try:
+                subprocess.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
+                               env=self.env, capture_output=True, timeout=8)
+            except (subprocess.TimeoutExpired, OSError):
+                pass
+        for key, grace in (("ovs-vswitchd", 5.0), ("ovsdb-server", 0.0)):
+            p = self._procs.get(key)
+            if p is not None:
+                _terminate(p, grace)
+        self._procs.clear()
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+        # sockets and pidfiles; logs and the flow files stay in the run directory for the record
+        for pat in ("*.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid", "vhu*"):
+            for p in self.dir.glob(pat):
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+        remove_hugepage_files(self.file_prefix)
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self.bridges.clear()
+        self._started = False
+
+    def __enter__(self) -> "OvsDpdk":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ topology
+    def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None) -> str:
+        """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says."""
+        name = name or f"nb{self.short}{len(self.bridges)}"
+        if len(name) > 15:
+            raise OvsError(f"bridge name {name!r} longer than 15 characters")
+        args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name, "datapath_type=netdev",
+                "fail_mode=secure", "other_config:disable-in-band=true"]
+        if hwaddr:
+            args.append(f"other_config:hwaddr={hwaddr}")
+        self.vsctl(*args)
+        self.bridges.append(name)
+        return name
+
+    def add_port(self, bridge: str, name: str, kind: str = "dpdk", *, iface: Optional[str] = None,
+                 driver: str = "af_packet", devargs: Optional[str] = None, sock: Optional[str] = None,
+                 ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None) -> int:
+        """Add a port; return its OpenFlow port number.
+
+        kind ``dpdk``: a veth (``iface``) through ``driver`` af_packet (default) / af_xdp, or any
+        DPDK ``devargs`` (e.g. a PCI address).  kind ``dpdkvhostuserclient``: OVS connects to the
+        vhost-user server socket ``sock`` (the VNF's virtio-user, ``server=1``).  kind ``vxlan``:
+        ``options`` give ``remote_ip``, ``key``, ``local_ip``...
+        """
+        opts: dict[str, str] = {k: str(v) for k, v in (options or {}).items()}
+        n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
+        if kind == "dpdk":
+            if devargs is None:
+                if iface is None:
+                    raise OvsError("a dpdk port needs iface= or devargs=")
+                idx = len([p for p in self.ports.values() if p.kind == "dpdk"])
+                if driver == "af_packet":
+                    devargs = f"net_af_packet{self.short}{idx},iface={iface}"
+                    if n_rxq > 1:
+                        devargs += f",qpairs={n_rxq}"
+                elif driver == "af_xdp":
+                    devargs = f"net_af_xdp{self.short}{idx},iface={iface}"
+                    if n_rxq > 1:
+                        devargs += f",queue_count={n_rxq}"
+                else:
+                    raise OvsError(f"unknown dpdk port driver {driver!r}")
+            opts.setdefault("dpdk-devargs", devargs)
+            if self.spec is not None:
+                opts.setdefault("n_rxq", str(n_rxq))
+                opts.setdefault("n_rxq_desc", str(self.spec.n_rxq_desc))
+                opts.setdefault("n_txq_desc", str(self.spec.n_txq_desc))
+        elif kind == "dpdkvhostuserclient":
+            if not sock:
+                raise OvsError("a dpdkvhostuserclient port needs sock=")
+            opts.setdefault("vhost-server-path", str(sock))
+            if self.spec is not None and n_rxq > 1:
+                opts.setdefault("n_rxq", str(n_rxq))
+        elif kind not in ("vxlan", "internal", "patch", "geneve", "gre"):
+            raise OvsError(f"unknown port kind {kind!r}")
+        args = ["--may-exist", "add-port", bridge, name, "--", "set", "Interface", name, f"type={kind}"]
+        for k, v in opts.items():
+            args.append(f'options:{k}="{v}"')
+        if ofport is not None:
+            args.append(f"ofport_request={int(ofport)}")
+        self.vsctl(*args)
+        port = OvsPort(name, kind, bridge, options=opts)
+        port.ofport = self._ofport(name)
+        self.ports[name] = port
+        return port.ofport
+
+    def _ofport(self, name: str, timeout: float = 10.0) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            raw = self.vsctl("get", "Interface", name, "ofport", wait=False).strip()
+            of = int(raw) if raw.lstrip("-").isdigit() else -1
+            if of > 0:
+                return of
+            err = self.vsctl("get", "Interface", name, "error", wait=False).strip()
+            if err and err != "[]" or time.monotonic() > deadline:
+                raise OvsError(f"port {name} was not added: {err or 'no ofport'}; log: {self.log_tail()}")
+            time.sleep(0.1)
+
+    def port_mac(self, name: str) -> str:
+        return self.vsctl("get", "Interface", name, "mac_in_use", wait=False).strip().strip('"')
+
+    # ------------------------------------------------------------------ flows
+    def program(self, flows: Sequence[str], bridge: Optional[str] = None, replace: bool = True) -> Path:
+        """Install OpenFlow rules (ovs-ofctl flow syntax, one per entry) from a file in the run dir.
+
+        ``replace`` deletes the bridge's flows first (the seed reports' ``del-flows``).  Port names
+        in ``in_port=``/``output:`` may be the names given to :meth:`add_port`.
+        """
+        bridge = bridge or self.bridges[0]
+        self._flow_files += 1
+        path = self.dir / f"flows-{bridge}-{self._flow_files}.txt"
+        path.write_text("".join(f + "\n" for f in flows))
+        if replace:
+            self.ofctl("del-flows", bridge)
+        if flows:
+            self.ofctl("add-flows", bridge, str(path), timeout=120)
+        return path
+
+    def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, Any]]:
+        """``ovs-ofctl dump-flows`` parsed: [{"match": ..., "actions": ..., "n_packets": .., ...}]."""
+        out = self.ofctl("dump-flows", bridge or self.bridges[0], "--no-names")
+        return parse_dump_flows(out)
+
+    def dump_ports(self, bridge: Optional[str] = None) -> dict[str, dict[str, int]]:
+        """Live port counters (``ovs-ofctl dump-ports``), keyed by port name ("LOCAL" for the bridge)."""
+        bridge = bridge or self.bridges[0]
+        out = self.ofctl("dump-ports", bridge)
+        by_of = {p.ofport: p.name for p in self.ports.values() if p.bridge == bridge}
+        res: dict[str, dict[str, int]] = {}
+        for of, stats in parse_dump_ports(out).items():
+            name = "LOCAL" if of == "LOCAL" else by_of.get(int(of), f"ofport{of}")
+            res[name] = stats
+        return res
+
+    # ------------------------------------------------------------------ counters
+    def pmd_stats(self) -> dict[str, Any]:
+        return parse_pmd_stats(self.appctl("dpif-netdev/pmd-stats-show"))
+
+    def clear_stats(self) -> None:
+        self.appctl("dpif-netdev/pmd-stats-clear")
+
+    def counters(self) -> dict[str, Any]:
+        """Port counters of every bridge and the PMD statistics, for the record beside a result."""
+        ports: dict[str, dict[str, int]] = {}
+        for br in self.bridges:
+            for name, st in self.dump_ports(br).items():
+                ports[name if name != "LOCAL" else br] = st
+        return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
+
+    def pmd_rxq(self) -> str:
+        return self.appctl("dpif-netdev/pmd-rxq-show")
+
+    def version(self) -> dict[str, str]:
+        v = {"ovs": "", "dpdk": ""}
+        try:
+            out = self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "version"], timeout=8)
+            v["ovs"] = out.strip().splitlines()[0] if out.strip() else ""
+            v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version", wait=False).strip().strip('"')
+        except OvsError:
+            pass
+        return v
+
+    def environment(self) -> dict[str, Any]:
+        cfg = {}
+        try:
+            raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
+            data = json.loads(raw)["data"][0][0][1]
+            cfg = {k: v for k, v in data}
+        except (OvsError, ValueError, KeyError, IndexError):
+            pass
+        return {"dut": self.name, "version": self.version(), "other_config": cfg,
+                "bridges": list(self.bridges), "netns": self.netns,
+                "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
+                                    **p.options} for p in self.ports.values()}}
+
+    # ------------------------------------------------------------------ VXLAN (userspace tunnels)
+    def tunnel_endpoint(self, bridge: str, local_ip: str, prefix: int, remote_ip: str,
+                        remote_mac: str) -> None:
+        """Make ``bridge`` (holding the physical port) a VTEP underlay: the tunnel IP on its internal
+        port (a tap in OVS's namespace), a route to the remote VTEP and its ARP entry in OVS's
+        userspace tables (``ovs/route/add``, ``tnl/arp/set``)."""
+        ns = ["-n", self.netns] if self.netns else []
+        subprocess.run(["ip", *ns, "addr", "replace", f"{local_ip}/{prefix}", "dev", bridge],
+                       check=True, capture_output=True)
+        subprocess.run(["ip", *ns, "link", "set", bridge, "up"], check=True, capture_output=True)
+        try:
+            self.appctl("ovs/route/add", f"{remote_ip}/32", bridge)
+        except OvsError as e:
+            if "exist" not in str(e).lower():
+                raise
+        self.appctl("tnl/arp/set", bridge, remote_ip, remote_mac)
+
+
+def _terminate(p: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """Wait ``grace_s`` for a process asked to exit, then SIGTERM, then SIGKILL."""
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if p.poll() is not None:
+            return
+        if sig is not None:
+            try:
+                p.send_signal(sig)
+            except ProcessLookupError:
+                return
+        try:
+            p.wait(timeout=grace_s if sig is None else 5.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def remove_hugepage_files(prefix: str) -> int:
+    n = 0
+    for d in HUGEPAGE_DIRS:
+        for f in glob.glob(os.path.join(d, f"{prefix}*")):
+            try:
+                os.unlink(f)
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+# ---------------------------------------------------------------------- rule builders
+def port_rules(pairs: Iterable[tuple[Union[int, str], Union[int, str]]], dl_type: str = "0x800",
+               priority: int = 100) -> list[str]:
+    """The seed reports' cross-connect: ``in_port=A,dl_type=0x800,idle_timeout=0,actions=output:B``."""
+    match = f",dl_type={dl_type}" if dl_type else ""
+    return [f"priority={priority},in_port={a}{match},idle_timeout=0,actions=output:{b}" for a, b in pairs]
+
+
+def ip_rules(in_port: Union[int, str], out_port: Union[int, str],
+             flows: Iterable[tuple[str, str]], priority: int = 200) -> list[str]:
+    """Rule complexity (seed 004 §6): one rule per (src IP, dst IP) flow, 1:1 with the traffic."""
+    return [f"priority={priority},in_port={in_port},ip,nw_src={s},nw_dst={d},idle_timeout=0,"
+            f"actions=output:{out_port}" for s, d in flows]
+
+
+# ---------------------------------------------------------------------- parsers
+_KV = re.compile(r"(\w+)=([^,\s]+)")
+
+
+def parse_dump_flows(text: str) -> list[dict[str, Any]]:
+    flows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("NXST_FLOW", "OFPST_FLOW")) or "actions=" not in line:
+            continue
+        head, actions = line.split("actions=", 1)
+        d: dict[str, Any] = {"actions": actions.strip()}
+        match_parts = []
+        for part in [p.strip() for p in head.split(",") if p.strip()]:
+            k, _, v = part.partition("=")
+            if k in ("cookie", "duration", "table", "n_packets", "n_bytes", "idle_age", "hard_age",
+                     "idle_timeout", "hard_timeout", "priority", "reset_counts"):
+                if k in ("n_packets", "n_bytes", "table", "priority", "idle_timeout"):
+                    d[k] = int(v)
+                else:
+                    d[k] = v
+            else:
+                match_parts.append(part)
+        d["match"] = ",".join(match_parts)
+        flows.append(d)
+    return flows
+
+
+def _num(v: str) -> int:
+    return int(v) if v.isdigit() else 0
+
+
+def parse_dump_ports(text: str) -> dict[Union[int, str], dict[str, int]]:
+    res: dict[Union[int, str], dict[str, int]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"\s*port\s+\"?([^:\"]+)\"?:\s*rx\s+(.*)", line)
+        if m:
+            key = m.group(1).strip()
+            cur = int(key) if key.isdigit() else key
+            res[cur] = {f"rx_{k}": _num(v) for k, v in _KV.findall(m.group(2))}
+            continue
+        m = re.match(r"\s*tx\s+(.*)", line)
+        if m and cur is not None:
+            res[cur].update({f"tx_{k}": _num(v) for k, v in _KV.findall(m.group(1))})
+    return res
+
+
+def parse_pmd_stats(text: str) -> dict[str, Any]:
+    """``dpif-netdev/pmd-stats-show`` → {"threads": {"pmd core 1": {...}}, "total": {...}}.
+
+    Keys are snake_case (``packets_received``, ``emc_hits``, ``smc_hits``, ``megaflow_hits``,
+    ``idle_cycles``, ``processing_cycles``, ``avg_cycles_per_packet``, ...); the total sums the
+    counts over PMD threads and recomputes cycles per packet and the hit ratios.
+    """
+    threads: dict[str, dict[str, float]] = {}
+    cur: Optional[dict[str, float]] = None
+    for line in text.splitlines():
+        if not line.startswith(" ") and line.rstrip().endswith(":"):
+            head = line.rstrip()[:-1]
+            m = re.search(r"core_id (\d+)", head)
+            name = f"pmd core {m.group(1)}" if m else head.strip()
+            cur = threads.setdefault(name, {})
+            continue
+        if cur is None or ":" not in line:
+            continue
+        k, _, v = line.strip().partition(":")
+        key = re.sub(r"[^a-z0-9]+", "_", k.strip().lower()).strip("_")
+        m = re.match(r"\s*([0-9.]+)", v)
+        if m:
+            cur[key] = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
+    total: dict[str, float] = {}
+    for name, st in threads.items():
+        if not name.startswith("pmd"):
+            continue
+        for k, v in st.items():
+            if k.startswith("avg"):
+                continue
+            total[k] = total.get(k, 0) + v
+    pk = total.get("packets_received", 0)
+    if pk:
+        total["avg_processing_cycles_per_packet"] = total.get("processing_cycles", 0) / pk
+        for hit in ("emc_hits", "smc_hits", "megaflow_hits"):
+            if hit in total:
+                total[hit.replace("_hits", "_hit_ratio")] = total[hit] / pk
+    return {"threads": threads, "total": total}
