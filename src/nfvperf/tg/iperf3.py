@@ -353,6 +353,7 @@ class _Proc:
     def __init__(self, argv: list[str], workdir: Path, name: str) -> None:
         self.argv = argv
         self.name = name
+        self.killed = False
         self.out_path = workdir / f"{name}.json"
         self.err_path = workdir / f"{name}.err"
         self._out = open(self.out_path, "wb")
@@ -367,6 +368,7 @@ class _Proc:
 
     def kill(self) -> None:
         if self.popen.poll() is None:
+            self.killed = True
             try:
                 os.killpg(self.popen.pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
@@ -576,8 +578,12 @@ class Iperf3Measurer(Measurer):
             deadline = time.monotonic() + duration_s + omit_s + self.connect_timeout_ms / 1000.0 \
                 + self.timeout_margin_s
             timed_out = self._wait_all(clients, deadline)
-            # servers finish right after their client (-1); give them a moment for their JSON
-            self._wait_all(servers, time.monotonic() + 3.0)
+            # a server finishes right after its client (-1); give those whose client succeeded a
+            # moment for their JSON, and do not wait for the others (nobody will connect)
+            # (iperf3 3.12 -J exits 0 even after "unable to connect", so look at its JSON)
+            self._wait_all([s for s, c in zip(servers, clients) if c not in timed_out
+                            and _parse_json(*c.output(), "")[1] is None],
+                           time.monotonic() + 3.0)
             for p in clients + servers:
                 p.kill()
             # 4. parse
@@ -644,11 +650,12 @@ class Iperf3Measurer(Measurer):
             error = (f"{what}: no result within the timeout (duration + {self.timeout_margin_s} s); "
                      f"killed" + (f"; {error}" if error else ""))
         if doc is None or error:
-            # the server's view may say more (e.g. it saw the client vanish)
-            sout, serr = server.output()
-            sdoc, serror = _parse_json(sout, serr, f"server port {pr.port}")
-            if serror and "no JSON output" not in serror:
-                error = f"{error}; {serror}"
+            # the server's view may say more (e.g. it saw the client vanish) -- unless we killed it
+            if not server.killed:
+                sout, serr = server.output()
+                _, serror = _parse_json(sout, serr, f"server port {pr.port}")
+                if serror:
+                    error = f"{error}; {serror}"
             pr.error = error or f"{what}: no result"
             return
         end = doc.get("end") or {}
