@@ -1,0 +1,877 @@
+"""Client and measurer for nfvperf's own DPDK traffic generator (``tgen/``).
+
+* :class:`TgenProcess` starts ``tgen`` (argument list, never a shell string), waits until its
+  JSON-RPC socket answers, and is the RPC client (:meth:`TgenProcess.rpc`).
+* :class:`TgenMeasurer` is the :class:`~nfvperf.tg.base.Measurer` on top of it: one stream per
+  direction, a trial per ``measure()``, results converted to :class:`TrialResult`.
+
+Wire protocol: ``tgen/PROTOCOL.md`` (JSON-RPC 2.0, one JSON object per line, Unix socket).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from .base import (
+    DutFailure,
+    LatencySummary,
+    Measurer,
+    MeasurerError,
+    Segment,
+    StreamResult,
+    TrafficProfile,
+    TrialResult,
+    Unsupported,
+)
+
+__all__ = [
+    "TgenError",
+    "PortSpec",
+    "TgenProcess",
+    "TgenMeasurer",
+    "find_tgen_binary",
+    "merge_latency",
+    "percentiles_from_histogram",
+]
+
+# Trial validity thresholds (DESIGN "a trial that cannot be trusted ... is marked invalid").
+MIN_SENT_RATIO = 0.999          # sent < 99.9 % of intended -> invalid
+MAX_DURATION_STRETCH = 0.10     # effective duration > 110 % of intended -> invalid
+PERCENTILES = ("50", "90", "99", "99.9", "99.99")
+
+
+class TgenError(MeasurerError):
+    """tgen answered a request with a JSON-RPC error (``code``, ``message``, ``data``)."""
+
+    def __init__(self, message: str, code: Optional[int] = None, data: Any = None,
+                 method: Optional[str] = None):
+        super().__init__(message)
+        self.code = code
+        self.data = data
+        self.method = method
+
+
+def _repo_root() -> Path:
+    # src/nfvperf/tg/tgen.py -> repository root
+    return Path(__file__).resolve().parents[3]
+
+
+def find_tgen_binary() -> Path:
+    """``$NFVPERF_TGEN``, else ``tgen/build/tgen`` of this checkout (or of the cwd)."""
+    env = os.environ.get("NFVPERF_TGEN")
+    if env:
+        p = Path(env)
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise FileNotFoundError(f"NFVPERF_TGEN={env} is not an executable file")
+        return p
+    for base in (_repo_root(), Path.cwd()):
+        p = base / "tgen" / "build" / "tgen"
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    w = shutil.which("tgen")
+    if w:
+        return Path(w)
+    raise FileNotFoundError(
+        "tgen binary not found: build it with `make build` (tgen/build/tgen) or set NFVPERF_TGEN")
+
+
+_PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+
+
+@dataclass
+class PortSpec:
+    """One generator port: a vdev devargs string (``net_ring0``, ``net_af_packet0,iface=x``,
+    ``net_af_xdp0,iface=x``) or a PCI address with optional devargs (``0000:3b:00.0``)."""
+
+    devargs: str
+    speed_bps: Optional[float] = None
+    rx_queues: int = 1
+    tx_queues: int = 1
+    rxd: int = 1024
+    txd: int = 1024
+    mtu: int = 1500
+    promisc: bool = True
+
+    @property
+    def is_pci(self) -> bool:
+        return bool(_PCI_RE.match(self.devargs))
+
+    def eal_args(self) -> list[str]:
+        return ["-a", self.devargs] if self.is_pci else ["--vdev", self.devargs]
+
+    @property
+    def driver(self) -> str:
+        if self.is_pci:
+            return "pci"
+        return re.sub(r"\d+$", "", self.devargs.split(",", 1)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Latency helpers
+# ---------------------------------------------------------------------------------------------
+
+def percentiles_from_histogram(hist: Sequence[tuple[float, int]], pcts: Iterable[str] = PERCENTILES,
+                               min_ns: Optional[float] = None, max_ns: Optional[float] = None
+                               ) -> dict[str, float]:
+    """Percentiles from a histogram of (bucket upper bound ns, count), sorted by bound.
+
+    The value is interpolated linearly inside the bucket that holds the rank and clamped to the
+    observed [min, max]; a bucket's lower bound is the previous bucket's upper bound (or min)."""
+    buckets = sorted((float(b), int(c)) for b, c in hist if int(c) > 0)
+    total = sum(c for _, c in buckets)
+    out: dict[str, float] = {}
+    if total <= 0:
+        return out
+    for p in pcts:
+        rank = float(p) / 100.0 * total
+        cum = 0
+        prev: Optional[float] = None
+        val = buckets[-1][0]
+        for bound, cnt in buckets:
+            lo = prev if prev is not None else min(float(min_ns or 0.0), bound)
+            if cum + cnt >= rank:
+                val = lo + (bound - lo) * (rank - cum) / cnt
+                break
+            cum += cnt
+            prev = bound
+        if min_ns is not None:
+            val = max(val, float(min_ns))
+        if max_ns is not None:
+            val = min(val, float(max_ns))
+        out[p] = val
+    return out
+
+
+def merge_histograms(hists: Iterable[Sequence[tuple[float, int]]]) -> list[tuple[float, int]]:
+    acc: dict[float, int] = {}
+    for h in hists:
+        for b, c in h:
+            acc[float(b)] = acc.get(float(b), 0) + int(c)
+    return sorted((b, c) for b, c in acc.items() if c)
+
+
+def _merge_var(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
+    """Merge PDV/IPDV dicts (min/avg/max/p99) of several streams: min of mins, count-weighted
+    average, max of maxes, and the largest per-stream p99 (a conservative bound)."""
+    parts = [(n, d) for n, d in parts if d and n > 0]
+    if not parts:
+        return {}
+    out: dict[str, float] = {}
+    mins = [d["min"] for _, d in parts if "min" in d]
+    maxs = [d["max"] for _, d in parts if "max" in d]
+    avgs = [(n, d["avg"]) for n, d in parts if "avg" in d]
+    p99 = [d["p99"] for _, d in parts if "p99" in d]
+    if mins:
+        out["min"] = min(mins)
+    if avgs:
+        out["avg"] = sum(n * a for n, a in avgs) / sum(n for n, _ in avgs)
+    if maxs:
+        out["max"] = max(maxs)
+    if p99:
+        out["p99"] = max(p99)
+    return out
+
+
+def merge_latency(summaries: Iterable[Optional[LatencySummary]]) -> Optional[LatencySummary]:
+    """Merge per-stream latency: min of mins, count-weighted mean, max of maxes, the histograms
+    summed and the percentiles recomputed from the merged histogram."""
+    ls = [s for s in summaries if s is not None and s.count > 0]
+    if not ls:
+        return None
+    count = sum(s.count for s in ls)
+    mn = min(s.min_ns for s in ls)
+    mx = max(s.max_ns for s in ls)
+    avg = sum(s.avg_ns * s.count for s in ls) / count
+    hist = merge_histograms(s.histogram for s in ls)
+    pct = percentiles_from_histogram(hist, min_ns=mn, max_ns=mx) if hist else {}
+    if not pct and len(ls) == 1:
+        pct = dict(ls[0].percentiles_ns)
+    return LatencySummary(count=count, min_ns=mn, avg_ns=avg, max_ns=mx, percentiles_ns=pct,
+                          histogram=hist,
+                          pdv_ns=_merge_var([(s.count, s.pdv_ns) for s in ls]),
+                          ipdv_ns=_merge_var([(s.count, s.ipdv_ns) for s in ls]),
+                          definition=ls[0].definition)
+
+
+# ---------------------------------------------------------------------------------------------
+# The process and its JSON-RPC client
+# ---------------------------------------------------------------------------------------------
+
+class TgenProcess:
+    """One tgen process in RPC mode.
+
+    Every resource carries ``tag``: the EAL file prefix ``nfvperf-<tag>``, the control socket
+    ``<run_dir>/tgen-<tag>.sock`` and the log ``<run_dir>/tgen-<tag>.log`` (stdout+stderr).
+    """
+
+    START_TIMEOUT_S = 60.0
+    RPC_TIMEOUT_S = 30.0
+
+    def __init__(self, ports: list[PortSpec], lcores: str = "0@0,1@0", *, run_dir: Path,
+                 tag: str, binary: Optional[Path] = None, hugepages: bool = True,
+                 extra_eal: Sequence[str] = (), extra_args: Sequence[str] = (),
+                 mem_mb: int = 512):
+        if not ports:
+            raise ValueError("TgenProcess needs at least one port")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
+            raise ValueError(f"tag {tag!r}: only letters, digits, '_', '.', '-'")
+        self.ports = list(ports)
+        self.lcores = lcores
+        self.run_dir = Path(run_dir)
+        self.tag = tag
+        self.binary = Path(binary) if binary else None
+        self.hugepages = hugepages
+        self.extra_eal = list(extra_eal)
+        self.extra_args = list(extra_args)
+        self.mem_mb = mem_mb
+        self.file_prefix = f"nfvperf-{tag}"
+        sock = self.run_dir / f"tgen-{tag}.sock"
+        if len(str(sock)) > 100:   # sun_path is 108 bytes
+            sock = Path("/tmp") / f"nfvperf-tgen-{tag}.sock"
+        self.socket_path = sock
+        self.log_path = self.run_dir / f"tgen-{tag}.log"      # stderr (logs, DPDK messages)
+        self.out_path = self.run_dir / f"tgen-{tag}.out"      # stdout (the ready line)
+        self.ready: dict[str, Any] = {}
+        self.proc: Optional[subprocess.Popen] = None
+        self._sock: Optional[socket.socket] = None
+        self._rbuf = b""
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._log = None
+        self._out = None
+        self.info: dict[str, Any] = {}
+
+    # -- command line -----------------------------------------------------------------------
+    def eal_args(self) -> list[str]:
+        args = ["--lcores", self.lcores, "--file-prefix", self.file_prefix,
+                "--log-level", "lib.eal:warning"]
+        if self.hugepages:
+            args.append("--in-memory")
+        else:
+            args += ["--no-huge", "-m", str(self.mem_mb)]
+        if not any(p.is_pci for p in self.ports):
+            args.append("--no-pci")
+        for p in self.ports:
+            args += p.eal_args()
+        return args + self.extra_eal
+
+    def app_args(self) -> list[str]:
+        args = ["--socket", str(self.socket_path)]
+        for i, p in enumerate(self.ports):
+            kv = [f"rxq={p.rx_queues}", f"txq={p.tx_queues}", f"rxd={p.rxd}", f"txd={p.txd}",
+                  f"mtu={p.mtu}", f"promisc={1 if p.promisc else 0}"]
+            if p.speed_bps:
+                kv.insert(0, f"speed={int(p.speed_bps)}")
+            args += ["--port", f"{i}:" + ",".join(kv)]
+        return args
+
+    def argv(self) -> list[str]:
+        binary = self.binary or find_tgen_binary()
+        return [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> "TgenProcess":
+        if self.proc is not None:
+            return self
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+        argv = self.argv()
+        self.argv_used = argv
+        self._log = open(self.log_path, "wb")
+        self._out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._out,
+                                     stderr=self._log, start_new_session=True)
+        try:
+            self._wait_ready(self.START_TIMEOUT_S)
+            self._connect(10.0)
+            self.info = {"ping": self.rpc("ping"), "ports": self.rpc("ports.list")}
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        """Wait for tgen's one ready line on stdout: {"ready": true, "socket": ..., ...}."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                text = self.out_path.read_text(errors="replace")
+            except OSError:
+                text = ""
+            for line in text.splitlines():
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(msg, dict) and msg.get("ready"):
+                        self.ready = msg
+                        if msg.get("socket"):
+                            self.socket_path = Path(msg["socket"])
+                        return
+            self.check_alive()
+            time.sleep(0.05)
+        raise MeasurerError(f"tgen printed no ready line within {timeout_s:.0f} s; log tail:\n"
+                            f"{self.log_tail()}")
+
+    def _connect(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last: Optional[Exception] = None
+        while time.monotonic() < deadline:
+            self.check_alive()
+            if self.socket_path.exists():
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    s.connect(str(self.socket_path))
+                    self._sock = s
+                    self._rbuf = b""
+                    return
+                except OSError as e:
+                    last = e
+                    s.close()
+            time.sleep(0.05)
+        raise MeasurerError(f"tgen did not open {self.socket_path} within {timeout_s:.0f} s "
+                            f"({last}); log tail:\n{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def check_alive(self) -> None:
+        if self.proc is None:
+            raise MeasurerError("tgen is not started")
+        rc = self.proc.poll()
+        if rc is not None:
+            raise MeasurerError(f"tgen exited with status {rc}; log tail:\n{self.log_tail()}")
+
+    def log_tail(self, nbytes: int = 3000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - nbytes))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout_s: float = 5.0) -> Optional[int]:
+        """Ask tgen to shut down, then SIGTERM, then SIGKILL.  Returns the exit status."""
+        rc = None
+        if self.proc is not None:
+            if self.proc.poll() is None and self._sock is not None:
+                try:
+                    self.rpc("shutdown", _timeout=2.0)
+                except (MeasurerError, OSError):
+                    pass
+            for sig, wait in ((None, timeout_s), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+                if self.proc.poll() is not None:
+                    break
+                if sig is not None:
+                    try:
+                        self.proc.send_signal(sig)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    self.proc.wait(wait)
+                except subprocess.TimeoutExpired:
+                    pass
+            rc = self.proc.poll()
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        for f in (self._log, self._out):
+            if f is not None:
+                f.close()
+        self._log = self._out = None
+        try:
+            self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
+        return rc
+
+    def __enter__(self) -> "TgenProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- JSON-RPC ---------------------------------------------------------------------------
+    def rpc(self, method: str, _timeout: Optional[float] = None, **params: Any) -> Any:
+        """Call ``method`` with named ``params``; return its ``result`` or raise TgenError."""
+        return self.call(method, params, timeout_s=_timeout)
+
+    def call(self, method: str, params: Any = None, timeout_s: Optional[float] = None) -> Any:
+        req: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None and params != {}:
+            req["params"] = params
+        resp = self.raw(json.dumps(req, separators=(",", ":")).encode() + b"\n", req["id"],
+                        timeout_s)
+        if "error" in resp and resp["error"] is not None:
+            err = resp["error"]
+            if isinstance(err, dict):
+                raise TgenError(f"tgen {method}: {err.get('message', err)}", err.get("code"),
+                                err.get("data"), method)
+            raise TgenError(f"tgen {method}: {err}", None, None, method)
+        if "result" not in resp:
+            raise MeasurerError(f"tgen {method}: malformed response {resp!r}")
+        return resp["result"]
+
+    def raw(self, data: bytes, want_id: Any = None, timeout_s: Optional[float] = None
+            ) -> dict[str, Any]:
+        """Send raw bytes, return the next response (the one with ``want_id`` if given)."""
+        timeout_s = self.RPC_TIMEOUT_S if timeout_s is None else timeout_s
+        with self._lock:
+            self.check_alive()
+            if self._sock is None:
+                raise MeasurerError("tgen: not connected")
+            try:
+                self._sock.sendall(data)
+            except OSError as e:
+                self._died_or(f"tgen: send failed: {e}")
+            deadline = time.monotonic() + timeout_s
+            while True:
+                while b"\n" not in self._rbuf:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        self._died_or(f"tgen: no answer within {timeout_s} s")
+                    self._sock.settimeout(min(left, 0.5))
+                    try:
+                        chunk = self._sock.recv(1 << 20)
+                    except socket.timeout:
+                        self.check_alive()
+                        continue
+                    except OSError as e:
+                        self._died_or(f"tgen: receive failed: {e}")
+                    if not chunk:
+                        self._died_or("tgen closed the control connection")
+                    self._rbuf += chunk
+                line, _, self._rbuf = self._rbuf.partition(b"\n")
+                if not line.strip():
+                    continue
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    raise MeasurerError(f"tgen sent invalid JSON: {line[:200]!r}") from None
+                if not isinstance(msg, dict):
+                    raise MeasurerError(f"tgen sent a non-object: {line[:200]!r}")
+                if want_id is None or msg.get("id") == want_id:
+                    return msg
+                if "id" not in msg:
+                    continue        # a notification
+                # a stale answer to an earlier, timed-out request: skip it
+
+    def _died_or(self, msg: str) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.check_alive()
+        raise MeasurerError(msg)
+
+
+# ---------------------------------------------------------------------------------------------
+# The measurer
+# ---------------------------------------------------------------------------------------------
+
+def _lcore_cpus(lcores: str) -> dict[int, set[int]]:
+    """Parse an EAL --lcores string ("0@0,1@0", "0-3", "(0,1)@(0,1)", "1@(2-3)") into
+    {lcore: {cpus}}.  Unknown shapes map an lcore to itself."""
+    def rng(txt: str) -> list[int]:
+        out: list[int] = []
+        for part in txt.strip("()").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out += list(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        return out
+
+    res: dict[int, set[int]] = {}
+    for item in re.findall(r"\([^)]*\)(?:@\([^)]*\)|@\d+(?:-\d+)?)?|[^,]+", lcores):
+        item = item.strip().strip(",")
+        if not item:
+            continue
+        if "@" in item:
+            ls, cs = item.split("@", 1)
+            cpus = set(rng(cs))
+            for lc in rng(ls):
+                res[lc] = cpus
+        else:
+            for lc in rng(item):
+                res[lc] = {lc}
+    return res
+
+
+def _latency_from_wire(d: Optional[dict[str, Any]]) -> Optional[LatencySummary]:
+    if not d:
+        return None
+    count = int(d.get("count") or 0)
+    if count <= 0:
+        return LatencySummary(count=0)
+    hist = [(float(b), int(c)) for b, c in (d.get("histogram") or [])]
+    pct = {str(k): float(v) for k, v in (d.get("percentiles_ns") or {}).items() if v is not None}
+    return LatencySummary(
+        count=count, min_ns=float(d.get("min_ns") or 0.0), avg_ns=float(d.get("avg_ns") or 0.0),
+        max_ns=float(d.get("max_ns") or 0.0), percentiles_ns=pct, histogram=hist,
+        pdv_ns={k: float(v) for k, v in (d.get("pdv_ns") or {}).items() if v is not None},
+        ipdv_ns={k: float(v) for k, v in (d.get("ipdv_ns") or {}).items() if v is not None},
+        definition=TgenMeasurer.LATENCY_DEFINITION)
+
+
+def _opt_float(v: Any) -> Optional[float]:
+    return None if v is None else float(v)
+
+
+class TgenMeasurer(Measurer):
+    """The Measurer on a running :class:`TgenProcess`.
+
+    ``pairs`` are (tx_port, rx_port) directions.  With a bidirectional profile the directions
+    are ``pairs`` followed by each pair reversed; ``stream_params[i]`` (if given) is merged into
+    the ``stream.add`` object of direction ``i`` in that order (MACs, IPs, ``vxlan`` endpoints,
+    ``vary``...), so a topology can supply what its DUT needs.
+    """
+
+    name = "tgen"
+    LATENCY_DEFINITION = ("tgen: tx timestamp (TSC, written as the frame is queued for TX) to rx "
+                          "poll time on the generator clock; includes both generator ports' "
+                          "queueing; RFC 1242 store-and-forward approximation")
+    POLL_S = 0.2
+
+    def __init__(self, proc: TgenProcess, pairs: list[tuple[int, int]],
+                 dut_counters: Optional[Callable[[], dict]] = None,
+                 dut_alive: Optional[Callable[[], None]] = None,
+                 stream_params: Optional[list[dict]] = None,
+                 learning_wait_s: float = 2.0, learning_frames: int = 3):
+        if not pairs:
+            raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
+        self.proc = proc
+        self.pairs = [(int(a), int(b)) for a, b in pairs]
+        self.dut_counters = dut_counters
+        self.dut_alive = dut_alive
+        self.stream_params = stream_params
+        self.learning_wait_s = learning_wait_s
+        self.learning_frames = learning_frames
+        self.profile: Optional[TrafficProfile] = None
+        self.stream_ids: list[int] = []
+        self.directions: list[tuple[int, int]] = []
+        self.last_raw: Optional[dict[str, Any]] = None
+
+    # -- streams ----------------------------------------------------------------------------
+    def directions_for(self, profile: TrafficProfile) -> list[tuple[int, int]]:
+        dirs = list(self.pairs)
+        if profile.bidirectional:
+            dirs += [(b, a) for a, b in self.pairs]
+        return dirs
+
+    def stream_object(self, profile: TrafficProfile, index: int, tx: int, rx: int) -> dict:
+        s: dict[str, Any] = {"port": tx, "rx_port": rx, "name": f"p{tx}->p{rx}",
+                             "flows": int(profile.flows_per_port), "rate": {"pps": 1}}
+        if profile.imix:
+            s["imix"] = [[int(sz), int(w)] for sz, w in profile.imix]
+        else:
+            s["size_b"] = int(profile.frame_size_b)
+        if profile.vlan is not None:
+            s["vlan"] = int(profile.vlan)
+        if profile.ip_version == 6:
+            s["ipv6"] = True
+        elif profile.ip_version != 4:
+            raise ValueError(f"ip_version must be 4 or 6, not {profile.ip_version}")
+        if profile.vxlan:
+            s["vxlan"] = {}
+        extra = (self.stream_params[index] if self.stream_params and index < len(self.stream_params)
+                 else None) or {}
+        for k, v in extra.items():
+            if k == "vxlan" and isinstance(v, dict):
+                if profile.vxlan:
+                    s["vxlan"] = {**s.get("vxlan", {}), **v}
+            else:
+                s[k] = v
+        return s
+
+    def set_profile(self, profile: TrafficProfile) -> None:
+        self.proc.rpc("stream.remove", all=True)
+        self.stream_ids = []
+        self.directions = self.directions_for(profile)
+        self.profile = profile
+        try:
+            for i, (tx, rx) in enumerate(self.directions):
+                r = self.proc.call("stream.add", self.stream_object(profile, i, tx, rx))
+                self.stream_ids.append(int(r["stream_id"]))
+        except BaseException:
+            self.profile = None
+            raise
+
+    # -- trials -----------------------------------------------------------------------------
+    def _need_profile(self) -> TrafficProfile:
+        if self.profile is None or not self.stream_ids:
+            raise MeasurerError("TgenMeasurer: set_profile() first")
+        return self.profile
+
+    def _trial_base(self, profile: TrafficProfile, drain_s: Optional[float] = None) -> dict:
+        t: dict[str, Any] = {"streams": list(self.stream_ids),
+                             "drain_s": float(profile.drain_s if drain_s is None else drain_s),
+                             "latency": bool(profile.latency)}
+        if profile.learning:
+            t.update(learning=True, learning_frames=int(self.learning_frames),
+                     learning_wait_s=float(self.learning_wait_s))
+        return t
+
+    def _check_dut(self) -> None:
+        if self.dut_alive is not None:
+            self.dut_alive()
+
+    def _run(self, trial: dict, expect_s: float, on_running: Optional[Callable[[float], None]] = None,
+             dut_checks: Optional[Callable[[], bool]] = None) -> dict:
+        """Start a trial, poll it to the end (checking the DUT every poll), return trial.result."""
+        self._check_dut()
+        self.proc.call("trial.start", trial)
+        budget = (expect_s * 1.5 + float(trial.get("drain_s", 2.0))
+                  + (float(trial.get("learning_wait_s", 2.0)) if trial.get("learning") else 0.0)
+                  + 15.0)
+        deadline = time.monotonic() + budget
+        try:
+            while True:
+                st = self.proc.rpc("trial.status")
+                state = st.get("state")
+                if state == "done":
+                    break
+                if state == "idle":
+                    raise MeasurerError("tgen: trial went idle without finishing")
+                if on_running is not None and state in ("running", "draining"):
+                    on_running(float(st.get("elapsed_s") or 0.0))
+                if dut_checks is None or dut_checks():
+                    self._check_dut()
+                if time.monotonic() > deadline:
+                    raise MeasurerError(f"tgen: trial not done after {budget:.1f} s "
+                                        f"(state {state}, {st})")
+                time.sleep(self.POLL_S)
+        except BaseException:
+            self._abort()
+            raise
+        res = self.proc.rpc("trial.result")
+        self.last_raw = res
+        return res
+
+    def _abort(self) -> None:
+        """Stop a running trial after a failure, so the next one can start."""
+        if not self.proc.alive():
+            return
+        try:
+            self.proc.rpc("trial.stop", _timeout=5.0)
+            end = time.monotonic() + 10.0
+            while time.monotonic() < end:
+                if self.proc.rpc("trial.status", _timeout=5.0).get("state") in ("done", "idle"):
+                    break
+                time.sleep(0.1)
+        except MeasurerError:
+            pass
+
+    def _convert(self, raw: dict, duration_s: float, load_pps: float,
+                 expected_per_stream: list[int]) -> TrialResult:
+        streams: list[StreamResult] = []
+        by_id = {int(s["id"]): s for s in raw.get("streams") or []}
+        reasons: list[str] = []
+        expected = 0
+        for sid, exp in zip(self.stream_ids, expected_per_stream):
+            s = by_id.get(sid)
+            if s is None:
+                raise MeasurerError(f"tgen: trial.result has no stream {sid}")
+            sr = StreamResult(
+                name=str(s.get("name") or f"stream{sid}"), tx_port=int(s.get("tx_port", 0)),
+                rx_port=int(s.get("rx_port", 0)), intended_pps=float(s.get("intended_pps") or 0.0),
+                achieved_pps=float(s.get("achieved_pps") or 0.0), sent=int(s.get("sent") or 0),
+                received=int(s.get("received") or 0), lost=int(s.get("lost") or 0),
+                duplicates=int(s.get("duplicates") or 0), reordered=int(s.get("reordered") or 0),
+                reorder_extent_max=int(s.get("reorder_extent_max") or 0),
+                seq_gaps=int(s.get("seq_gaps") or 0), latency=_latency_from_wire(s.get("latency")),
+                first_loss_ns=_opt_float(s.get("first_loss_ns")),
+                last_loss_ns=_opt_float(s.get("last_loss_ns")),
+                max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")))
+            streams.append(sr)
+            expected += exp
+            if sr.sent < MIN_SENT_RATIO * exp:
+                reasons.append(f"{sr.name}: sent {sr.sent} < 99.9 % of intended {exp}")
+            if sr.received > sr.sent:
+                reasons.append(f"{sr.name}: received {sr.received} > sent {sr.sent} "
+                               "(negative loss)")
+            if sr.duplicates > 0:
+                reasons.append(f"{sr.name}: {sr.duplicates} duplicate frames")
+        eff = float(raw.get("effective_duration_s") or 0.0)
+        if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH):
+            reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
+        late_rx = int(raw.get("late_rx") or 0)
+        if late_rx > 0:
+            reasons.append(f"{late_rx} test frames arrived after the drain (counters not settled)")
+        ports = raw.get("ports") or []
+        tg_counters = {f"port{p.get('id')}": {"stats": p.get("stats", {}),
+                                               "xstats": p.get("xstats", {})} for p in ports}
+        dut = {}
+        if self.dut_counters is not None:
+            try:
+                dut = dict(self.dut_counters() or {})
+            except DutFailure:
+                raise
+            except Exception as e:   # a counter read failure must not lose the trial
+                dut = {"error": f"{type(e).__name__}: {e}"}
+        lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
+            else None
+        return TrialResult(
+            duration_s=float(duration_s), load_pps=float(load_pps),
+            sent=sum(s.sent for s in streams), received=sum(s.received for s in streams),
+            expected=expected, effective_duration_s=eff, streams=streams, latency=lat,
+            valid=not reasons, invalid_reasons=reasons, tg_counters=tg_counters,
+            dut_counters=dut, non_test_rx=int(raw.get("non_test_rx") or 0),
+            pacer_late_max_ns=float(raw.get("pacer_late_max_ns") or 0.0),
+            extra={"late_rx": late_rx,
+                   "tx_retries": sum(int(s.get("tx_retries") or 0) for s in raw.get("streams") or []),
+                   "tsc_hz": raw.get("tsc_hz")})
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        profile = self._need_profile()
+        if duration_s <= 0 or load_pps <= 0:
+            raise ValueError("measure() needs duration_s > 0 and load_pps > 0")
+        trial = self._trial_base(profile)
+        trial.update(duration_s=float(duration_s), pps=float(load_pps))
+        raw = self._run(trial, duration_s)
+        exp = [int(round(load_pps * duration_s))] * len(self.stream_ids)
+        return self._convert(raw, duration_s, load_pps, exp)
+
+    def measure_frames(self, frames: int, load_pps: float) -> TrialResult:
+        """A constant-load trial of exactly ``frames`` frames per stream."""
+        profile = self._need_profile()
+        trial = self._trial_base(profile)
+        trial.update(frames=int(frames), pps=float(load_pps))
+        dur = frames / load_pps
+        raw = self._run(trial, dur)
+        return self._convert(raw, dur, load_pps, [int(frames)] * len(self.stream_ids))
+
+    def measure_segments(self, segments: list[Segment]) -> TrialResult:
+        profile = self._need_profile()
+        if not segments:
+            raise ValueError("measure_segments() needs at least one segment")
+        trial = self._trial_base(profile)
+        trial["segments"] = [{"duration_s": float(s.duration_s), "pps": float(s.load_pps)}
+                             for s in segments]
+        total = sum(s.duration_s for s in segments)
+        frames = sum(int(round(s.load_pps * s.duration_s)) for s in segments)
+        raw = self._run(trial, total)
+        res = self._convert(raw, total, frames / total if total else 0.0,
+                            [frames] * len(self.stream_ids))
+        res.extra["segments"] = [{"duration_s": s.duration_s, "load_pps": s.load_pps}
+                                 for s in segments]
+        return res
+
+    def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0
+                      ) -> TrialResult:
+        profile = self._need_profile()
+        trial = self._trial_base(profile, drain_s=drain_s)
+        trial.update(mode="burst", burst_frames=int(burst_frames), bursts=1, pps=float(burst_pps))
+        dur = burst_frames / burst_pps
+        raw = self._run(trial, dur)
+        res = self._convert(raw, dur, burst_pps, [int(burst_frames)] * len(self.stream_ids))
+        res.extra["burst_frames"] = int(burst_frames)
+        return res
+
+    def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
+        profile = self._need_profile()
+        if self.reset_hook is None:
+            raise Unsupported("tgen measure_reset needs a reset_hook (set by the runner)")
+        if not 0 <= reset_at_s < duration_s:
+            raise ValueError("reset_at_s must be inside the trial")
+        hook = self.reset_hook
+        state: dict[str, Any] = {"timer": None, "done": False, "error": None, "t": None}
+
+        def fire() -> None:
+            state["t"] = time.monotonic()
+            try:
+                hook()
+            except BaseException as e:   # reported after the trial
+                state["error"] = e
+            finally:
+                state["done"] = True
+
+        def on_running(elapsed: float) -> None:
+            if state["timer"] is None:
+                t = threading.Timer(max(0.0, reset_at_s - elapsed), fire)
+                t.daemon = True
+                state["timer"] = t
+                t.start()
+
+        def dut_checks() -> bool:
+            # the DUT is expected to be down while it resets: check it only before and after
+            return state["timer"] is None or state["done"]
+
+        trial = self._trial_base(profile)
+        trial.update(duration_s=float(duration_s), pps=float(load_pps))
+        try:
+            raw = self._run(trial, duration_s, on_running=on_running, dut_checks=dut_checks)
+        finally:
+            if state["timer"] is not None:
+                state["timer"].join(60)
+        if state["error"] is not None:
+            raise MeasurerError(f"reset hook failed: {state['error']}") from state["error"]
+        if state["timer"] is None:
+            raise MeasurerError("tgen: the trial ended before the reset could be triggered")
+        res = self._convert(raw, duration_s, load_pps,
+                            [int(round(load_pps * duration_s))] * len(self.stream_ids))
+        res.extra["reset_at_s"] = reset_at_s
+        return res
+
+    # -- environment ------------------------------------------------------------------------
+    def environment(self) -> dict[str, Any]:
+        env: dict[str, Any] = {"measurer": self.name}
+        try:
+            ping = self.proc.rpc("ping")
+            ports = self.proc.rpc("ports.list")
+        except MeasurerError as e:
+            return {**env, "error": str(e)}
+        lc = _lcore_cpus(self.proc.lcores)
+        cpus = [c for s in lc.values() for c in s]
+        workers = sorted(lc)[1:] if len(lc) > 1 else sorted(lc)
+        worker_cpus = [c for w in workers for c in lc[w]]
+        env.update({
+            "tgen_version": ping.get("version"), "tsc_hz": ping.get("tsc_hz"),
+            "binary": str(self.proc.binary or find_tgen_binary()),
+            "lcores": self.proc.lcores, "lcore_cpus": {str(k): sorted(v) for k, v in lc.items()},
+            "ports": [{k: p.get(k) for k in ("id", "name", "driver", "mac", "link_up",
+                                            "link_speed_bps", "speed_bps", "rxq", "txq", "mtu")}
+                      for p in ports],
+            "pairs": self.pairs,
+            # shared: two lcores on one CPU, or a worker on the control lcore's CPU, or fewer
+            # host CPUs than lcores
+            "cores_shared": (len(cpus) != len(set(cpus))
+                             or len(set(worker_cpus)) < len(worker_cpus)
+                             or (os.cpu_count() or 1) < len(lc)),
+            "host_cpus": os.cpu_count(),
+        })
+        return env
+
+    def close(self) -> None:
+        if self.proc.alive() and self.stream_ids:
+            try:
+                self.proc.rpc("stream.remove", all=True, _timeout=5.0)
+            except MeasurerError:
+                pass
+        self.stream_ids = []

@@ -1,0 +1,476 @@
+"""Unit tests of the tgen client (src/nfvperf/tg/tgen.py) against a fake tgen.
+
+The fake (FAKE_TGEN below) speaks tgen/PROTOCOL.md over a Unix socket, so process handling, the
+JSON-RPC client, the profile->stream mapping, result conversion and trial validity are tested
+without DPDK or root.  The real generator is exercised in tests/integration/test_tgen_*.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nfvperf.tg.base import DutFailure, LatencySummary, MeasurerError, Segment, TrafficProfile, Unsupported
+from nfvperf.tg.tgen import (PortSpec, TgenError, TgenMeasurer, TgenProcess, _lcore_cpus,
+                             merge_latency, percentiles_from_histogram)
+
+FAKE_TGEN = r'''# Fake tgen: behaviour knobs from FAKE_* environment variables (drop, duplicate, stretch, die,
+# ignore shutdown); every request is appended as a JSON line to $FAKE_LOG.
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+argv = sys.argv[1:]
+app = argv[argv.index("--") + 1:] if "--" in argv else []
+if "--bad-option" in app:
+    sys.stderr.write("tgen: --bad-option: unknown option\n")
+    sys.exit(2)
+sock_path = app[app.index("--socket") + 1] if "--socket" in app else f"/tmp/tgen.{os.getpid()}.sock"
+nports = argv.count("--vdev") + argv.count("-a")
+env = os.environ
+LOG = env.get("FAKE_LOG")
+DROP = float(env.get("FAKE_DROP", "0"))          # fraction of frames lost
+DUPS = int(env.get("FAKE_DUPS", "0"))
+SENT_RATIO = float(env.get("FAKE_SENT_RATIO", "1"))
+STRETCH = float(env.get("FAKE_STRETCH", "1"))
+EXTRA_RX = int(env.get("FAKE_EXTRA_RX", "0"))
+DIE_IN_TRIAL = env.get("FAKE_DIE_IN_TRIAL") == "1"
+IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
+if IGNORE_SHUTDOWN:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+sys.stderr.write("EAL: fake tgen starting\n")
+if env.get("FAKE_DIE_AT_START") == "1":
+    sys.stderr.write("EAL: Error - exiting with code: 1\n  Cause: fake failure at start\n")
+    sys.exit(1)
+
+try:
+    os.unlink(sock_path)
+except FileNotFoundError:
+    pass
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sock_path)
+os.chmod(sock_path, 0o600)
+srv.listen(4)
+print(json.dumps({"ready": True, "socket": sock_path, "tcp": None, "pid": os.getpid(),
+                  "ports": nports}), flush=True)
+
+streams = {}
+next_id = [1]
+trial = {"state": "idle"}
+
+
+def log(obj):
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(json.dumps(obj) + "\n")
+
+
+class RpcErr(Exception):
+    def __init__(self, code, msg, field=None):
+        super().__init__(msg)
+        self.code, self.msg, self.field = code, msg, field
+
+
+def trial_state():
+    if trial["state"] in ("running", "draining"):
+        el = time.monotonic() - trial["t0"]
+        if el >= trial["dur"] + trial["drain"]:
+            trial["state"] = "done"
+        elif el >= trial["dur"]:
+            trial["state"] = "draining"
+        if DIE_IN_TRIAL and el > 0.3:
+            sys.stderr.write("tgen: fake crash in trial\n")
+            sys.stderr.flush()
+            os._exit(3)
+    return trial["state"]
+
+
+def result():
+    out = []
+    dur = trial["dur"]
+    for sid in trial["ids"]:
+        s = streams[sid]
+        pps = trial["pps"].get(sid, s["rate"]["pps"])
+        intended = trial["frames"] if trial.get("frames") else round(pps * dur)
+        sent = int(intended * SENT_RATIO)
+        rec = int(round(sent * (1 - DROP))) + EXTRA_RX
+        hist = [[1000, rec // 2], [2000, rec - rec // 2]] if rec else []
+        out.append({"id": sid, "name": s["name"], "tx_port": s["port"], "rx_port": s["rx_port"],
+                    "intended_pps": pps, "achieved_pps": sent / dur / STRETCH, "sent": sent,
+                    "received": rec, "lost": max(0, sent - rec), "duplicates": DUPS,
+                    "reordered": 0, "reorder_extent_max": 0, "seq_gaps": 1 if rec < sent else 0,
+                    "first_loss_ns": 1000.0 if rec < sent else None,
+                    "last_loss_ns": 5000.0 if rec < sent else None,
+                    "max_rx_gap_ns": 100.0, "pacer_late_max_ns": 10, "tx_retries": 0,
+                    "latency": None if not trial["latency"] else {
+                        "count": rec, "min_ns": 500.0 + sid, "avg_ns": 1200.0, "max_ns": 1900.0 + sid,
+                        "percentiles_ns": {"50": 1000.0, "90": 1800.0, "99": 1900.0,
+                                           "99.9": 1900.0, "99.99": 1900.0},
+                        "histogram": hist,
+                        "pdv_ns": {"min": 0, "avg": 700.0, "max": 1400.0, "p99": 1400.0},
+                        "ipdv_ns": {"min": -500.0, "avg": 0.0, "max": 500.0, "p99": 400.0}}})
+    return {"state": "done", "duration_s": dur, "effective_duration_s": dur * STRETCH,
+            "pacer_late_max_ns": 10, "non_test_rx": 3, "late_rx": 0,
+            "sent": sum(s["sent"] for s in out), "received": sum(s["received"] for s in out),
+            "tsc_hz": 2000000000, "streams": out,
+            "ports": [{"id": p, "stats": {"ipackets": 1, "opackets": 2}, "xstats": {"x": 1}}
+                      for p in range(nports)]}
+
+
+def handle(method, p):
+    if method == "ping":
+        return {"pong": True, "version": "1", "tsc_hz": 2000000000}
+    if method == "ports.list":
+        return [{"id": i, "name": f"net_ring{i}", "driver": "net_ring", "mac": f"02:00:00:00:00:0{i}",
+                 "link_up": True, "link_speed_bps": 10e9, "speed_bps": 10e9, "rxq": 1, "txq": 1,
+                 "rxd": 1024, "txd": 1024, "mtu": 1500, "promisc": True} for i in range(nports)]
+    if method == "stream.remove":
+        if trial_state() in ("running", "draining", "learning"):
+            raise RpcErr(-32000, "trial running")
+        if p.get("all"):
+            streams.clear()
+        else:
+            streams.pop(p["id"])
+        return {"ok": True}
+    if method == "stream.add":
+        if not isinstance(p.get("port"), int):
+            raise RpcErr(-32602, "port: required integer", "port")
+        if p["port"] >= nports:
+            raise RpcErr(-32001, f"port: no port {p['port']}", "port")
+        if p.get("flows", 1) < 1:
+            raise RpcErr(-32602, f"flows: must be 1..1000000 (got {p['flows']})", "flows")
+        sid = next_id[0]
+        next_id[0] += 1
+        s = dict(p)
+        s.setdefault("rate", {"pps": 1000})
+        s.setdefault("rx_port", s["port"])
+        s.setdefault("name", f"p{s['port']}->p{s['rx_port']}#{sid}")
+        streams[sid] = s
+        return {"stream_id": sid}
+    if method == "trial.start":
+        if trial_state() in ("running", "draining"):
+            raise RpcErr(-32000, "a trial is running")
+        ids = p.get("streams") or list(streams)
+        pps = {sid: p["pps"] for sid in ids} if "pps" in p else {}
+        if "segments" in p:
+            dur = sum(s["duration_s"] for s in p["segments"])
+            frames = sum(round(s["pps"] * s["duration_s"]) for s in p["segments"])
+        elif p.get("mode") == "burst":
+            frames = p["burst_frames"]
+            dur = frames / p["pps"]
+        elif "frames" in p:
+            frames = p["frames"]
+            dur = frames / p["pps"]
+        else:
+            frames, dur = None, p["duration_s"]
+        trial.update(state="running", t0=time.monotonic(), dur=dur, drain=p.get("drain_s", 2.0),
+                     ids=ids, pps=pps, frames=frames, latency=p.get("latency", True))
+        return {"ok": True, "streams": ids}
+    if method == "trial.status":
+        st = trial_state()
+        return {"state": st, "elapsed_s": time.monotonic() - trial.get("t0", time.monotonic()),
+                "sent": 0, "received": 0}
+    if method == "trial.stop":
+        if trial_state() in ("running", "draining"):
+            trial["state"] = "done"
+        return {"ok": True}
+    if method == "trial.result":
+        if trial_state() != "done":
+            raise RpcErr(-32000, "trial.result: no finished trial")
+        return result()
+    if method == "shutdown":
+        return {"ok": True}
+    raise RpcErr(-32601, f"method not found: {method}")
+
+
+while True:
+    conn, _ = srv.accept()
+    buf = b""
+    while True:
+        data = conn.recv(65536)
+        if not data:
+            break
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                req = json.loads(line)
+            except ValueError:
+                conn.sendall(json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32700, "message": "parse error"}}).encode() + b"\n")
+                continue
+            log(req)
+            try:
+                res = {"jsonrpc": "2.0", "id": req.get("id"),
+                       "result": handle(req["method"], req.get("params") or {})}
+            except RpcErr as e:
+                res = {"jsonrpc": "2.0", "id": req.get("id"),
+                       "error": {"code": e.code, "message": e.msg, "data": {"field": e.field}}}
+            conn.sendall(json.dumps(res).encode() + b"\n")
+            if req.get("method") == "shutdown" and not IGNORE_SHUTDOWN:
+                conn.close()
+                os.unlink(sock_path)
+                sys.exit(0)
+    conn.close()
+'''
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    p = tmp_path / "fake-tgen"
+    p.write_text(f"#!{sys.executable}\n" + FAKE_TGEN)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "requests.jsonl"))
+    return p
+
+
+def requests(tmp_path: Path) -> list[dict]:
+    f = tmp_path / "requests.jsonl"
+    return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+
+def make_proc(fake_bin: Path, tmp_path: Path, nports: int = 2, **kw) -> TgenProcess:
+    ports = [PortSpec(f"net_ring{i}") for i in range(nports)]
+    return TgenProcess(ports, run_dir=tmp_path / "run", tag="ut1", binary=fake_bin, **kw)
+
+
+# -- command line -------------------------------------------------------------------------------
+
+def test_argv_vdev_and_pci(tmp_path: Path):
+    ports = [PortSpec("net_af_packet0,iface=nfvt1a", speed_bps=10e9, rxd=512, promisc=False),
+             PortSpec("0000:3b:00.1", mtu=9000)]
+    p = TgenProcess(ports, lcores="0@0,1@1", run_dir=tmp_path, tag="t-42", binary=Path("/bin/tgen"),
+                    hugepages=False, extra_eal=["--log-level", "pmd:debug"])
+    argv = p.argv()
+    assert argv[0] == "/bin/tgen"
+    eal, app = argv[1:argv.index("--")], argv[argv.index("--") + 1:]
+    assert eal[eal.index("--vdev") + 1] == "net_af_packet0,iface=nfvt1a"
+    assert eal[eal.index("-a") + 1] == "0000:3b:00.1"
+    assert "--no-pci" not in eal             # a PCI port is present
+    assert eal[eal.index("--file-prefix") + 1] == "nfvperf-t-42"
+    assert "--no-huge" in eal and "--in-memory" not in eal
+    assert eal[eal.index("--lcores") + 1] == "0@0,1@1"
+    assert eal[-2:] == ["--log-level", "pmd:debug"]
+    assert app[app.index("--socket") + 1].endswith("tgen-t-42.sock")
+    port_opts = [app[i + 1] for i, a in enumerate(app) if a == "--port"]
+    assert port_opts[0].startswith("0:speed=10000000000,")
+    assert "rxd=512" in port_opts[0] and "promisc=0" in port_opts[0]
+    assert port_opts[1].startswith("1:") and "mtu=9000" in port_opts[1] and "speed" not in port_opts[1]
+
+
+def test_argv_all_vdev_no_pci_and_bad_tag(tmp_path: Path):
+    p = TgenProcess([PortSpec("net_ring0")], run_dir=tmp_path, tag="x", binary=Path("/bin/true"))
+    assert "--no-pci" in p.argv() and "--in-memory" in p.argv()
+    with pytest.raises(ValueError):
+        TgenProcess([PortSpec("net_ring0")], run_dir=tmp_path, tag="a b; rm -rf /")
+    with pytest.raises(ValueError):
+        TgenProcess([], run_dir=tmp_path, tag="x")
+
+
+def test_lcore_parsing():
+    assert _lcore_cpus("0@0,1@0") == {0: {0}, 1: {0}}
+    assert _lcore_cpus("0-2") == {0: {0}, 1: {1}, 2: {2}}
+    assert _lcore_cpus("(0,1)@(0,1),2@1") == {0: {0, 1}, 1: {0, 1}, 2: {1}}
+
+
+# -- process and RPC ----------------------------------------------------------------------------
+
+def test_start_rpc_errors_and_stop(fake_bin: Path, tmp_path: Path):
+    proc = make_proc(fake_bin, tmp_path)
+    with proc:
+        assert proc.ready["ready"] is True and proc.ready["ports"] == 2
+        assert proc.socket_path.exists()
+        assert oct(proc.socket_path.stat().st_mode & 0o777) == "0o600"
+        assert proc.rpc("ping")["pong"] is True
+        with pytest.raises(TgenError) as ei:
+            proc.rpc("no.such.method")
+        assert ei.value.code == -32601 and "no.such.method" in str(ei.value)
+        with pytest.raises(TgenError) as ei:
+            proc.rpc("stream.add", port=0, flows=0)
+        assert ei.value.code == -32602 and ei.value.data == {"field": "flows"}
+        assert "flows: must be" in str(ei.value)
+        # raw bad JSON gets a parse error and the connection stays usable
+        resp = proc.raw(b"{not json\n")
+        assert resp["error"]["code"] == -32700
+        assert proc.rpc("ping")["version"] == "1"
+        # request ids increase
+        ids = [r["id"] for r in requests(tmp_path)]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert not proc.alive() and proc.proc.returncode == 0
+    assert not proc.socket_path.exists()
+    assert requests(tmp_path)[-1]["method"] == "shutdown"
+
+
+def test_start_failure_reports_stderr(fake_bin: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("FAKE_DIE_AT_START", "1")
+    with pytest.raises(MeasurerError, match="fake failure at start"):
+        make_proc(fake_bin, tmp_path).start()
+
+
+def test_stop_escalates_to_kill(fake_bin: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("FAKE_IGNORE_SHUTDOWN", "1")   # answers shutdown, ignores SIGTERM
+    proc = make_proc(fake_bin, tmp_path).start()
+    t0 = time.monotonic()
+    rc = proc.stop(timeout_s=0.5)
+    assert rc == -9 and time.monotonic() - t0 < 10
+
+
+def test_process_death_in_trial(fake_bin: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("FAKE_DIE_IN_TRIAL", "1")
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.1))
+        with pytest.raises(MeasurerError, match="fake crash in trial"):
+            m.measure(2.0, 1000)
+
+
+# -- measurer -----------------------------------------------------------------------------------
+
+def test_set_profile_streams(fake_bin: Path, tmp_path: Path):
+    with make_proc(fake_bin, tmp_path, nports=4) as proc:
+        params = [{"dst_mac": "02:00:00:00:aa:01", "vxlan": {"vni": 7}}, {}, {"src_ip": "10.1.1.1"}, {}]
+        m = TgenMeasurer(proc, [(0, 1), (2, 3)], stream_params=params)
+        m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=1000, vlan=5, vxlan=True,
+                                     ip_version=6, bidirectional=True))
+        adds = [r["params"] for r in requests(tmp_path) if r["method"] == "stream.add"]
+        assert [(a["port"], a["rx_port"]) for a in adds] == [(0, 1), (2, 3), (1, 0), (3, 2)]
+        assert all(a["size_b"] == 128 and a["flows"] == 1000 and a["vlan"] == 5 and a["ipv6"]
+                   for a in adds)
+        assert adds[0]["dst_mac"] == "02:00:00:00:aa:01" and adds[0]["vxlan"] == {"vni": 7}
+        assert adds[1]["vxlan"] == {} and adds[2]["src_ip"] == "10.1.1.1"
+        assert len(m.stream_ids) == 4
+        # re-setting removes the old streams first, unidirectional gives one per pair
+        m.set_profile(TrafficProfile(imix=[(64, 7), (570, 4), (1518, 1)], bidirectional=False))
+        reqs = requests(tmp_path)
+        last_remove = max(i for i, r in enumerate(reqs) if r["method"] == "stream.remove")
+        adds = [r["params"] for r in reqs[last_remove:] if r["method"] == "stream.add"]
+        assert len(adds) == 2 and adds[0]["imix"] == [[64, 7], [570, 4], [1518, 1]]
+        assert "size_b" not in adds[0] and "vxlan" not in adds[0]
+
+
+def test_measure_valid_and_counts(fake_bin: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("FAKE_DROP", "0.01")
+    counters = {"calls": 0}
+
+    def dut_counters():
+        counters["calls"] += 1
+        return {"rx": 5}
+
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], dut_counters=dut_counters)
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.1))
+        r = m.measure(0.5, 10000)
+        start = [x["params"] for x in requests(tmp_path) if x["method"] == "trial.start"][-1]
+        assert start["pps"] == 10000 and start["duration_s"] == 0.5 and start["drain_s"] == 0.1
+        assert "learning" not in start
+        assert r.valid, r.invalid_reasons
+        assert r.expected == 2 * 5000 and r.sent == 10000
+        assert r.received == 2 * round(5000 * 0.99)
+        assert abs(r.loss_ratio - 0.01) < 1e-9
+        assert len(r.streams) == 2 and r.streams[0].first_loss_ns == 1000.0
+        assert r.dut_counters == {"rx": 5} and counters["calls"] == 1
+        assert set(r.tg_counters) == {"port0", "port1"}
+        assert r.non_test_rx == 3
+        assert r.latency is not None and r.latency.count == r.received
+        assert r.latency.min_ns == 501.0 and r.latency.max_ns == 1902.0   # min of mins, max of maxes
+        assert 1000 < r.latency.percentiles_ns["99"] <= 1902.0
+        assert r.latency.pdv_ns["max"] == 1400.0
+
+
+@pytest.mark.parametrize("knob,value,reason", [
+    ("FAKE_SENT_RATIO", "0.99", "99.9 %"),
+    ("FAKE_STRETCH", "1.2", "effective duration"),
+    ("FAKE_EXTRA_RX", "5", "negative loss"),
+    ("FAKE_DUPS", "2", "duplicate"),
+])
+def test_measure_invalid(fake_bin: Path, tmp_path: Path, monkeypatch, knob, value, reason):
+    monkeypatch.setenv(knob, value)
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.2, 10000)
+        assert not r.valid
+        assert any(reason in x for x in r.invalid_reasons), r.invalid_reasons
+
+
+def test_dut_failure_stops_trial_quickly(fake_bin: Path, tmp_path: Path):
+    calls = {"n": 0}
+
+    def dut_alive():
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise DutFailure("switch died")
+
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], dut_alive=dut_alive)
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.1))
+        t0 = time.monotonic()
+        with pytest.raises(DutFailure):
+            m.measure(30.0, 1000)
+        assert time.monotonic() - t0 < 5
+        assert any(x["method"] == "trial.stop" for x in requests(tmp_path))
+        # the generator is usable again
+        calls["n"] = -100
+        assert m.measure(0.2, 1000).sent == 400
+
+
+def test_learning_burst_segments_reset(fake_bin: Path, tmp_path: Path):
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], learning_wait_s=0.1)
+        with pytest.raises(MeasurerError):
+            m.measure(1, 1)                          # no profile yet
+        m.set_profile(TrafficProfile(learning=True, drain_s=0.05))
+        r = m.measure_burst(1000, 100000, drain_s=0.1)
+        st = [x["params"] for x in requests(tmp_path) if x["method"] == "trial.start"][-1]
+        assert st["mode"] == "burst" and st["burst_frames"] == 1000 and st["bursts"] == 1
+        assert st["learning"] is True and st["learning_wait_s"] == 0.1 and st["drain_s"] == 0.1
+        assert r.expected == 2000 and r.sent == 2000 and r.valid
+        r = m.measure_segments([Segment(0.2, 10000), Segment(0.1, 5000)])
+        st = [x["params"] for x in requests(tmp_path) if x["method"] == "trial.start"][-1]
+        assert st["segments"] == [{"duration_s": 0.2, "pps": 10000}, {"duration_s": 0.1, "pps": 5000}]
+        assert r.expected == 2 * 2500 and r.duration_s == pytest.approx(0.3)
+        with pytest.raises(Unsupported):
+            m.measure_reset(1.0, 1000, 0.5)
+        fired = []
+        m.reset_hook = lambda: fired.append(time.monotonic())
+        t0 = time.monotonic()
+        r = m.measure_reset(1.0, 1000, 0.5)
+        assert len(fired) == 1 and 0.3 < fired[0] - t0 < 1.5
+        assert r.extra["reset_at_s"] == 0.5
+        env = m.environment()
+        assert env["tgen_version"] == "1" and env["cores_shared"] is True
+        assert [p["driver"] for p in env["ports"]] == ["net_ring", "net_ring"]
+
+
+# -- latency arithmetic -------------------------------------------------------------------------
+
+def test_percentiles_from_histogram():
+    hist = [(100.0, 50), (200.0, 40), (400.0, 10)]
+    p = percentiles_from_histogram(hist, ["50", "90", "95", "100"], min_ns=60.0, max_ns=350.0)
+    assert p["50"] == pytest.approx(100.0)
+    assert p["90"] == pytest.approx(200.0)
+    assert p["95"] == pytest.approx(300.0)        # halfway through the 200..400 bucket
+    assert p["100"] == pytest.approx(350.0)       # clamped to the observed max
+    assert percentiles_from_histogram([], ["50"]) == {}
+
+
+def test_merge_latency():
+    a = LatencySummary(count=100, min_ns=10, avg_ns=20, max_ns=50, histogram=[(16, 60), (64, 40)],
+                       pdv_ns={"min": 0, "avg": 10, "max": 40, "p99": 30})
+    b = LatencySummary(count=300, min_ns=5, avg_ns=40, max_ns=60, histogram=[(16, 100), (64, 200)],
+                       pdv_ns={"min": 0, "avg": 20, "max": 55, "p99": 50})
+    m = merge_latency([a, None, b, LatencySummary(count=0)])
+    assert m.count == 400 and m.min_ns == 5 and m.max_ns == 60
+    assert m.avg_ns == pytest.approx((100 * 20 + 300 * 40) / 400)
+    assert m.histogram == [(16.0, 160), (64.0, 240)]
+    assert m.percentiles_ns["50"] == pytest.approx(16 + (64 - 16) * (200 - 160) / 240)
+    assert m.pdv_ns == {"min": 0, "avg": pytest.approx(17.5), "max": 55, "p99": 50}
+    assert merge_latency([None]) is None
