@@ -1,1 +1,75 @@
-"""nfvperf.topo."""
+"""nfvperf.topo: topologies under test, built from host ports, a DUT adapter and VNFs.
+
+``build(spec, run) -> Topology`` (a context manager: ``with build(spec, run) as t: t.measurer()``)
+picks the class registered for ``spec.kind``.  A topology module registers itself::
+
+    from nfvperf.topo import register
+    from nfvperf.topo.base import Topology
+
+    @register("pvp")
+    class Pvp(Topology): ...
+
+Modules of this package are imported on demand (every module, so a new topology file needs no
+edit here); there is no ``if kind == ...`` chain.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from typing import Any, Callable
+
+from nfvperf.host.run import ResourceTracker, RunContext
+
+from .spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+__all__ = ["build", "register", "REGISTRY", "RunContext", "ResourceTracker", "TopologySpec",
+           "load_topologies"]
+
+#: kind -> Topology subclass (or any callable (spec, run, **kw) -> Topology)
+REGISTRY: dict[str, Callable[..., Any]] = {}
+_NOT_TOPOLOGIES = {"base", "spec"}
+
+
+def register(kind: str):
+    """Class decorator registering a Topology subclass for ``spec.kind == kind``."""
+
+    def deco(cls):
+        REGISTRY[kind] = cls
+        if getattr(cls, "kind", "abstract") == "abstract":
+            cls.kind = kind
+        return cls
+
+    return deco
+
+
+def load_topologies() -> None:
+    """Import every module of this package (each registers its kinds)."""
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name.startswith("_") or mod.name in _NOT_TOPOLOGIES:
+            continue
+        try:
+            importlib.import_module(f"{__name__}.{mod.name}")
+        except Exception as e:  # noqa: BLE001 - a broken module must not hide the others
+            log.warning("topology module %s failed to import: %s", mod.name, e)
+
+
+def build(spec: TopologySpec, run: Any, **kwargs: Any):
+    """The Topology for ``spec`` (not yet up: enter it, ``with build(spec, run) as topo:``).
+
+    ``run`` is a RunContext (or anything with ``tag`` and ``run_dir``).  ``kwargs`` go to the
+    topology class (``preflight=False``, ``tgen_binary=...``, ``start_tgen=False``)."""
+    if isinstance(spec, dict):
+        spec = TopologySpec.model_validate(spec)
+    if not isinstance(run, RunContext):
+        run = RunContext(getattr(run, "tag", None), getattr(run, "run_dir", None))
+    if spec.kind not in REGISTRY:
+        load_topologies()
+    try:
+        cls = REGISTRY[spec.kind]
+    except KeyError:
+        raise ValueError(f"no topology registered for kind {spec.kind!r}; known: "
+                         f"{sorted(REGISTRY)}") from None
+    return cls(spec, run, **kwargs)

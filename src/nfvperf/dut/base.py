@@ -1,0 +1,388 @@
+"""The DUT adapter interface and the subprocess helper every adapter uses.
+
+In the spirit of Open vSwitch's netdev provider table: one small interface, one file per
+implementation (``linux_bridge.py``, ``testpmd.py``, ``ovs_dpdk.py``, ...), and no
+``if dut == "ovs"`` anywhere outside the adapters.  Topologies only call these methods.
+
+Life cycle::
+
+    dut = Adapter(run, tracker, cpus=[1], **options)
+    dut.add_port(PortRef(...))     # before start(): recorded, attached at start();
+                                   # after start(): attached at once (or Unsupported)
+    dut.start()
+    dut.program([Flow(0, 1), Flow(1, 0)])   # or program(None) = cross-connect port pairs
+    dut.counters(); dut.alive()    # alive() raises DutFailure when the process died
+    dut.stop()                     # idempotent; also registered with the tracker
+
+``counters()`` returns ``{"ports": {name: {rx_packets, tx_packets, rx_bytes, tx_bytes,
+rx_dropped, tx_dropped, rx_errors, tx_errors}}, ...adapter extras}``.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import logging
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from nfvperf.host.netns import netns_argv
+from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.base import DutFailure, Unsupported
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
+           "register_dut", "DUT_REGISTRY", "create_dut"]
+
+
+class ProcessError(RuntimeError):
+    """A helper process could not be started or did not come up."""
+
+
+# ------------------------------------------------------------------------------------- ports
+@dataclass
+class PortRef:
+    """One port as the DUT sees it.
+
+    kind: ``veth`` (a kernel interface ``ifname`` in namespace ``netns``), ``pci`` (a NIC bound to
+    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (``socket`` path), or ``tap``.
+    ``driver`` picks how a DPDK DUT opens a kernel interface: ``af_packet`` or ``af_xdp``.
+    """
+
+    name: str
+    kind: str = "veth"
+    ifname: Optional[str] = None
+    netns: Optional[str] = None
+    pci: Optional[str] = None
+    socket: Optional[Path] = None
+    driver: str = "af_packet"
+    mtu: int = 1500
+    mac: Optional[str] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def dpdk_devargs(self, index: int, queues: int = 1) -> str:
+        """Device argument for a DPDK process (``--vdev`` value, or the PCI address for ``-a``)."""
+        if self.kind == "pci":
+            return str(self.pci)
+        if self.kind == "veth" or self.kind == "tap":
+            if self.driver == "af_xdp":
+                return f"net_af_xdp{index},iface={self.ifname},start_queue=0,queue_count={queues}"
+            # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory
+            return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},blocksz=4096,"
+                    f"framesz=2048,framecnt=1024,qdisc_bypass=1")
+        if self.kind == "vhost-user":
+            return f"net_virtio_user{index},path={self.socket},queues={queues}"
+        raise ValueError(f"port kind {self.kind!r} has no DPDK devargs")
+
+
+@dataclass
+class Flow:
+    """Forward what arrives on port ``in_port`` (index in add_port order) to ``out_port``.
+    ``match`` narrows it (adapter-specific keys: ``dst_mac``, ``src_ip``, ...)."""
+
+    in_port: int
+    out_port: int
+    match: dict[str, Any] = field(default_factory=dict)
+
+
+def cross_connect(n_ports: int) -> list[Flow]:
+    """0<->1, 2<->3, ...: the default PHY-PHY programming."""
+    flows = []
+    for i in range(0, n_ports - 1, 2):
+        flows += [Flow(i, i + 1), Flow(i + 1, i)]
+    return flows
+
+
+# ----------------------------------------------------------------------------------- process
+class Process:
+    """A tagged subprocess: argument list (never a shell string), optional network namespace,
+    log file in the run directory, death detection, optional interactive console over a pty.
+
+    The child gets ``NFVPERF_TAG=<tag>`` in its environment (``nfvperf cleanup`` finds it by that
+    and by the tag in its command line) and its own session (so stop() signals its whole group).
+    """
+
+    def __init__(self, name: str, argv: Sequence[str], run: RunContext,
+                 tracker: Optional[ResourceTracker] = None, netns: Optional[str] = None,
+                 env: Optional[dict[str, str]] = None, interactive: bool = False,
+                 cwd: Optional[Path] = None):
+        self.name = name
+        self.argv = [str(a) for a in argv]
+        self.run = run
+        self.tracker = tracker
+        self.netns = netns
+        self.env = dict(env or {})
+        self.interactive = interactive
+        self.cwd = cwd
+        self.log_path = run.path(f"{name}.log")
+        self.proc: Optional[subprocess.Popen] = None
+        self._master_fd: Optional[int] = None
+        self._buf = ""
+        self._buf_lock = threading.Condition()
+        self._reader: Optional[threading.Thread] = None
+        self._logf = None
+        self.stopping = False
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> "Process":
+        cmd = netns_argv(self.netns, self.argv)
+        env = dict(os.environ)
+        env.update(self.run.env())
+        env.update(self.env)
+        self._logf = open(self.log_path, "ab", buffering=0)
+        self._logf.write(("$ " + " ".join(cmd) + "\n").encode())
+        log.info("starting %s: %s", self.name, " ".join(cmd))
+        if self.interactive:
+            import pty
+            import tty
+            master, slave = pty.openpty()
+            tty.setraw(slave)  # no echo, no line discipline surprises
+            self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                         cwd=self.cwd, start_new_session=True, close_fds=True)
+            os.close(slave)
+            self._master_fd = master
+            self._reader = threading.Thread(target=self._read_pty, name=f"{self.name}-pty",
+                                            daemon=True)
+            self._reader.start()
+        else:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._logf,
+                                         stderr=subprocess.STDOUT, env=env, cwd=self.cwd,
+                                         start_new_session=True, close_fds=True)
+        if self.tracker is not None:
+            self.tracker.add("process", f"{self.name}:{self.proc.pid}", self.stop)
+        return self
+
+    # -- interactive console ----------------------------------------------------------------
+    def _read_pty(self) -> None:
+        assert self._master_fd is not None
+        while True:
+            try:
+                data = os.read(self._master_fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with contextlib.suppress(Exception):
+                self._logf.write(data)
+            with self._buf_lock:
+                self._buf += data.decode(errors="replace")
+                self._buf_lock.notify_all()
+        with self._buf_lock:
+            self._buf_lock.notify_all()
+
+    def send(self, line: str) -> None:
+        if self._master_fd is None:
+            raise ProcessError(f"{self.name} is not interactive")
+        os.write(self._master_fd, (line + "\n").encode())
+
+    def expect(self, pattern: str, timeout: float = 10.0, consume: bool = True) -> str:
+        """Wait until ``pattern`` (regex) appears in the console output; return the output up to
+        and including the match (and drop it from the buffer when ``consume``)."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._buf_lock:
+            while True:
+                m = rx.search(self._buf)
+                if m:
+                    out = self._buf[: m.end()]
+                    if consume:
+                        self._buf = self._buf[m.end():]
+                    return out
+                if not self.running():
+                    raise DutFailure(f"{self.name} exited ({self.returncode()}) while waiting for "
+                                     f"{pattern!r}; log {self.log_path}:\n{self.log_tail()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ProcessError(f"{self.name}: no {pattern!r} within {timeout:.0f} s; "
+                                       f"log {self.log_path}:\n{self.log_tail()}")
+                self._buf_lock.wait(min(left, 0.2))
+
+    def command(self, line: str, prompt: str, timeout: float = 10.0) -> str:
+        """Send a console command and return its output up to the next prompt."""
+        with self._buf_lock:
+            self._buf = ""
+        self.send(line)
+        return self.expect(prompt, timeout)
+
+    # -- state ---------------------------------------------------------------------------------
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def returncode(self) -> Optional[int]:
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def check(self) -> None:
+        """Raise DutFailure when the process is not running (and was not stopped on purpose)."""
+        if self.proc is None:
+            raise DutFailure(f"{self.name} was never started")
+        rc = self.proc.poll()
+        if rc is not None:
+            how = f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
+            raise DutFailure(f"{self.name} (pid {self.proc.pid}) {how}; log {self.log_path}:\n"
+                             f"{self.log_tail()}")
+
+    def wait_for_log(self, pattern: str, timeout: float = 20.0) -> None:
+        """Wait until ``pattern`` appears in the log file (non-interactive processes)."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if rx.search(self.log_path.read_text(errors="replace")):
+                    return
+            self.check()
+            time.sleep(0.05)
+        raise ProcessError(f"{self.name}: no {pattern!r} in its log within {timeout:.0f} s:\n"
+                           f"{self.log_tail()}")
+
+    def stop(self, timeout: float = 5.0, sig: int = signal.SIGTERM) -> Optional[int]:
+        """Signal the process group, wait, then SIGKILL.  Idempotent."""
+        self.stopping = True
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        # the group may hold children that outlived the leader
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self._master_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._master_fd)
+            self._master_fd = None
+        if self._reader is not None:
+            self._reader.join(2)
+        if self._logf is not None:
+            with contextlib.suppress(Exception):
+                self._logf.close()
+            self._logf = None
+        if self.tracker is not None:
+            self.tracker.forget("process", f"{self.name}:{self.proc.pid}")
+        return self.proc.returncode
+
+
+def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> str:
+    """First version-looking token of ``argv``'s output, or '' (never raises)."""
+    try:
+        cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    m = re.search(pattern, cp.stdout + cp.stderr)
+    return m.group(1) if m else ""
+
+
+# ----------------------------------------------------------------------------------- adapter
+class DutAdapter(abc.ABC):
+    """One switch or VNF.  Subclasses set ``name`` and implement the abstract methods."""
+
+    name: str = "abstract"
+    #: how many forwarding operations ("switching operations", seed 000 Table 5-1) one pass makes
+    switching_operations: int = 1
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+                 **options: Any):
+        self.run = run
+        self.tracker = tracker
+        self.cpus = list(cpus)
+        self.options = options
+        self.ports: list[PortRef] = []
+        self.started = False
+
+    # the table -------------------------------------------------------------------------------
+    def add_port(self, port: PortRef) -> int:
+        """Attach a port; returns its index (the order of add_port calls)."""
+        if self.started:
+            self._attach_port(port)
+        self.ports.append(port)
+        return len(self.ports) - 1
+
+    def _attach_port(self, port: PortRef) -> None:
+        raise Unsupported(f"{self.name} cannot add ports after start()")
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start the DUT (processes, bridges) with the ports added so far."""
+
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
+        """Install forwarding (None = cross-connect 0<->1, 2<->3, ...)."""
+
+    @abc.abstractmethod
+    def counters(self) -> dict[str, Any]:
+        """The DUT's own counters: {"ports": {name: {...}}, ...}."""
+
+    @abc.abstractmethod
+    def alive(self) -> None:
+        """Raise DutFailure if the DUT died or stopped answering."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop and release everything start() created.  Idempotent."""
+
+    def version(self) -> str:
+        return ""
+
+    def environment(self) -> dict[str, Any]:
+        return {"dut": self.name, "version": self.version(), "cpus": self.cpus,
+                "ports": [p.name for p in self.ports], "options": {k: v for k, v in self.options.items()
+                                                                  if isinstance(v, (str, int, float, bool, type(None)))}}
+
+    def reset(self) -> None:
+        """RFC 6201 reset: stop and start again (adapters may do better)."""
+        self.stop()
+        self.start()
+        self.program(None)
+
+    def __enter__(self) -> "DutAdapter":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ---------------------------------------------------------------------------------- registry
+DUT_REGISTRY: dict[str, type[DutAdapter]] = {}
+
+
+def register_dut(name: str):
+    """Class decorator: ``@register_dut("testpmd")``; the TopologySpec ``dut:`` value."""
+
+    def deco(cls: type[DutAdapter]) -> type[DutAdapter]:
+        DUT_REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def create_dut(name: str, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+               **options: Any) -> DutAdapter:
+    if name not in DUT_REGISTRY:
+        from nfvperf import dut as _pkg
+        _pkg.load_adapters()
+    try:
+        cls = DUT_REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown DUT {name!r}; known: {sorted(DUT_REGISTRY)}") from None
+    return cls(run, tracker, cpus=cpus, **options)

@@ -1,0 +1,226 @@
+"""CPU / NUMA topology from sysfs and a pinning plan for the busy-polling threads of a run.
+
+Seed 000 (§ tuning) picks PMD cores from ``thread_siblings_list``, keeps core 0 for the OS and
+isolates the data-plane cores (``isolcpus``).  The plan here does the same with what the host has:
+
+* housekeeping CPUs (the control threads: tgen's main lcore, testpmd's main lcore, ovsdb-server,
+  ovs-vswitchd's non-PMD threads, this Python process) — the first CPU by default;
+* one or more *dedicated* CPUs per busy-polling role (tgen workers, switch PMDs, each VNF's forwarding
+  cores), whole physical cores first (both hyper-threads of a core go to the same role), on the
+  NUMA node of the NICs when known.
+
+When the host has too few CPUs the roles share and the plan says so: ``cores_shared=True`` and a
+human-readable ``warnings`` entry that the runner carries into every result's environment —
+a throughput measured with the generator and the DUT on the same core is a lower bound of the
+DUT, not its capacity.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+SYS_CPU = Path("/sys/devices/system/cpu")
+SYS_NODE = Path("/sys/devices/system/node")
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
+    out: list[int] = []
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return sorted(set(out))
+
+
+def format_cpulist(cpus: Iterable[int]) -> str:
+    cpus = sorted(set(cpus))
+    parts, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def cpu_mask(cpus: Iterable[int]) -> str:
+    """Hex mask (``pmd-cpu-mask``, ``-c``): [1, 2] -> '0x6'."""
+    m = 0
+    for c in cpus:
+        m |= 1 << int(c)
+    return hex(m)
+
+
+def _read(p: Path, default: str = "") -> str:
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return default
+
+
+@dataclass
+class Cpu:
+    id: int
+    core_id: int
+    package_id: int
+    node: int
+    siblings: list[int]
+
+
+@dataclass
+class CpuTopology:
+    cpus: dict[int, Cpu]
+    online: list[int]
+    allowed: list[int]           # this process's affinity
+    isolated: list[int]          # /sys/devices/system/cpu/isolated (isolcpus=)
+    nohz_full: list[int]
+
+    @classmethod
+    def read(cls, root: Path = SYS_CPU) -> "CpuTopology":
+        online = parse_cpulist(_read(root / "online", "0"))
+        cpus: dict[int, Cpu] = {}
+        for c in online:
+            t = root / f"cpu{c}" / "topology"
+            node = 0
+            for n in (root / f"cpu{c}").glob("node*"):
+                try:
+                    node = int(n.name[4:])
+                except ValueError:
+                    pass
+            sib = parse_cpulist(_read(t / "thread_siblings_list", str(c))) or [c]
+            cpus[c] = Cpu(c, int(_read(t / "core_id", str(c)) or c),
+                          int(_read(t / "physical_package_id", "0") or 0), node, sib)
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            allowed = list(online)
+        return cls(cpus, online, allowed, parse_cpulist(_read(root / "isolated")),
+                   parse_cpulist(_read(root / "nohz_full")))
+
+    @property
+    def hyperthreading(self) -> bool:
+        return any(len(c.siblings) > 1 for c in self.cpus.values())
+
+    def nodes(self) -> list[int]:
+        return sorted({c.node for c in self.cpus.values()})
+
+    def physical_cores(self) -> list[list[int]]:
+        """Groups of hyper-thread siblings, in CPU order."""
+        seen: set[int] = set()
+        out = []
+        for c in sorted(self.cpus):
+            if c in seen:
+                continue
+            group = [s for s in self.cpus[c].siblings if s in self.cpus]
+            seen.update(group)
+            out.append(group)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"online": format_cpulist(self.online), "allowed": format_cpulist(self.allowed),
+                "isolated": format_cpulist(self.isolated), "nohz_full": format_cpulist(self.nohz_full),
+                "numa_nodes": self.nodes(), "hyperthreading": self.hyperthreading,
+                "physical_cores": len(self.physical_cores()), "logical_cpus": len(self.online)}
+
+
+@dataclass
+class PinningPlan:
+    """Which CPUs each role polls on.  ``roles[name]`` lists CPUs; ``housekeeping`` the control CPUs."""
+
+    housekeeping: list[int]
+    roles: dict[str, list[int]] = field(default_factory=dict)
+    cores_shared: bool = False
+    warnings: list[str] = field(default_factory=list)
+    topology: dict[str, Any] = field(default_factory=dict)
+
+    def cpus(self, role: str) -> list[int]:
+        return list(self.roles.get(role, []))
+
+    def dpdk_lcores(self, role: str, workers: Optional[int] = None) -> str:
+        """EAL ``--lcores`` for a DPDK process of ``role``: lcore 0 (main) on the first
+        housekeeping CPU, lcores 1..n on the role's CPUs (cycled when ``workers`` exceeds them).
+        E.g. '0@0,1@1' or, on one CPU, '0@0,1@0'."""
+        cpus = self.cpus(role) or self.housekeeping
+        n = workers if workers is not None else len(cpus)
+        parts = [f"0@{self.housekeeping[0]}"]
+        for i in range(n):
+            parts.append(f"{i + 1}@{cpus[i % len(cpus)]}")
+        return ",".join(parts)
+
+    def mask(self, role: str) -> str:
+        return cpu_mask(self.cpus(role))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
+                 housekeeping: Optional[Sequence[int]] = None,
+                 numa_node: Optional[int] = None) -> PinningPlan:
+    """Give each role in ``demands`` ({"tgen": 1, "dut": 1, "vnf0": 1}) its number of dedicated
+    polling CPUs, in the order given.
+
+    Dedicated CPUs come from the allowed CPUs minus housekeeping (isolated CPUs first, whole
+    physical cores, the NIC's NUMA node first).  If that pool is too small the housekeeping CPUs
+    join it; if still too small, roles share CPUs round-robin and the plan says so.
+    """
+    topo = topo or CpuTopology.read()
+    allowed = [c for c in topo.allowed if c in topo.cpus] or list(topo.online)
+    hk = [c for c in (housekeeping if housekeeping is not None else allowed[:1]) if c in allowed]
+    hk = hk or allowed[:1]
+
+    def ordered(cands: list[int]) -> list[int]:
+        # isolated first, then the wanted NUMA node, keeping hyper-thread siblings adjacent
+        order: list[int] = []
+        for group in topo.physical_cores():
+            for c in group:
+                if c in cands and c not in order:
+                    order.append(c)
+        return sorted(order, key=lambda c: (c not in topo.isolated,
+                                            numa_node is not None and topo.cpus[c].node != numa_node))
+
+    need = sum(max(0, n) for n in demands.values())
+    pool = ordered([c for c in allowed if c not in hk])
+    warnings: list[str] = []
+    shared = False
+    if len(pool) < need:
+        pool = ordered([c for c in allowed if c not in hk]) + [c for c in hk]
+        if need > 0 and any(c in hk for c in pool[:need]):
+            shared = True
+            warnings.append(
+                f"busy-polling threads share CPU(s) with housekeeping (control threads, OS): "
+                f"{need} polling CPU(s) wanted, {len(allowed) - len(hk)} free of housekeeping")
+    roles: dict[str, list[int]] = {}
+    i = 0
+    for role, n in demands.items():
+        got = []
+        for _ in range(max(0, n)):
+            got.append(pool[i % len(pool)])
+            i += 1
+        roles[role] = got
+    if need > len(pool):
+        shared = True
+        users: dict[int, list[str]] = {}
+        for role, cpus in roles.items():
+            for c in cpus:
+                users.setdefault(c, []).append(role)
+        detail = "; ".join(f"CPU {c}: {', '.join(r)}" for c, r in sorted(users.items()) if len(r) > 1)
+        warnings.append(f"CORES SHARED: {need} busy-polling CPU(s) wanted, {len(pool)} available "
+                        f"({detail}); generator and DUT compete for the same cores, so results "
+                        f"are lower bounds of the DUT's capacity, not comparable to dedicated-core "
+                        f"reports")
+    if numa_node is not None:
+        off = [c for cpus in roles.values() for c in cpus if topo.cpus[c].node != numa_node]
+        if off:
+            warnings.append(f"CPU(s) {format_cpulist(off)} are not on the NIC's NUMA node {numa_node}")
+    return PinningPlan(housekeeping=hk, roles=roles, cores_shared=shared, warnings=warnings,
+                       topology=topo.to_dict())

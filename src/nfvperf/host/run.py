@@ -1,0 +1,269 @@
+"""Run context and resource tracking.
+
+Every resource a run creates (netns, veth, bridge, processes, hugepage files, sockets) is named with
+the run's *tag* and registered with a :class:`ResourceTracker`, which releases everything in reverse
+order on normal exit, on failure and on Ctrl-C / SIGTERM.  What a killed run leaves behind is found
+by its tag and removed by ``nfvperf cleanup`` (:mod:`nfvperf.host.cleanup`).
+
+Tags
+----
+A tag is ``nfv`` followed by exactly six lowercase hex digits (``nfv3a9f1c``).  That makes every
+derived name short enough for Linux interface names (15 chars: ``nfv3a9f1cp0``, ``nfv3a9f1cbr0``)
+and easy to recognise in netns names, link names, DPDK ``--file-prefix`` values (hugepage files),
+process command lines and socket paths.  Any other string given as a tag is turned into a valid tag
+deterministically (``nfv`` + the first six hex digits of its SHA-1), and kept as ``label``.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+log = logging.getLogger(__name__)
+
+TAG_PREFIX = "nfv"
+TAG_RE = re.compile(r"nfv[0-9a-f]{6}")
+#: where live runs announce themselves (owner pid), so cleanup can tell a killed run from a live one
+REGISTRY_DIR = Path(os.environ.get("NFVPERF_REGISTRY_DIR", "/run/nfvperf/runs"))
+DEFAULT_RUN_ROOT = Path(os.environ.get("NFVPERF_RUN_ROOT", "/run/nfvperf"))
+
+
+def new_tag() -> str:
+    return TAG_PREFIX + secrets.token_hex(3)
+
+
+def normalize_tag(tag: Optional[str]) -> str:
+    """A valid tag for ``tag`` (itself when valid, else ``nfv`` + sha1(tag)[:6]); new if None."""
+    if not tag:
+        return new_tag()
+    if TAG_RE.fullmatch(tag):
+        return tag
+    return TAG_PREFIX + hashlib.sha1(tag.encode()).hexdigest()[:6]
+
+
+def _proc_starttime(pid: int) -> Optional[int]:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # field 22 (starttime), after the parenthesised comm which may contain spaces
+    rest = stat.rsplit(")", 1)[1].split()
+    return int(rest[19])
+
+
+def pid_alive(pid: int, starttime: Optional[int] = None) -> bool:
+    st = _proc_starttime(pid)
+    if st is None:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):
+            return False
+    except (OSError, IndexError):
+        return False
+    return starttime is None or st == starttime
+
+
+@dataclass
+class RunContext:
+    """Names and places of one run.  ``tag`` names every resource; ``run_dir`` holds logs, sockets,
+    databases of the run's processes.  ``run_dir`` defaults to ``/run/nfvperf/<tag>``."""
+
+    tag: Optional[str] = None
+    run_dir: Optional[Path] = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        given = self.tag
+        self.tag = normalize_tag(given)
+        if not self.label:
+            self.label = given or self.tag
+        if self.run_dir is None:
+            self.run_dir = DEFAULT_RUN_ROOT / self.tag
+        self.run_dir = Path(self.run_dir)
+        self._claimed = False
+
+    # -- names -------------------------------------------------------------------------------
+    def ifname(self, suffix: str) -> str:
+        """Interface name ``<tag><suffix>``; at most 15 characters."""
+        name = f"{self.tag}{suffix}"
+        if len(name) > 15:
+            raise ValueError(f"interface name {name!r} longer than 15 characters (suffix {suffix!r})")
+        return name
+
+    def netns(self, role: str) -> str:
+        """Network namespace name ``<tag>-<role>``."""
+        return f"{self.tag}-{role}"
+
+    def file_prefix(self, role: str) -> str:
+        """DPDK ``--file-prefix`` (hugepage files, /var/run/dpdk/<prefix>) for one process."""
+        return f"{self.tag}{role}"
+
+    def path(self, name: str) -> Path:
+        """A file in the run directory (created on first use)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        return self.run_dir / name
+
+    def env(self) -> dict[str, str]:
+        """Environment entries that mark a child process as belonging to this run."""
+        return {"NFVPERF_TAG": self.tag}
+
+    # -- registry of live runs ---------------------------------------------------------------
+    def claim(self) -> None:
+        """Announce this run as live (owner = this process), so cleanup without --tag spares it."""
+        if self._claimed:
+            return
+        REGISTRY_DIR.mkdir(parents=True, exist_ok=True)
+        rec = {"tag": self.tag, "label": self.label, "pid": os.getpid(),
+               "starttime": _proc_starttime(os.getpid()), "run_dir": str(self.run_dir),
+               "started": time.time()}
+        (REGISTRY_DIR / self.tag).write_text(json.dumps(rec))
+        self._claimed = True
+
+    def release_claim(self) -> None:
+        if self._claimed:
+            try:
+                (REGISTRY_DIR / self.tag).unlink()
+            except FileNotFoundError:
+                pass
+            self._claimed = False
+
+    @staticmethod
+    def live_tags() -> set[str]:
+        """Tags whose owner process is still running."""
+        out: set[str] = set()
+        if not REGISTRY_DIR.is_dir():
+            return out
+        for f in REGISTRY_DIR.iterdir():
+            try:
+                rec = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            if pid_alive(int(rec.get("pid", -1)), rec.get("starttime")):
+                out.add(rec.get("tag", f.name))
+        return out
+
+
+@dataclass
+class _Resource:
+    kind: str
+    name: str
+    release: Callable[[], Any]
+    created: float = field(default_factory=time.time)
+
+
+class ResourceTracker:
+    """Registers created resources and releases them all, newest first.
+
+    Use as a context manager; :meth:`release_all` also runs at interpreter exit and is reached on
+    SIGINT / SIGTERM (the handlers turn the signal into KeyboardInterrupt / SystemExit in the main
+    thread, so ``with`` blocks unwind).  A release that fails is logged and recorded in
+    :attr:`errors`; the others still run.
+    """
+
+    def __init__(self, run: Optional[RunContext] = None, install_signal_handlers: bool = True):
+        self.run = run
+        self._items: list[_Resource] = []
+        self._lock = threading.RLock()
+        self.errors: list[str] = []
+        self.released: list[str] = []
+        self._old_handlers: dict[int, Any] = {}
+        self._closed = False
+        if run is not None:
+            run.claim()
+        atexit.register(self.release_all)
+        if install_signal_handlers and threading.current_thread() is threading.main_thread():
+            self._install_handlers()
+
+    # -- registration ------------------------------------------------------------------------
+    def add(self, kind: str, name: str, release: Callable[[], Any]) -> None:
+        with self._lock:
+            self._items.append(_Resource(kind, name, release))
+
+    def callback(self, name: str, release: Callable[[], Any]) -> None:
+        self.add("callback", name, release)
+
+    def forget(self, kind: str, name: str) -> None:
+        """Drop a resource that was released by other means."""
+        with self._lock:
+            self._items = [r for r in self._items if not (r.kind == kind and r.name == name)]
+
+    def items(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(r.kind, r.name) for r in self._items]
+
+    def release(self, kind: str, name: str) -> None:
+        """Release one resource now."""
+        with self._lock:
+            found = [r for r in self._items if r.kind == kind and r.name == name]
+            self._items = [r for r in self._items if r not in found]
+        for r in reversed(found):
+            self._do_release(r)
+
+    def _do_release(self, r: _Resource) -> None:
+        try:
+            r.release()
+            self.released.append(f"{r.kind}:{r.name}")
+        except Exception as e:  # noqa: BLE001 - every release must be attempted
+            msg = f"releasing {r.kind} {r.name}: {e}"
+            log.warning(msg)
+            self.errors.append(msg)
+
+    def release_all(self) -> None:
+        while True:
+            with self._lock:
+                if not self._items:
+                    break
+                r = self._items.pop()
+            self._do_release(r)
+        if not self._closed:
+            self._closed = True
+            self._restore_handlers()
+            if self.run is not None:
+                self.run.release_claim()
+            try:
+                atexit.unregister(self.release_all)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- signals -----------------------------------------------------------------------------
+    def _install_handlers(self) -> None:
+        def on_term(signum, frame):  # noqa: ARG001
+            raise SystemExit(128 + signum)
+
+        for sig, handler in ((signal.SIGTERM, on_term), (signal.SIGHUP, on_term)):
+            try:
+                old = signal.getsignal(sig)
+                # keep a handler somebody else installed on purpose
+                if old in (signal.SIG_DFL, None):
+                    self._old_handlers[sig] = old
+                    signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
+        # SIGINT: Python's default handler already raises KeyboardInterrupt.
+
+    def _restore_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, old in self._old_handlers.items():
+            try:
+                signal.signal(sig, old if old is not None else signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+        self._old_handlers.clear()
+
+    def __enter__(self) -> "ResourceTracker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release_all()

@@ -1,0 +1,344 @@
+"""The Topology base: host ports + DUT + VNFs + the generator, brought up and torn down as one.
+
+A concrete topology (``p2p.py``, ``povsp.py``, ``pvp.py`` ...) subclasses :class:`Topology`,
+registers itself with :func:`nfvperf.topo.register` and implements :meth:`Topology.setup` (create
+ports, start the DUT/VNFs, program forwarding).  Everything else is shared:
+
+* ``with topo:`` creates a :class:`ResourceTracker`, runs preflight, plans CPU pinning, calls
+  ``setup()``, starts tgen on the generator ends of the ports; on exit (also Ctrl-C, SIGTERM,
+  failure) releases everything in reverse order.
+* :meth:`measurer` returns a ``TgenMeasurer`` over ``tg_pairs()`` with ``dut_alive`` /
+  ``dut_counters`` wired to the DUT adapter.
+* :meth:`environment` reports DUT/VNF versions, pinning (``cores_shared`` + warnings), preflight.
+
+Emulated PHY ports
+------------------
+``add_veth_ports(n)`` makes ``n`` veth pairs ``<tag>p<i>`` (generator end, root namespace by
+default) <-> ``<tag>d<i>`` (DUT end, in the DUT namespace ``<tag>-dut``).  With ``port_kind: pci``
+the spec's PCI addresses are used instead: even-indexed addresses are the generator's, odd ones the
+DUT's (cabled 0<->1, 2<->3 ...), see docs/topologies.md.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from nfvperf.dut.base import DutAdapter, PortRef, create_dut
+from nfvperf.host import netns as N
+from nfvperf.host.cpu import PinningPlan, plan_pinning
+from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.base import DutFailure, Measurer
+
+from .spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HostPort:
+    """One emulated (veth) or real (PCI) PHY port: a generator side and a DUT side."""
+
+    index: int
+    kind: str                         # "veth" | "pci"
+    tg_ifname: Optional[str] = None   # veth: the generator's end
+    tg_netns: Optional[str] = None
+    dut_ifname: Optional[str] = None  # veth: the DUT's end
+    dut_netns: Optional[str] = None
+    tg_pci: Optional[str] = None      # pci: the generator's NIC
+    dut_pci: Optional[str] = None     # pci: the DUT's NIC
+    driver: str = "af_packet"         # how DPDK opens a kernel interface: af_packet | af_xdp
+    mtu: int = 1500
+    veth: Optional[N.VethPair] = None
+    tg_mac: Optional[str] = None
+    dut_mac: Optional[str] = None
+
+    def tg_devargs(self, dpdk_index: Optional[int] = None, queues: int = 1) -> str:
+        i = self.index if dpdk_index is None else dpdk_index
+        return self.tg_portref().dpdk_devargs(i, queues)
+
+    def tg_portref(self) -> PortRef:
+        if self.kind == "pci":
+            return PortRef(f"tg{self.index}", kind="pci", pci=self.tg_pci, mtu=self.mtu)
+        return PortRef(f"tg{self.index}", kind="veth", ifname=self.tg_ifname, netns=self.tg_netns,
+                       driver=self.driver, mtu=self.mtu, mac=self.tg_mac)
+
+    def dut_portref(self) -> PortRef:
+        if self.kind == "pci":
+            return PortRef(f"phy{self.index}", kind="pci", pci=self.dut_pci, mtu=self.mtu)
+        return PortRef(f"phy{self.index}", kind="veth", ifname=self.dut_ifname,
+                       netns=self.dut_netns, driver=self.driver, mtu=self.mtu, mac=self.dut_mac)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "veth"}
+
+
+class TopologyError(RuntimeError):
+    pass
+
+
+class Topology:
+    """Base class; see the module doc.  Subclasses set ``kind`` and implement ``setup()``."""
+
+    kind: str = "abstract"
+    #: per-frame DUT traversals (seed 000 Table 5-1); subclasses override or compute
+    base_switching_operations: int = 1
+
+    def __init__(self, spec: TopologySpec, run: RunContext, *, preflight: bool = True,
+                 tgen_binary: Optional[Path] = None, start_tgen: bool = True,
+                 tgen_hugepages: bool = True):
+        self.spec = spec
+        self.run = run if isinstance(run, RunContext) else RunContext(getattr(run, "tag", None),
+                                                                     getattr(run, "run_dir", None))
+        self.do_preflight = preflight
+        self.tgen_binary = tgen_binary
+        self.want_tgen = start_tgen
+        self.tgen_hugepages = tgen_hugepages
+        self.tracker: Optional[ResourceTracker] = None
+        self.ports: list[HostPort] = []
+        self.dut: Optional[DutAdapter] = None
+        self.vnfs: list[Any] = []           # objects with alive()/stop()/counters()/environment()
+        self.tgen: Any = None               # nfvperf.tg.tgen.TgenProcess
+        self.plan: Optional[PinningPlan] = None
+        self.preflight_results: list[dict[str, Any]] = []
+        self.dut_netns: Optional[str] = None
+        self.tg_netns: Optional[str] = None
+        self._measurer: Optional[Measurer] = None
+        self.up = False
+
+    # ------------------------------------------------------------------------------ life cycle
+    def __enter__(self) -> "Topology":
+        self.bring_up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def bring_up(self) -> None:
+        self.tracker = ResourceTracker(self.run)
+        try:
+            self.run.run_dir.mkdir(parents=True, exist_ok=True)
+            if self.do_preflight:
+                self.preflight()
+            self.plan = self.plan_cpus()
+            self.setup()
+            if self.want_tgen:
+                self.start_tgen()
+            self.up = True
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._measurer is not None:
+            try:
+                self._measurer.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._measurer = None
+        if self.tracker is not None:
+            self.tracker.release_all()
+        self.up = False
+
+    # ------------------------------------------------------------------------------ overrides
+    def setup(self) -> None:
+        """Create ports, DUT, VNFs; program forwarding.  Register everything with self.tracker."""
+        raise NotImplementedError
+
+    def cpu_demands(self) -> dict[str, int]:
+        """Polling CPUs per role, in priority order (the first roles get dedicated CPUs first)."""
+        return {"dut": 1, "tgen": 1}
+
+    def required_checks(self) -> Sequence[str]:
+        """Preflight checks that must pass (others only warn)."""
+        return ("root", "hugepages", "tgen")
+
+    def tg_pairs(self) -> list[tuple[int, int]]:
+        """Generator (tx_port, rx_port) directions: 0->1, 2->3, ... (reverse added when bidir)."""
+        return [(i, i + 1) for i in range(0, len(self.ports) - 1, 2)]
+
+    def stream_params(self) -> Optional[list[dict[str, Any]]]:
+        """Per-direction extra stream fields for tgen (MACs, VXLAN ...); None = tgen defaults."""
+        return None
+
+    def switching_operations(self, bidirectional: bool = True) -> int:
+        """Switching operations per frame (seed 000 Table 5-1): how many times one frame is
+        switched between entering and leaving the system under test.  The same in both directions,
+        so ``bidirectional`` does not change it; aggregate switching rate = throughput x this."""
+        return int(self.base_switching_operations)
+
+    # ------------------------------------------------------------------------------ building blocks
+    def preflight(self) -> None:
+        from nfvperf.host import preflight as pf
+        results = pf.run_checks(self.spec, required=self.required_checks())
+        self.preflight_results = [r.to_dict() for r in results]
+        pf.raise_on_failure(results)
+
+    def plan_cpus(self) -> PinningPlan:
+        return plan_pinning(self.cpu_demands())
+
+    def make_netns(self, role: str) -> str:
+        name = self.run.netns(role)
+        N.create_netns(name, self.tracker)
+        return name
+
+    def add_veth_ports(self, n: int, dut_netns: Optional[str] = None, tg_netns: Optional[str] = None,
+                       driver: Optional[str] = None, mtu: int = 1500) -> list[HostPort]:
+        """``n`` emulated PHY ports: veth ``<tag>p<i>`` (generator) <-> ``<tag>d<i>`` (DUT)."""
+        driver = driver or ("af_xdp" if self.spec.port_kind == "af_xdp" else "af_packet")
+        new = []
+        for _ in range(n):
+            i = len(self.ports)
+            a, b = self.run.ifname(f"p{i}"), self.run.ifname(f"d{i}")
+            # deterministic, locally administered MACs: 02:<tag bytes>:<side><index>
+            t = self.run.tag[3:]
+            mac_a = f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:a0:{i:02x}"
+            mac_b = f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}"
+            pair = N.create_veth(a, b, tg_netns, dut_netns, mtu=mtu, tracker=self.tracker,
+                                 mac_a=mac_a, mac_b=mac_b)
+            hp = HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
+                          dut_netns=dut_netns, driver=driver, mtu=mtu, veth=pair,
+                          tg_mac=mac_a, dut_mac=mac_b)
+            self.ports.append(hp)
+            new.append(hp)
+        return new
+
+    def add_pci_ports(self, pci: Sequence[str], mtu: int = 1500) -> list[HostPort]:
+        """Real NICs: pci[0] (generator) cabled to pci[1] (DUT), pci[2] to pci[3], ..."""
+        if len(pci) % 2:
+            raise TopologyError(f"port_kind pci needs generator/DUT address pairs, got {len(pci)}")
+        new = []
+        for k in range(0, len(pci), 2):
+            hp = HostPort(len(self.ports), "pci", tg_pci=pci[k], dut_pci=pci[k + 1], mtu=mtu)
+            self.ports.append(hp)
+            new.append(hp)
+        return new
+
+    def add_ports_from_spec(self, dut_netns: Optional[str] = None) -> list[HostPort]:
+        if self.spec.port_kind == "pci":
+            return self.add_pci_ports(self.spec.pci, mtu=self.spec_mtu())
+        return self.add_veth_ports(self.spec.ports, dut_netns=dut_netns, tg_netns=self.tg_netns,
+                                   mtu=self.spec_mtu())
+
+    def spec_mtu(self) -> int:
+        return int(getattr(self.spec, "mtu", 1500) or 1500)
+
+    def make_dut(self, name: Optional[str] = None, netns: Optional[str] = None,
+                 **options: Any) -> DutAdapter:
+        assert self.tracker is not None and self.plan is not None
+        dut = create_dut(name or self.spec.dut, self.run, self.tracker,
+                         cpus=self.plan.cpus("dut"), netns=netns, plan=self.plan, spec=self.spec,
+                         **options)
+        self.dut = dut
+        return dut
+
+    # ------------------------------------------------------------------------------ generator
+    def tgen_lcores(self) -> str:
+        if self.spec.tgen_lcores:
+            return self.spec.tgen_lcores
+        assert self.plan is not None
+        return self.plan.dpdk_lcores("tgen")
+
+    def tgen_port_specs(self) -> list[Any]:
+        from nfvperf.tg.tgen import PortSpec
+        out = []
+        for i, p in enumerate(self.ports):
+            out.append(PortSpec(p.tg_devargs(i), mtu=p.mtu))
+        return out
+
+    def start_tgen(self) -> None:
+        from nfvperf.tg.tgen import TgenProcess
+        kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag,
+                                      binary=self.tgen_binary, hugepages=self.tgen_hugepages)
+        if self.tg_netns and "netns" in inspect.signature(TgenProcess).parameters:
+            kwargs["netns"] = self.tg_netns
+        proc = TgenProcess(self.tgen_port_specs(), self.tgen_lcores(), **kwargs)
+        assert self.tracker is not None
+        self.tracker.add("tgen", self.run.tag, proc.stop)
+        proc.start()
+        self.tgen = proc
+
+    def measurer(self) -> Measurer:
+        """A TgenMeasurer over this topology's ports, wired to the DUT's alive()/counters()."""
+        if self.tgen is None:
+            raise TopologyError("the generator is not running (topology not brought up?)")
+        from nfvperf.tg.tgen import TgenMeasurer
+        kwargs: dict[str, Any] = dict(dut_counters=self.dut_counters, dut_alive=self.dut_alive)
+        sp = self.stream_params()
+        if sp is not None:
+            kwargs["stream_params"] = sp
+        m = TgenMeasurer(self.tgen, self.tg_pairs(), **kwargs)
+        env = self.environment
+
+        orig_env = m.environment
+
+        def environment() -> dict[str, Any]:
+            d = dict(orig_env())
+            d["topology"] = env()
+            return d
+
+        m.environment = environment  # type: ignore[method-assign]
+        self._measurer = m
+        return m
+
+    # ------------------------------------------------------------------------------ DUT views
+    def dut_alive(self) -> None:
+        """Raise DutFailure if the DUT or any VNF died."""
+        if self.dut is not None:
+            self.dut.alive()
+        for v in self.vnfs:
+            v.alive()
+
+    def dut_counters(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.dut is not None:
+            out = dict(self.dut.counters())
+        if self.vnfs:
+            out["vnfs"] = {getattr(v, "name", f"vnf{i}"): v.counters() for i, v in enumerate(self.vnfs)}
+        return out
+
+    def port_counters(self) -> dict[str, Any]:
+        """Kernel counters of the veth ends (both sides)."""
+        out = {}
+        for p in self.ports:
+            if p.veth is not None:
+                try:
+                    out.update(p.veth.stats())
+                except Exception as e:  # noqa: BLE001
+                    out[p.tg_ifname or str(p.index)] = {"error": str(e)}
+        return out
+
+    def environment(self) -> dict[str, Any]:
+        env: dict[str, Any] = {
+            "topology": self.kind, "tag": self.run.tag, "run_dir": str(self.run.run_dir),
+            "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),
+            "ports": [p.to_dict() for p in self.ports],
+            "switching_operations": self.switching_operations(True),
+        }
+        if self.plan is not None:
+            env["pinning"] = self.plan.to_dict()
+            env["cores_shared"] = self.plan.cores_shared
+            env["warnings"] = list(self.plan.warnings)
+        if self.dut is not None:
+            try:
+                env["dut"] = self.dut.environment()
+            except Exception as e:  # noqa: BLE001
+                env["dut"] = {"error": str(e)}
+        if self.vnfs:
+            env["vnfs"] = []
+            for v in self.vnfs:
+                try:
+                    env["vnfs"].append(v.environment())
+                except Exception as e:  # noqa: BLE001
+                    env["vnfs"].append({"error": str(e)})
+        if self.tgen is not None:
+            env["tgen"] = {"lcores": getattr(self.tgen, "lcores", None),
+                           "argv": getattr(self.tgen, "argv_used", None),
+                           "info": getattr(self.tgen, "info", None)}
+        env["preflight"] = self.preflight_results
+        bad = [r for r in self.preflight_results if r.get("status") == "warn"]
+        if bad:
+            env.setdefault("warnings", []).extend(f"preflight {r['name']}: {r['detail']}" for r in bad)
+        return env
