@@ -1,0 +1,465 @@
+"""The ``nfvperf`` command line.
+
+Exit codes: 0 ok, 1 a test failed, 2 bad input (suite, arguments, unknown run), 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+DEMO_SUITES = ("quick.yaml", "quick-pvp.yaml")
+
+
+class CliError(Exception):
+    """Bad input: printed as ``error: ...`` with exit code 2."""
+
+
+def _err(msg: str) -> None:
+    print(f"nfvperf: error: {msg}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- store helpers
+
+def _store_url(args: argparse.Namespace, suite_url: Optional[str] = None) -> str:
+    from nfvperf.store import default_url, resolve_url
+    if getattr(args, "db", None):
+        return resolve_url(args.db)
+    if os.environ.get("NFVPERF_DB"):
+        return default_url()
+    if suite_url:
+        return resolve_url(suite_url)
+    return default_url()
+
+
+def _open_store(args: argparse.Namespace, must_exist: bool = True) -> Any:
+    from sqlalchemy.engine import make_url
+
+    from nfvperf.store import Store
+    url = _store_url(args)
+    u = make_url(url)
+    if must_exist and u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
+            and not Path(u.database).exists():
+        raise CliError(f"no results store at {u.database}; run a suite first (nfvperf run ...) or pass --db URL")
+    return Store(url)
+
+
+def _load(store: Any, ref: str) -> Any:
+    from nfvperf.store.db import RunNotFound
+    try:
+        return store.load_run(ref)
+    except RunNotFound as e:
+        raise CliError(str(e)) from None
+
+
+# --------------------------------------------------------------------------- commands
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from nfvperf.config import load_suite
+    path = _suite_path(args.suite)
+    suite = load_suite(path, quick=args.quick)
+    units = sum(1 if t.traffic.get("imix") else len(t.frame_sizes) for t in suite.tests)
+    print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}, "
+          f"{len(suite.tests)} test(s), {units} test unit(s), profile {suite.timing.name}")
+    return EXIT_OK
+
+
+def _suite_path(name: str) -> Path:
+    from nfvperf.config import find_suite
+    return find_suite(name)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from nfvperf.config import load_suite
+    from nfvperf.runner import execute
+    from nfvperf.store import Store
+    suite = load_suite(_suite_path(args.suite), quick=args.quick)   # SuiteError -> exit 2, nothing written
+    if args.tg == "tgen":
+        problem = _tgen_problem()
+        if problem:
+            raise CliError(problem)
+    url = _store_url(args, suite.spec.store)
+    out = Path(args.out or suite.spec.output or "results")
+    store = Store(url)
+    try:
+        outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress)
+        run = store.load_run(outcome.run_id)
+        if args.report and outcome.status != "interrupted":
+            from nfvperf.report.terminal import print_report
+            print_report(run)
+        if args.html:
+            from nfvperf.report.html import write_html
+            p = write_html(run, Path(args.html))
+            print(f"HTML report: {p}")
+        print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
+        print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
+        return outcome.exit_code
+    finally:
+        store.close()
+
+
+def _tgen_problem() -> Optional[str]:
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return ("--tg tgen needs root (netns, hugepages, DPDK, OVS): run it with sudo, "
+                "or try `nfvperf demo --tg sim` / `nfvperf run SUITE --tg sim`")
+    try:
+        from nfvperf.tg.tgen import find_tgen_binary
+    except Exception as e:  # noqa: BLE001
+        return f"the tgen client is not available ({e}); try --tg sim"
+    try:
+        find_tgen_binary()
+    except Exception as e:  # noqa: BLE001
+        return (f"the traffic generator is not built ({e}): run `make build` (or `make demo`), "
+                "or set NFVPERF_TGEN; or try --tg sim")
+    return None
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from nfvperf.config import load_suite
+    from nfvperf.report.html import write_html
+    from nfvperf.report.terminal import print_report
+    from nfvperf.runner import execute
+    from nfvperf.store import Store
+    if args.tg == "tgen":
+        problem = _tgen_problem()
+        if problem:
+            _err(problem)
+            return EXIT_USAGE
+    suites = [load_suite(_suite_path(s), quick=True) for s in DEMO_SUITES if _suite_path(s).exists()]
+    if not suites:
+        raise CliError("the shipped demo suites (suites/quick.yaml) are missing")
+    out = Path(args.out or "results")
+    store = Store(_store_url(args))
+    worst = EXIT_OK
+    try:
+        for suite in suites:
+            outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress)
+            run = store.load_run(outcome.run_id)
+            if outcome.status == "interrupted":
+                return EXIT_INTERRUPTED
+            print_report(run)
+            html = write_html(run, outcome.run_dir / "report.html")
+            print(f"HTML report: {html}")
+            worst = max(worst, outcome.exit_code)
+    finally:
+        store.close()
+    return worst
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from nfvperf.report.terminal import print_report
+    store = _open_store(args)
+    try:
+        run = _load(store, args.run)
+        if not args.quiet:
+            print_report(run)
+        if args.html:
+            from nfvperf.report.html import write_html
+            p = write_html(run, Path(args.html))
+            print(f"HTML report: {p}")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from nfvperf.report.terminal import console_for
+    store = _open_store(args)
+    try:
+        runs = store.list_runs(args.limit)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([{"id": r.id, "tag": r.tag, "started_at": r.started_at.isoformat(), "suite": r.suite,
+                           "topology": r.topology, "dut": r.dut, "tg": r.tg, "status": r.status,
+                           "headline": r.headline} for r in runs], indent=2))
+        return EXIT_OK
+    if not runs:
+        print("no runs in the store yet")
+        return EXIT_OK
+    t = Table(title="nfvperf runs (newest first)", title_justify="left")
+    for c in ("ID", "Run", "Date (UTC)", "Suite", "Topology", "DUT", "TG", "Status", "Headline"):
+        t.add_column(c)
+    for r in runs:
+        t.add_row(str(r.id), r.tag, r.started_at.strftime("%Y-%m-%d %H:%M"), r.suite, r.topology, r.dut, r.tg,
+                  r.status, r.headline or "—")
+    console_for().print(t)
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from nfvperf.report.compare import compare_runs, render
+    from nfvperf.report.terminal import console_for
+    store = _open_store(args)
+    try:
+        a, b = _load(store, args.a), _load(store, args.b)
+    finally:
+        store.close()
+    cmp = compare_runs(a, b, threshold=args.threshold / 100.0)
+    render(cmp, console_for())
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from nfvperf.store.db import CSV_COLUMNS, run_to_csv_rows, run_to_dict
+    store = _open_store(args)
+    try:
+        run = _load(store, args.run)
+    finally:
+        store.close()
+    out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout
+    try:
+        if args.format == "json":
+            json.dump(run_to_dict(run), out, indent=2, sort_keys=False)
+            out.write("\n")
+        else:
+            w = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+            w.writeheader()
+            for row in run_to_csv_rows(run):
+                w.writerow(row)
+    finally:
+        if args.output:
+            out.close()
+    if args.output:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read {args.file}: {e}") from None
+    if not isinstance(data, dict) or data.get("schema") != "nfvperf-run":
+        raise CliError(f"{args.file} is not an nfvperf run export (schema 'nfvperf-run')")
+    store = _open_store(args, must_exist=False)
+    try:
+        rid = store.import_dict(data, new_uid=args.new_id)
+    finally:
+        store.close()
+    print(f"imported as run {rid}")
+    return EXIT_OK
+
+
+def cmd_calc(args: argparse.Namespace) -> int:
+    from nfvperf import units
+    from nfvperf.config import parse_link_speed
+    if args.calc == "rate":
+        try:
+            link = parse_link_speed(args.speed)
+        except ValueError as e:
+            raise CliError(f"--speed: {e}") from None
+        sizes = args.size or list(units.RFC2544_FRAME_SIZES_B)
+        print(f"Line rate at {args.speed} per port (METHODOLOGY A1: fps = link / ((S + 20) × 8)); "
+              f"L1 counts preamble+SFD+IFG, L2 the frame incl. FCS" + ("; VXLAN +50 B outer" if args.vxlan else ""))
+        print(f"{'Frame B':>8} {'wire B':>7} {'max fps':>16} {'L1 Mbps':>11} {'L2 Mbps':>11}" +
+              (f" {'at load fps':>14} {'% L1':>7} {'L1 Mbps':>10} {'L2 Mbps':>10}" if args.fps or args.pct else ""))
+        for s in sizes:
+            wire = units.vxlan_outer_size_b(s, args.ip_version) if args.vxlan else s
+            mx = units.max_fps(wire, link)
+            line = (f"{s:>8} {wire:>7} {mx:>16,.2f} {units.l1_bps(mx, wire) / 1e6:>11,.1f} "
+                    f"{units.l2_bps(mx, wire) / 1e6:>11,.1f}")
+            if args.fps or args.pct:
+                fps = args.fps if args.fps else units.fps_from_pct(args.pct, wire, link)
+                line += (f" {fps:>14,.2f} {units.pct_line_rate(fps, wire, link):>7.2f} "
+                         f"{units.l1_bps(fps, wire) / 1e6:>10,.1f} {units.l2_bps(fps, wire) / 1e6:>10,.1f}")
+            print(line)
+        return EXIT_OK
+    if args.calc == "socket-mem":
+        per_socket: list[list[int]] = []
+        for spec in args.socket:
+            mtus: list[int] = []
+            for part in spec.split(","):
+                part = part.strip()
+                if not part or part == "-":
+                    continue
+                n, _, mtu = part.partition("x")
+                try:
+                    mtus += [int(mtu)] * int(n) if mtu else [int(n)]
+                except ValueError:
+                    raise CliError(f"--socket {spec!r}: use COUNTxMTU[,COUNTxMTU] (e.g. 4x9000) or '-'") from None
+            per_socket.append(mtus)
+        for i, mtus in enumerate(per_socket):
+            mb = units.dpdk_socket_memory_mb(mtus)
+            detail = " + ".join(f"{units.dpdk_port_mempool_bytes(m):,} B (MTU {m})" for m in mtus) or "no DPDK ports"
+            print(f"socket {i}: {detail} + 512 MiB buffer -> {mb} MB")
+        print(f"dpdk-socket-mem={units.dpdk_socket_mem(per_socket)}   (seed 003 App. C)")
+        return EXIT_OK
+    if args.calc == "pmd-mask":
+        try:
+            cores = units.parse_core_list(args.cores)
+            print(f"cores {cores} -> pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
+            print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
+        except ValueError as e:
+            raise CliError(f"cores {args.cores!r}: {e}") from None
+        return EXIT_OK
+    if args.calc == "buffer":
+        mx = units.max_fps(args.size, parse_link_speed(args.speed))
+        implied = units.implied_buffer_time_s(args.frames, mx)
+        corrected = units.corrected_buffer_time_s(args.frames, mx, args.throughput)
+        print(f"RFC 9004 K4: implied buffer time {implied * 1e3:.3f} ms, corrected {corrected * 1e3:.3f} ms")
+        return EXIT_OK
+    raise CliError("calc: choose rate, socket-mem, pmd-mask or buffer")
+
+
+def _delegate(modname: str, args: argparse.Namespace) -> int:
+    import importlib
+    try:
+        mod = importlib.import_module(f"nfvperf.host.{modname}")
+    except ImportError:
+        _err(f"`{modname}` is not available in this build (nfvperf.host.{modname} is missing)")
+        return EXIT_USAGE
+    fn = getattr(mod, "main", None) or getattr(mod, "run", None) or getattr(mod, modname, None)
+    if fn is None:
+        _err(f"`{modname}` is not available: nfvperf.host.{modname} has no main()")
+        return EXIT_USAGE
+    rc = fn(list(args.rest or []))
+    return int(rc or 0)
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    return _delegate("preflight", args)
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    return _delegate("cleanup", args)
+
+
+# --------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
+                                "infrastructure (RFC 2544 family, MLRsearch).",
+                                epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
+                                "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
+    from nfvperf import __version__
+    p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", metavar="URL", help="results store: SQLAlchemy URL or SQLite file path "
+                    "(default $NFVPERF_DB or ./results/nfvperf.db)")
+
+    r = sub.add_parser("run", parents=[db], help="run a suite", description="Run a suite and store every trial.")
+    r.add_argument("suite", help="suite YAML path, or a shipped suite name (quick, sim-tour, ...)")
+    r.add_argument("--tg", choices=("sim", "tgen"), default="tgen", help="traffic generator: tgen (real, root) "
+                   "or sim (modelled DUT, runs anywhere); default tgen")
+    r.add_argument("--quick", action="store_true", help="apply the quick profile (short trials; not RFC 2544)")
+    r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
+    r.add_argument("--report", action="store_true", help="print the report when the run ends")
+    r.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a suite without running it")
+    v.add_argument("suite")
+    v.add_argument("--quick", action="store_true")
+    v.set_defaults(func=cmd_validate)
+
+    d = sub.add_parser("demo", parents=[db], help="set up and run the shipped quick suites, then report",
+                       description="Runs suites/quick.yaml (PHY-OVS-PHY) and suites/quick-pvp.yaml (PVP) "
+                       "with the quick profile and prints the reports. --tg tgen needs root and a built tgen "
+                       "(make build); --tg sim works anywhere.")
+    d.add_argument("--tg", choices=("sim", "tgen"), default="tgen")
+    d.add_argument("--out", metavar="DIR")
+    d.add_argument("--no-progress", action="store_true")
+    d.set_defaults(func=cmd_demo)
+
+    rp = sub.add_parser("report", parents=[db], help="print a run's report; --html writes the HTML report")
+    rp.add_argument("run", help="run id, tag (nfv1a2b3c4d), uid prefix, 'latest' or -N (N-th newest)")
+    rp.add_argument("--html", metavar="PATH", help="write the self-contained HTML report to PATH")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html)")
+    rp.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", parents=[db], help="per-test, per-frame-size deltas between two runs")
+    c.add_argument("a", help="baseline run")
+    c.add_argument("b", help="run to compare with the baseline")
+    c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
+                   help="default noise threshold in %% (raised per row by the search width and repeat spread)")
+    c.set_defaults(func=cmd_compare)
+
+    h = sub.add_parser("history", parents=[db], help="list the runs in the store")
+    h.add_argument("--limit", type=int, default=30)
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(func=cmd_history)
+
+    e = sub.add_parser("export", parents=[db], help="export a run as JSON or CSV (docs/results-schema.md)")
+    e.add_argument("run")
+    e.add_argument("--format", choices=("json", "csv"), default="json")
+    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    e.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", parents=[db], help="load a JSON export into the store")
+    im.add_argument("file")
+    im.add_argument("--new-id", action="store_true", help="give the run a new id (to import twice)")
+    im.set_defaults(func=cmd_import)
+
+    k = sub.add_parser("calc", help="line-rate arithmetic, DPDK socket memory, pmd-cpu-mask, RFC 9004 buffer")
+    ksub = k.add_subparsers(dest="calc", metavar="WHAT")
+    kr = ksub.add_parser("rate", help="max fps and L1/L2 Mbps per frame size and link speed")
+    kr.add_argument("--speed", default="10G", help="link speed per port (10G, 25G, 100G, bit/s)")
+    kr.add_argument("--size", type=int, action="append", help="frame size B (repeatable; default RFC 2544 sizes)")
+    kr.add_argument("--fps", type=float, help="also show a given rate in fps")
+    kr.add_argument("--pct", type=float, help="also show a given % of line rate (L1)")
+    kr.add_argument("--vxlan", action="store_true", help="frames are VXLAN-encapsulated (+50 B, +70 B IPv6)")
+    kr.add_argument("--ip-version", type=int, choices=(4, 6), default=4, help="VXLAN underlay IP version")
+    ks = ksub.add_parser("socket-mem", help="DPDK socket memory from port MTUs (seed 003 App. C)")
+    ks.add_argument("--socket", action="append", required=True, metavar="COUNTxMTU[,...]",
+                    help="ports on one NUMA socket, e.g. 4x9000; repeat per socket; '-' for none")
+    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask from a core list (e.g. 2,20 or 2-5)")
+    kp.add_argument("cores")
+    kb = ksub.add_parser("buffer", help="RFC 9004 implied/corrected buffer time")
+    kb.add_argument("--frames", type=float, required=True, help="mean back-to-back frames")
+    kb.add_argument("--throughput", type=float, required=True, help="throughput fps")
+    kb.add_argument("--size", type=int, default=64)
+    kb.add_argument("--speed", default="10G")
+    k.set_defaults(func=cmd_calc)
+
+    for name, fn, text in (("preflight", cmd_preflight, "check the host (hugepages, cores, DPDK, OVS)"),
+                           ("cleanup", cmd_cleanup, "remove leftovers of killed runs (netns, veth, processes)")):
+        sp = sub.add_parser(name, help=text, description=f"{text}; delegates to nfvperf.host.{name}")
+        sp.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed on")
+        sp.set_defaults(func=fn)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from nfvperf.config import SuiteError
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:   # argparse: 2 on bad usage, 0 on --help
+        return int(e.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    if args.cmd == "calc" and not getattr(args, "calc", None):
+        parser.parse_args(["calc", "--help"])
+    try:
+        return args.func(args)
+    except SuiteError as e:
+        head = f"{e.source}: " if e.source else ""
+        print(f"nfvperf: error: {head}the suite is not valid ({len(e.problems)} problem(s)); nothing was run:",
+              file=sys.stderr)
+        for prob in e.problems:
+            print(f"  {prob}", file=sys.stderr)
+        return EXIT_USAGE
+    except CliError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,452 @@
+"""The suite schema: what a suite YAML may say, validated before anything runs.
+
+A suite names a topology, the offered traffic, a timing profile and a list of tests.  Each test
+entry is ``{method: <name in nfvperf.methods.REGISTRY>, name?: str, frame_sizes?: [...],
+traffic?: {...}, ...method params}``; the method params are validated by that method's own
+pydantic model.  :func:`load_suite` collects *every* problem and raises one :class:`SuiteError`
+whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from nfvperf.topo.spec import TopologySpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- link speed
+
+_SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:b(?:ps|it/s)?|bit)?\s*$", re.I)
+_SPEED_MULT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_link_speed(value: Union[str, int, float]) -> float:
+    """``"10G"``, ``"25Gbps"``, ``"100M"``, ``10e9`` -> bits per second (L1 line rate per port)."""
+    if isinstance(value, bool):
+        raise ValueError("link speed must be like '10G', '25G', '100G' or a number of bits/s")
+    if isinstance(value, (int, float)):
+        bps = float(value)
+    else:
+        m = _SPEED_RE.match(str(value))
+        if not m:
+            raise ValueError(f"cannot read link speed {value!r}; use e.g. '1G', '10G', '25G', '100G' "
+                             "or a number of bits/s")
+        bps = float(m.group(1)) * _SPEED_MULT[m.group(2).lower()]
+    if not (1e6 <= bps <= 1.6e12):
+        raise ValueError(f"link speed {bps:g} bit/s is outside 1 Mbit/s .. 1.6 Tbit/s")
+    return bps
+
+
+def format_link_speed(bps: float) -> str:
+    for unit, mult in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if bps >= mult:
+            v = bps / mult
+            return f"{v:g}{unit}"
+    return f"{bps:g}"
+
+
+# --------------------------------------------------------------------------- traffic
+
+class ImixEntry(_Strict):
+    size_b: int = Field(..., ge=60, le=16128, description="L2 frame size incl. FCS")
+    weight: int = Field(..., ge=1, le=1_000_000)
+
+
+class TrafficSpec(_Strict):
+    frame_sizes: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024, 1280, 1518],
+                                   description="L2 frame sizes incl. FCS (inner size for VXLAN)")
+    imix: Optional[list[ImixEntry]] = Field(None, description="run one IMIX profile instead of the sizes")
+    flows_per_port: int = Field(1, ge=1, le=16_777_216)
+    bidirectional: bool = True
+    link_speed: Union[str, float] = Field("10G", description="per-port line rate: '10G', '25G', or bit/s")
+    vxlan: bool = False
+    vlan: Optional[int] = Field(None, ge=1, le=4094)
+    ip_version: Literal[4, 6] = 4
+    rate_unit: Literal["pps", "l1_mbps", "l2_mbps", "percent"] = Field(
+        "pps", description="unit of the headline result in history/compare")
+    latency: bool = True
+
+    @field_validator("frame_sizes")
+    @classmethod
+    def _sizes(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("give at least one frame size (RFC 2544 §9 suggests 64..1518)")
+        bad = [s for s in v if not 60 <= s <= 16128]
+        if bad:
+            raise ValueError(f"frame sizes {bad} out of range; allowed 60..16128 B (L2 incl. FCS)")
+        if len(set(v)) != len(v):
+            raise ValueError("frame sizes repeat; list each size once")
+        return v
+
+    @field_validator("link_speed")
+    @classmethod
+    def _speed(cls, v: Union[str, float]) -> Union[str, float]:
+        parse_link_speed(v)
+        return v
+
+    @property
+    def link_speed_bps(self) -> float:
+        return parse_link_speed(self.link_speed)
+
+
+class TrafficOverride(_Strict):
+    """Per-test changes to the suite's traffic (e.g. 1 vs 1k flows per port)."""
+
+    flows_per_port: Optional[int] = Field(None, ge=1, le=16_777_216)
+    bidirectional: Optional[bool] = None
+    vxlan: Optional[bool] = None
+    vlan: Optional[int] = Field(None, ge=1, le=4094)
+    ip_version: Optional[Literal[4, 6]] = None
+    imix: Optional[list[ImixEntry]] = None
+    latency: Optional[bool] = None
+
+
+# --------------------------------------------------------------------------- timing profile
+
+PROFILE_PRESETS: dict[str, dict[str, float]] = {
+    # RFC 2544 §23/§24: >=60 s trials, 2 s drain, >=5 s to restabilise, 2 s after learning frames
+    "rfc2544": {"trial_s": 60.0, "drain_s": 2.0, "settle_s": 5.0, "learning_s": 2.0},
+    # short trials for a first look and for the demo; NOT RFC 2544 conformant (reported as such)
+    "quick": {"trial_s": 1.0, "drain_s": 0.2, "settle_s": 0.0, "learning_s": 0.1},
+}
+
+
+class ProfileSpec(_Strict):
+    name: Literal["rfc2544", "quick", "custom"] = "rfc2544"
+    trial_s: Optional[float] = Field(None, gt=0, le=86400)
+    drain_s: Optional[float] = Field(None, ge=0, le=600)
+    settle_s: Optional[float] = Field(None, ge=0, le=600)
+    learning_s: Optional[float] = Field(None, ge=0, le=600)
+
+    @model_validator(mode="after")
+    def _fill(self) -> "ProfileSpec":
+        base = PROFILE_PRESETS.get(self.name, PROFILE_PRESETS["rfc2544"])
+        for k, v in base.items():
+            if getattr(self, k) is None:
+                object.__setattr__(self, k, v)
+        return self
+
+    @property
+    def rfc2544_conformant(self) -> bool:
+        return (self.trial_s or 0) >= 60 and (self.drain_s or 0) >= 2 and (self.settle_s or 0) >= 5
+
+    def deviations(self) -> list[str]:
+        out = []
+        if (self.trial_s or 0) < 60:
+            out.append(f"trial duration {self.trial_s:g} s < 60 s (RFC 2544 §24)")
+        if (self.drain_s or 0) < 2:
+            out.append(f"drain {self.drain_s:g} s < 2 s (RFC 2544 §23)")
+        if (self.settle_s or 0) < 5:
+            out.append(f"settle {self.settle_s:g} s < 5 s (RFC 2544 §23)")
+        return out
+
+
+# --------------------------------------------------------------------------- sim
+
+class SimSpec(_Strict):
+    """The modelled DUT behind ``--tg sim``.  Keys not set are left to SimMeasurer's defaults."""
+
+    capacity_pps: Optional[float] = Field(None, gt=0, description="zero-loss capacity per interface, fps")
+    capacity_bps: Optional[float] = Field(None, gt=0, description="bit-limited capacity (L1) per interface")
+    loss_model: Optional[str] = Field(None, description="how loss grows past capacity (see tg/sim.py)")
+    noise: Optional[float] = Field(None, ge=0, le=1, description="relative run-to-run capacity noise")
+    seed: Optional[int] = Field(None, ge=0)
+    latency_ns: Optional[float] = Field(None, ge=0)
+    options: dict[str, Any] = Field(default_factory=dict, description="passed to SimMeasurer as is")
+
+
+# --------------------------------------------------------------------------- suite
+
+class SuiteSpec(_Strict):
+    name: str = Field(..., min_length=1, max_length=120)
+    description: str = ""
+    topology: TopologySpec = Field(default_factory=TopologySpec)
+    traffic: TrafficSpec = Field(default_factory=TrafficSpec)
+    profile: Union[Literal["rfc2544", "quick"], ProfileSpec] = "rfc2544"
+    sim: SimSpec = Field(default_factory=SimSpec)
+    tests: list[dict[str, Any]] = Field(..., min_length=1)
+    store: Optional[str] = Field(None, description="SQLAlchemy URL of the results store")
+    output: Optional[str] = Field(None, description="directory for run directories and reports")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("suite name must not be blank")
+        return v
+
+    @property
+    def timing(self) -> ProfileSpec:
+        if isinstance(self.profile, str):
+            return ProfileSpec(name=self.profile)
+        return self.profile
+
+
+@dataclass
+class TestConfig:
+    """One validated test entry."""
+
+    index: int
+    method: str
+    name: str
+    params: Any                       # the method's params model instance (or dict if no REGISTRY)
+    frame_sizes: list[int]
+    traffic: dict[str, Any]           # the suite traffic with the entry's overrides applied
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def params_dict(self) -> dict[str, Any]:
+        if hasattr(self.params, "model_dump"):
+            return self.params.model_dump(mode="json")
+        return dict(self.params or {})
+
+
+@dataclass
+class Suite:
+    spec: SuiteSpec
+    tests: list[TestConfig]
+    source: Optional[Path] = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def timing(self) -> ProfileSpec:
+        return self.spec.timing
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.spec.model_dump(mode="json")
+        d["profile"] = self.timing.model_dump(mode="json")
+        return d
+
+
+class SuiteError(ValueError):
+    """A suite that cannot run; ``problems`` holds one message per problem."""
+
+    def __init__(self, problems: list[str], source: Optional[str] = None):
+        self.problems = problems
+        self.source = source
+        head = f"{source}: " if source else ""
+        super().__init__(head + f"{len(problems)} problem(s) in the suite:\n  " + "\n  ".join(problems))
+
+
+# --------------------------------------------------------------------------- error formatting
+
+def _loc(prefix: str, loc: tuple) -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            # pydantic names union branches (e.g. 'literal[...]', 'ProfileSpec'); they are not paths
+            if part.startswith(("literal[", "function-", "str", "float", "int")) or part[:1].isupper():
+                continue
+            out += ("." if out else "") + part
+    return out or "(suite)"
+
+
+def _describe(err: dict[str, Any], model: Optional[type[BaseModel]] = None) -> str:
+    typ = err.get("type", "")
+    msg = err.get("msg", "invalid")
+    ctx = err.get("ctx") or {}
+    if typ == "extra_forbidden":
+        allowed = _allowed_fields(model, err.get("loc", ()))
+        hint = f"; allowed fields: {', '.join(allowed)}" if allowed else ""
+        return f"unknown field{hint}"
+    if typ == "missing":
+        return "required field is missing"
+    if typ == "literal_error":
+        return f"got {err.get('input')!r}; allowed values: {ctx.get('expected', '?')}"
+    if typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return f"got {err.get('input')!r}; {msg.lower()}"
+    if typ == "value_error":
+        return msg.removeprefix("Value error, ")
+    return f"{msg} (got {err.get('input')!r})" if "input" in err and not isinstance(err.get("input"), dict) else msg
+
+
+def _allowed_fields(model: Optional[type[BaseModel]], loc: tuple) -> list[str]:
+    """Walk ``loc`` (minus the last element) through ``model``'s fields to list the allowed keys."""
+    if model is None:
+        return []
+    cur: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = getattr(cur, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        ann = fields[part].annotation
+        cur = _model_in(ann)
+        if cur is None:
+            return []
+    return sorted(getattr(cur, "model_fields", {}).keys())
+
+
+def _model_in(ann: Any) -> Optional[type[BaseModel]]:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for a in getattr(ann, "__args__", ()) or ():
+        m = _model_in(a)
+        if m is not None:
+            return m
+    return None
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "",
+                            model: Optional[type[BaseModel]] = None) -> list[str]:
+    out = []
+    seen = set()
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        # a union (profile: "quick" | {...}) reports every branch; keep one line per path
+        path = _loc(prefix, loc)
+        line = f"{path}: {_describe(err, model)}"
+        if path in seen and err.get("type") in ("literal_error", "model_type", "dict_type"):
+            continue
+        seen.add(path)
+        out.append(line)
+    return out
+
+
+# --------------------------------------------------------------------------- loading
+
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic")
+
+
+def method_registry() -> dict[str, Any]:
+    """``nfvperf.methods.REGISTRY`` or {} while it does not exist."""
+    try:
+        from nfvperf.methods import REGISTRY  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - the methods package may be half-written
+        return {}
+    return dict(REGISTRY)
+
+
+def _params_model(entry: Any) -> Optional[type[BaseModel]]:
+    if isinstance(entry, tuple):
+        return entry[0]
+    return getattr(entry, "params", None) or getattr(entry, "Params", None)
+
+
+def read_yaml(path: Union[str, Path]) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([f"file not found: {p}"], str(p)) from None
+    except OSError as e:
+        raise SuiteError([f"cannot read {p}: {e.strerror}"], str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise SuiteError([f"(yaml) {where}{problem}; fix the YAML syntax"], str(p)) from None
+    if not isinstance(data, dict):
+        raise SuiteError([f"(suite): the file must hold a mapping (name:, topology:, tests:, ...), "
+                          f"got {type(data).__name__}"], str(p))
+    return data
+
+
+def validate_suite(data: dict[str, Any], source: Optional[str] = None,
+                   quick: bool = False) -> Suite:
+    problems: list[str] = []
+    spec: Optional[SuiteSpec] = None
+    try:
+        spec = SuiteSpec.model_validate(data)
+    except ValidationError as e:
+        problems += format_validation_error(e, model=SuiteSpec)
+    if quick and spec is not None:
+        t = spec.timing
+        spec.profile = ProfileSpec(name="quick") if t.name != "custom" else t.model_copy(
+            update=PROFILE_PRESETS["quick"])
+    registry = method_registry()
+    tests: list[TestConfig] = []
+    raw_tests = data.get("tests") if isinstance(data.get("tests"), list) else []
+    names: dict[str, int] = {}
+    suite_traffic = spec.traffic if spec else None
+    for i, entry in enumerate(raw_tests):
+        where = f"tests[{i}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: each test must be a mapping like {{method: throughput, ...}}")
+            continue
+        method = entry.get("method")
+        if not method:
+            problems.append(f"{where}.method: required; one of: {', '.join(sorted(registry)) or '(methods)'}")
+            continue
+        if registry and method not in registry:
+            problems.append(f"{where}.method: unknown method {method!r}; allowed: {', '.join(sorted(registry))}")
+            continue
+        name = entry.get("name") or method
+        if not isinstance(name, str):
+            problems.append(f"{where}.name: must be a string")
+            continue
+        if name in names:
+            problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
+                            "give each test a distinct name")
+        names[name] = i
+        params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
+        sizes = suite_traffic.frame_sizes if suite_traffic else []
+        if "frame_sizes" in entry:
+            try:
+                sizes = TrafficSpec(frame_sizes=entry["frame_sizes"]).frame_sizes
+            except ValidationError as e:
+                problems += format_validation_error(e, prefix=where)
+        traffic = suite_traffic.model_dump() if suite_traffic else {}
+        if "traffic" in entry:
+            try:
+                ov = TrafficOverride.model_validate(entry["traffic"])
+                traffic.update({k: v for k, v in ov.model_dump().items() if k in ov.model_fields_set})
+            except ValidationError as e:
+                problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
+        params: Any = params_raw
+        model = _params_model(registry[method]) if registry else None
+        if model is not None:
+            try:
+                params = model.model_validate(params_raw)
+            except ValidationError as e:
+                problems += format_validation_error(e, prefix=where, model=model)
+                continue
+        tests.append(TestConfig(index=i, method=method, name=name, params=params,
+                                frame_sizes=list(sizes), traffic=traffic, raw=dict(entry)))
+    if problems or spec is None:
+        raise SuiteError(problems or ["(suite): invalid"], source)
+    return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)
+
+
+def load_suite(path: Union[str, Path], quick: bool = False) -> Suite:
+    data = read_yaml(path)
+    return validate_suite(data, source=str(path), quick=quick)
+
+
+def find_suite(name: str) -> Path:
+    """A path, or the name of a shipped suite (``quick``, ``sim-tour``, ``suites/quick.yaml``)."""
+    p = Path(name)
+    if p.exists():
+        return p
+    stem = p.name if p.suffix in (".yaml", ".yml") else p.name + ".yaml"
+    for d in shipped_suite_dirs():
+        if (d / stem).exists():
+            return d / stem
+    return p
+
+
+def shipped_suite_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    dirs = [here / "suites", here.parent.parent / "suites"]
+    env = os.environ.get("NFVPERF_SUITES")
+    if env:
+        dirs.insert(0, Path(env))
+    return [d for d in dirs if d.is_dir()]

@@ -1,0 +1,178 @@
+"""Read the numbers a report needs out of stored results.
+
+Method results are stored as ``MethodResult.to_dict()``; their shapes differ per method.  These
+helpers look for the well-known keys (units in the names: ``*_pps``, ``*_ns``, ``*_s``) wherever
+they sit, so a report degrades to "not available" instead of failing when a method adds or moves
+a field.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Optional
+
+from nfvperf import units
+
+# in order of preference: what "the" result of a test is, in frames/s per interface
+HEADLINE_KEYS = ("throughput_pps", "rlb_pps", "lower_bound_pps", "conditional_throughput_pps",
+                 "ndr_pps", "load_pps", "forwarding_rate_pps", "max_forwarding_rate_pps", "rate_pps")
+
+
+def walk(obj: Any, depth: int = 0) -> Iterable[dict[str, Any]]:
+    """Every dict inside ``obj`` (breadth-first-ish: the outer dicts first)."""
+    if depth > 8:
+        return
+    if isinstance(obj, dict):
+        yield obj
+        for v in obj.values():
+            if isinstance(v, (dict, list)):
+                yield from walk(v, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, (dict, list)):
+                yield from walk(v, depth + 1)
+
+
+def num(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def find_key(data: Any, keys: Iterable[str], skip: tuple[str, ...] = ("trials", "histogram")) -> Optional[float]:
+    keys = tuple(keys)
+    for key in keys:
+        for d in _walk_skip(data, skip):
+            v = num(d.get(key))
+            if v is not None:
+                return v
+    return None
+
+
+def _walk_skip(obj: Any, skip: tuple[str, ...], depth: int = 0) -> Iterable[dict[str, Any]]:
+    if depth > 8:
+        return
+    if isinstance(obj, dict):
+        yield obj
+        for k, v in obj.items():
+            if k in skip:
+                continue
+            if isinstance(v, (dict, list)):
+                yield from _walk_skip(v, skip, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _walk_skip(v, skip, depth + 1)
+
+
+def headline_pps(data: dict[str, Any]) -> Optional[float]:
+    """The test's main rate per interface: first goal's RLB, else the first known key."""
+    goals = goals_of(data)
+    if goals:
+        v = num(goals[0].get("lower_bound_pps")) or num(goals[0].get("rlb_pps"))
+        if v is not None:
+            return v
+    return find_key(data, HEADLINE_KEYS)
+
+
+def goals_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    for d in _walk_skip(data, ("trials", "histogram")):
+        g = d.get("goals")
+        if isinstance(g, list) and g and isinstance(g[0], dict):
+            return g
+    return []
+
+
+def latency_of(data: Any) -> Optional[dict[str, Any]]:
+    """A LatencySummary dict (min_ns/avg_ns/max_ns, percentiles_ns, histogram) found in data."""
+    best = None
+    for d in _walk_skip(data, ("trials", "streams")):
+        if "avg_ns" in d and "min_ns" in d and "max_ns" in d:
+            if best is None or (d.get("count") or 0) > (best.get("count") or 0) or \
+                    (d.get("percentiles_ns") and not best.get("percentiles_ns")):
+                best = d
+    return best
+
+
+def scalars(data: dict[str, Any], limit: int = 40) -> list[tuple[str, Any]]:
+    """Top-level (and one level nested) scalar fields, for method summaries we do not special-case."""
+    out: list[tuple[str, Any]] = []
+    for k, v in data.items():
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            if v is not None and v != "":
+                out.append((k, v))
+        elif isinstance(v, dict) and k not in ("params", "profile", "latency", "histogram"):
+            for k2, v2 in v.items():
+                if isinstance(v2, (int, float, str, bool)) and v2 != "":
+                    out.append((f"{k}.{k2}", v2))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def fmt_num(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != 0 and abs(v) < 0.01:
+            return f"{v:.3g}"
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def size_of(profile: dict[str, Any]) -> float:
+    """Mean L2 size on the wire (outer size for VXLAN), from a TrafficProfile dict."""
+    imix = profile.get("imix")
+    if imix:
+        tot = sum(w for _, w in imix) or 1
+        size = sum(s * w for s, w in imix) / tot
+    else:
+        size = float(profile.get("frame_size_b") or 64)
+    return size + (units.VXLAN_OVERHEAD_IPV4_B if profile.get("vxlan") else 0)
+
+
+def rates(pps: float, profile: dict[str, Any]) -> dict[str, float]:
+    """fps, L1/L2 Mbps and % line rate (L1) per interface for one rate."""
+    size = size_of(profile)
+    link = float(profile.get("link_speed_bps") or 10e9)
+    return {"fps": pps, "l1_mbps": units.l1_bps(pps, size) / 1e6, "l2_mbps": units.l2_bps(pps, size) / 1e6,
+            "l1_pct": units.pct_line_rate(pps, size, link), "max_fps": units.max_fps(size, link)}
+
+
+def summarize_result(method: str, data: dict[str, Any], profile: dict[str, Any],
+                     directions: int) -> dict[str, Any]:
+    """One line for the run log and the headline value (per interface)."""
+    pps = headline_pps(data)
+    out: dict[str, Any] = {"value_pps": pps}
+    if method in ("latency",):
+        lat = latency_of(data)
+        if lat:
+            out["text"] = (f"latency min/avg/max {lat['min_ns'] / 1e3:,.1f}/{lat['avg_ns'] / 1e3:,.1f}/"
+                           f"{lat['max_ns'] / 1e3:,.1f} µs")
+            return out
+    if pps is not None:
+        r = rates(pps, profile)
+        out["text"] = (f"{pps:,.0f} fps per interface ({r['l1_pct']:.2f} % line rate L1, "
+                       f"L1 {r['l1_mbps']:,.1f} Mbps, L2 {r['l2_mbps']:,.1f} Mbps); "
+                       f"aggregate {pps * directions:,.0f} fps over {directions} interface(s)")
+    else:
+        sc = [f"{k}={fmt_num(v)}" for k, v in scalars(data, 6)]
+        out["text"] = ", ".join(sc) or "done"
+    return out
+
+
+def headline_of_run(run: Any) -> Optional[str]:
+    """E.g. 'throughput 64 B: 7,992,699 fps/if (53.71 % L1)' from the first throughput-like result."""
+    for t in run.tests:
+        for r in t.results:
+            if r.value_pps is None:
+                continue
+            prof = t.traffic or {}
+            rr = rates(r.value_pps, prof)
+            size = f"{t.frame_size_b} B" if t.frame_size_b else "IMIX"
+            return f"{t.name} {size}: {r.value_pps:,.0f} fps/if ({rr['l1_pct']:.2f} % L1)"
+    return None

@@ -1,0 +1,161 @@
+"""Plots for the HTML report (matplotlib, Agg backend), returned as base64 PNG strings."""
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any, Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from nfvperf import units  # noqa: E402
+from nfvperf.report.extract import headline_pps, latency_of, size_of  # noqa: E402
+from nfvperf.report.tables import THROUGHPUT_METHODS  # noqa: E402
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def throughput_vs_size(run: Any) -> Optional[str]:
+    series: dict[str, list[tuple[float, float, dict]]] = {}
+    for t in run.tests:
+        if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b:
+            r = t.results[-1]
+            pps = r.value_pps if r.value_pps is not None else headline_pps(r.data or {})
+            if pps is not None:
+                series.setdefault(t.name, []).append((t.frame_size_b, pps, t.traffic or {}))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    all_sizes: dict[float, dict] = {}
+    for name, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts], "o-", label=f"{name} (measured)")
+        for s, _, prof in pts:
+            all_sizes[s] = prof
+    xs = sorted(all_sizes)
+    lo, hi = min(xs), max(xs)
+    grid = sorted(set(xs + [lo + (hi - lo) * i / 60 for i in range(61)]))
+    prof = all_sizes[xs[0]]
+    link = float(prof.get("link_speed_bps") or 10e9)
+    extra = units.VXLAN_OVERHEAD_IPV4_B if prof.get("vxlan") else 0
+    ax.plot(grid, [units.max_fps(s + extra, link) / 1e6 for s in grid], "--", color="grey",
+            label=f"theoretical max ({link / 1e9:g} Gbit/s, L1)")
+    ax.set_xlabel("Frame size (B, L2 incl. FCS)")
+    ax.set_ylabel("Throughput (Mfps per interface)")
+    ax.set_title("Zero-loss throughput vs frame size (per interface)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return _png(fig)
+
+
+def loss_vs_load(run: Any) -> Optional[str]:
+    pts: dict[str, list[tuple[float, float]]] = {}
+    for t in run.tests:
+        if not t.trials or t.method not in ("frame_loss_rate",) + THROUGHPUT_METHODS:
+            continue
+        prof = t.traffic or {}
+        mx = units.max_fps(size_of(prof), float(prof.get("link_speed_bps") or 10e9))
+        key = f"{t.name} {t.frame_size_b or 'IMIX'} B"
+        for tr in t.trials:
+            pts.setdefault(key, []).append((100 * tr.load_pps / mx, 100 * tr.loss_ratio))
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key, p in list(pts.items())[:12]:
+        p.sort()
+        ax.plot([a for a, _ in p], [b for _, b in p], "o-" if "loss" in key else "o", ms=4, label=key, alpha=0.8)
+    ax.set_xlim(0, 105)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("Offered load (% of theoretical maximum, L1, per interface)")
+    ax.set_ylabel("Frame loss (%)")
+    ax.set_title("Loss vs offered load (every trial)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _png(fig)
+
+
+def _latencies(run: Any) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for t in run.tests:
+        if t.method == "latency" and t.results:
+            lat = latency_of(t.results[-1].data or {})
+            if lat:
+                out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", lat))
+    if not out:   # fall back to throughput results' latency
+        for t in run.tests:
+            if t.results:
+                lat = latency_of(t.results[-1].data or {})
+                if lat and lat.get("percentiles_ns"):
+                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", lat))
+    return out
+
+
+def latency_percentiles(run: Any) -> Optional[str]:
+    lats = [(k, lat) for k, lat in _latencies(run) if lat.get("percentiles_ns")]
+    if not lats:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key, lat in lats[:10]:
+        pcs = []
+        for k, v in (lat.get("percentiles_ns") or {}).items():
+            try:
+                p = float(k)
+            except ValueError:
+                continue
+            if 0 <= p < 100 and v is not None:
+                pcs.append((p, float(v)))
+        if lat.get("max_ns") is not None:
+            pcs.append((99.9999, float(lat["max_ns"])))
+        pcs.sort()
+        ax.plot([1 / (1 - p / 100) for p, _ in pcs], [v / 1e3 for _, v in pcs], "o-", ms=3, label=key)
+    ax.set_xscale("log")
+    ticks = [1, 2, 10, 100, 1000, 10000, 1e6]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(["0", "50", "90", "99", "99.9", "99.99", "max"])
+    ax.set_xlabel("Percentile (%, log scale of 1/(1−p))")
+    ax.set_ylabel("Latency (µs)")
+    ax.set_title("Latency by percentile")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def latency_histogram(run: Any) -> Optional[str]:
+    lats = [(k, lat) for k, lat in _latencies(run) if lat.get("histogram")]
+    if not lats:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key, lat in lats[:6]:
+        hist = [(float(b), int(c)) for b, c in lat["histogram"] if c]
+        if not hist:
+            continue
+        tot = sum(c for _, c in hist) or 1
+        ax.step([b / 1e3 for b, _ in hist], [100 * c / tot for _, c in hist], where="pre", label=key)
+    ax.set_xscale("log")
+    ax.set_xlabel("Latency bucket upper bound (µs, log)")
+    ax.set_ylabel("Share of frames (%)")
+    ax.set_title("Latency histogram")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def all_plots(run: Any) -> list[tuple[str, str]]:
+    out = []
+    for title, fn in (("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
+                      ("Latency percentiles", latency_percentiles), ("Latency histogram", latency_histogram)):
+        try:
+            png = fn(run)
+        except Exception as e:  # noqa: BLE001 - a plot must not take the report down
+            png = None
+            title = f"{title} (failed: {e})"
+        if png:
+            out.append((title, png))
+    return out

@@ -1,0 +1,258 @@
+"""Report tables as data (rendered to the terminal by rich and to HTML by Jinja2).
+
+Shapes follow the seed reports (seed 000 Tables 7-x: packet size | Mbps | packets/s | % line
+rate | min/avg/max latency; Table 5-1 switching operations), with METHODOLOGY A3/G7 applied:
+every bit rate is labelled L1 or L2, and every table says per-interface vs aggregate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_of, num, rates, scalars,
+                                    size_of)
+from nfvperf.runner import DEFAULT_SWITCHING_OPS, directions
+from nfvperf.units import switching_ops_pps
+
+THROUGHPUT_METHODS = ("throughput", "rfc2889_forwarding")
+PCTS = ("50", "90", "99", "99.9", "99.99")
+
+
+@dataclass
+class Table:
+    title: str
+    note: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    key: str = ""
+
+
+@dataclass
+class ReportData:
+    run: Any
+    header: list[tuple[str, str]]
+    tables: list[Table]
+    directions: int
+    switching_ops: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _us(ns: Optional[float]) -> str:
+    return "—" if ns is None else f"{ns / 1e3:,.2f}"
+
+
+def _dir_note(bidir: bool, ports: int, n: int) -> str:
+    mode = "bidirectional" if bidir else "unidirectional"
+    return (f"Rates are per interface (per direction, = MLR Trial Load); aggregate = per-interface "
+            f"× {n} transmitting interface(s) ({mode}, {ports} ports).")
+
+
+def build(run: Any) -> ReportData:
+    cfg = run.config or {}
+    env = run.environment or {}
+    topo = cfg.get("topology") or {}
+    traffic = cfg.get("traffic") or {}
+    ports = int(topo.get("ports") or env.get("ports") or 2)
+    ndir = directions(traffic, ports)
+    sw = int(env.get("switching_operations") or DEFAULT_SWITCHING_OPS.get(run.topology, 1))
+    prof = cfg.get("profile") or {}
+    header = [
+        ("Run", f"{run.id} ({run.tag})"), ("Suite", run.suite), ("Status", run.status +
+                                                                  (f" — {run.reason}" if run.reason else "")),
+        ("Topology", f"{run.topology}, {ports} ports, DUT {run.dut}"), ("Traffic generator", run.tg),
+        ("Started / finished (UTC)", f"{_dt(run.started_at)} / {_dt(run.finished_at)}"),
+        ("Link speed", f"{env.get('link_speed') or traffic.get('link_speed')} per port (L1)"),
+        ("Flows per port", str(traffic.get("flows_per_port", 1))),
+        ("Direction", f"{'bidirectional' if traffic.get('bidirectional', True) else 'unidirectional'}; "
+                      f"aggregate = per-interface × {ndir}"),
+        ("Profile", f"{prof.get('name', run.profile)}: trial {prof.get('trial_s')} s, drain "
+                    f"{prof.get('drain_s')} s, settle {prof.get('settle_s')} s, learning {prof.get('learning_s')} s"),
+        ("Switching operations", f"{sw} per direction ({env.get('switching_operations_source', 'default')})"),
+    ]
+    notes = []
+    devs = env.get("profile_deviations") or []
+    if devs:
+        notes.append("Deviations from RFC 2544 §23/§24 (MLRsearch requires reporting them): " + "; ".join(devs))
+    if env.get("cores_shared"):
+        notes.append("Cores were shared between the generator and the DUT: results are a lower bound "
+                     "of what dedicated cores would give.")
+    if run.tg == "sim":
+        notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
+    tables: list[Table] = []
+    tests = list(run.tests)
+    tables += _throughput_tables(tests, ndir, ports, traffic, sw)
+    tables += _latency_tables(tests, ndir, ports, traffic)
+    tables += _loss_tables(tests)
+    tables += _other_tables(tests)
+    failed = [t for t in tests if t.status not in ("passed",)]
+    if failed:
+        tables.append(Table("Tests not passed", "", ["Test", "Frame B", "Status", "Reason"],
+                            [[t.name, fmt_num(t.frame_size_b), t.status, t.reason or ""] for t in failed],
+                            key="failed"))
+    return ReportData(run=run, header=header, tables=tables, directions=ndir, switching_ops=sw, notes=notes)
+
+
+def _dt(v: Any) -> str:
+    return v.strftime("%Y-%m-%d %H:%M:%S") if v else "—"
+
+
+def _by_name(tests: list[Any], methods: tuple[str, ...]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for t in tests:
+        if t.method in methods:
+            out.setdefault(t.name, []).append(t)
+    return out
+
+
+def _latency_for(tests: list[Any], size: Optional[int], own: Any) -> Optional[dict[str, Any]]:
+    """Latency for a size: a latency test of the run at that size, else the throughput result's own."""
+    for t in tests:
+        if t.method == "latency" and t.frame_size_b == size and t.results:
+            lat = latency_of(t.results[-1].data)
+            if lat:
+                return lat
+    if own is not None:
+        return latency_of(own)
+    return None
+
+
+def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:
+    out: list[Table] = []
+    for name, group in _by_name(tests, THROUGHPUT_METHODS).items():
+        tt = Table(f"{name}: zero-loss throughput (RFC 2544 §26.1)",
+                   _dir_note(traffic.get("bidirectional", True), ports, ndir) +
+                   " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1.",
+                   ["Frame B", "fps / interface", "L1 Mbps / interface", "L2 Mbps / interface",
+                    "% line rate (L1)", f"aggregate fps (×{ndir})", f"aggregate L1 Mbps (×{ndir})",
+                    "Latency min/avg/max µs"], key="throughput")
+        swt = Table(f"{name}: switching performance (seed 000 Table 5-1)",
+                    f"Switching ops/s = aggregate throughput × switching operations ({sw} per direction "
+                    "for this topology).", ["Frame B", f"aggregate fps (×{ndir})", "Switching operations",
+                                            "Switching ops/s"], key="switching")
+        gt = Table(f"{name}: search goals (MLRsearch RLB/RUB)",
+                   "RLB = Relevant Lower Bound (the result), RUB = Relevant Upper Bound; loads per interface.",
+                   ["Frame B", "Goal", "Loss ratio", "Exceed ratio", "RLB fps", "RUB fps", "Width fps",
+                    "Cond. throughput fps", "Regular"], key="goals")
+        for t in group:
+            if not t.results:
+                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 6)
+                continue
+            data = t.results[-1].data or {}
+            pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
+            lat = _latency_for(tests, t.frame_size_b, data)
+            latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
+                       if lat else "—")
+            size = fmt_num(t.frame_size_b) if t.frame_size_b else f"IMIX ({size_of(t.traffic):.0f} avg)"
+            if t.traffic.get("vxlan"):
+                size += f" (+50 = {int(size_of(t.traffic))} outer)"
+            if pps is None:
+                tt.rows.append([size, "n/a"] + ["—"] * 6)
+                continue
+            r = rates(pps, t.traffic or {})
+            tt.rows.append([size, fmt_num(pps, 0), fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
+                            fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
+                            latency])
+            swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
+            for g in goals_of(data):
+                rlb, rub = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
+                gt.rows.append([size, str(g.get("name", "")), fmt_num(num(g.get("loss_ratio")), 4),
+                                fmt_num(num(g.get("exceed_ratio")), 2), fmt_num(rlb, 0), fmt_num(rub, 0),
+                                fmt_num(rub - rlb if rlb is not None and rub is not None else None, 0),
+                                fmt_num(num(g.get("conditional_throughput_pps")), 0),
+                                "no: " + str(g.get("irregular_reason") or "irregular") if g.get("irregular")
+                                else "yes"])
+        out.append(tt)
+        out.append(swt)
+        if gt.rows:
+            out.append(gt)
+    return out
+
+
+def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> list[Table]:
+    out: list[Table] = []
+    for name, group in _by_name(tests, ("latency",)).items():
+        definition = ""
+        lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "Load fps / interface", "Samples",
+                                                             "Min µs", "Avg µs", "Max µs"], key="latency")
+        pt = Table(f"{name}: latency percentiles and delay variation", "µs; PDV = RFC 5481 D(i)−D(min), "
+                   "IPDV = RFC 3393 D(i)−D(i−1).", ["Frame B"] + [f"p{p} µs" for p in PCTS] +
+                   ["PDV p99 µs", "IPDV max µs"], key="latency_pct")
+        for t in group:
+            if not t.results:
+                lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})", "—", "—", "—", "—"])
+                continue
+            data = t.results[-1].data or {}
+            lat = latency_of(data) or {}
+            definition = definition or lat.get("definition", "")
+            load = headline_pps(data)
+            lt.rows.append([fmt_num(t.frame_size_b), fmt_num(load, 0), fmt_num(lat.get("count")),
+                            _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))), _us(num(lat.get("max_ns")))])
+            pc = lat.get("percentiles_ns") or {}
+            pt.rows.append([fmt_num(t.frame_size_b)] + [_us(num(_pct(pc, p))) for p in PCTS] +
+                           [_us(num((lat.get("pdv_ns") or {}).get("p99"))),
+                            _us(num((lat.get("ipdv_ns") or {}).get("max")))])
+        lt.note = (f"Definition: {definition or 'as reported by the measurer'}. " +
+                   _dir_note(traffic.get("bidirectional", True), ports, ndir))
+        out.append(lt)
+        if any(any(c != "—" for c in row[1:]) for row in pt.rows):
+            out.append(pt)
+    return out
+
+
+def _pct(pc: dict[str, Any], p: str) -> Any:
+    if p in pc:
+        return pc[p]
+    for k, v in pc.items():
+        try:
+            if abs(float(k) - float(p)) < 1e-9:
+                return v
+        except ValueError:
+            continue
+    return None
+
+
+def _loss_tables(tests: list[Any]) -> list[Table]:
+    out: list[Table] = []
+    for name, group in _by_name(tests, ("frame_loss_rate",)).items():
+        ft = Table(f"{name}: frame loss rate (RFC 2544 §26.3)",
+                   "Load in % of the theoretical maximum (L1) per interface; loss % = (in − out) × 100 / in.",
+                   ["Frame B", "Load % (L1)", "Load fps / interface", "Sent", "Received", "Loss %"], key="loss")
+        for t in group:
+            for tr in t.trials:
+                mx = rates(1.0, t.traffic or {})["max_fps"]
+                ft.rows.append([fmt_num(t.frame_size_b), fmt_num(100 * tr.load_pps / mx, 1),
+                                fmt_num(tr.load_pps, 0), fmt_num(tr.sent), fmt_num(tr.received),
+                                fmt_num(100 * tr.loss_ratio, 4)])
+        out.append(ft)
+    return out
+
+
+SUMMARY_TITLES = {
+    "back_to_back": "back-to-back frames (RFC 9004)",
+    "system_recovery": "system recovery (RFC 2544 §26.5)",
+    "reset": "reset (RFC 6201)",
+    "rfc2889_address_caching": "address caching capacity (RFC 2889)",
+    "rfc2889_address_learning": "address learning rate (RFC 2889)",
+    "tcp": "TCP throughput",
+}
+
+
+def _other_tables(tests: list[Any]) -> list[Table]:
+    out: list[Table] = []
+    known = THROUGHPUT_METHODS + ("latency", "frame_loss_rate")
+    groups: dict[str, list[Any]] = {}
+    for t in tests:
+        if t.method not in known:
+            groups.setdefault(t.name, []).append(t)
+    for name, group in groups.items():
+        title = SUMMARY_TITLES.get(group[0].method, group[0].method)
+        tb = Table(f"{name}: {title}", "Scalar results as stored (units in the field names).",
+                   ["Frame B", "Field", "Value"], key="summary")
+        for t in group:
+            if not t.results:
+                tb.rows.append([fmt_num(t.frame_size_b), "status", f"{t.status}: {t.reason or ''}"])
+                continue
+            for k, v in scalars(t.results[-1].data or {}):
+                tb.rows.append([fmt_num(t.frame_size_b), k, fmt_num(v, 4) if isinstance(v, float) else fmt_num(v)])
+        out.append(tb)
+    return out

@@ -1,0 +1,45 @@
+"""The report on the terminal (rich tables)."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from nfvperf.report.tables import ReportData, build
+
+
+def console_for(stream: Any = None) -> Console:
+    stream = stream or sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(file=stream, width=None if tty else 160, highlight=False, soft_wrap=False)
+
+
+def render(data: ReportData, console: Optional[Console] = None) -> None:
+    con = console or console_for()
+    head = RichTable(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    for k, v in data.header:
+        head.add_row(k, v)
+    con.print(f"[bold]nfvperf report — run {data.run.id} ({data.run.tag})[/bold]")
+    con.print(head)
+    for n in data.notes:
+        con.print(f"Note: {n}", markup=False)
+    for t in data.tables:
+        rt = RichTable(title=t.title, caption=t.note or None, caption_justify="left", title_justify="left")
+        for i, c in enumerate(t.columns):
+            rt.add_column(c, justify="left" if i == 0 and not t.key.startswith(("throughput", "latency")) else "right")
+        for row in t.rows:
+            rt.add_row(*row)
+        if not t.rows:
+            rt.add_row(*(["(no data)"] + [""] * (len(t.columns) - 1)))
+        con.print()
+        con.print(rt)
+
+
+def print_report(run: Any, stream: Any = None) -> ReportData:
+    data = build(run)
+    render(data, console_for(stream))
+    return data

@@ -1,0 +1,527 @@
+"""Run a validated suite: run record + run dir, a measurer, tests x frame sizes, every trial stored.
+
+The runner owns the life cycle around the methods:
+
+* a run row (status ``running``) and a run directory tagged ``nfv<uid>`` exist before the first
+  trial; every trial is committed as it ends (``Recorder.trial``), so Ctrl-C or a crash keeps it;
+* the measurer comes from :func:`make_measurer` (``sim`` or ``tgen`` through ``nfvperf.topo``),
+  entered as a context manager so the topology is released on every exit path;
+* an error in one test marks that test ``failed`` with the reason and the run goes on, except a
+  :class:`DutFailure`, which ends the run (``failed``);
+* Ctrl-C (SIGINT) or SIGTERM marks the running test and the run ``interrupted``; the CLI exits 130.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+from nfvperf.config import Suite, format_link_speed
+from nfvperf.store import Store
+from nfvperf.store.db import jsonable
+from nfvperf.tg.base import DutFailure, Measurer, TrafficProfile
+
+# seed 000 §5.2 / Table 5-1: switching operations per direction for each topology kind
+DEFAULT_SWITCHING_OPS = {"p2p": 1, "p-ovs-p": 1, "pvp": 2, "pvvp": 3, "vxlan": 2}
+
+EXIT_OK, EXIT_TEST_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+@dataclass
+class RunContextShim:
+    """Stands in for nfvperf.topo.RunContext if the topology package does not define one."""
+
+    tag: str
+    run_dir: Path
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    uid: str
+    status: str                      # completed | failed | interrupted
+    run_dir: Path
+    failed_tests: list[str] = field(default_factory=list)
+    reason: Optional[str] = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        if self.status == "failed" or self.failed_tests:
+            return EXIT_TEST_FAILED
+        return EXIT_OK
+
+
+# --------------------------------------------------------------------------- interrupts
+
+class Interrupts:
+    """SIGINT/SIGTERM -> KeyboardInterrupt, but never inside a store commit (``critical()``)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending = False
+        self.hit = False
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum: int, _frame: Any) -> None:
+        self.hit = True
+        if self.depth > 0:
+            self.pending = True
+            return
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if self.depth == 0 and self.pending:
+                self.pending = False
+                raise KeyboardInterrupt("SIGINT")
+
+    def __enter__(self) -> "Interrupts":
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handler)
+        except ValueError:      # not the main thread: leave the defaults
+            self._old.clear()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, h in self._old.items():
+            signal.signal(sig, h)
+
+
+# --------------------------------------------------------------------------- progress
+
+class Progress:
+    """Rich progress bar with ETA over all (test, frame size) units; plain lines without a tty."""
+
+    def __init__(self, total_units: int, enabled: bool = True, stream: Any = None):
+        self.total = max(1, total_units)
+        self.done_units = 0
+        self.stream = stream or sys.stderr
+        self._bar = None
+        self._task = None
+        if enabled and self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import (BarColumn, Progress as RichProgress, TaskProgressColumn,
+                                       TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+            self._bar = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                     TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                                     TimeRemainingColumn(), console=Console(file=self.stream),
+                                     transient=False)
+            self._task = self._bar.add_task("starting", total=self.total)
+
+    def __enter__(self) -> "Progress":
+        if self._bar:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar:
+            self._bar.stop()
+
+    def unit(self, label: str) -> None:
+        if self._bar:
+            self._bar.update(self._task, description=label, completed=self.done_units)
+
+    def fraction(self, frac: float, message: Optional[str] = None) -> None:
+        frac = min(1.0, max(0.0, frac))
+        if self._bar:
+            kw: dict[str, Any] = {"completed": self.done_units + frac}
+            if message:
+                kw["description"] = message
+            self._bar.update(self._task, **kw)
+
+    def unit_done(self) -> None:
+        self.done_units += 1
+        if self._bar:
+            self._bar.update(self._task, completed=self.done_units)
+
+    def log(self, text: str) -> None:
+        if self._bar:
+            self._bar.console.print(text, highlight=False, markup=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+
+# --------------------------------------------------------------------------- recorder
+
+class Recorder:
+    """What a method sees: ``trial()`` stores a trial at once, ``progress()`` moves the bar."""
+
+    def __init__(self, store: Store, test_id: int, interrupts: Interrupts, progress: Progress,
+                 label: str):
+        self.store = store
+        self.test_id = test_id
+        self.interrupts = interrupts
+        self._progress = progress
+        self.label = label
+        self.trials = 0
+
+    def trial(self, test: Any = None, result: Any = None, **context: Any) -> None:
+        if result is None and test is not None and not isinstance(test, str):
+            test, result = None, test          # recorder.trial(TrialResult) also accepted
+        if test is not None:
+            context.setdefault("test", test if isinstance(test, (str, int, float)) else str(test))
+        with self.interrupts.critical():
+            self.store.add_trial(self.test_id, result, context)
+        self.trials += 1
+
+    def progress(self, *args: Any, **kwargs: Any) -> None:
+        """Accepts ``progress(0.4)``, ``progress(done, total)``, ``progress(fraction=, message=)``."""
+        message = kwargs.pop("message", None) or kwargs.pop("msg", None) or kwargs.pop("text", None)
+        frac = kwargs.pop("fraction", None)
+        if frac is None and "done" in kwargs and kwargs.get("total"):
+            frac = kwargs["done"] / kwargs["total"]
+        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        strs = [a for a in args if isinstance(a, str)]
+        if frac is None and len(nums) >= 2 and nums[1]:
+            frac = nums[0] / nums[1]
+        elif frac is None and len(nums) == 1:
+            frac = nums[0] if nums[0] <= 1 else None
+        if message is None and strs:
+            message = strs[0]
+        desc = f"{self.label}: {message}" if message else None
+        if frac is not None:
+            self._progress.fraction(float(frac), desc)
+        elif desc:
+            self._progress.unit(desc)
+
+    def log(self, text: str) -> None:
+        self._progress.log(text)
+
+
+# --------------------------------------------------------------------------- environment
+
+def _run(args: list[str], timeout: float = 5.0) -> Optional[str]:
+    if not shutil.which(args[0]):
+        return None
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = (p.stdout or "").strip()
+    return out if p.returncode == 0 and out else None
+
+
+def _cpu_model() -> Optional[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def host_environment() -> dict[str, Any]:
+    """CPU, kernel, python, DPDK/OVS package versions (argument-list subprocesses only)."""
+    env: dict[str, Any] = {
+        "hostname": platform.node(),
+        "cpu_model": _cpu_model(),
+        "cpus_online": os.cpu_count(),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "os": _os_release(),
+        "python": platform.python_version(),
+        "nfvperf": _version(),
+    }
+    try:
+        env["cmdline"] = Path("/proc/cmdline").read_text().strip()
+    except OSError:
+        pass
+    pkgs = {}
+    for pkg in ("dpdk", "libdpdk-dev", "openvswitch-switch", "openvswitch-switch-dpdk", "qemu-system-x86"):
+        v = _run(["dpkg-query", "-W", "-f=${Version}", pkg])
+        if v:
+            pkgs[pkg] = v
+    env["packages"] = pkgs
+    ovs = _run(["ovs-vswitchd", "--version"])
+    if ovs:
+        env["ovs_vswitchd_version"] = ovs.splitlines()[0]
+        dpdk_line = [ln for ln in ovs.splitlines() if "DPDK" in ln]
+        if dpdk_line:
+            env["ovs_dpdk"] = dpdk_line[0]
+    dpdk = _run(["pkg-config", "--modversion", "libdpdk"])
+    if dpdk:
+        env["dpdk_version"] = dpdk
+    return env
+
+
+def _os_release() -> Optional[str]:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def _version() -> str:
+    from nfvperf import __version__
+    return __version__
+
+
+# --------------------------------------------------------------------------- measurer factory
+
+SIM_FIELDS = ("capacity_pps", "capacity_bps", "loss_model", "noise", "seed", "latency_ns")
+
+
+def make_sim_measurer(suite: Suite) -> Measurer:
+    from nfvperf.tg.sim import SimMeasurer  # the core engineer's modelled DUT
+    sim = suite.spec.sim
+    wanted: dict[str, Any] = {k: getattr(sim, k) for k in SIM_FIELDS if getattr(sim, k) is not None}
+    wanted.update(sim.options)
+    try:
+        sig = inspect.signature(SimMeasurer)
+        accepts_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        names = set(sig.parameters)
+    except (TypeError, ValueError):
+        accepts_kw, names = True, set()
+    if accepts_kw:
+        kwargs = wanted
+    else:
+        kwargs = {k: v for k, v in wanted.items() if k in names}
+        dropped = sorted(set(wanted) - set(kwargs))
+        if dropped:
+            raise ValueError(f"sim.{dropped[0]}: SimMeasurer does not take {', '.join(dropped)}; "
+                             f"it takes: {', '.join(sorted(names))}")
+    return SimMeasurer(**kwargs)
+
+
+@contextlib.contextmanager
+def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path,
+                 info: dict[str, Any]) -> Iterator[Measurer]:
+    """Yields a measurer; fills ``info`` with topology environment and switching operations."""
+    spec = suite.spec.topology
+    bidir = bool(suite.spec.traffic.bidirectional)
+    if tg == "sim":
+        m = make_sim_measurer(suite)
+        info["switching_operations"] = DEFAULT_SWITCHING_OPS.get(spec.kind, 1)
+        info["switching_operations_source"] = f"default for topology kind {spec.kind}"
+        with m:
+            yield m
+        return
+    if tg != "tgen":
+        raise ValueError(f"--tg {tg!r}: allowed sim, tgen")
+    import nfvperf.topo as topo  # lazily: needs root and the topology code
+    run_ctx_cls = getattr(topo, "RunContext", None)
+    if run_ctx_cls is None:
+        try:
+            from nfvperf.topo.base import RunContext as run_ctx_cls  # type: ignore
+        except ImportError:
+            run_ctx_cls = RunContextShim
+    ctx = run_ctx_cls(tag=tag, run_dir=run_dir)
+    with topo.build(spec, ctx) as topology:
+        try:
+            info["topology"] = topology.environment()
+        except Exception as e:  # noqa: BLE001 - environment is best effort
+            info["topology"] = {"error": str(e)}
+        try:
+            info["switching_operations"] = int(topology.switching_operations(bidir))
+            info["switching_operations_source"] = "topology"
+        except Exception:  # noqa: BLE001
+            info["switching_operations"] = DEFAULT_SWITCHING_OPS.get(spec.kind, 1)
+            info["switching_operations_source"] = f"default for topology kind {spec.kind}"
+        m = topology.measurer()
+        with m:
+            yield m
+
+
+# --------------------------------------------------------------------------- the run
+
+def traffic_profile(traffic: dict[str, Any], size: Optional[int], suite: Suite) -> TrafficProfile:
+    from nfvperf.config import parse_link_speed
+    timing = suite.timing
+    imix = traffic.get("imix")
+    return TrafficProfile(
+        frame_size_b=int(size or 64),
+        imix=[(int(e["size_b"]), int(e["weight"])) for e in imix] if imix else None,
+        flows_per_port=int(traffic.get("flows_per_port", 1)),
+        bidirectional=bool(traffic.get("bidirectional", True)),
+        link_speed_bps=parse_link_speed(traffic.get("link_speed", "10G")),
+        vxlan=bool(traffic.get("vxlan", False)),
+        vlan=traffic.get("vlan"),
+        ip_version=int(traffic.get("ip_version", 4)),
+        latency=bool(traffic.get("latency", True)),
+        learning=(timing.learning_s or 0) > 0,
+        drain_s=float(timing.drain_s),
+        settle_s=float(timing.settle_s),
+    )
+
+
+def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
+    from nfvperf.methods import REGISTRY  # type: ignore[attr-defined]
+    entry = REGISTRY[name]
+    if isinstance(entry, tuple):
+        return entry[0], entry[1]
+    return getattr(entry, "params", None), getattr(entry, "run")
+
+
+def call_method(run_fn: Callable[..., Any], measurer: Measurer, profile: TrafficProfile, params: Any,
+                recorder: Recorder, timing: Any) -> Any:
+    """``run(measurer, profile, params, recorder)``; a ``timing=`` keyword if the method takes it."""
+    try:
+        sig = inspect.signature(run_fn)
+        if "timing" in sig.parameters:
+            return run_fn(measurer, profile, params, recorder, timing=timing)
+    except (TypeError, ValueError):
+        pass
+    return run_fn(measurer, profile, params, recorder)
+
+
+def result_dict(res: Any) -> dict[str, Any]:
+    if res is None:
+        return {}
+    d = jsonable(res)
+    return d if isinstance(d, dict) else {"value": d}
+
+
+def directions(traffic: dict[str, Any], ports: int) -> int:
+    """Transmitting interfaces: aggregate = per-interface load x this (METHODOLOGY G7)."""
+    pairs = max(1, ports // 2)
+    return pairs * (2 if traffic.get("bidirectional", True) else 1)
+
+
+def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
+            show_progress: bool = True, log: Callable[[str], None] | None = None,
+            measurer_factory: Optional[Callable[..., Any]] = None) -> RunOutcome:
+    """Run the suite; returns the outcome (never raises KeyboardInterrupt)."""
+    from nfvperf.report.extract import headline_of_run, summarize_result
+
+    spec = suite.spec
+    timing = suite.timing
+    run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
+                           topology=spec.topology.kind, dut=spec.topology.dut if tg != "sim" else
+                           f"sim ({spec.topology.dut} model)", tg=tg, profile=timing.name,
+                           config=suite.to_dict())
+    run_dir = (out_dir / "runs" / run.tag).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if suite.source and Path(suite.source).exists():
+        shutil.copyfile(suite.source, run_dir / "suite.yaml")
+    (run_dir / "suite.resolved.json").write_text(json.dumps(jsonable(suite.to_dict()), indent=2))
+    store.update_run(run.id, run_dir=str(run_dir))
+
+    units = [(t, s) for t in suite.tests for s in ([None] if t.traffic.get("imix") else t.frame_sizes)]
+    outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
+    env: dict[str, Any] = {"host": host_environment(), "tg": tg, "tag": run.tag,
+                           "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
+                           "ports": spec.topology.ports,
+                           "link_speed": format_link_speed(spec.traffic.link_speed_bps)}
+    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    progress = Progress(len(units), enabled=show_progress)
+    say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s), "
+        f"tg={tg}, profile={timing.name}, run dir {run_dir}")
+    interrupts = Interrupts()
+    current_test: Optional[int] = None
+    status, reason = "completed", None
+    try:
+        with interrupts, progress:
+            factory = measurer_factory or measurer_for
+            with factory(suite, tg, run.tag, run_dir, env) as measurer:
+                try:
+                    env["measurer"] = measurer.environment()
+                except Exception as e:  # noqa: BLE001
+                    env["measurer"] = {"error": str(e)}
+                env["cores_shared"] = _cores_shared(env)
+                store.update_run(run.id, environment=env)
+                for test, size in units:
+                    label = f"{test.name} {size} B" if size else f"{test.name} IMIX"
+                    progress.unit(label)
+                    profile = traffic_profile(test.traffic, size, suite)
+                    trow = store.start_test(run.id, name=test.name, method=test.method, frame_size_b=size,
+                                            params=test.params_dict(), traffic=profile.to_dict())
+                    current_test = trow.id
+                    rec = Recorder(store, trow.id, interrupts, progress, label)
+                    t0 = time.monotonic()
+                    try:
+                        _params_model, run_fn = method_entry(test.method)
+                        measurer.set_profile(profile)
+                        res = call_method(run_fn, measurer, profile, test.params, rec, timing)
+                        data = result_dict(res)
+                        summary = summarize_result(test.method, data, profile.to_dict(),
+                                                   directions(test.traffic, spec.topology.ports))
+                        with interrupts.critical():
+                            store.add_result(trow.id, test.method, data, value_pps=summary.get("value_pps"))
+                            tstatus = "failed" if data.get("passed") is False or data.get("status") == "failed" \
+                                else "passed"
+                            store.finish_test(trow.id, tstatus, data.get("reason") if tstatus == "failed" else None)
+                        if tstatus == "failed":
+                            outcome.failed_tests.append(label)
+                        current_test = None
+                        progress.log(f"  {label}: {summary.get('text', 'done')} "
+                                     f"[{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
+                    except DutFailure as e:
+                        with interrupts.critical():
+                            store.finish_test(trow.id, "failed", f"DUT failure: {e}")
+                        current_test = None
+                        outcome.failed_tests.append(label)
+                        status, reason = "failed", f"DUT failure in {label}: {e}"
+                        progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
+                        break
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as e:  # noqa: BLE001 - one test's error must not end the run
+                        tb = traceback.format_exc(limit=6)
+                        with interrupts.critical():
+                            store.finish_test(trow.id, "failed", f"{type(e).__name__}: {e}")
+                        current_test = None
+                        outcome.failed_tests.append(label)
+                        (run_dir / "errors.log").open("a").write(f"== {label}\n{tb}\n")
+                        progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
+                    progress.unit_done()
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted by signal (Ctrl-C)"
+        with contextlib.suppress(Exception):
+            if current_test is not None:
+                store.finish_test(current_test, "interrupted", reason)
+    except Exception as e:  # noqa: BLE001 - set-up failed (topology, measurer)
+        status, reason = "failed", f"{type(e).__name__}: {e}"
+        (run_dir / "errors.log").open("a").write(traceback.format_exc())
+    finally:
+        # one more interrupt while closing the books must not lose the status
+        old = signal.getsignal(signal.SIGINT)
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if status == "completed" and outcome.failed_tests:
+                reason = f"{len(outcome.failed_tests)} test unit(s) failed"
+            store.update_run(run.id, environment=env)
+            headline = None
+            with contextlib.suppress(Exception):
+                headline = headline_of_run(store.load_run(run.id))
+            store.finish_run(run.id, status, reason, headline)
+        finally:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGINT, old)
+    outcome.status = status
+    outcome.reason = reason
+    say(f"run {run.id} ({run.tag}) {status}" + (f": {reason}" if reason else ""))
+    return outcome
+
+
+def _cores_shared(env: dict[str, Any]) -> Optional[bool]:
+    for part in ("measurer", "topology"):
+        v = (env.get(part) or {}).get("cores_shared")
+        if v is not None:
+            return bool(v)
+    if env.get("tg") == "sim":
+        return None
+    return None

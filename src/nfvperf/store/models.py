@@ -1,0 +1,100 @@
+"""SQLAlchemy 2 models.  Every table keeps its details in JSON columns; the scalar columns are
+what history/compare/report filter and sort on."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True, index=True)   # short hex id
+    tag: Mapped[str] = mapped_column(String(40))                              # "nfv" + uid
+    suite: Mapped[str] = mapped_column(String(200))
+    suite_path: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    topology: Mapped[str] = mapped_column(String(40), default="")
+    dut: Mapped[str] = mapped_column(String(40), default="")
+    tg: Mapped[str] = mapped_column(String(20), default="")
+    profile: Mapped[str] = mapped_column(String(20), default="")
+    status: Mapped[str] = mapped_column(String(20), default="running")   # running|completed|failed|interrupted
+    reason: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime, nullable=True)
+    run_dir: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    environment: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    headline: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    schema_version: Mapped[int] = mapped_column(Integer, default=SCHEMA_VERSION)
+
+    tests: Mapped[list["Test"]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                               order_by="Test.id")
+
+
+class Test(Base):
+    """One test entry at one frame size (or one IMIX profile)."""
+
+    __tablename__ = "tests"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    method: Mapped[str] = mapped_column(String(60))
+    frame_size_b: Mapped[Optional[int]] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default="running")   # running|passed|failed|interrupted|skipped
+    reason: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime, nullable=True)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    traffic: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)   # TrafficProfile.to_dict()
+
+    run: Mapped[Run] = relationship(back_populates="tests")
+    trials: Mapped[list["Trial"]] = relationship(back_populates="test", cascade="all, delete-orphan",
+                                                 order_by="Trial.seq")
+    results: Mapped[list["Result"]] = relationship(back_populates="test", cascade="all, delete-orphan",
+                                                   order_by="Result.id")
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    test_id: Mapped[int] = mapped_column(ForeignKey("tests.id", ondelete="CASCADE"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    duration_s: Mapped[float] = mapped_column(Float)
+    load_pps: Mapped[float] = mapped_column(Float)          # per interface (MLR Trial Load)
+    sent: Mapped[int] = mapped_column(Integer, default=0)
+    received: Mapped[int] = mapped_column(Integer, default=0)
+    loss_ratio: Mapped[float] = mapped_column(Float, default=0.0)
+    valid: Mapped[bool] = mapped_column(Boolean, default=True)
+    context: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)    # phase, goal, repetition...
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)     # TrialResult.to_dict()
+
+    test: Mapped[Test] = relationship(back_populates="trials")
+
+
+class Result(Base):
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    test_id: Mapped[int] = mapped_column(ForeignKey("tests.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(60))                          # method name
+    value_pps: Mapped[Optional[float]] = mapped_column(Float, nullable=True)  # headline, per interface
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)         # MethodResult.to_dict()
+
+    test: Mapped[Test] = relationship(back_populates="results")
