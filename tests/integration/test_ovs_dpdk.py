@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,9 @@ pytestmark = pytest.mark.root
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
-from nfvperf.dut.ovs_dpdk import OvsDpdk, ip_rules, port_rules  # noqa: E402
+from nfvperf.dut.base import Flow, PortRef  # noqa: E402
+from nfvperf.dut.ovs_dpdk import OvsDpdk  # noqa: E402
+from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
 from nfvperf.tg.base import DutFailure  # noqa: E402
 from nfvperf.topo.spec import OvsSpec  # noqa: E402
 
@@ -73,12 +74,11 @@ def _ip(*args: str) -> None:
 class Net:
     """Two client namespaces (a, b), each with a veth whose other end sits in OVS's namespace."""
 
-    def __init__(self, tag: str) -> None:
-        self.tag = tag
-        self.ovs_ns = f"nfvo-{tag}"
-        self.ns = {"a": f"nfva-{tag}", "b": f"nfvb-{tag}"}
-        self.dut_if = {"a": f"oa{tag}", "b": f"ob{tag}"}
-        self.cli_if = {"a": f"ca{tag}", "b": f"cb{tag}"}
+    def __init__(self, run: RunContext) -> None:
+        self.ovs_ns = run.netns("dut")
+        self.ns = {"a": run.netns("a"), "b": run.netns("b")}
+        self.dut_if = {"a": run.ifname("d0"), "b": run.ifname("d1")}
+        self.cli_if = {"a": run.ifname("p0"), "b": run.ifname("p1")}
         _ip("netns", "add", self.ovs_ns)
         _ip("-n", self.ovs_ns, "link", "set", "lo", "up")
         for k in "ab":
@@ -111,24 +111,31 @@ def send_and_count(net: Net, tx: str, rx: str, count: int, nflows: int = 1,
 
 
 @pytest.fixture
-def tag() -> str:
-    return "t" + uuid.uuid4().hex[:6]
+def run(tmp_path: Path):
+    r = RunContext(run_dir=tmp_path)
+    tracker = ResourceTracker(r, install_signal_handlers=False)
+    yield r
+    tracker.release_all()
 
 
 @pytest.fixture
-def net(tag: str):
-    n = Net(tag)
+def net(run: RunContext):
+    n = Net(run)
     yield n
     n.delete()
 
 
 @pytest.fixture
-def ovs(tag: str, net: Net, tmp_path: Path):
+def ovs(run: RunContext, net: Net):
     spec = OvsSpec(socket_mem_mb=512, emc_insert_inv_prob=1, smc_enable=True)
-    sw = OvsDpdk(tmp_path, tag, spec, netns=net.ovs_ns)
+    tracker = ResourceTracker(install_signal_handlers=False)
+    sw = OvsDpdk(run, tracker, spec=spec)
+    for i, k in enumerate("ab"):
+        sw.add_port(PortRef(f"p{i}", "veth", ifname=net.dut_if[k], netns=net.ovs_ns))
     sw.start()
     yield sw
     sw.stop()
+    assert tracker.items() == []
 
 
 def _no_leftovers(sw: OvsDpdk, pids: dict[str, int]) -> None:
@@ -143,13 +150,11 @@ def _no_leftovers(sw: OvsDpdk, pids: dict[str, int]) -> None:
 
 
 def test_up_ports_flows_traffic_stats_stop(ovs: OvsDpdk, net: Net) -> None:
-    assert ovs.version()["ovs"].startswith("ovs-vswitchd")
-    assert str(ovs.dir).startswith("/tmp") or str(ovs.dir).startswith(str(ovs.run_dir))
-    br = ovs.add_bridge()
-    p0 = ovs.add_port(br, "p0", iface=net.dut_if["a"], ofport=1)
-    p1 = ovs.add_port(br, "p1", iface=net.dut_if["b"], ofport=2)
-    assert (p0, p1) == (1, 2)
-    ovs.program(port_rules([(1, 2), (2, 1)]))
+    assert ovs.version().startswith("3.") and "DPDK" in ovs.version()
+    assert ovs.netns == net.ovs_ns
+    assert str(ovs.dir).startswith(f"/tmp/{ovs.tag}") or str(ovs.dir).startswith(str(ovs.run_dir))
+    assert (ovs.ofport(0), ovs.ofport(1)) == (1, 2)
+    ovs.program()      # default: cross-connect, as the seed reports
     flows = ovs.dump_flows()
     assert sorted((f["match"], f["actions"]) for f in flows) == [
         ("ip,in_port=1", "output:2"), ("ip,in_port=2", "output:1")]
@@ -178,14 +183,11 @@ def test_up_ports_flows_traffic_stats_stop(ovs: OvsDpdk, net: Net) -> None:
 
 
 def test_rule_complexity(ovs: OvsDpdk, net: Net) -> None:
-    br = ovs.add_bridge()
-    ovs.add_port(br, "p0", iface=net.dut_if["a"], ofport=1)
-    ovs.add_port(br, "p1", iface=net.dut_if["b"], ofport=2)
     n_rules = 256
     import ipaddress
     s0, d0 = ipaddress.ip_address("198.18.0.1"), ipaddress.ip_address("198.19.0.1")
     flows = [(str(s0 + i), str(d0 + i)) for i in range(n_rules)]
-    ovs.program(ip_rules(1, 2, flows))
+    ovs.program([Flow(0, 1, {"src_ip": s, "dst_ip": d}) for s, d in flows])
     dumped = ovs.dump_flows()
     assert len(dumped) == n_rules
     # only the first 64 flows are sent: 64 rules hit, the rest stay at 0
@@ -199,8 +201,6 @@ def test_rule_complexity(ovs: OvsDpdk, net: Net) -> None:
 
 
 def test_kill_vswitchd_alive_raises(ovs: OvsDpdk, net: Net) -> None:
-    br = ovs.add_bridge()
-    ovs.add_port(br, "p0", iface=net.dut_if["a"])
     ovs.alive()
     pids = ovs.pids()
     os.kill(pids["ovs-vswitchd"], signal.SIGKILL)

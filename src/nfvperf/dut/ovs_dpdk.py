@@ -18,7 +18,6 @@ an explicit ``--db`` / ``-t`` / bridge management socket, so nothing falls back 
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import logging
 import os
@@ -31,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
+from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_dut
+from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.base import DutFailure
 
 log = logging.getLogger(__name__)
@@ -43,14 +44,6 @@ _UNIX_PATH_MAX = 107
 
 class OvsError(RuntimeError):
     """An OVS command or set-up step failed (the message carries the command and its output)."""
-
-
-def short_tag(tag: str, n: int = 8) -> str:
-    """A short, interface-name-safe form of the run tag (Linux names are at most 15 bytes)."""
-    clean = re.sub(r"[^A-Za-z0-9]", "", tag)
-    if len(clean) <= n:
-        return clean or "x"
-    return hashlib.sha1(tag.encode()).hexdigest()[:n]
 
 
 @dataclass
@@ -78,34 +71,39 @@ def cpu_mask(cpus: Iterable[int]) -> str:
     return hex(m)
 
 
-class OvsDpdk:
-    """OVS-DPDK in the run directory.
+@register_dut("ovs-dpdk")
+class OvsDpdk(DutAdapter):
+    """OVS-DPDK in the run directory (see the module doc).
 
-    ``pmd_cpu_mask`` etc. come from :class:`nfvperf.topo.spec.OvsSpec` (pass ``spec=``) or as
-    keyword arguments.  ``lcore_cpu`` is where the non-PMD threads (main, handlers) run.
+    ``cpus`` are the PMD CPUs (``pmd-cpu-mask``) unless ``spec.pmd_cpu_mask`` says otherwise;
+    ``spec`` is :class:`nfvperf.topo.spec.OvsSpec`; ``lcore_cpu`` runs the non-PMD threads.
+    Ports given to :meth:`add_port` (a :class:`PortRef`) go on the first bridge with OpenFlow port
+    number index + 1; a ``veth`` port's namespace becomes OVS's namespace when ``netns`` is not set.
     """
 
     name = "ovs-dpdk"
+    switching_operations = 1
 
-    def __init__(self, run_dir: Union[str, Path], tag: str, spec: Any = None, *,
-                 netns: Optional[str] = None, pmd_cpu_mask: Optional[str] = None,
+    def __init__(self, run: RunContext, tracker: Optional[ResourceTracker] = None,
+                 cpus: Sequence[int] = (), spec: Any = None, *, netns: Optional[str] = None,
                  lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
-                 vswitchd: Optional[str] = None, start_timeout_s: float = 30.0) -> None:
-        self.tag = tag
-        self.short = short_tag(tag)
-        self.run_dir = Path(run_dir)
+                 vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
+        super().__init__(run, tracker, cpus=cpus, **options)
+        self.tag = run.tag
+        self.run_dir = Path(run.run_dir)
         self.spec = spec
         self.netns = netns
         self.lcore_cpu = lcore_cpu
-        self.pmd_cpu_mask = pmd_cpu_mask or (getattr(spec, "pmd_cpu_mask", None) if spec else None)
+        self.pmd_cpu_mask = (getattr(spec, "pmd_cpu_mask", None) if spec is not None else None) or \
+            (cpu_mask(self.cpus) if self.cpus else None)
         self.socket_mem_mb = socket_mem_mb or (getattr(spec, "socket_mem_mb", None) if spec else None) or 512
         self.vswitchd_bin = vswitchd
         self.start_timeout_s = start_timeout_s
-        self.file_prefix = f"nfv{self.short}ovs"
+        self.file_prefix = run.file_prefix("ovs")
         # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
         d = self.run_dir / "ovs"
         if len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX:
-            d = Path(f"/tmp/nfvperf-{self.short}-ovs")
+            d = Path(f"/tmp/{self.tag}-ovs")
             self._own_dir = True
         else:
             self._own_dir = False
@@ -113,12 +111,11 @@ class OvsDpdk:
         self.db_sock = d / "db.sock"
         self.ctl = d / "ovs-vswitchd.ctl"
         self.db_ctl = d / "ovsdb-server.ctl"
-        self.ports: dict[str, OvsPort] = {}
+        self.ovs_ports: dict[str, OvsPort] = {}
         self.bridges: list[str] = []
         self._procs: dict[str, subprocess.Popen] = {}
         self._logs: list[Any] = []
         self._attached = False
-        self._started = False
         self._flow_files = 0
 
     # ------------------------------------------------------------------ plumbing
@@ -162,10 +159,31 @@ class OvsDpdk:
         return f"unix:{self.dir / (bridge + '.mgmt')}"
 
     # ------------------------------------------------------------------ life cycle
-    def start(self) -> "OvsDpdk":
-        """Create the database, start ovsdb-server and ovs-vswitchd-dpdk in the run directory."""
-        if self._started:
-            return self
+    def start(self) -> None:
+        """Start ovsdb-server and ovs-vswitchd-dpdk (unless attached to a running OVS), create the
+        bridge and attach the ports added so far."""
+        if self.started:
+            return
+        if self.netns is None and not self._attached:
+            spaces = {p.netns for p in self.ports if p.kind in ("veth", "tap")}
+            if len(spaces) > 1:
+                raise OvsError(f"OVS runs in one namespace; its veth ports are in {sorted(map(str, spaces))}")
+            if spaces:
+                self.netns = spaces.pop()
+        if not self._attached:
+            self._start_daemons()
+        self.started = True
+        if self.tracker is not None:
+            self.tracker.add("dut", f"ovs-dpdk:{self.tag}", self.stop)
+        try:
+            self.add_bridge()
+            for i, port in enumerate(self.ports):
+                self._attach_port(port, i)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_daemons(self) -> None:
         binary = self.vswitchd_bin or _find_vswitchd()
         self.dir.mkdir(parents=True, exist_ok=True)
         db = self.dir / "conf.db"
@@ -176,9 +194,8 @@ class OvsDpdk:
             "ovsdb-server", str(db), f"--remote=punix:{self.db_sock}",
             f"--pidfile={self.dir / 'ovsdb-server.pid'}", f"--unixctl={self.db_ctl}",
             f"--log-file={self.dir / 'ovsdb-server.log'}", "-vconsole:off"])
-        self._wait_path(self.db_sock, "ovsdb-server")
-        self._started = True
         try:
+            self._wait_path(self.db_sock, "ovsdb-server")
             self.vsctl("init", wait=False)
             eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
             cfg = {
@@ -213,21 +230,21 @@ class OvsDpdk:
                                    f"log: {self.log_tail()}")
                 time.sleep(0.2)
         except BaseException:
+            self.started = True
             self.stop()
             raise
-        log.info("OVS-DPDK %s up in %s (pmd-cpu-mask %s)", self.version(), self.dir, cfg["pmd-cpu-mask"])
-        return self
+        log.info("OVS-DPDK up in %s (netns %s, pmd-cpu-mask %s)", self.dir, self.netns, cfg["pmd-cpu-mask"])
 
-    def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path], rundir: Union[str, Path, None] = None) -> "OvsDpdk":
-        """Use an OVS that is already running (started by the user); only our bridges are created
-        and deleted.  ``rundir`` is where that OVS keeps ``<bridge>.mgmt`` (default: next to db_sock).
-        """
+    def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path],
+               rundir: Union[str, Path, None] = None) -> "OvsDpdk":
+        """Use an OVS that is already running (call before :meth:`start`): nfvperf then only creates
+        and deletes its own bridge.  ``ctl`` is that ovs-vswitchd's unixctl socket; ``rundir`` where
+        it keeps ``<bridge>.mgmt`` (default: the directory of ``db_sock``)."""
         self.db_sock = Path(db_sock)
         self.ctl = Path(ctl)
         self.dir = Path(rundir) if rundir else self.db_sock.parent
         self._own_dir = False
         self._attached = True
-        self._started = True
         if self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip() != "true":
             raise OvsError(f"the OVS at {db_sock} has no DPDK initialised (other_config:dpdk-init=true)")
         return self
@@ -285,6 +302,8 @@ class OvsDpdk:
 
     def stop(self) -> None:
         """Delete our bridges, stop the daemons, remove sockets, pidfiles and hugepage files."""
+        if self.tracker is not None:
+            self.tracker.forget("dut", f"ovs-dpdk:{self.tag}")
         if self._attached:
             for br in list(self.bridges):
                 try:
@@ -292,7 +311,7 @@ class OvsDpdk:
                 except OvsError as e:
                     log.warning("could not delete bridge %s: %s", br, e)
             self.bridges.clear()
-            self._started = False
+            self.started = False
             return
         vsd = self._procs.get("ovs-vswitchd")
         if vsd is not None and vsd.poll() is None:
@@ -320,18 +339,13 @@ class OvsDpdk:
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         self.bridges.clear()
-        self._started = False
-
-    def __enter__(self) -> "OvsDpdk":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.ovs_ports.clear()
+        self.started = False
 
     # ------------------------------------------------------------------ topology
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None) -> str:
         """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says."""
-        name = name or f"nb{self.short}{len(self.bridges)}"
+        name = name or f"{self.tag}br{len(self.bridges)}"
         if len(name) > 15:
             raise OvsError(f"bridge name {name!r} longer than 15 characters")
         args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name, "datapath_type=netdev",
@@ -342,7 +356,28 @@ class OvsDpdk:
         self.bridges.append(name)
         return name
 
-    def add_port(self, bridge: str, name: str, kind: str = "dpdk", *, iface: Optional[str] = None,
+    def _attach_port(self, port: PortRef, index: Optional[int] = None) -> None:
+        """Attach a :class:`PortRef` to the first bridge as OpenFlow port index + 1."""
+        index = len(self.ports) if index is None else index
+        n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
+        if port.kind in ("veth", "tap", "pci"):
+            if port.kind != "pci" and port.netns != self.netns:
+                raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
+            self.add_ovs_port(self.bridges[0], port.name, "dpdk",
+                              devargs=port.dpdk_devargs(index, n_rxq), ofport=index + 1)
+        elif port.kind == "vhost-user":
+            self.add_ovs_port(self.bridges[0], port.name, "dpdkvhostuserclient",
+                              sock=str(port.socket), ofport=index + 1)
+        else:
+            raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}")
+
+    def ofport(self, index_or_name: Union[int, str]) -> int:
+        """OpenFlow port number of a port (add_port index or name)."""
+        if isinstance(index_or_name, int):
+            index_or_name = self.ports[index_or_name].name
+        return self.ovs_ports[index_or_name].ofport
+
+    def add_ovs_port(self, bridge: str, name: str, kind: str = "dpdk", *, iface: Optional[str] = None,
                  driver: str = "af_packet", devargs: Optional[str] = None, sock: Optional[str] = None,
                  ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None) -> int:
         """Add a port; return its OpenFlow port number.
@@ -358,13 +393,13 @@ class OvsDpdk:
             if devargs is None:
                 if iface is None:
                     raise OvsError("a dpdk port needs iface= or devargs=")
-                idx = len([p for p in self.ports.values() if p.kind == "dpdk"])
+                idx = len([p for p in self.ovs_ports.values() if p.kind == "dpdk"])
                 if driver == "af_packet":
-                    devargs = f"net_af_packet{self.short}{idx},iface={iface}"
+                    devargs = f"net_af_packet{idx},iface={iface}"
                     if n_rxq > 1:
                         devargs += f",qpairs={n_rxq}"
                 elif driver == "af_xdp":
-                    devargs = f"net_af_xdp{self.short}{idx},iface={iface}"
+                    devargs = f"net_af_xdp{idx},iface={iface}"
                     if n_rxq > 1:
                         devargs += f",queue_count={n_rxq}"
                 else:
@@ -390,7 +425,7 @@ class OvsDpdk:
         self.vsctl(*args)
         port = OvsPort(name, kind, bridge, options=opts)
         port.ofport = self._ofport(name)
-        self.ports[name] = port
+        self.ovs_ports[name] = port
         return port.ofport
 
     def _ofport(self, name: str, timeout: float = 10.0) -> int:
@@ -409,21 +444,52 @@ class OvsDpdk:
         return self.vsctl("get", "Interface", name, "mac_in_use", wait=False).strip().strip('"')
 
     # ------------------------------------------------------------------ flows
-    def program(self, flows: Sequence[str], bridge: Optional[str] = None, replace: bool = True) -> Path:
-        """Install OpenFlow rules (ovs-ofctl flow syntax, one per entry) from a file in the run dir.
+    def program(self, flows: Optional[Sequence[Union[Flow, str]]] = None, bridge: Optional[str] = None,
+                replace: bool = True) -> Path:
+        """Install OpenFlow rules from a file in the run dir (``ovs-ofctl add-flows``).
 
-        ``replace`` deletes the bridge's flows first (the seed reports' ``del-flows``).  Port names
-        in ``in_port=``/``output:`` may be the names given to :meth:`add_port`.
+        ``flows``: None = cross-connect 0<->1, 2<->3 (the seed reports' ``in_port=1,dl_type=0x800,
+        idle_timeout=0,action=output:2``); :class:`Flow` entries (port *indices*; ``match`` keys
+        ``src_ip``/``dst_ip``/``src_mac``/``dst_mac``/``vlan`` or raw ovs-ofctl fields); or strings
+        in ovs-ofctl flow syntax.  ``replace`` deletes the bridge's flows first (``del-flows``).
         """
         bridge = bridge or self.bridges[0]
+        if flows is None:
+            flows = cross_connect(len(self.ports))
+        lines = [f if isinstance(f, str) else self.flow_rule(f) for f in flows]
+        if bridge == self.bridges[0]:
+            self._last_flows = list(flows)
         self._flow_files += 1
         path = self.dir / f"flows-{bridge}-{self._flow_files}.txt"
-        path.write_text("".join(f + "\n" for f in flows))
+        path.write_text("".join(line + "\n" for line in lines))
         if replace:
             self.ofctl("del-flows", bridge)
-        if flows:
-            self.ofctl("add-flows", bridge, str(path), timeout=120)
+        if lines:
+            self.ofctl("add-flows", bridge, str(path), timeout=300)
         return path
+
+    _MATCH_KEYS = {"src_ip": "nw_src", "dst_ip": "nw_dst", "src_mac": "dl_src", "dst_mac": "dl_dst",
+                   "vlan": "dl_vlan"}
+
+    def flow_rule(self, f: Flow, priority: int = 100) -> str:
+        """One :class:`Flow` in ovs-ofctl syntax (port indices turned into OpenFlow port numbers)."""
+        parts = [f"priority={priority + (100 if f.match else 0)}", f"in_port={self.ofport(f.in_port)}"]
+        match = dict(f.match)
+        if any(k in match for k in ("src_ip", "dst_ip", "nw_src", "nw_dst")):
+            parts.append("ip")
+        elif not match:
+            parts.append("dl_type=0x800")
+        for k, v in match.items():
+            parts.append(f"{self._MATCH_KEYS.get(k, k)}={v}")
+        parts.append(f"idle_timeout=0,actions=output:{self.ofport(f.out_port)}")
+        return ",".join(parts)
+
+    def reset(self) -> None:
+        """RFC 6201 reset: restart OVS and re-install the last programmed flows."""
+        flows = getattr(self, "_last_flows", None)
+        self.stop()
+        self.start()
+        self.program(flows)
 
     def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, Any]]:
         """``ovs-ofctl dump-flows`` parsed: [{"match": ..., "actions": ..., "n_packets": .., ...}]."""
@@ -434,7 +500,7 @@ class OvsDpdk:
         """Live port counters (``ovs-ofctl dump-ports``), keyed by port name ("LOCAL" for the bridge)."""
         bridge = bridge or self.bridges[0]
         out = self.ofctl("dump-ports", bridge)
-        by_of = {p.ofport: p.name for p in self.ports.values() if p.bridge == bridge}
+        by_of = {p.ofport: p.name for p in self.ovs_ports.values() if p.bridge == bridge}
         res: dict[str, dict[str, int]] = {}
         for of, stats in parse_dump_ports(out).items():
             name = "LOCAL" if of == "LOCAL" else by_of.get(int(of), f"ofport{of}")
@@ -459,15 +525,22 @@ class OvsDpdk:
     def pmd_rxq(self) -> str:
         return self.appctl("dpif-netdev/pmd-rxq-show")
 
-    def version(self) -> dict[str, str]:
+    def versions(self) -> dict[str, str]:
         v = {"ovs": "", "dpdk": ""}
         try:
             out = self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "version"], timeout=8)
-            v["ovs"] = out.strip().splitlines()[0] if out.strip() else ""
-            v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version", wait=False).strip().strip('"')
+            m = re.search(r"(\d+\.\d+[\w.\-]*)", out)
+            v["ovs"] = m.group(1) if m else out.strip()
+            v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version",
+                                   wait=False).strip().strip('"').replace("DPDK ", "")
         except OvsError:
             pass
         return v
+
+    def version(self) -> str:
+        """E.g. ``3.1.0 (DPDK 22.11.11)``."""
+        v = self.versions()
+        return f"{v['ovs']} (DPDK {v['dpdk']})" if v["ovs"] else ""
 
     def environment(self) -> dict[str, Any]:
         cfg = {}
@@ -477,10 +550,11 @@ class OvsDpdk:
             cfg = {k: v for k, v in data}
         except (OvsError, ValueError, KeyError, IndexError):
             pass
-        return {"dut": self.name, "version": self.version(), "other_config": cfg,
+        return {"dut": self.name, "version": self.version(), "versions": self.versions(),
+                "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
-                                    **p.options} for p in self.ports.values()}}
+                                    **p.options} for p in self.ovs_ports.values()}}
 
     # ------------------------------------------------------------------ VXLAN (userspace tunnels)
     def tunnel_endpoint(self, bridge: str, local_ip: str, prefix: int, remote_ip: str,
@@ -527,21 +601,6 @@ def remove_hugepage_files(prefix: str) -> int:
             except OSError:
                 pass
     return n
-
-
-# ---------------------------------------------------------------------- rule builders
-def port_rules(pairs: Iterable[tuple[Union[int, str], Union[int, str]]], dl_type: str = "0x800",
-               priority: int = 100) -> list[str]:
-    """The seed reports' cross-connect: ``in_port=A,dl_type=0x800,idle_timeout=0,actions=output:B``."""
-    match = f",dl_type={dl_type}" if dl_type else ""
-    return [f"priority={priority},in_port={a}{match},idle_timeout=0,actions=output:{b}" for a, b in pairs]
-
-
-def ip_rules(in_port: Union[int, str], out_port: Union[int, str],
-             flows: Iterable[tuple[str, str]], priority: int = 200) -> list[str]:
-    """Rule complexity (seed 004 §6): one rule per (src IP, dst IP) flow, 1:1 with the traffic."""
-    return [f"priority={priority},in_port={in_port},ip,nw_src={s},nw_dst={d},idle_timeout=0,"
-            f"actions=output:{out_port}" for s, d in flows]
 
 
 # ---------------------------------------------------------------------- parsers
