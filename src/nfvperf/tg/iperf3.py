@@ -34,6 +34,7 @@ import atexit
 import dataclasses
 import itertools
 import json
+import math
 import os
 import shutil
 import signal
@@ -499,7 +500,7 @@ class Iperf3Measurer(Measurer):
                    zerocopy: bool, omit_s: int, interval_s: float,
                    congestion: Optional[str]) -> list[str]:
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-        t = f"{duration_s:g}"
+        t = str(int(duration_s))
         argv = _ns_prefix(self.client_ns) + pin + [
             self.iperf3, "-c", self.server_ip, "-p", str(port), "-t", t, "-P", str(streams), "-J",
             "-i", f"{interval_s:g}", "--connect-timeout", str(self.connect_timeout_ms)]
@@ -532,8 +533,10 @@ class Iperf3Measurer(Measurer):
         is unreachable) -- the message names the server and quotes iperf3's error.  When only
         some processes failed the result comes back with ``valid=False`` and ``errors``.
         """
-        if duration_s <= 0:
-            raise ValueError("duration_s must be > 0")
+        if duration_s < 1:
+            raise ValueError("duration_s must be >= 1 (iperf3 -t takes whole seconds)")
+        # iperf3 -t parses an integer ("-t 0.5" would mean its 10 s default): round up
+        duration_s = int(math.ceil(duration_s))
         if not 1 <= streams <= 128:
             raise ValueError("streams must be 1..128 (iperf3 -P)")
         if processes < 1:
