@@ -167,8 +167,8 @@ def test_up_ports_flows_traffic_stats_stop(ovs: OvsDpdk, net: Net) -> None:
     m, _ = send_and_count(net, "b", "a", 200)
     assert (n, m) == (300, 200)
     c = ovs.counters()
-    assert c["ports"]["p0"]["rx_pkts"] >= 300 and c["ports"]["p1"]["tx_pkts"] >= 300
-    assert c["ports"]["p1"]["rx_pkts"] >= 200 and c["ports"]["p0"]["tx_pkts"] >= 200
+    assert c["ports"]["p0"]["rx_packets"] >= 300 and c["ports"]["p1"]["tx_packets"] >= 300
+    assert c["ports"]["p1"]["rx_packets"] >= 200 and c["ports"]["p0"]["tx_packets"] >= 200
     tot = c["pmd"]["total"]
     assert tot["packets_received"] >= 500
     classified = sum(v for k, v in tot.items() if k.endswith("_hits")) + tot["miss_with_success_upcall"]

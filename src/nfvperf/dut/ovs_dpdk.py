@@ -89,6 +89,11 @@ class OvsDpdk(DutAdapter):
                  lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
                  vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
         super().__init__(run, tracker, cpus=cpus, **options)
+        if spec is not None and hasattr(spec, "ovs"):     # a TopologySpec: use its ovs section
+            spec = spec.ovs
+        plan = options.get("plan")
+        if plan is not None and getattr(plan, "housekeeping", None):
+            lcore_cpu = plan.housekeeping[0]
         self.tag = run.tag
         self.run_dir = Path(run.run_dir)
         self.spec = spec
@@ -635,7 +640,13 @@ def _num(v: str) -> int:
     return int(v) if v.isdigit() else 0
 
 
+#: ovs-ofctl dump-ports names -> the adapter counter names (dut/base.py)
+_PORT_KEYS = {"pkts": "packets", "drop": "dropped", "errs": "errors"}
+
+
 def parse_dump_ports(text: str) -> dict[Union[int, str], dict[str, int]]:
+    """``ovs-ofctl dump-ports`` → {ofport or "LOCAL": {rx_packets, rx_bytes, rx_dropped, rx_errors,
+    rx_frame, rx_over, rx_crc, tx_packets, tx_bytes, tx_dropped, tx_errors, tx_coll}}."""
     res: dict[Union[int, str], dict[str, int]] = {}
     cur = None
     for line in text.splitlines():
@@ -643,11 +654,11 @@ def parse_dump_ports(text: str) -> dict[Union[int, str], dict[str, int]]:
         if m:
             key = m.group(1).strip()
             cur = int(key) if key.isdigit() else key
-            res[cur] = {f"rx_{k}": _num(v) for k, v in _KV.findall(m.group(2))}
+            res[cur] = {f"rx_{_PORT_KEYS.get(k, k)}": _num(v) for k, v in _KV.findall(m.group(2))}
             continue
         m = re.match(r"\s*tx\s+(.*)", line)
         if m and cur is not None:
-            res[cur].update({f"tx_{k}": _num(v) for k, v in _KV.findall(m.group(1))})
+            res[cur].update({f"tx_{_PORT_KEYS.get(k, k)}": _num(v) for k, v in _KV.findall(m.group(1))})
     return res
 
 
