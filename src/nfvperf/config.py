@@ -2,7 +2,8 @@
 
 A suite names a topology, the offered traffic, a timing profile and a list of tests.  Each test
 entry is ``{method: <name in nfvperf.methods.REGISTRY>, name?: str, frame_sizes?: [...],
-traffic?: {...}, ...method params}``; the method params are validated by that method's own
+traffic?: {...}, topology?: {...}, ...method params}`` (``traffic``/``topology`` change the suite's
+values for that test only, e.g. ``topology: {kind: pvp}``); the method params are validated by that method's own
 pydantic model.  :func:`load_suite` collects *every* problem and raises one :class:`SuiteError`
 whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
 """
@@ -202,6 +203,7 @@ class TestConfig:
     params: Any                       # the method's params model instance (or dict if no REGISTRY)
     frame_sizes: list[int]
     traffic: dict[str, Any]           # the suite traffic with the entry's overrides applied
+    topology: Optional[TopologySpec] = None   # the suite topology with the entry's overrides applied
     raw: dict[str, Any] = field(default_factory=dict)
 
     def params_dict(self) -> dict[str, Any]:
@@ -321,7 +323,7 @@ def format_validation_error(exc: ValidationError, prefix: str = "",
 
 # --------------------------------------------------------------------------- loading
 
-ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic")
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology")
 
 
 def method_registry() -> dict[str, Any]:
@@ -411,6 +413,16 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
                 traffic.update({k: v for k, v in ov.model_dump().items() if k in ov.model_fields_set})
             except ValidationError as e:
                 problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
+        topology = spec.topology if spec else None
+        if "topology" in entry:
+            if not isinstance(entry["topology"], dict):
+                problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
+            elif spec is not None:
+                merged = _deep_merge(spec.topology.model_dump(), entry["topology"])
+                try:
+                    topology = TopologySpec.model_validate(merged)
+                except ValidationError as e:
+                    problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
         params: Any = params_raw
         model = _params_model(registry[method]) if registry else None
         if model is not None:
@@ -420,10 +432,17 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
                 problems += format_validation_error(e, prefix=where, model=model)
                 continue
         tests.append(TestConfig(index=i, method=method, name=name, params=params,
-                                frame_sizes=list(sizes), traffic=traffic, raw=dict(entry)))
+                                frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry)))
     if problems or spec is None:
         raise SuiteError(problems or ["(suite): invalid"], source)
     return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def load_suite(path: Union[str, Path], quick: bool = False) -> Suite:

@@ -307,10 +307,11 @@ def make_sim_measurer(suite: Suite) -> Measurer:
 
 
 @contextlib.contextmanager
-def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path,
-                 info: dict[str, Any]) -> Iterator[Measurer]:
-    """Yields a measurer; fills ``info`` with topology environment and switching operations."""
-    spec = suite.spec.topology
+def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str, Any],
+                 spec: Any = None) -> Iterator[Measurer]:
+    """Yields a measurer for topology ``spec`` (default: the suite's); fills ``info`` with the
+    topology environment and its switching operations."""
+    spec = spec or suite.spec.topology
     bidir = bool(suite.spec.traffic.bidirectional)
     if tg == "sim":
         m = make_sim_measurer(suite)
@@ -322,18 +323,13 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path,
     if tg != "tgen":
         raise ValueError(f"--tg {tg!r}: allowed sim, tgen")
     import nfvperf.topo as topo  # lazily: needs root and the topology code
-    run_ctx_cls = getattr(topo, "RunContext", None)
-    if run_ctx_cls is None:
-        try:
-            from nfvperf.topo.base import RunContext as run_ctx_cls  # type: ignore
-        except ImportError:
-            run_ctx_cls = RunContextShim
+    run_ctx_cls = getattr(topo, "RunContext", None) or RunContextShim
     ctx = run_ctx_cls(tag=tag, run_dir=run_dir)
     with topo.build(spec, ctx) as topology:
         try:
-            info["topology"] = topology.environment()
+            info["environment"] = topology.environment()
         except Exception as e:  # noqa: BLE001 - environment is best effort
-            info["topology"] = {"error": str(e)}
+            info["environment"] = {"error": str(e)}
         try:
             info["switching_operations"] = int(topology.switching_operations(bidir))
             info["switching_operations_source"] = "topology"
@@ -408,9 +404,11 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
 
     spec = suite.spec
     timing = suite.timing
+    kinds = list(dict.fromkeys((t.topology or spec.topology).kind for t in suite.tests))
+    duts = list(dict.fromkeys((t.topology or spec.topology).dut for t in suite.tests))
     run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
-                           topology=spec.topology.kind, dut=spec.topology.dut if tg != "sim" else
-                           f"sim ({spec.topology.dut} model)", tg=tg, profile=timing.name,
+                           topology="+".join(kinds), dut="+".join(duts) if tg != "sim" else
+                           f"sim ({'+'.join(duts)} model)", tg=tg, profile=timing.name,
                            config=suite.to_dict())
     run_dir = (out_dir / "runs" / run.tag).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -420,73 +418,88 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     store.update_run(run.id, run_dir=str(run_dir))
 
     units = [(t, s) for t in suite.tests for s in ([None] if t.traffic.get("imix") else t.frame_sizes)]
+    groups = topology_groups(units, spec.topology)
     outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
     env: dict[str, Any] = {"host": host_environment(), "tg": tg, "tag": run.tag,
                            "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
                            "ports": spec.topology.ports,
-                           "link_speed": format_link_speed(spec.traffic.link_speed_bps)}
+                           "link_speed": format_link_speed(spec.traffic.link_speed_bps),
+                           "topologies": []}
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     progress = Progress(len(units), enabled=show_progress)
-    say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s), "
-        f"tg={tg}, profile={timing.name}, run dir {run_dir}")
+    say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s) on "
+        f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={timing.name}, "
+        f"run dir {run_dir}")
     interrupts = Interrupts()
     current_test: Optional[int] = None
     status, reason = "completed", None
+    factory = measurer_factory or measurer_for
     try:
         with interrupts, progress:
-            factory = measurer_factory or measurer_for
-            with factory(suite, tg, run.tag, run_dir, env) as measurer:
-                try:
-                    env["measurer"] = measurer.environment()
-                except Exception as e:  # noqa: BLE001
-                    env["measurer"] = {"error": str(e)}
-                env["cores_shared"] = _cores_shared(env)
-                store.update_run(run.id, environment=env)
-                for test, size in units:
-                    label = f"{test.name} {size} B" if size else f"{test.name} IMIX"
-                    progress.unit(label)
-                    profile = traffic_profile(test.traffic, size, suite)
-                    trow = store.start_test(run.id, name=test.name, method=test.method, frame_size_b=size,
-                                            params=test.params_dict(), traffic=profile.to_dict())
-                    current_test = trow.id
-                    rec = Recorder(store, trow.id, interrupts, progress, label)
-                    t0 = time.monotonic()
+            for topo_spec, group in groups:
+                if status != "completed":
+                    break
+                info: dict[str, Any] = {"kind": topo_spec.kind, "spec": topo_spec.model_dump(mode="json")}
+                env["topologies"].append(info)
+                with factory(suite, tg, run.tag, run_dir, info, topo_spec) as measurer:
                     try:
-                        _params_model, run_fn = method_entry(test.method)
-                        measurer.set_profile(profile)
-                        res = call_method(run_fn, measurer, profile, test.params, rec, timing)
-                        data = result_dict(res)
-                        summary = summarize_result(test.method, data, profile.to_dict(),
-                                                   directions(test.traffic, spec.topology.ports))
-                        with interrupts.critical():
-                            store.add_result(trow.id, test.method, data, value_pps=summary.get("value_pps"))
-                            tstatus = "failed" if data.get("passed") is False or data.get("status") == "failed" \
-                                else "passed"
-                            store.finish_test(trow.id, tstatus, data.get("reason") if tstatus == "failed" else None)
-                        if tstatus == "failed":
+                        info["measurer"] = measurer.environment()
+                    except Exception as e:  # noqa: BLE001
+                        info["measurer"] = {"error": str(e)}
+                    env.setdefault("switching_operations", info.get("switching_operations"))
+                    env.setdefault("switching_operations_source", info.get("switching_operations_source"))
+                    env["measurer"] = info["measurer"]
+                    env["cores_shared"] = _cores_shared(env)
+                    store.update_run(run.id, environment=env)
+                    topo_row = dict(info["spec"], switching_operations=info.get("switching_operations"))
+                    for test, size in group:
+                        label = f"{test.name} {size} B" if size else f"{test.name} IMIX"
+                        progress.unit(label)
+                        profile = traffic_profile(test.traffic, size, suite)
+                        ndir = directions(test.traffic, topo_spec.ports)
+                        trow = store.start_test(run.id, name=test.name, method=test.method, frame_size_b=size,
+                                                params=test.params_dict(), traffic=profile.to_dict(),
+                                                topology=dict(topo_row, directions=ndir))
+                        current_test = trow.id
+                        rec = Recorder(store, trow.id, interrupts, progress, label)
+                        t0 = time.monotonic()
+                        try:
+                            _params_model, run_fn = method_entry(test.method)
+                            measurer.set_profile(profile)
+                            res = call_method(run_fn, measurer, profile, test.params, rec, timing)
+                            data = result_dict(res)
+                            summary = summarize_result(test.method, data, profile.to_dict(), ndir)
+                            failed = data.get("passed") is False or data.get("status") == "failed"
+                            with interrupts.critical():
+                                store.add_result(trow.id, test.method, data, value_pps=summary.get("value_pps"))
+                                store.finish_test(trow.id, "failed" if failed else "passed",
+                                                  str(data.get("reason") or "the method reported a failure")
+                                                  if failed else None)
+                            current_test = None
+                            if failed:
+                                outcome.failed_tests.append(label)
+                            progress.log(f"  {label}: {summary.get('text', 'done')} "
+                                         f"[{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
+                        except DutFailure as e:
+                            with interrupts.critical():
+                                store.finish_test(trow.id, "failed", f"DUT failure: {e}")
+                            current_test = None
                             outcome.failed_tests.append(label)
-                        current_test = None
-                        progress.log(f"  {label}: {summary.get('text', 'done')} "
-                                     f"[{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
-                    except DutFailure as e:
-                        with interrupts.critical():
-                            store.finish_test(trow.id, "failed", f"DUT failure: {e}")
-                        current_test = None
-                        outcome.failed_tests.append(label)
-                        status, reason = "failed", f"DUT failure in {label}: {e}"
-                        progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
-                        break
-                    except KeyboardInterrupt:
-                        raise
-                    except Exception as e:  # noqa: BLE001 - one test's error must not end the run
-                        tb = traceback.format_exc(limit=6)
-                        with interrupts.critical():
-                            store.finish_test(trow.id, "failed", f"{type(e).__name__}: {e}")
-                        current_test = None
-                        outcome.failed_tests.append(label)
-                        (run_dir / "errors.log").open("a").write(f"== {label}\n{tb}\n")
-                        progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
-                    progress.unit_done()
+                            status, reason = "failed", f"DUT failure in {label}: {e}"
+                            progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
+                            break
+                        except KeyboardInterrupt:
+                            raise
+                        except Exception as e:  # noqa: BLE001 - one test's error must not end the run
+                            tb = traceback.format_exc(limit=8)
+                            with interrupts.critical():
+                                store.finish_test(trow.id, "failed", f"{type(e).__name__}: {e}")
+                            current_test = None
+                            outcome.failed_tests.append(label)
+                            with (run_dir / "errors.log").open("a") as fh:
+                                fh.write(f"== {label}\n{tb}\n")
+                            progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
+                        progress.unit_done()
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted by signal (Ctrl-C)"
         with contextlib.suppress(Exception):
@@ -494,7 +507,9 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                 store.finish_test(current_test, "interrupted", reason)
     except Exception as e:  # noqa: BLE001 - set-up failed (topology, measurer)
         status, reason = "failed", f"{type(e).__name__}: {e}"
-        (run_dir / "errors.log").open("a").write(traceback.format_exc())
+        with (run_dir / "errors.log").open("a") as fh:
+            fh.write(traceback.format_exc())
+        progress.log(f"run set-up failed: {reason} (details in {run_dir / 'errors.log'})")
     finally:
         # one more interrupt while closing the books must not lose the status
         old = signal.getsignal(signal.SIGINT)
@@ -517,11 +532,22 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     return outcome
 
 
+def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:
+    """Consecutive test units on the same topology share one build (torn down between groups)."""
+    groups: list[tuple[Any, list]] = []
+    for test, size in units:
+        spec = test.topology or default
+        if groups and groups[-1][0] == spec:
+            groups[-1][1].append((test, size))
+        else:
+            groups.append((spec, [(test, size)]))
+    return groups
+
+
 def _cores_shared(env: dict[str, Any]) -> Optional[bool]:
-    for part in ("measurer", "topology"):
-        v = (env.get(part) or {}).get("cores_shared")
-        if v is not None:
-            return bool(v)
-    if env.get("tg") == "sim":
-        return None
+    for info in env.get("topologies", []):
+        for part in ("environment", "measurer"):
+            v = (info.get(part) or {}).get("cores_shared")
+            if v is not None:
+                return bool(v)
     return None

@@ -106,13 +106,14 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
 
 
 def render(cmp: Comparison, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     def f(v: Optional[float]) -> str:
         return "—" if v is None else f"{v:,.0f}"
 
-    console.print(f"[bold]compare run A {cmp.a.id} ({cmp.a.tag}, {cmp.a.suite}) → "
-                  f"run B {cmp.b.id} ({cmp.b.tag}, {cmp.b.suite})[/bold]")
+    console.print(f"compare run A {cmp.a.id} ({cmp.a.tag}, {cmp.a.suite}) → "
+                  f"run B {cmp.b.id} ({cmp.b.tag}, {cmp.b.suite})", markup=False)
     t = Table(caption="Δ = (B − A) / A. CHANGED: |Δ| above the row's noise threshold = max(default, relative "
                       "search width RUB−RLB of A/B, 2 × CV of repeated values). Rates per interface.",
               caption_justify="left")
@@ -121,15 +122,15 @@ def render(cmp: Comparison, console: Any) -> None:
     for r in cmp.rows:
         verdict = ("CHANGED ▲" if (r.delta or 0) > 0 else "CHANGED ▼") if r.flagged else ("same" if r.delta is not None
                                                                                          else r.note)
-        t.add_row(r.test, str(r.frame_size_b or "IMIX"), r.metric, f(r.a), f(r.b),
+        t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, f(r.a), f(r.b),
                   "—" if r.delta is None else f"{100 * r.delta:+.2f}", f"{100 * r.threshold:.2f}", verdict)
     console.print(t)
     for lab in cmp.only_a:
-        console.print(f"only in A: {lab}")
+        console.print(f"only in A: {lab}", markup=False)
     for lab in cmp.only_b:
-        console.print(f"only in B: {lab}")
+        console.print(f"only in B: {lab}", markup=False)
     n = len(cmp.flagged)
     console.print(f"{n} change(s) above the noise threshold" + (":" if n else "."))
     for r in cmp.flagged:
         console.print(f"  {r.test} {r.frame_size_b or 'IMIX'} B {r.metric}: {100 * (r.delta or 0):+.2f} % "
-                      f"(noise ±{100 * r.threshold:.2f} %)")
+                      f"(noise ±{100 * r.threshold:.2f} %)", markup=False)

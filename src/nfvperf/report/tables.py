@@ -67,7 +67,9 @@ def build(run: Any) -> ReportData:
                       f"aggregate = per-interface × {ndir}"),
         ("Profile", f"{prof.get('name', run.profile)}: trial {prof.get('trial_s')} s, drain "
                     f"{prof.get('drain_s')} s, settle {prof.get('settle_s')} s, learning {prof.get('learning_s')} s"),
-        ("Switching operations", f"{sw} per direction ({env.get('switching_operations_source', 'default')})"),
+        ("Switching operations", "; ".join(
+            f"{i.get('kind')}: {i.get('switching_operations')} per direction ({i.get('switching_operations_source')})"
+            for i in env.get("topologies") or []) or f"{sw} per direction"),
     ]
     notes = []
     devs = env.get("profile_deviations") or []
@@ -104,10 +106,12 @@ def _by_name(tests: list[Any], methods: tuple[str, ...]) -> dict[str, list[Any]]
     return out
 
 
-def _latency_for(tests: list[Any], size: Optional[int], own: Any) -> Optional[dict[str, Any]]:
-    """Latency for a size: a latency test of the run at that size, else the throughput result's own."""
+def _latency_for(tests: list[Any], size: Optional[int], own: Any, kind: str = "") -> Optional[dict[str, Any]]:
+    """Latency for a size: a latency test of the run at that size (same topology), else the
+    throughput result's own."""
     for t in tests:
-        if t.method == "latency" and t.frame_size_b == size and t.results:
+        if t.method == "latency" and t.frame_size_b == size and t.results and \
+                (not kind or (t.topology or {}).get("kind", kind) == kind):
             lat = latency_of(t.results[-1].data)
             if lat:
                 return lat
@@ -116,9 +120,21 @@ def _latency_for(tests: list[Any], size: Optional[int], own: Any) -> Optional[di
     return None
 
 
+def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, int, str]:
+    """(directions, ports, switching ops, kind) of a test group, from its stored topology."""
+    tp = (group[0].topology or {}) if group else {}
+    return (int(tp.get("directions") or ndir), int(tp.get("ports") or ports),
+            int(tp.get("switching_operations") or DEFAULT_SWITCHING_OPS.get(tp.get("kind"), sw)),
+            str(tp.get("kind") or ""))
+
+
 def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:
     out: list[Table] = []
+    run_ndir, run_ports, run_sw = ndir, ports, sw
     for name, group in _by_name(tests, THROUGHPUT_METHODS).items():
+        ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
+        if kind:
+            name = f"{name} [{kind}]"
         tt = Table(f"{name}: zero-loss throughput (RFC 2544 §26.1)",
                    _dir_note(traffic.get("bidirectional", True), ports, ndir) +
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1.",
@@ -139,7 +155,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                 continue
             data = t.results[-1].data or {}
             pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
-            lat = _latency_for(tests, t.frame_size_b, data)
+            lat = _latency_for(tests, t.frame_size_b, data, kind)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
                        if lat else "—")
             size = fmt_num(t.frame_size_b) if t.frame_size_b else f"IMIX ({size_of(t.traffic):.0f} avg)"
@@ -170,7 +186,11 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
 
 def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> list[Table]:
     out: list[Table] = []
+    run_ndir, run_ports = ndir, ports
     for name, group in _by_name(tests, ("latency",)).items():
+        ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
+        if kind:
+            name = f"{name} [{kind}]"
         definition = ""
         lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "Load fps / interface", "Samples",
                                                              "Min µs", "Avg µs", "Max µs"], key="latency")

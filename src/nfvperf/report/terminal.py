@@ -5,6 +5,7 @@ import sys
 from typing import Any, Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from nfvperf.report.tables import ReportData, build
@@ -22,17 +23,17 @@ def render(data: ReportData, console: Optional[Console] = None) -> None:
     head.add_column(style="bold")
     head.add_column()
     for k, v in data.header:
-        head.add_row(k, v)
-    con.print(f"[bold]nfvperf report — run {data.run.id} ({data.run.tag})[/bold]")
+        head.add_row(escape(k), escape(v))
+    con.print(f"[bold]nfvperf report — run {data.run.id} ({escape(data.run.tag)})[/bold]")
     con.print(head)
     for n in data.notes:
         con.print(f"Note: {n}", markup=False)
     for t in data.tables:
-        rt = RichTable(title=t.title, caption=t.note or None, caption_justify="left", title_justify="left")
+        rt = RichTable(title=escape(t.title), caption=escape(t.note) if t.note else None, caption_justify="left", title_justify="left")
         for i, c in enumerate(t.columns):
-            rt.add_column(c, justify="left" if i == 0 and not t.key.startswith(("throughput", "latency")) else "right")
+            rt.add_column(escape(c), justify="left" if i == 0 and not t.key.startswith(("throughput", "latency")) else "right")
         for row in t.rows:
-            rt.add_row(*row)
+            rt.add_row(*(escape(str(c)) for c in row))
         if not t.rows:
             rt.add_row(*(["(no data)"] + [""] * (len(t.columns) - 1)))
         con.print()

@@ -113,10 +113,11 @@ class Store:
         self.update_run(run_id, status=status, reason=reason, headline=headline, finished_at=utcnow())
 
     def start_test(self, run_id: int, *, name: str, method: str, frame_size_b: Optional[int],
-                   params: dict, traffic: dict) -> Test:
+                   params: dict, traffic: dict, topology: Optional[dict] = None) -> Test:
         with self.session() as s:
             t = Test(run_id=run_id, name=name, method=method, frame_size_b=frame_size_b,
-                     status="running", params=jsonable(params), traffic=jsonable(traffic))
+                     status="running", params=jsonable(params), traffic=jsonable(traffic),
+                     topology=jsonable(topology or {}))
             s.add(t)
             s.commit()
             return t
@@ -221,7 +222,7 @@ class Store:
                             frame_size_b=t.get("frame_size_b"), status=t.get("status", "passed"),
                             reason=t.get("reason"), started_at=_parse_dt(t.get("started_at")) or utcnow(),
                             finished_at=_parse_dt(t.get("finished_at")), params=t.get("params") or {},
-                            traffic=t.get("traffic") or {})
+                            traffic=t.get("traffic") or {}, topology=t.get("topology") or {})
                 s.add(test)
                 s.flush()
                 for tr in t.get("trials", []):
@@ -264,7 +265,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
     for t in run.tests:
         td = {k: getattr(t, k) for k in TEST_FIELDS}
         td.update(started_at=_iso(t.started_at), finished_at=_iso(t.finished_at), params=t.params or {},
-                  traffic=t.traffic or {})
+                  traffic=t.traffic or {}, topology=t.topology or {})
         td["trials"] = [dict({k: getattr(tr, k) for k in TRIAL_FIELDS}, at=_iso(tr.at),
                              context=tr.context or {}, detail=tr.detail or {}) for tr in t.trials]
         td["results"] = [{"kind": r.kind, "value_pps": r.value_pps, "data": r.data or {}} for r in t.results]

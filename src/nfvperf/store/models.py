@@ -61,6 +61,8 @@ class Test(Base):
     finished_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime, nullable=True)
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     traffic: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)   # TrafficProfile.to_dict()
+    # TopologySpec dump + switching_operations + directions (transmitting interfaces)
+    topology: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     run: Mapped[Run] = relationship(back_populates="tests")
     trials: Mapped[list["Trial"]] = relationship(back_populates="test", cascade="all, delete-orphan",
