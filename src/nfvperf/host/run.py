@@ -179,6 +179,10 @@ class ResourceTracker:
         self.released: list[str] = []
         self._old_handlers: dict[int, Any] = {}
         self._closed = False
+        # Forked children (pyroute2 forks helpers to open sockets in a namespace; subprocess
+        # pre-exec) inherit this object, its atexit hook and the signal handlers: only the
+        # process that created the tracker may release anything.
+        self._owner_pid = os.getpid()
         if run is not None:
             run.claim()
         atexit.register(self.release_all)
@@ -220,6 +224,8 @@ class ResourceTracker:
             self.errors.append(msg)
 
     def release_all(self) -> None:
+        if os.getpid() != self._owner_pid:
+            return
         while True:
             with self._lock:
                 if not self._items:
@@ -238,7 +244,13 @@ class ResourceTracker:
 
     # -- signals -----------------------------------------------------------------------------
     def _install_handlers(self) -> None:
+        owner = self._owner_pid
+
         def on_term(signum, frame):  # noqa: ARG001
+            if os.getpid() != owner:          # a forked child: die as if no handler were set
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
             raise SystemExit(128 + signum)
 
         for sig, handler in ((signal.SIGTERM, on_term), (signal.SIGHUP, on_term)):

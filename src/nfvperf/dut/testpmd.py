@@ -1,0 +1,297 @@
+"""dpdk-testpmd as a DUT (PHY-PHY forwarding) and as the container VNF (virtio-user).
+
+``Testpmd`` (``dut: testpmd``) opens the DUT ends of the emulated PHY ports with ``net_af_packet``
+(or ``net_af_xdp``) vdevs — or real NICs by PCI address — and forwards between port pairs
+(0<->1, 2<->3: testpmd's ``paired`` port topology) in ``io`` mode (no header change) or ``mac``
+mode (source MAC = the output port's, destination = ``--eth-peer`` of that port).
+
+``TestpmdVnf`` is the same program as a VNF inside a PVP/PVVP chain: its ports are virtio-user
+devices on vhost-user sockets (``--single-file-segments``, hugepage memory shared with the switch),
+as client of a switch's ``dpdkvhostuser`` socket or as server for ``dpdkvhostuserclient``.
+
+testpmd runs interactively on a pty (so stdio is line-buffered and every command's output arrives
+before the next prompt); counters come from ``show port stats all``.  The EAL ``--file-prefix`` is
+``<tag><role>``; the hugepage files of that prefix are removed after the process exits.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from nfvperf.host import hugepages as hp
+from nfvperf.host.run import ResourceTracker, RunContext
+
+from .base import DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
+    cross_connect, register_dut
+
+log = logging.getLogger(__name__)
+
+PROMPT = r"testpmd> "
+
+
+def find_testpmd() -> str:
+    import os
+    path = os.environ.get("NFVPERF_TESTPMD") or shutil.which("dpdk-testpmd")
+    if not path:
+        raise DutFailure("dpdk-testpmd not found: apt-get install dpdk (or set NFVPERF_TESTPMD)")
+    return path
+
+
+_STATS_RE = re.compile(
+    r"NIC statistics for port (\d+).*?RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+)\s+RX-bytes:\s*(\d+)"
+    r".*?RX-errors:\s*(\d+).*?RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)\s+"
+    r"TX-bytes:\s*(\d+)", re.S)
+
+
+def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
+    out = {}
+    for m in _STATS_RE.finditer(text):
+        pid, rxp, miss, rxb, rxe, nombuf, txp, txe, txb = (int(x) for x in m.groups())
+        out[pid] = {"rx_packets": rxp, "rx_missed": miss, "rx_bytes": rxb, "rx_errors": rxe,
+                    "rx_nombuf": nombuf, "tx_packets": txp, "tx_errors": txe, "tx_bytes": txb,
+                    "rx_dropped": miss + nombuf, "tx_dropped": txe}
+    return out
+
+
+class _TestpmdProcess(DutAdapter):
+    """Common part: argv, interactive console, counters, life cycle."""
+
+    role = "dut"
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+                 netns: Optional[str] = None, forward_mode: Optional[str] = None,
+                 lcores: Optional[str] = None, memory: str = "hugepages", mem_mb: int = 0,
+                 eth_peers: Optional[Sequence[str]] = None, queues: int = 1, rxd: int = 1024,
+                 txd: int = 1024, mbufs: int = 16384, extra_eal: Sequence[str] = (),
+                 extra_args: Sequence[str] = (), name: Optional[str] = None,
+                 start_timeout_s: float = 60.0, **options: Any):
+        spec = options.get("spec")
+        tp = getattr(spec, "testpmd", None)
+        super().__init__(run, tracker, cpus, **options)
+        self.netns = netns
+        self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
+        plan = options.get("plan")
+        if lcores is None and tp is not None and tp.lcores:
+            lcores = tp.lcores
+        if lcores is None:
+            if plan is not None:
+                lcores = plan.dpdk_lcores(self.role if self.role in plan.roles else "dut")
+            elif self.cpus:
+                lcores = "0@%d,1@%d" % (self.cpus[0], self.cpus[0])
+            else:
+                lcores = "0@0,1@0"
+        self.lcores = lcores
+        if memory not in ("hugepages", "in-memory", "no-huge"):
+            raise ValueError(f"memory must be hugepages | in-memory | no-huge, not {memory!r}")
+        self.memory = memory
+        self.mem_mb = mem_mb
+        self.eth_peers = list(eth_peers or [])
+        self.queues = queues
+        self.rxd, self.txd, self.mbufs = rxd, txd, mbufs
+        self.extra_eal = list(extra_eal)
+        self.extra_args = list(extra_args)
+        self.proc_name = name or f"testpmd-{self.role}"
+        self.file_prefix = run.file_prefix(self.role)
+        self.start_timeout_s = start_timeout_s
+        self.proc: Optional[Process] = None
+        self.port_macs: list[str] = []
+        self.rte_version = ""
+        self._last: dict[int, dict[str, int]] = {}
+
+    # -- argv -----------------------------------------------------------------------------------
+    def n_fwd_lcores(self) -> int:
+        return max(1, len([p for p in self.lcores.split(",") if p.strip()]) - 1)
+
+    def port_devargs(self, index: int, port: PortRef) -> str:
+        return port.dpdk_devargs(index, self.queues)
+
+    def argv(self) -> list[str]:
+        eal = [find_testpmd(), "-v", "--lcores", self.lcores, "--file-prefix", self.file_prefix,
+               "--log-level", "lib.eal:notice"]
+        if self.memory == "in-memory":
+            eal.append("--in-memory")
+        elif self.memory == "no-huge":
+            eal += ["--no-huge", "-m", str(self.mem_mb or 512)]
+        elif self.mem_mb:
+            eal += ["-m", str(self.mem_mb)]
+        if any(p.kind == "vhost-user" for p in self.ports):
+            eal.append("--single-file-segments")
+        if not any(p.kind == "pci" for p in self.ports):
+            eal.append("--no-pci")
+        for i, p in enumerate(self.ports):
+            if p.kind == "pci":
+                eal += ["-a", self.port_devargs(i, p)]
+            else:
+                eal += ["--vdev", self.port_devargs(i, p)]
+        eal += self.extra_eal
+        app = ["--", "-i", f"--forward-mode={self.forward_mode}", f"--nb-cores={self.n_fwd_lcores()}",
+               f"--rxq={self.queues}", f"--txq={self.queues}", f"--rxd={self.rxd}", f"--txd={self.txd}",
+               f"--total-num-mbufs={self.mbufs}", "--port-topology=paired"]
+        mtus = {p.mtu for p in self.ports}
+        if mtus and max(mtus) > 1500:
+            app += [f"--max-pkt-len={max(mtus) + 18}", "--mbuf-size=9728"]
+        if self.forward_mode == "mac":
+            for i, mac in enumerate(self.eth_peers):
+                if mac:
+                    app.append(f"--eth-peer={i},{mac}")
+        return eal + app + self.extra_args
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def _attach_port(self, port: PortRef) -> None:
+        raise Unsupported("testpmd takes its ports on the command line: add_port() before start()")
+
+    def start(self) -> None:
+        if self.started:
+            return
+        if not self.ports:
+            raise ValueError(f"{self.proc_name}: no ports added")
+        self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
+                            interactive=True)
+        # registered before the process so it runs after the process is gone (LIFO)
+        self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
+        self.proc.start()
+        self.tracker.add("dut", self.proc_name, self.stop)
+        try:
+            out = self.proc.expect(PROMPT, self.start_timeout_s)
+        except ProcessError as e:
+            raise DutFailure(str(e)) from None
+        m = re.search(r"RTE Version: '([^']+)'", out)
+        self.rte_version = m.group(1) if m else ""
+        macs = re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})", out, re.M)
+        self.port_macs = [mac.lower() for _, mac in sorted(macs, key=lambda x: int(x[0]))]
+        if len(self.port_macs) < len(self.ports):
+            raise DutFailure(f"{self.proc_name}: {len(self.port_macs)} of {len(self.ports)} ports "
+                             f"came up; log {self.proc.log_path}:\n{self.proc.log_tail(30)}")
+        self.started = True
+        self.proc.command("start", PROMPT, 10)
+
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
+        """testpmd forwards by port pairs; only the cross-connect (or nothing) is accepted."""
+        if flows is None:
+            return
+        want = {(f.in_port, f.out_port) for f in flows}
+        pairs = {(f.in_port, f.out_port) for f in cross_connect(len(self.ports))}
+        if not want <= pairs or any(f.match for f in flows):
+            raise Unsupported("testpmd forwards port pairs (0<->1, 2<->3); other flows need a switch")
+
+    def _console(self, cmd: str, timeout: float = 10.0) -> str:
+        if self.proc is None:
+            raise DutFailure(f"{self.proc_name} not started")
+        self.alive()
+        try:
+            return self.proc.command(cmd, PROMPT, timeout)
+        except ProcessError as e:
+            raise DutFailure(f"{self.proc_name} stopped answering: {e}") from None
+
+    def raw_port_stats(self) -> dict[int, dict[str, int]]:
+        out = self._console("show port stats all")
+        stats = parse_port_stats(out)
+        if len(stats) < len(self.ports):
+            raise DutFailure(f"{self.proc_name}: could not parse port stats:\n{out[-1500:]}")
+        self._last = stats
+        return stats
+
+    def counters(self) -> dict[str, Any]:
+        stats = self.raw_port_stats()
+        ports = {self.ports[i].name: s for i, s in sorted(stats.items()) if i < len(self.ports)}
+        tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
+                                                              "rx_dropped", "tx_dropped")}
+        return {"dut": self.name, "ports": ports, "total": tot}
+
+    def clear_counters(self) -> None:
+        self._console("clear port stats all")
+
+    def alive(self) -> None:
+        if self.proc is None:
+            raise DutFailure(f"{self.proc_name} was never started")
+        self.proc.check()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.running():
+            with contextlib.suppress(Exception):
+                self.proc.send("quit")
+                self.proc.expect(r"Bye", 10)
+            with contextlib.suppress(Exception):
+                self.proc.proc.wait(5)
+        self.proc.stop()
+        self._remove_files()
+        self.tracker.forget("dut", self.proc_name)
+        self.started = False
+
+    def _remove_files(self) -> None:
+        hp.remove_leftovers(self.file_prefix)
+
+    def version(self) -> str:
+        return self.rte_version
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        env.update({"forward_mode": self.forward_mode, "lcores": self.lcores, "netns": self.netns,
+                    "memory": self.memory, "file_prefix": self.file_prefix,
+                    "argv": self.proc.argv if self.proc else None, "port_macs": self.port_macs})
+        return env
+
+
+@register_dut("testpmd")
+class Testpmd(_TestpmdProcess):
+    """dpdk-testpmd forwarding between port pairs of the emulated (or real) PHY ports."""
+
+    name = "testpmd"
+    role = "dut"
+
+
+class TestpmdVnf(_TestpmdProcess):
+    """testpmd as the container VNF of a PVP / PVVP chain, on vhost-user sockets.
+
+    ``TestpmdVnf(run, tracker, sockets=[s0, s1], server=False, cpus=[1], forward_mode="io",
+    name="vnf0")`` then ``start()``.  ``server=False``: testpmd connects to sockets the switch
+    created (OVS ``dpdkvhostuser``); ``server=True``: testpmd creates them and the switch connects
+    (OVS ``dpdkvhostuserclient``).  Frames arriving on virtio port 0 leave on port 1 and back.
+    ``lcores`` defaults to the plan's role ``name`` (e.g. "vnf0") when a plan is given.
+    """
+
+    name = "testpmd-vnf"
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker, sockets: Sequence[str | Path] = (),
+                 server: bool = False, name: str = "vnf0", **kw: Any):
+        self.role = name
+        kw.setdefault("memory", "hugepages")
+        if kw.get("memory") == "no-huge":
+            raise ValueError("virtio-user needs shared (hugepage) memory; memory=no-huge won't work")
+        super().__init__(run, tracker, name=f"testpmd-{name}", **kw)
+        self.vnf_name = name
+        self.server = server
+        for i, s in enumerate(sockets):
+            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s)))
+
+    def port_devargs(self, index: int, port: PortRef) -> str:
+        base = port.dpdk_devargs(index, self.queues)
+        if self.server:
+            base += ",server=1"
+        return base
+
+    def start(self) -> None:
+        if self.server:
+            for p in self.ports:
+                if p.socket is not None:
+                    Path(p.socket).parent.mkdir(parents=True, exist_ok=True)
+                    self.tracker.add("socket", str(p.socket),
+                                     lambda s=Path(p.socket): s.unlink(missing_ok=True))
+        super().start()
+
+    def counters(self) -> dict[str, Any]:
+        d = super().counters()
+        d["vnf"] = self.vnf_name
+        return d
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        env.update({"vnf": self.vnf_name, "vhost_server": self.server,
+                    "sockets": [str(p.socket) for p in self.ports]})
+        return env
