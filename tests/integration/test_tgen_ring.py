@@ -1,0 +1,129 @@
+"""tgen over net_ring loopback (each net_ring port receives what it sends): exact counts.
+
+Needs root and tgen/build/tgen; skipped otherwise.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nfvperf.tg.base import Segment, TrafficProfile
+from nfvperf.tg.tgen import PortSpec, TgenMeasurer
+
+from tgen_fixtures import start_tgen, tag
+
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture(scope="module")
+def ring_tgen(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("tgen-ring")
+    proc = start_tgen([PortSpec("net_ring0"), PortSpec("net_ring1")], run_dir, tag())
+    yield proc
+    rc = proc.stop()
+    assert rc == 0, f"tgen exit status {rc}: {proc.log_tail()}"
+
+
+def _clean(proc):
+    proc.rpc("stream.remove", all=True)
+
+
+def test_ports_listed(ring_tgen):
+    ports = ring_tgen.rpc("ports.list")
+    assert [p["id"] for p in ports] == [0, 1]
+    assert all(p["driver"] == "net_ring" for p in ports), ports
+    assert ring_tgen.rpc("ping")["pong"] is True
+
+
+def test_frame_count_trial_exact(ring_tgen):
+    _clean(ring_tgen)
+    sid = ring_tgen.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": 200000})["stream_id"]
+    n = 100003
+    ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2)
+    res = _wait_result(ring_tgen)
+    (s,) = res["streams"]
+    assert s["sent"] == n and s["received"] == n
+    assert s["lost"] == 0 and s["duplicates"] == 0 and s["reordered"] == 0 and s["seq_gaps"] == 0
+    assert s["first_loss_ns"] is None
+    port0 = next(p for p in res["ports"] if p["id"] == 0)["stats"]
+    assert port0["opackets"] == n and port0["ipackets"] == n
+    assert port0["obytes"] == n * 60          # 64 B incl. FCS -> 60 B in the mbuf
+    assert res["non_test_rx"] == 0
+    # the rate was kept: n frames at 200 kpps take ~0.5 s
+    assert 0.45 < res["effective_duration_s"] < 0.6, res["effective_duration_s"]
+
+
+def test_imix_bytes_exact(ring_tgen):
+    _clean(ring_tgen)
+    imix = [[64, 7], [570, 4], [1518, 1]]
+    sid = ring_tgen.rpc("stream.add", port=1, rx_port=1, imix=imix, rate={"pps": 100000})["stream_id"]
+    reps = 2000
+    n = 12 * reps
+    ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2, latency=False)
+    res = _wait_result(ring_tgen)
+    (s,) = res["streams"]
+    assert s["sent"] == s["received"] == n
+    port1 = next(p for p in res["ports"] if p["id"] == 1)["stats"]
+    assert port1["obytes"] == reps * (7 * 60 + 4 * 566 + 1 * 1514)
+    assert port1["ibytes"] == port1["obytes"]
+    assert s["latency"] is None
+
+
+def _wait_result(proc, timeout_s: float = 30.0) -> dict:
+    import time
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.rpc("trial.status")["state"] == "done":
+            return proc.rpc("trial.result")
+        time.sleep(0.1)
+    raise AssertionError(f"trial not done: {proc.rpc('trial.status')}")
+
+
+def test_measurer_measure_ring(ring_tgen):
+    m = TgenMeasurer(ring_tgen, [(0, 0), (1, 1)])
+    m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=16, bidirectional=False,
+                                 learning=False, drain_s=0.2))
+    r = m.measure(1.0, 50000)
+    assert r.valid, r.invalid_reasons
+    assert r.expected == 2 * 50000
+    assert r.sent == r.received == 2 * 50000
+    assert r.loss_ratio == 0.0 and r.lost == 0
+    assert abs(r.effective_duration_s - 1.0) < 0.05
+    lat = r.latency
+    assert lat is not None and lat.count == r.received
+    assert 0 < lat.min_ns <= lat.percentiles_ns["50"] <= lat.percentiles_ns["99"] <= lat.max_ns
+    assert lat.min_ns <= lat.avg_ns <= lat.max_ns
+    assert sum(c for _, c in lat.histogram) == lat.count
+    assert set(r.tg_counters) == {"port0", "port1"}
+    assert r.tg_counters["port0"]["stats"]["opackets"] == 50000
+    for s in r.streams:
+        assert s.sent == s.received == 50000 and s.tx_port == s.rx_port
+        assert abs(s.achieved_pps - 50000) / 50000 < 0.02
+    env = m.environment()
+    assert env["cores_shared"] is True and len(env["ports"]) == 2
+    m.close()
+
+
+def test_measurer_burst_and_segments(ring_tgen):
+    m = TgenMeasurer(ring_tgen, [(0, 0)])
+    m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=False, learning=False, drain_s=0.2))
+    r = m.measure_burst(5000, 1_000_000, drain_s=0.2)
+    assert r.expected == 5000 and r.sent == 5000 and r.received == 5000, r.to_dict()
+    r = m.measure_segments([Segment(0.4, 20000), Segment(0.3, 60000)])
+    assert r.expected == 8000 + 18000
+    assert r.sent == r.received == 26000, r.to_dict()
+    assert r.valid, r.invalid_reasons
+    assert abs(r.effective_duration_s - 0.7) < 0.05
+    m.close()
+
+
+def test_learning_frames_are_not_test_frames(ring_tgen):
+    m = TgenMeasurer(ring_tgen, [(0, 0)], learning_wait_s=0.2, learning_frames=3)
+    m.set_profile(TrafficProfile(bidirectional=False, learning=True, drain_s=0.2))
+    r = m.measure(0.5, 10000)
+    assert r.valid, r.invalid_reasons
+    assert r.sent == r.received == 5000
+    # the three learning frames come back on the ring but carry no signature
+    assert r.non_test_rx == 3
+    m.close()

@@ -1,0 +1,154 @@
+"""Helpers shared by the tgen integration tests (tests/integration/test_tgen_*.py).
+
+Everything created here carries a per-process tag (``nfvt<pid>``...) and is removed at the end
+of the test that created it: veth pairs, tgen and testpmd processes, capture files.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+
+from nfvperf.tg.tgen import PortSpec, TgenProcess, find_tgen_binary
+from nfvperf.tg.tgen_testpmd import TestpmdPeer, find_testpmd
+
+_counter = itertools.count()
+
+
+def tag() -> str:
+    """A short unique tag; interface names built from it stay <= 15 chars."""
+    return f"nfvt{os.getpid() % 100000}{next(_counter)}"
+
+
+def tgen_binary_or_skip() -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (DPDK, veth)")
+    try:
+        return find_tgen_binary()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
+def testpmd_or_skip() -> str:
+    tp = find_testpmd()
+    if not tp:
+        pytest.skip("dpdk-testpmd not installed")
+    return tp
+
+
+def tshark_or_skip() -> str:
+    t = shutil.which("tshark")
+    if not t:
+        pytest.skip("tshark not installed")
+    return t
+
+
+def start_tgen(ports: list[PortSpec], run_dir: Path, t: Optional[str] = None,
+               lcores: str = "0@0,1@0", hugepages: bool = False, **kw) -> TgenProcess:
+    """A started TgenProcess on the given ports (no hugepages by default: the tests share the
+    box's hugepages with other users)."""
+    return TgenProcess(ports, lcores=lcores, run_dir=run_dir, tag=t or tag(),
+                       binary=tgen_binary_or_skip(), hugepages=hugepages, **kw).start()
+
+
+# -- veth ---------------------------------------------------------------------------------------
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def veth_pair(a: str, b: str, mtu: int = 1500) -> Iterator[tuple[str, str]]:
+    """A veth pair, up, with IPv6 disabled so the kernel sends nothing on it by itself."""
+    assert len(a) <= 15 and len(b) <= 15
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
+    _ip("link", "add", a, "mtu", str(mtu), "type", "veth", "peer", "name", b, "mtu", str(mtu))
+    try:
+        for ifn in (a, b):
+            for key in ("disable_ipv6",):
+                p = Path(f"/proc/sys/net/ipv6/conf/{ifn}/{key}")
+                if p.exists():
+                    p.write_text("1")
+            _ip("link", "set", ifn, "up")
+        yield a, b
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True)
+
+
+def link_stats(ifname: str) -> dict[str, int]:
+    """Kernel counters of an interface (``ip -s -j link``): rx/tx packets, bytes, dropped."""
+    out = subprocess.run(["ip", "-s", "-j", "link", "show", "dev", ifname], check=True,
+                         capture_output=True, text=True).stdout
+    st = json.loads(out)[0]["stats64"]
+    return {"rx_packets": st["rx"]["packets"], "rx_bytes": st["rx"]["bytes"],
+            "rx_dropped": st["rx"]["dropped"], "tx_packets": st["tx"]["packets"],
+            "tx_bytes": st["tx"]["bytes"], "tx_dropped": st["tx"]["dropped"]}
+
+
+def wait_link_up(ifname: str, timeout_s: float = 5.0) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        out = subprocess.run(["ip", "-j", "link", "show", "dev", ifname], capture_output=True,
+                             text=True).stdout
+        if out and "LOWER_UP" in json.loads(out)[0].get("flags", []):
+            return
+        time.sleep(0.05)
+
+
+# -- capture ------------------------------------------------------------------------------------
+
+class Capture:
+    """tshark -i IF -c N -w FILE in the background; read it back with fields()/json()."""
+
+    def __init__(self, ifname: str, count: int, path: Path, bpf: str = ""):
+        self.path = path
+        argv = [tshark_or_skip(), "-i", ifname, "-c", str(count), "-w", str(path), "-q"]
+        if bpf:
+            argv += ["-f", bpf]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        # tshark prints "Capturing on 'x'" once the capture is open
+        end = time.monotonic() + 20
+        assert self.proc.stderr
+        while time.monotonic() < end:
+            line = self.proc.stderr.readline()
+            if not line or "Capturing on" in line:
+                break
+        time.sleep(0.3)
+
+    def wait(self, timeout_s: float = 20) -> None:
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+    def fields(self, *fields: str, checks: bool = False) -> list[list[str]]:
+        argv = [tshark_or_skip(), "-r", str(self.path), "-T", "fields", "-E", "separator=|",
+                "-E", "occurrence=a", "-E", "aggregator=,"]
+        if checks:
+            argv += ["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"]
+        for f in fields:
+            argv += ["-e", f]
+        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+        return [ln.split("|") for ln in out.splitlines() if ln]
+
+    def __enter__(self) -> "Capture":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+
+__all__ = ["tag", "tgen_binary_or_skip", "testpmd_or_skip", "tshark_or_skip", "start_tgen",
+           "veth_pair", "link_stats", "wait_link_up", "Capture", "TestpmdPeer", "PortSpec"]
