@@ -143,3 +143,14 @@ def test_json_errors_quote_stderr():
     assert doc is None and "boom" in err
     doc, err = _parse_json('{"error": "unable to connect to server"}', "", "client 0")
     assert "unable to connect" in err
+
+
+def test_trial_result_view(measurer):
+    res = measurer.measure_tcp(1.2, streams=2)          # rounded up to 2 whole seconds
+    assert res.duration_s == 2 and "-t" in res.commands[-1]
+    assert res.commands[-1][res.commands[-1].index("-t") + 1] == "2"
+    tr = res.to_trial_result()
+    assert tr.valid and tr.load_pps == 0.0
+    assert tr.extra["throughput_bps"] == res.receiver_bps > 0
+    assert tr.extra["tcp"]["layer"] == LAYER and tr.effective_duration_s > 1.5
+    assert measurer.measure_tcp_supported()

@@ -147,6 +147,33 @@ class TcpResult:
     def receiver_gbps(self) -> float:
         return self.receiver_bps / 1e9
 
+    @property
+    def throughput_bps(self) -> float:
+        """The headline figure (TCP payload goodput, receivers, all directions)."""
+        return self.total_bps
+
+    @property
+    def invalid_reasons(self) -> list[str]:
+        return list(self.errors)
+
+    @property
+    def effective_duration_s(self) -> float:
+        secs = [p.seconds for p in self.per_process if p.error is None]
+        return max(secs) if secs else 0.0
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The keys ``SimMeasurer.measure_tcp`` puts in ``TrialResult.extra``, plus the full record."""
+        return {"throughput_bps": self.throughput_bps, "layer": self.layer,
+                "streams": self.streams, "processes": self.processes,
+                "retransmits": self.retransmits, "tcp": self.to_dict()}
+
+    def to_trial_result(self) -> TrialResult:
+        """The same trial as a :class:`TrialResult` (load 0, no frame counts) for the recorder."""
+        return TrialResult(duration_s=self.duration_s, load_pps=0.0,
+                           effective_duration_s=self.effective_duration_s, valid=self.valid,
+                           invalid_reasons=self.invalid_reasons, extra=self.extra)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["total_bps"] = self.total_bps
@@ -476,6 +503,9 @@ class Iperf3Measurer(Measurer):
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         raise Unsupported("iperf3 measures TCP throughput: there is no offered load "
                           "(use measure_tcp)")
+
+    def measure_tcp_supported(self) -> bool:
+        return True
 
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {"measurer": self.name, "iperf3": self.version, "layer": LAYER,
