@@ -1,0 +1,82 @@
+"""What every method shares: params base, recorder plumbing, the throughput prerequisite."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nfvperf import units
+from nfvperf.search.validity import DEFAULT_RETRIES, TrialRunner
+from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult
+
+
+class MethodParams(BaseModel):
+    """Base of every method's params: unknown keys are errors, every field is validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    name: Optional[str] = Field(None, description="test name used for recording; default: the method name")
+    max_retries: int = Field(DEFAULT_RETRIES, ge=0, le=20,
+                             description="repeat an invalid trial this many times, then fail the test")
+
+
+class ResultBase:
+    """Mixin: ``to_dict()`` for the method result dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)  # type: ignore[arg-type]
+        return _clean(d)
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+class Rec:
+    """Wraps the runner's recorder: ``trial(test, TrialResult, **context)``, optional ``progress``."""
+
+    def __init__(self, recorder: Any, test: str, method: str, profile: TrafficProfile) -> None:
+        self.recorder = recorder
+        self.test = test
+        self.method = method
+        self.profile = profile
+
+    def trial(self, tr: TrialResult, ctx: dict) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.trial(self.test, tr, method=self.method,
+                            frame_size_b=self.profile.frame_size_b, **ctx)
+
+    def progress(self, fraction: float, message: str) -> None:
+        fn = getattr(self.recorder, "progress", None)
+        if callable(fn):
+            fn(max(0.0, min(1.0, fraction)), message)
+
+
+def setup(measurer: Measurer, profile: TrafficProfile, params: MethodParams, recorder: Any,
+          method: str) -> tuple[Rec, TrialRunner]:
+    rec = Rec(recorder, params.name or method, method, profile)
+    runner = TrialRunner(measurer, retries=params.max_retries, on_trial=rec.trial)
+    return rec, runner
+
+
+def rates(fps: Optional[float], profile: TrafficProfile) -> dict[str, Optional[float]]:
+    """fps with its L1/L2 Mbps and % line rate (L1) on the wire (outer size for VXLAN)."""
+    if fps is None:
+        return {"fps": None, "l1_mbps": None, "l1_pct": None, "l2_mbps": None}
+    size = profile.wire_size_b
+    return {"fps": fps, "l1_mbps": units.l1_bps(fps, size) / 1e6,
+            "l1_pct": units.pct_line_rate(fps, size, profile.link_speed_bps),
+            "l2_mbps": units.l2_bps(fps, size) / 1e6}
+
+
+def is_line_rate(pps: float, profile: TrafficProfile, rel_tol: float = 1e-6) -> bool:
+    return pps >= profile.max_load_pps * (1 - rel_tol)

@@ -1,0 +1,74 @@
+"""RFC 2544 §26.3 frame loss rate: 100 % of line rate, then down in steps ≤ 10 % until two
+successive trials without loss; loss % = (in − out) × 100 / in."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from nfvperf.tg.base import Measurer, TrafficProfile
+
+from .common import MethodParams, ResultBase, setup
+
+
+class FrameLossRateParams(MethodParams):
+    start_pct: float = Field(100.0, gt=0.0, le=100.0, description="first load, % of line rate")
+    step_pct: float = Field(10.0, description="step down, % of line rate (RFC 2544 §26.3: ≤10)")
+    trial_duration_s: float = Field(60.0, gt=0.0)
+    zero_loss_stop: int = Field(2, ge=1, le=10, description="stop after this many successive zero-loss trials")
+
+    @field_validator("step_pct")
+    @classmethod
+    def _step(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("step_pct must be > 0")
+        if v > 10.0:
+            raise ValueError(f"step_pct {v} % is too coarse: RFC 2544 §26.3 requires steps of at "
+                             f"most 10 % of the maximum rate (finer steps are encouraged)")
+        return v
+
+
+@dataclass
+class FrameLossRateResult(ResultBase):
+    method: str
+    frame_size_b: int
+    points: list = field(default_factory=list)   # [{pct, load_pps, sent, received, loss_pct}]
+    trials: int = 0
+    stopped: str = ""
+    line_rate_pps: float = 0.0
+
+
+def loss_pct(sent: int, received: int) -> float:
+    """(in − out) × 100 / in."""
+    return (sent - received) * 100.0 / sent if sent else 0.0
+
+
+def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams,
+        recorder: Any = None) -> FrameLossRateResult:
+    rec, runner = setup(measurer, profile, params, recorder, "frame_loss_rate")
+    line = profile.max_load_pps
+    out = FrameLossRateResult(method="frame_loss_rate", frame_size_b=profile.frame_size_b,
+                              line_rate_pps=line)
+    zeros = 0
+    i = 0
+    n_max = int(params.start_pct / params.step_pct) + 1
+    while True:
+        pct = round(params.start_pct - i * params.step_pct, 9)
+        if pct <= 0:
+            out.stopped = "reached 0 % load"
+            break
+        load = line * pct / 100.0
+        tr = runner.measure(params.trial_duration_s, load, phase="frame_loss_rate", pct=pct)
+        sent, received = tr.expected or tr.sent, tr.received
+        lp = loss_pct(sent, received)
+        out.points.append({"pct": pct, "load_pps": load, "sent": sent, "received": received,
+                           "loss_pct": lp})
+        out.trials += 1
+        rec.progress(min(1.0, (i + 1) / n_max), f"frame loss at {pct:g} %: {lp:.4f} %")
+        zeros = zeros + 1 if received >= sent else 0
+        if zeros >= params.zero_loss_stop:
+            out.stopped = f"{zeros} successive zero-loss trials"
+            break
+        i += 1
+    return out

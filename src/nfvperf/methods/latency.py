@@ -1,0 +1,117 @@
+"""RFC 2544 §26.2 latency at the Throughput rate and at fractions of it (CSIT: 0/10/50/90 %),
+with percentiles, histogram, PDV (RFC 5481) and IPDV (RFC 3393); each point repeated N times
+and the mean reported (RFC 2544: ≥20 repetitions of ≥120 s)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import Field, field_validator
+
+from nfvperf.tg.base import LatencySummary, Measurer, TrafficProfile
+
+from .common import ResultBase, setup
+from .throughput import ThroughputPrereq, prerequisite
+
+
+class LatencyParams(ThroughputPrereq):
+    fractions: list[float] = Field(default_factory=lambda: [1.0], min_length=1,
+                                   description="loads as fractions of the Throughput; 0 = idle latency stream")
+    trial_duration_s: float = Field(120.0, gt=0.0, description="RFC 2544 §26.2: ≥120 s")
+    repetitions: int = Field(20, ge=1, le=1000, description="RFC 2544 §26.2: ≥20, mean reported")
+    idle_load_pps: float = Field(9000.0, gt=0.0, description="load used for fraction 0 (CSIT latency stream, 9 kpps)")
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        for f in v:
+            if not 0.0 <= f <= 1.0:
+                raise ValueError(f"fraction {f} is outside [0, 1] (fractions of the Throughput)")
+        if len(set(v)) != len(v):
+            raise ValueError("fractions must be unique")
+        return v
+
+
+@dataclass
+class LatencyPoint:
+    fraction: float
+    load_pps: float
+    repetitions: int
+    count: int = 0
+    min_ns: float = 0.0           # mean over repetitions of each trial's min
+    avg_ns: float = 0.0
+    max_ns: float = 0.0
+    min_of_min_ns: float = 0.0
+    max_of_max_ns: float = 0.0
+    percentiles_ns: dict = field(default_factory=dict)   # mean over repetitions
+    histogram: list = field(default_factory=list)         # merged over repetitions
+    pdv_ns: dict = field(default_factory=dict)            # mean over repetitions
+    ipdv_ns: dict = field(default_factory=dict)
+    lost: int = 0
+    loss_ratio_max: float = 0.0
+
+
+@dataclass
+class LatencyResult(ResultBase):
+    method: str
+    frame_size_b: int
+    throughput_pps: float
+    points: list = field(default_factory=list)
+    definition: str = ""
+    trial_duration_s: float = 0.0
+    repetitions: int = 0
+    throughput_result: Optional[dict] = None
+    notes: list = field(default_factory=list)
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
+        recorder: Any = None) -> LatencyResult:
+    rec, runner = setup(measurer, profile, params, recorder, "latency")
+    tput, tres = prerequisite(runner, rec, profile, params)
+    out = LatencyResult(method="latency", frame_size_b=profile.frame_size_b, throughput_pps=tput,
+                        trial_duration_s=params.trial_duration_s, repetitions=params.repetitions,
+                        throughput_result=tres)
+    total = len(params.fractions) * params.repetitions
+    done = 0
+    for frac in params.fractions:
+        load = params.idle_load_pps if frac == 0.0 else tput * frac
+        sums: list[LatencySummary] = []
+        lost = 0
+        lr_max = 0.0
+        for i in range(params.repetitions):
+            tr = runner.measure(params.trial_duration_s, load, phase="latency", fraction=frac,
+                                repetition=i + 1)
+            done += 1
+            rec.progress(done / total, f"latency {frac:.0%} of Throughput, repetition {i + 1}")
+            lost += tr.lost
+            lr_max = max(lr_max, tr.loss_ratio)
+            if tr.latency is not None and tr.latency.count:
+                sums.append(tr.latency)
+                out.definition = tr.latency.definition
+        pt = LatencyPoint(fraction=frac, load_pps=load, repetitions=params.repetitions, lost=lost,
+                          loss_ratio_max=lr_max)
+        if sums:
+            pt.count = sum(s.count for s in sums)
+            pt.min_ns = _mean([s.min_ns for s in sums])
+            pt.avg_ns = _mean([s.avg_ns for s in sums])
+            pt.max_ns = _mean([s.max_ns for s in sums])
+            pt.min_of_min_ns = min(s.min_ns for s in sums)
+            pt.max_of_max_ns = max(s.max_ns for s in sums)
+            for attr in ("percentiles_ns", "pdv_ns", "ipdv_ns"):
+                keys = getattr(sums[0], attr).keys()
+                setattr(pt, attr, {k: _mean([getattr(s, attr).get(k, 0.0) for s in sums]) for k in keys})
+            hist: dict[float, int] = {}
+            for s in sums:
+                for ub, c in s.histogram:
+                    hist[ub] = hist.get(ub, 0) + c
+            pt.histogram = [[ub, c] for ub, c in sorted(hist.items())]
+        else:
+            out.notes.append(f"no latency samples at fraction {frac} (measurer did not timestamp)")
+        if lost:
+            out.notes.append(f"frames lost at fraction {frac}: {lost} (lost frames have no latency)")
+        out.points.append(pt)
+    return out

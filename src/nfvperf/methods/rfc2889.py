@@ -1,0 +1,193 @@
+"""RFC 2889 forwarding rate, address caching and address learning (METHODOLOGY W3, W6, W7).
+
+Address trials need ``measurer.measure_addresses(addresses, learning_pps, duration_s,
+load_pps)`` (the sim has it); a measurer without it raises Unsupported.  A trial passes when no
+test frame is lost and none is flooded (``TrialResult.extra['flooded']``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import Field, model_validator
+
+from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult, Unsupported
+
+from .common import MethodParams, ResultBase, setup
+from .throughput import ThroughputPrereq, prerequisite
+
+
+# --- max forwarding rate ---------------------------------------------------------------------
+
+class ForwardingParams(ThroughputPrereq):
+    max_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="Maximum Offered Load, % of line rate")
+    step_pct: float = Field(10.0, gt=0.0, le=50.0, description="offered-load step, % of line rate")
+    trial_duration_s: float = Field(30.0, gt=0.0, description="RFC 2889: ≥30 s")
+
+
+@dataclass
+class ForwardingResult(ResultBase):
+    method: str
+    frame_size_b: int
+    throughput_pps: float
+    points: list = field(default_factory=list)     # [{offered_pps, forwarding_rate_pps, loss_ratio}]
+    max_forwarding_rate_pps: float = 0.0
+    at_offered_pps: float = 0.0
+    throughput_result: Optional[dict] = None
+
+
+def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: ForwardingParams,
+                   recorder: Any = None) -> ForwardingResult:
+    rec, runner = setup(measurer, profile, params, recorder, "rfc2889_forwarding")
+    tput, tres = prerequisite(runner, rec, profile, params)
+    line = profile.max_load_pps
+    mol = line * params.max_load_pct / 100.0
+    step = line * params.step_pct / 100.0
+    loads = []
+    x = min(tput, mol)
+    while x < mol - 1e-6:
+        loads.append(x)
+        x += step
+    loads.append(mol)
+    out = ForwardingResult(method="rfc2889_forwarding", frame_size_b=profile.frame_size_b,
+                           throughput_pps=tput, throughput_result=tres)
+    for i, load in enumerate(loads):
+        tr = runner.measure(params.trial_duration_s, load, phase="forwarding_rate")
+        fr = tr.forwarding_rate_pps
+        out.points.append({"offered_pps": load, "forwarding_rate_pps": fr, "loss_ratio": tr.loss_ratio})
+        if fr > out.max_forwarding_rate_pps:
+            out.max_forwarding_rate_pps, out.at_offered_pps = fr, load
+        rec.progress((i + 1) / len(loads), f"forwarding rate {fr:,.0f} pps at {load:,.0f} offered")
+    return out
+
+
+# --- address caching / learning ------------------------------------------------------------
+
+def _addr_trial(runner: Any, measurer: Measurer, addresses: int, learning_pps: float,
+                duration_s: float, load_pps: float, phase: str) -> TrialResult:
+    fn = getattr(measurer, "measure_addresses", None)
+    if not callable(fn):
+        raise Unsupported(f"{measurer.name} cannot run RFC 2889 address trials (no measure_addresses)")
+    return runner.call(lambda: fn(addresses, learning_pps, duration_s, load_pps), duration_s,
+                       load_pps, phase=phase, addresses=addresses, learning_pps=learning_pps)
+
+
+def _addr_ok(tr: TrialResult) -> bool:
+    return tr.lost == 0 and int(tr.extra.get("flooded", 0)) == 0
+
+
+class AddressCachingParams(MethodParams):
+    min_addresses: int = Field(1, ge=1)
+    max_addresses: int = Field(65536, ge=1, le=1 << 24)
+    learning_rate_pps: float = Field(1000.0, gt=0.0, description="rate of the learning frames")
+    load_pct: float = Field(10.0, gt=0.0, le=100.0, description="test-frame load, % of line rate")
+    trial_duration_s: float = Field(10.0, gt=0.0)
+    aging_time_s: float = Field(300.0, gt=0.0, description="DUT address aging time; must exceed the learning period")
+    resolution_addresses: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> "AddressCachingParams":
+        if self.min_addresses > self.max_addresses:
+            raise ValueError("min_addresses must be <= max_addresses")
+        period = self.max_addresses / self.learning_rate_pps + self.trial_duration_s
+        if period >= self.aging_time_s:
+            raise ValueError(f"learning period + trial ({period:g} s) must be shorter than the aging "
+                             f"time ({self.aging_time_s:g} s), or learned addresses age out (RFC 2889)")
+        return self
+
+
+@dataclass
+class AddressResult(ResultBase):
+    method: str
+    frame_size_b: int
+    address_capacity: Optional[int] = None        # caching
+    learning_rate_pps: Optional[float] = None     # learning
+    address_count: Optional[int] = None
+    lower_bound: Optional[float] = None
+    upper_bound: Optional[float] = None
+    trials: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: AddressCachingParams,
+                        recorder: Any = None) -> AddressResult:
+    rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_caching")
+    load = profile.max_load_pps * params.load_pct / 100.0
+    out = AddressResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b)
+
+    def ok(n: int) -> bool:
+        tr = _addr_trial(runner, measurer, n, params.learning_rate_pps, params.trial_duration_s,
+                         load, "address_caching")
+        good = _addr_ok(tr)
+        out.trials.append({"addresses": n, "ok": good, "lost": tr.lost,
+                           "flooded": tr.extra.get("flooded", 0)})
+        rec.progress(0.5, f"address caching: {n} addresses {'ok' if good else 'fail'}")
+        return good
+
+    lo, hi = params.min_addresses - 1, params.max_addresses
+    if ok(hi):
+        lo = hi
+        out.notes.append("max_addresses passed: the capacity is at least this")
+    else:
+        hi_fail = hi
+        while hi_fail - lo > params.resolution_addresses:
+            mid = (lo + hi_fail) // 2
+            if mid <= lo:
+                break
+            if ok(mid):
+                lo = mid
+            else:
+                hi_fail = mid
+        hi = hi_fail
+    out.address_capacity = lo if lo >= params.min_addresses else 0
+    out.lower_bound, out.upper_bound = lo, hi
+    return out
+
+
+class AddressLearningParams(MethodParams):
+    address_count: int = Field(1000, ge=1, le=1 << 24, description="≤ the address caching capacity (W7)")
+    min_rate_pps: float = Field(100.0, gt=0.0)
+    max_rate_pps: Optional[float] = Field(None, gt=0.0, description="default: line rate")
+    resolution_pct: float = Field(1.0, gt=0.0, le=50.0, description="stop at width ≤ this % of the upper bound")
+    load_pct: float = Field(10.0, gt=0.0, le=100.0)
+    trial_duration_s: float = Field(10.0, gt=0.0)
+
+
+def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: AddressLearningParams,
+                         recorder: Any = None) -> AddressResult:
+    rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_learning")
+    load = profile.max_load_pps * params.load_pct / 100.0
+    top = params.max_rate_pps or profile.max_load_pps
+    if params.min_rate_pps >= top:
+        raise ValueError("min_rate_pps must be below max_rate_pps / line rate")
+    out = AddressResult(method="rfc2889_address_learning", frame_size_b=profile.frame_size_b,
+                        address_count=params.address_count)
+
+    def ok(rate: float) -> bool:
+        tr = _addr_trial(runner, measurer, params.address_count, rate, params.trial_duration_s,
+                         load, "address_learning")
+        good = _addr_ok(tr)
+        out.trials.append({"learning_rate_pps": rate, "ok": good, "lost": tr.lost,
+                           "flooded": tr.extra.get("flooded", 0)})
+        rec.progress(0.5, f"address learning at {rate:,.0f} pps {'ok' if good else 'fail'}")
+        return good
+
+    if ok(top):
+        out.learning_rate_pps, out.lower_bound = top, top
+        out.notes.append("the DUT learned at the maximum rate tried")
+        return out
+    lo, hi = 0.0, top
+    if ok(params.min_rate_pps):
+        lo = params.min_rate_pps
+    else:
+        out.notes.append("the DUT failed even at min_rate_pps")
+        out.learning_rate_pps, out.upper_bound = None, params.min_rate_pps
+        return out
+    while hi - lo > params.resolution_pct / 100.0 * hi:
+        mid = (lo + hi) / 2.0
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    out.learning_rate_pps, out.lower_bound, out.upper_bound = lo, lo, hi
+    return out

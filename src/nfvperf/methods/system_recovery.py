@@ -1,0 +1,82 @@
+"""RFC 2544 §26.5 system recovery (variant "rfc2544": 110 % of Throughput, capped at line rate,
+then 50 %) or the OPNFV variant ("opnfv": 150 %, then 75 %).  Recovery time = B − A, with A the
+moment the rate drops and B the time of the last lost frame (the RFC text says "subtract B from
+A"; B − A is what is meant)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from nfvperf.tg.base import Measurer, Segment, TrafficProfile
+
+from .common import ResultBase, setup
+from .throughput import ThroughputPrereq, prerequisite
+
+VARIANTS = {"rfc2544": (110.0, 50.0), "opnfv": (150.0, 75.0)}
+
+
+class SystemRecoveryParams(ThroughputPrereq):
+    variant: Literal["rfc2544", "opnfv"] = "rfc2544"
+    overload_pct: Optional[float] = Field(None, gt=100.0, le=1000.0, description="override: overload, % of Throughput")
+    recovery_pct: Optional[float] = Field(None, gt=0.0, lt=100.0, description="override: reduced load, % of Throughput")
+    overload_s: float = Field(60.0, gt=0.0, description="overload duration (RFC 2544: ≥60 s)")
+    recovery_s: float = Field(60.0, gt=0.0, description="time observed at the reduced load")
+    repetitions: int = Field(1, ge=1, le=100)
+
+
+@dataclass
+class SystemRecoveryResult(ResultBase):
+    method: str
+    frame_size_b: int
+    variant: str
+    throughput_pps: float
+    overload_pps: float
+    recovery_load_pps: float
+    overload_capped_at_line_rate: bool
+    a_s: float
+    recovery_times_s: list = field(default_factory=list)
+    recovery_time_s: Optional[float] = None     # mean over repetitions
+    b_minus_a_s: list = field(default_factory=list)   # raw, may be ≤ 0
+    lost: list = field(default_factory=list)
+    throughput_result: Optional[dict] = None
+    notes: list = field(default_factory=list)
+
+
+def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParams,
+        recorder: Any = None) -> SystemRecoveryResult:
+    rec, runner = setup(measurer, profile, params, recorder, "system_recovery")
+    tput, tres = prerequisite(runner, rec, profile, params)
+    over_pct, low_pct = VARIANTS[params.variant]
+    over_pct = params.overload_pct or over_pct
+    low_pct = params.recovery_pct or low_pct
+    line = profile.max_load_pps
+    over = tput * over_pct / 100.0
+    capped = over > line
+    over = min(over, line)
+    low = tput * low_pct / 100.0
+    a = params.overload_s
+    out = SystemRecoveryResult(method="system_recovery", frame_size_b=profile.frame_size_b,
+                               variant=params.variant, throughput_pps=tput, overload_pps=over,
+                               recovery_load_pps=low, overload_capped_at_line_rate=capped, a_s=a,
+                               throughput_result=tres)
+    if capped:
+        out.notes.append(f"overload {over_pct:g} % of Throughput is above line rate; line rate used")
+    for i in range(params.repetitions):
+        tr = runner.measure_segments([Segment(a, over), Segment(params.recovery_s, low)],
+                                     phase="system_recovery", variant=params.variant,
+                                     repetition=i + 1)
+        lasts = [s.last_loss_ns for s in tr.streams if s.last_loss_ns is not None]
+        out.lost.append(tr.lost)
+        if not lasts:
+            out.notes.append(f"repetition {i + 1}: no frame lost (overload did not overflow the DUT)")
+            out.recovery_times_s.append(0.0)
+            out.b_minus_a_s.append(None)
+            continue
+        b = max(lasts) / 1e9
+        out.b_minus_a_s.append(b - a)
+        out.recovery_times_s.append(max(0.0, b - a))
+        rec.progress((i + 1) / params.repetitions, f"recovery {max(0.0, b - a):.3f} s")
+    out.recovery_time_s = sum(out.recovery_times_s) / len(out.recovery_times_s)
+    return out

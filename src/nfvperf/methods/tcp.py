@@ -1,0 +1,55 @@
+"""TCP throughput with iperf3 (streams, processes, duration).  Calls ``measurer.measure_tcp``;
+a measurer without it raises Unsupported (the iperf3 measurer provides it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import Field
+
+from nfvperf.tg.base import Measurer, TrafficProfile, Unsupported
+
+from .common import MethodParams, ResultBase, setup
+
+
+class TcpParams(MethodParams):
+    streams: int = Field(1, ge=1, le=128, description="iperf3 -P")
+    processes: int = Field(1, ge=1, le=64, description="parallel iperf3 client processes")
+    duration_s: float = Field(60.0, gt=0.0, description="iperf3 -t")
+    omit_s: float = Field(2.0, ge=0.0, description="iperf3 -O: seconds of slow start not counted")
+    reverse: bool = Field(False, description="iperf3 -R")
+    bidirectional: bool = Field(False, description="iperf3 --bidir")
+    window: Optional[str] = Field(None, pattern=r"^[0-9]+[KMG]?$", description="iperf3 -w")
+    mss: Optional[int] = Field(None, ge=88, le=9216, description="iperf3 -M")
+    repetitions: int = Field(1, ge=1, le=100)
+
+
+@dataclass
+class TcpResult(ResultBase):
+    method: str
+    throughput_bps: list = field(default_factory=list)
+    mean_throughput_bps: Optional[float] = None
+    streams: int = 1
+    processes: int = 1
+    duration_s: float = 0.0
+    retransmits: list = field(default_factory=list)
+
+
+def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
+        recorder: Any = None) -> TcpResult:
+    fn = getattr(measurer, "measure_tcp", None)
+    if not callable(fn):
+        raise Unsupported(f"{measurer.name} cannot run TCP tests (needs the iperf3 measurer)")
+    rec, runner = setup(measurer, profile, params, recorder, "tcp")
+    out = TcpResult(method="tcp", streams=params.streams, processes=params.processes,
+                    duration_s=params.duration_s)
+    kw = dict(streams=params.streams, processes=params.processes, duration_s=params.duration_s,
+              omit_s=params.omit_s, reverse=params.reverse, bidirectional=params.bidirectional,
+              window=params.window, mss=params.mss)
+    for i in range(params.repetitions):
+        tr = runner.call(lambda: fn(**kw), params.duration_s, 0.0, phase="tcp", repetition=i + 1)
+        out.throughput_bps.append(float(tr.extra.get("throughput_bps", 0.0)))
+        out.retransmits.append(tr.extra.get("retransmits"))
+        rec.progress((i + 1) / params.repetitions, f"tcp {out.throughput_bps[-1] / 1e9:.2f} Gbps")
+    out.mean_throughput_bps = sum(out.throughput_bps) / len(out.throughput_bps)
+    return out

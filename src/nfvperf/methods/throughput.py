@@ -1,0 +1,177 @@
+"""RFC 2544 §26.1 throughput (zero loss or any loss goal), by binary | ndrpdr | mlr | mlrsearch."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from nfvperf.search.result import SearchResult
+from nfvperf.tg.base import Measurer, TrafficProfile
+
+from .common import MethodParams, ResultBase, rates, setup
+
+SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
+PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "rfc2544", "tst009"]
+
+
+class GoalParams(BaseModel):
+    """One MLR search goal (METHODOLOGY §8 terms)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1)
+    loss_ratio: float = Field(0.0, ge=0.0, lt=1.0)
+    exceed_ratio: float = Field(0.5, ge=0.0, lt=1.0)
+    relative_width: float = Field(0.005, gt=0.0, lt=1.0)
+    final_trial_duration_s: float = Field(1.0, gt=0.0)
+    duration_sum_s: float = Field(21.0, gt=0.0)
+    initial_trial_duration_s: Optional[float] = Field(None, gt=0.0)
+
+    def to_goal(self) -> Any:
+        from nfvperf.search.mlr import SearchGoal
+        return SearchGoal(self.name, self.loss_ratio, self.exceed_ratio, self.relative_width,
+                          self.final_trial_duration_s, self.duration_sum_s,
+                          initial_trial_duration=self.initial_trial_duration_s)
+
+
+class ThroughputParams(MethodParams):
+    search: SearchKind = Field("binary", description="binary (RFC 2544), ndrpdr, mlr (ours), mlrsearch (PyPI 1.2.1)")
+    loss_ratio: float = Field(0.0, ge=0.0, lt=1.0, description="goal loss ratio (0 = RFC 2544 zero loss)")
+    pdr_loss_ratio: float = Field(0.005, gt=0.0, lt=1.0, description="ndrpdr: the PDR goal loss ratio")
+    trial_duration_s: float = Field(60.0, gt=0.0, description="search trial duration (RFC 2544 §24: ≥60 s)")
+    final_trial_duration_s: Optional[float] = Field(None, gt=0.0, description="full-length verification; default = trial_duration_s")
+    resolution_pct: float = Field(0.1, gt=0.0, le=50.0, description="binary: stop at width ≤ this % of line rate")
+    relative_width: float = Field(0.005, gt=0.0, lt=1.0, description="ndrpdr/mlr: goal width relative to the upper bound")
+    max_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="max load, % of line rate (L1)")
+    min_load_pps: float = Field(9001.0, gt=0.0, description="mlr/mlrsearch min load")
+    warmup_s: float = Field(1.0, ge=0.0, description="mlr/mlrsearch: discarded warm-up trial at max load")
+    preset: Optional[PresetName] = Field(None, description="mlr/mlrsearch goal preset")
+    goals: Optional[list[GoalParams]] = Field(None, min_length=1, description="mlr/mlrsearch explicit goals")
+    time_budget_s: Optional[float] = Field(None, gt=0.0, description="cap on total trial seconds")
+
+    @model_validator(mode="after")
+    def _check(self) -> "ThroughputParams":
+        if self.final_trial_duration_s is not None and self.final_trial_duration_s < self.trial_duration_s:
+            raise ValueError("final_trial_duration_s must be >= trial_duration_s (G10: the final "
+                             "determination uses full-length trials)")
+        if self.preset and self.goals:
+            raise ValueError("give either preset or goals, not both")
+        if (self.preset or self.goals) and self.search not in ("mlr", "mlrsearch"):
+            raise ValueError("preset/goals apply only to search: mlr or mlrsearch")
+        if self.goals and len({g.name for g in self.goals}) != len(self.goals):
+            raise ValueError("goal names must be unique")
+        return self
+
+    def mlr_goals(self) -> tuple:
+        from nfvperf.search.mlr import PRESETS, SearchGoal
+        if self.goals:
+            return tuple(g.to_goal() for g in self.goals)
+        if self.preset:
+            return PRESETS[self.preset]
+        final = self.final_trial_duration_s or self.trial_duration_s
+        return (SearchGoal("throughput", self.loss_ratio, 0.0, self.relative_width, final, final,
+                           initial_trial_duration=min(1.0, self.trial_duration_s)),)
+
+
+@dataclass
+class ThroughputResult(ResultBase):
+    method: str
+    frame_size_b: int
+    search: str
+    throughput_pps: Optional[float]              # RLB of the first goal / binary result
+    rates: dict = field(default_factory=dict)    # fps, l1_mbps, l1_pct, l2_mbps (per interface)
+    line_rate_pps: float = 0.0
+    max_load_pps: float = 0.0
+    lower_bound_pps: Optional[float] = None
+    upper_bound_pps: Optional[float] = None
+    goals: list = field(default_factory=list)    # per-goal GoalResult dicts
+    trials: int = 0
+    total_trial_s: float = 0.0
+    wall_s: float = 0.0
+    irregular: bool = False
+    bidirectional: bool = True
+    load_is: str = "per interface (per direction)"
+    notes: list = field(default_factory=list)
+    trace: list = field(default_factory=list)     # [{load_pps, duration_s, loss_ratio, phase}]
+
+    @property
+    def pdr_pps(self) -> Optional[float]:
+        for g in self.goals:
+            if g.get("name") == "pdr":
+                return g.get("lower_bound_pps")
+        return None
+
+
+def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
+           progress: Any = None, **context: Any) -> SearchResult:
+    """Run the chosen search (used by other methods as their throughput prerequisite)."""
+    max_load = profile.max_load_pps * params.max_load_pct / 100.0
+    final = params.final_trial_duration_s
+    kind = params.search
+    if kind == "binary":
+        from nfvperf.search.binary import binary_search
+        return binary_search(runner, max_load, trial_duration_s=params.trial_duration_s,
+                             final_duration_s=final,
+                             resolution_pps=profile.max_load_pps * params.resolution_pct / 100.0,
+                             loss_ratio=params.loss_ratio, time_budget_s=params.time_budget_s,
+                             progress=progress, **context)
+    if kind == "ndrpdr":
+        from nfvperf.search.ndrpdr import ndrpdr_search
+        return ndrpdr_search(runner, max_load, pdr_loss_ratio=params.pdr_loss_ratio,
+                             trial_duration_s=params.trial_duration_s, final_duration_s=final,
+                             relative_width=params.relative_width,
+                             time_budget_s=params.time_budget_s, progress=progress, **context)
+    if kind == "mlr":
+        from nfvperf.search.mlr import mlr_search
+        return mlr_search(runner, params.mlr_goals(), max_load, min_load_pps=params.min_load_pps,
+                          warmup_s=params.warmup_s, time_budget_s=params.time_budget_s,
+                          progress=progress, **context)
+    if kind == "mlrsearch":
+        from nfvperf.search.mlrsearch_engine import mlrsearch_search
+        return mlrsearch_search(runner, params.mlr_goals(), max_load,
+                                min_load_pps=params.min_load_pps, warmup_s=params.warmup_s,
+                                time_budget_s=params.time_budget_s, **context)
+    raise ValueError(f"unknown search {kind!r}")
+
+
+def run(measurer: Measurer, profile: TrafficProfile, params: ThroughputParams,
+        recorder: Any = None) -> ThroughputResult:
+    rec, runner = setup(measurer, profile, params, recorder, "throughput")
+    rec.progress(0.0, f"throughput {profile.frame_size_b} B: {params.search} search")
+    sr = search(runner, profile, params, progress=rec.progress)
+    rec.progress(1.0, f"throughput {profile.frame_size_b} B: {sr.load_pps}")
+    return from_search(sr, profile, params)
+
+
+def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputParams) -> ThroughputResult:
+    return ThroughputResult(
+        method="throughput", frame_size_b=profile.frame_size_b, search=sr.kind,
+        throughput_pps=sr.load_pps, rates=rates(sr.load_pps, profile),
+        line_rate_pps=profile.max_load_pps, max_load_pps=sr.max_load_pps or 0.0,
+        lower_bound_pps=sr.lower_bound_pps, upper_bound_pps=sr.upper_bound_pps,
+        goals=[g.to_dict() for g in sr.goals], trials=sr.trials_used,
+        total_trial_s=sr.total_trial_s, wall_s=sr.wall_s, irregular=sr.irregular,
+        bidirectional=profile.bidirectional, notes=list(sr.notes),
+        trace=[{"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
+                "phase": t.phase} for t in sr.trials])
+
+
+class ThroughputPrereq(MethodParams):
+    """Params base of methods that need the Throughput first (latency, b2b, recovery, ...)."""
+
+    throughput_pps: Optional[float] = Field(None, gt=0.0, description="known Throughput; else measured with `throughput`")
+    throughput: ThroughputParams = Field(default_factory=ThroughputParams,
+                                         description="how to measure the Throughput when throughput_pps is not given")
+
+
+def prerequisite(runner: Any, rec: Any, profile: TrafficProfile, params: ThroughputPrereq) -> tuple[float, Optional[dict]]:
+    """(throughput_pps, throughput result dict or None) — measured if not given."""
+    if params.throughput_pps is not None:
+        return params.throughput_pps, None
+    rec.progress(0.0, "measuring the Throughput first")
+    sr = search(runner, profile, params.throughput, phase_group="throughput")
+    if sr.load_pps is None or sr.load_pps <= 0:
+        raise RuntimeError(f"throughput prerequisite failed: no lossless load found "
+                           f"({'; '.join(sr.notes) or 'min load lost frames'})")
+    return sr.load_pps, from_search(sr, profile, params.throughput).to_dict()

@@ -1,0 +1,240 @@
+"""An MLR-style multi-goal search (our controller; decisions by :mod:`.classify`).
+
+Per goal there is a chain of *targets*: the final one (the goal itself) and ``preceding_targets``
+coarser ones, each with twice the width of the next and a geometrically smaller duration sum
+(down to the initial trial duration).  A target is worked on only when the coarser one before
+it is done, so the expensive full-sum trials happen only inside an already narrow interval.
+
+Load selection (CSIT-style):
+
+1. a warm-up trial at Max Load, discarded (its time is counted);
+2. a trial at Max Load; its forwarding rate, corrected for the smallest goal loss ratio, is the
+   next load (MRR);
+3. then, repeatedly, every unfinished target whose preceding target is finished proposes one
+   load — more trials at an undecided load inside its bounds, else a bisection point, else an
+   expansion step (width × coefficient^n) outside a missing bound — and the *lowest* proposed
+   load is measured (lower loads first);
+4. stop when every goal has RUB − RLB ≤ width·RUB, or is irregular (Max Load is a lower bound,
+   Min Load is an upper bound — fail fast), or the trial-time budget is used up.
+
+Every trial at a load is used for every target and goal (one shared database).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from ..common import RFC2544_TRIAL_OVERHEAD_S
+from ..result import GoalResult, SearchResult, TrialRecord
+from .classify import LOWER, UNDECIDED, UPPER, classify, conditional_throughput
+from .goals import SearchGoal
+
+
+@dataclass
+class Target:
+    goal: SearchGoal
+    index: int                   # 0 = final, 1.. = preceding (coarser)
+    loss_ratio: float
+    exceed_ratio: float
+    relative_width: float
+    final_trial_duration: float  # trial duration used for this target
+    duration_sum: float
+    expand_up: int = 0
+    expand_down: int = 0
+    done: bool = False
+
+
+def make_targets(goal: SearchGoal) -> list[Target]:
+    """Coarsest first, final last."""
+    n = goal.preceding_targets
+    out = [Target(goal, 0, goal.loss_ratio, goal.exceed_ratio, goal.relative_width,
+                  goal.final_trial_duration, goal.duration_sum)]
+    if n:
+        mult = (goal.initial_duration / goal.duration_sum) ** (1.0 / n)
+        width = goal.relative_width
+        for k in range(1, n + 1):
+            s = goal.duration_sum * mult ** k if k < n else goal.initial_duration
+            width = min(0.5, width * 2)
+            out.append(Target(goal, k, goal.loss_ratio, goal.exceed_ratio, width,
+                              min(goal.final_trial_duration, s), s))
+    return list(reversed(out))
+
+
+@dataclass
+class _Db:
+    trials: dict[float, list[tuple[float, float, float]]] = field(default_factory=dict)
+
+    def add(self, load: float, dur: float, loss: float, fwd: float) -> None:
+        self.trials.setdefault(load, []).append((dur, loss, fwd))
+
+    def pairs(self, load: float) -> list[tuple[float, float]]:
+        return [(d, lr) for d, lr, _ in self.trials.get(load, [])]
+
+
+def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[float, str]]:
+    cls = {load: classify(t, db.pairs(load)) for load in db.trials}
+    ubs = [l for l, c in cls.items() if c == UPPER]
+    rub = min(ubs) if ubs else None
+    lbs = [l for l, c in cls.items() if c == LOWER and (rub is None or l < rub)]
+    rlb = max(lbs) if lbs else None
+    return rlb, rub, cls
+
+
+def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
+               min_load_pps: float = 9001.0, warmup_s: float = 1.0,
+               time_budget_s: Optional[float] = None,
+               overhead_s: float = RFC2544_TRIAL_OVERHEAD_S, progress: Any = None,
+               **context: Any) -> SearchResult:
+    """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``."""
+    if not goals:
+        raise ValueError("at least one search goal is needed")
+    if not 0 < min_load_pps < max_load_pps:
+        raise ValueError("need 0 < min_load_pps < max_load_pps")
+    names = [g.name for g in goals]
+    if len(set(names)) != len(names):
+        raise ValueError("goal names must be unique")
+    out = SearchResult(kind="mlr", load_pps=None, max_load_pps=max_load_pps)
+    db = _Db()
+    chains = {g.name: make_targets(g) for g in goals}
+    stopped: dict[str, str] = {}
+
+    def rnd(load: float) -> float:
+        return round(min(max_load_pps, max(min_load_pps, load)), 3)
+
+    def budget_ok(dur: float) -> bool:
+        return time_budget_s is None or out.total_trial_s + dur <= time_budget_s + 1e-9
+
+    def trial(load: float, dur: float, phase: str, use: bool = True, **ctx: Any) -> Any:
+        tr = runner.measure(float(dur), load, phase=phase, search="mlr", **ctx, **context)
+        out.total_trial_s += tr.duration_s
+        out.wall_s += tr.duration_s + overhead_s
+        if use:
+            out.trials.append(TrialRecord(load, tr.duration_s, tr.loss_ratio,
+                                          tr.forwarding_rate_pps, phase))
+            db.add(load, tr.duration_s, tr.loss_ratio, tr.forwarding_rate_pps)
+        return tr
+
+    # 1-2. warm-up and initial trials
+    init_dur = max(c[0].final_trial_duration for c in chains.values())
+    min_ratio = min(g.loss_ratio for g in goals)
+    if warmup_s and budget_ok(warmup_s):
+        trial(max_load_pps, warmup_s, "warmup", use=False)
+    if budget_ok(init_dur):
+        tr0 = trial(max_load_pps, init_dur, "initial")
+        if tr0.loss_ratio > min_ratio:
+            mrr = rnd(math.floor(tr0.forwarding_rate_pps / (1.0 - min_ratio)))
+            if mrr < max_load_pps and budget_ok(init_dur):
+                trial(mrr, init_dur, "initial-mrr")
+
+    def propose(t: Target, prev: Optional[Target]) -> Optional[tuple[float, float]]:
+        rlb, rub, cls = _bounds(db, t)
+        w = t.relative_width
+        dur = t.final_trial_duration
+        # irregular ends
+        if rub is None and rlb is not None and rlb >= max_load_pps:
+            t.done = True
+            return None
+        if rub is not None and rub <= min_load_pps:
+            t.done = True
+            return None
+        if rlb is not None and rub is not None and rub - rlb <= w * rub + 1e-6:
+            t.done = True
+            return None
+        lo = rlb if rlb is not None else -1.0
+        hi = rub if rub is not None else math.inf
+        if prev is not None:   # start from the coarser target's (narrow) interval
+            plb, pub, _ = _bounds(db, prev)
+            lo = max(lo, (plb if plb is not None else -1.0) - 1e-6)
+            hi = min(hi, (pub if pub is not None else math.inf) + 1e-6)
+        und = sorted(l for l, c in cls.items() if c == UNDECIDED and lo < l < hi)
+        if und:
+            return und[0], dur
+        if rlb is not None and rub is not None:
+            t.expand_up = t.expand_down = 0
+            mid = rnd(math.sqrt(rlb * rub))
+            # uneven split: if the interval is just above the width, land on it exactly
+            if rub - rlb <= 2 * w * rub:
+                mid = rnd(rub * (1.0 - w) + 1e-3)
+            if mid <= rlb or mid >= rub:
+                t.done = True
+                return None
+            return mid, dur
+        if rub is None:   # expand up from the RLB
+            step = w * (t.goal.expansion_coefficient ** t.expand_up)
+            t.expand_up += 1
+            return rnd(rlb * (1.0 + step)), dur
+        if rlb is None:   # expand down from the RUB
+            if rub <= min_load_pps:
+                t.done = True
+                return None
+            step = w * (t.goal.expansion_coefficient ** t.expand_down)
+            t.expand_down += 1
+            return rnd(rub * (1.0 - min(0.9, step))), dur
+        return rnd(max_load_pps), dur
+
+    # 3. main loop
+    guard = 0
+    while True:
+        guard += 1
+        if guard > 100000:
+            out.notes.append("search loop guard hit")
+            break
+        cands: list[tuple[float, float, Target]] = []
+        for gname, chain in chains.items():
+            if gname in stopped:
+                continue
+            for i, t in enumerate(chain):
+                if t.done:
+                    continue
+                p = propose(t, chain[i - 1] if i else None)
+                if p is None:
+                    continue
+                cands.append((p[0], p[1], t))
+                break
+            final = chain[-1]
+            if final.done:
+                continue
+            rlb, rub, _ = _bounds(db, final)
+            if rub is not None and rub <= min_load_pps and final.goal.fail_fast:
+                stopped[gname] = "min load is an upper bound (fail fast)"
+        cands = [c for c in cands if c[2].goal.name not in stopped]
+        if not cands:
+            break
+        load, dur, t = min(cands, key=lambda c: (c[0], -c[1]))
+        if not budget_ok(dur):
+            out.notes.append("trial-time budget used up before all goals were reached")
+            out.irregular = True
+            break
+        if progress:
+            done_n = sum(1 for c in chains.values() for x in c if x.done)
+            total_n = sum(len(c) for c in chains.values())
+            progress(done_n / total_n, f"mlr: target {t.goal.name}#{t.index} at {load:,.0f} pps")
+        trial(load, dur, "search", goal=t.goal.name, target=t.index)
+
+    # 4. results per goal
+    for g in goals:
+        final = chains[g.name][-1]
+        rlb, rub, _ = _bounds(db, final)
+        irr, why = False, ""
+        if g.name in stopped:
+            irr, why = True, stopped[g.name]
+        elif rub is None and rlb is not None and rlb >= max_load_pps:
+            irr, why = True, "max load is a lower bound"
+        elif rub is not None and rub <= min_load_pps:
+            irr, why = True, "min load is an upper bound"
+        elif rlb is None or rub is None or rub - rlb > g.relative_width * rub + 1e-6:
+            irr, why = True, "goal width not reached"
+        ct = conditional_throughput(g, rlb, db.pairs(rlb)) if rlb is not None else None
+        out.goals.append(GoalResult(name=g.name, loss_ratio=g.loss_ratio,
+                                    exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
+                                    final_trial_duration_s=g.final_trial_duration,
+                                    duration_sum_s=g.duration_sum, lower_bound_pps=rlb,
+                                    upper_bound_pps=rub, conditional_throughput_pps=ct,
+                                    irregular=irr, irregular_reason=why))
+    first = out.goals[0]
+    out.load_pps = first.lower_bound_pps
+    out.lower_bound_pps = first.lower_bound_pps
+    out.upper_bound_pps = first.upper_bound_pps
+    out.irregular = out.irregular or any(g.irregular for g in out.goals)
+    return out

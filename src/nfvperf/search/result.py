@@ -1,0 +1,91 @@
+"""Result dataclasses shared by the searches."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class TrialRecord:
+    """One valid trial as a search used it."""
+
+    load_pps: float
+    duration_s: float
+    loss_ratio: float
+    forwarding_rate_pps: float
+    phase: str = "search"
+    passed: Optional[bool] = None     # for single-goal searches: loss within the goal
+
+
+@dataclass
+class GoalResult:
+    """The outcome of one search goal (MLR terms; also used for NDR/PDR and binary)."""
+
+    name: str
+    loss_ratio: float
+    exceed_ratio: float = 0.0
+    relative_width: Optional[float] = None
+    final_trial_duration_s: Optional[float] = None
+    duration_sum_s: Optional[float] = None
+    lower_bound_pps: Optional[float] = None      # relevant lower bound (RLB)
+    upper_bound_pps: Optional[float] = None      # relevant upper bound (RUB)
+    conditional_throughput_pps: Optional[float] = None
+    irregular: bool = False
+    irregular_reason: str = ""
+
+    @property
+    def width_pps(self) -> Optional[float]:
+        if self.lower_bound_pps is None or self.upper_bound_pps is None:
+            return None
+        return self.upper_bound_pps - self.lower_bound_pps
+
+    @property
+    def load_pps(self) -> Optional[float]:
+        """The benchmark value of the goal: the RLB (MLR §reporting)."""
+        return self.lower_bound_pps
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["width_pps"] = self.width_pps
+        return d
+
+
+@dataclass
+class SearchResult:
+    """What a search found and what it cost."""
+
+    kind: str                                   # binary | ndrpdr | mlr | mlrsearch
+    load_pps: Optional[float]                   # the primary result (first goal's RLB)
+    lower_bound_pps: Optional[float] = None
+    upper_bound_pps: Optional[float] = None
+    goals: list[GoalResult] = field(default_factory=list)
+    trials: list[TrialRecord] = field(default_factory=list)
+    total_trial_s: float = 0.0                  # sum of valid trial durations (incl. warm-up)
+    wall_s: float = 0.0                         # incl. RFC 2544 §23 per-trial overheads
+    max_load_pps: Optional[float] = None
+    irregular: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def width_pps(self) -> Optional[float]:
+        if self.lower_bound_pps is None or self.upper_bound_pps is None:
+            return None
+        return self.upper_bound_pps - self.lower_bound_pps
+
+    @property
+    def trials_used(self) -> int:
+        return len(self.trials)
+
+    def goal(self, name: str) -> GoalResult:
+        for g in self.goals:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["width_pps"] = self.width_pps
+        d["trials_used"] = self.trials_used
+        d["goals"] = [g.to_dict() for g in self.goals]
+        return d

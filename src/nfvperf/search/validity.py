@@ -1,0 +1,111 @@
+"""Trial validity: an invalid trial is retried, never used for a decision.
+
+A trial the measurer marks ``valid=False`` (sent less than intended, counters not settled,
+negative loss, generator late, ...) is reported to the recorder as it happens, then repeated
+at the same input, up to ``retries`` times (default 3).  If every attempt is invalid the test
+fails loudly with :class:`InvalidTrialsError`, listing the reasons.  Searches only ever see
+valid trials.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from nfvperf.tg.base import Measurer, MeasurerError, TrialResult
+
+DEFAULT_RETRIES = 3
+
+OnTrial = Callable[[TrialResult, dict], None]
+
+
+class InvalidTrialsError(MeasurerError):
+    """A trial stayed invalid after all retries; the test cannot continue."""
+
+    def __init__(self, duration_s: float, load_pps: float, attempts: int, reasons: list[list[str]]):
+        self.duration_s = duration_s
+        self.load_pps = load_pps
+        self.attempts = attempts
+        self.reasons = reasons
+        flat = "; ".join(f"attempt {i + 1}: {', '.join(r) or 'no reason given'}"
+                         for i, r in enumerate(reasons))
+        super().__init__(f"trial at {load_pps:,.2f} pps for {duration_s:g} s was invalid "
+                         f"{attempts} times in a row, giving up: {flat}")
+
+
+def check_valid(tr: TrialResult) -> list[str]:
+    """Reasons why a trial cannot be trusted ([] if it can).  The measurer's own verdict plus
+    the sanity checks every trial must pass."""
+    reasons = list(tr.invalid_reasons) if not tr.valid else []
+    if not tr.valid and not reasons:
+        reasons.append("measurer marked the trial invalid")
+    exp = tr.expected or tr.sent
+    if tr.received > exp > 0 and tr.valid:
+        reasons.append(f"received {tr.received} > expected {exp} (negative loss)")
+    return reasons
+
+
+@dataclass
+class TrialRunner:
+    """Runs trials through a measurer with the validity rule and reports each trial.
+
+    ``on_trial(trial_result, context)`` is called after *every* trial, valid or not; the
+    context carries ``phase``, ``attempt``, ``used`` and whatever the caller passed.
+    """
+
+    measurer: Measurer
+    retries: int = DEFAULT_RETRIES
+    on_trial: Optional[OnTrial] = None
+    total_trial_s: float = 0.0          # valid trials only
+    total_invalid_s: float = 0.0
+    trials: int = 0
+    invalid_trials: int = 0
+    log: list[TrialResult] = field(default_factory=list)   # valid trials, in order
+
+    def _run(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
+             context: dict[str, Any]) -> TrialResult:
+        reasons_all: list[list[str]] = []
+        for attempt in range(1, self.retries + 2):
+            tr = fn()
+            reasons = check_valid(tr)
+            ctx = dict(context, attempt=attempt, used=not reasons)
+            self.trials += 1
+            if reasons:
+                tr.valid = False
+                tr.invalid_reasons = reasons
+                self.invalid_trials += 1
+                self.total_invalid_s += tr.duration_s
+                reasons_all.append(reasons)
+                if self.on_trial:
+                    self.on_trial(tr, ctx)
+                continue
+            self.total_trial_s += tr.duration_s
+            self.log.append(tr)
+            if self.on_trial:
+                self.on_trial(tr, ctx)
+            return tr
+        raise InvalidTrialsError(duration_s, load_pps, len(reasons_all), reasons_all)
+
+    def measure(self, duration_s: float, load_pps: float, **context: Any) -> TrialResult:
+        """A valid constant-load trial (retried while invalid)."""
+        return self._run(lambda: self.measurer.measure(duration_s, load_pps), duration_s, load_pps,
+                         context)
+
+    def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0,
+                      **context: Any) -> TrialResult:
+        return self._run(lambda: self.measurer.measure_burst(burst_frames, burst_pps, drain_s),
+                         burst_frames / burst_pps, burst_pps, context)
+
+    def measure_segments(self, segments: list, **context: Any) -> TrialResult:
+        dur = sum(s.duration_s for s in segments)
+        load = max((s.load_pps for s in segments), default=0.0)
+        return self._run(lambda: self.measurer.measure_segments(segments), dur, load, context)
+
+    def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float,
+                      **context: Any) -> TrialResult:
+        return self._run(lambda: self.measurer.measure_reset(duration_s, load_pps, reset_at_s),
+                         duration_s, load_pps, context)
+
+    def call(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
+             **context: Any) -> TrialResult:
+        """Any other kind of trial (address caching, TCP): same validity rule."""
+        return self._run(fn, duration_s, load_pps, context)
