@@ -264,3 +264,37 @@ def format_checks(checks: Sequence[Check]) -> str:
         if c.status != "ok" and c.fix:
             lines.append(f"     {'':<{width}} fix: {c.fix}")
     return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``nfvperf preflight [--suite FILE | --dut D --kind K --pci A ...] [--json]``."""
+    import argparse
+    import json
+    p = argparse.ArgumentParser(prog="nfvperf preflight",
+                                description="Check the host: root, hugepages, irqbalance, governor, "
+                                            "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs.")
+    p.add_argument("--kind", default=None, help="topology kind (p2p, p-ovs-p, pvp, pvvp, vxlan)")
+    p.add_argument("--dut", default=None, help="DUT (ovs-dpdk, linux-bridge, testpmd)")
+    p.add_argument("--pci", action="append", default=[], help="PCI address of a port (repeatable)")
+    p.add_argument("--json", action="store_true")
+    argv = [a for a in (argv or []) if a != "--"]
+    args = p.parse_args(argv)
+    spec = None
+    if args.kind or args.dut or args.pci:
+        from nfvperf.topo.spec import TopologySpec
+        kw: dict[str, Any] = {}
+        if args.kind:
+            kw["kind"] = args.kind
+        if args.dut:
+            kw["dut"] = args.dut
+        if args.pci:
+            kw["port_kind"] = "pci"
+            kw["pci"] = args.pci
+        spec = TopologySpec(**kw)
+    checks = run_checks(spec, required=("root", "hugepages"))
+    if args.json:
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+    else:
+        print(format_checks(checks))
+    failed = [c for c in checks if c.required and c.status == "fail"]
+    return 1 if failed else 0

@@ -172,7 +172,8 @@ class Topology:
     # ------------------------------------------------------------------------------ building blocks
     def preflight(self) -> None:
         from nfvperf.host import preflight as pf
-        results = pf.run_checks(self.spec, required=self.required_checks())
+        required = [c for c in self.required_checks() if self.want_tgen or c != "tgen"]
+        results = pf.run_checks(self.spec, required=required)
         self.preflight_results = [r.to_dict() for r in results]
         pf.raise_on_failure(results)
 

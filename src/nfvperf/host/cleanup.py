@@ -1,0 +1,320 @@
+"""``nfvperf cleanup [--tag T] [--dry-run] [--force]``: remove what killed runs left behind.
+
+A run names everything with its tag (``nfv`` + 6 hex digits, see :mod:`nfvperf.host.run`):
+
+* processes whose command line or environment (``NFVPERF_TAG``) carries the tag — tgen, testpmd,
+  ovs-vswitchd, ovsdb-server, qemu, iperf3 ...;
+* network namespaces ``<tag>-<role>`` and links ``<tag>...`` in the root namespace;
+* hugepage files and DPDK runtime directories of ``--file-prefix`` values containing the tag;
+* sockets in the run directory ``/run/nfvperf/<tag>/`` and ``/tmp/*<tag>*.sock``;
+* the run's entry in the live-run registry ``/run/nfvperf/runs/<tag>``.
+
+Without ``--tag`` only runs that are not live are cleaned: a tag whose owner (registered by its
+ResourceTracker) still runs is spared, and so is a tagged process whose parent is alive (it belongs
+to somebody's running session).  ``--tag T`` cleans that run even when its owner lives — and
+``--force`` also cleans every live run.  Hugepage files a live process maps are never deleted.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import hugepages as hp
+from . import netns as N
+from .run import DEFAULT_RUN_ROOT, REGISTRY_DIR, TAG_RE, RunContext, normalize_tag
+
+
+@dataclass
+class CleanupReport:
+    tags: list[str] = field(default_factory=list)
+    processes: list[str] = field(default_factory=list)
+    netns: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    hugepage_files: list[str] = field(default_factory=list)
+    sockets: list[str] = field(default_factory=list)
+    registry: list[str] = field(default_factory=list)
+    spared_live: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def removed_count(self) -> int:
+        return (len(self.processes) + len(self.netns) + len(self.links) + len(self.hugepage_files)
+                + len(self.sockets))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def format(self, dry_run: bool = False) -> str:
+        verb = "would remove" if dry_run else "removed"
+        lines = []
+        for label, items in (("processes", self.processes), ("netns", self.netns),
+                             ("links", self.links), ("hugepage files/dirs", self.hugepage_files),
+                             ("sockets", self.sockets), ("registry entries", self.registry)):
+            if items:
+                lines.append(f"{verb} {len(items)} {label}:")
+                shown = items if len(items) <= 12 else items[:10] + [f"... and {len(items) - 10} more"]
+                lines += [f"  {x}" for x in shown]
+        if self.spared_live:
+            lines.append(f"spared live run(s): {', '.join(sorted(set(self.spared_live)))} "
+                         "(use --tag T or --force to remove them)")
+        for e in self.errors:
+            lines.append(f"error: {e}")
+        if not lines:
+            lines.append("nothing to clean")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- processes
+def _ancestors() -> set[int]:
+    out = set()
+    pid = os.getpid()
+    while pid > 1:
+        out.add(pid)
+        try:
+            rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            pid = int(rest[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return out
+
+
+def _proc_info(pid: int) -> Optional[tuple[str, Optional[str], int]]:
+    """(cmdline, NFVPERF_TAG or None, ppid) of a process, None if it is gone or a kernel thread."""
+    d = Path(f"/proc/{pid}")
+    try:
+        raw = (d / "cmdline").read_bytes()
+        if not raw:
+            return None
+        cmd = raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+        env_tag = None
+        with contextlib.suppress(OSError):
+            for kv in (d / "environ").read_bytes().split(b"\0"):
+                if kv.startswith(b"NFVPERF_TAG="):
+                    env_tag = kv.split(b"=", 1)[1].decode(errors="replace")
+        rest = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        if rest[0] in ("Z", "X"):
+            return None
+        return cmd, env_tag, int(rest[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def tagged_processes(tag: Optional[str] = None) -> list[tuple[int, str, str, int]]:
+    """[(pid, tag, cmdline, ppid)] of processes carrying ``tag`` (any run tag when None)."""
+    skip = _ancestors()
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        pid = int(d.name)
+        if pid in skip:
+            continue
+        info = _proc_info(pid)
+        if info is None:
+            continue
+        cmd, env_tag, ppid = info
+        found: Optional[str] = None
+        if tag:
+            if tag in cmd or env_tag == tag:
+                found = tag
+        else:
+            if env_tag and TAG_RE.fullmatch(env_tag):
+                found = env_tag
+            else:
+                m = TAG_RE.search(cmd)
+                if m:
+                    found = m.group(0)
+        if found:
+            out.append((pid, found, cmd, ppid))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    return _proc_info(pid) is not None
+
+
+def kill_processes(pids: Sequence[int], grace_s: float = 2.0) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------------------------- discovery
+def _tag_of(name: str) -> Optional[str]:
+    m = TAG_RE.match(name)
+    return m.group(0) if m else None
+
+
+def _netns_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
+    out = []
+    for ns in N.list_netns():
+        t = _tag_of(ns)
+        if t and (tag is None or t == tag) and (ns == t or ns.startswith(t + "-")):
+            out.append((ns, t))
+    return out
+
+
+def _links_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
+    out = []
+    with contextlib.suppress(Exception):
+        for name in N.list_links():
+            t = _tag_of(name)
+            if t and (tag is None or t == tag):
+                out.append((name, t))
+    return out
+
+
+def _sockets_tagged(tag: Optional[str]) -> list[tuple[Path, str]]:
+    out = []
+    with contextlib.suppress(OSError):
+        for d in DEFAULT_RUN_ROOT.iterdir():
+            t = _tag_of(d.name)
+            if d.is_dir() and t == d.name and (tag is None or t == tag):
+                for f in d.rglob("*"):
+                    with contextlib.suppress(OSError):
+                        if stat.S_ISSOCK(f.lstat().st_mode):
+                            out.append((f, t))
+    with contextlib.suppress(OSError):
+        for f in Path("/tmp").iterdir():
+            m = TAG_RE.search(f.name)
+            if m and (tag is None or m.group(0) == tag):
+                with contextlib.suppress(OSError):
+                    if stat.S_ISSOCK(f.lstat().st_mode):
+                        out.append((f, m.group(0)))
+    return out
+
+
+# ------------------------------------------------------------------------------------ cleanup
+def cleanup(tag: Optional[str] = None, dry_run: bool = False, force: bool = False) -> CleanupReport:
+    """Find and (unless ``dry_run``) remove leftovers of ``tag`` (or of every dead run)."""
+    if tag is not None:
+        tag = normalize_tag(tag)
+    rep = CleanupReport()
+    live = set() if force else RunContext.live_tags()
+    if tag is not None:
+        live.discard(tag)        # an explicit --tag is cleaned even if its owner still runs
+
+    # 1. processes (first: they hold links, hugepage files, sockets)
+    procs = tagged_processes(tag)
+    victims = []
+    for pid, t, cmd, ppid in procs:
+        if t in live:
+            rep.spared_live.append(t)
+            continue
+        if tag is None and not force and ppid > 1 and _alive(ppid) and \
+                ppid not in {p for p, *_ in procs}:
+            # its parent (not itself a leftover) is running: somebody's live session
+            rep.spared_live.append(t)
+            continue
+        victims.append(pid)
+        rep.processes.append(f"{pid} [{t}] {cmd[:160]}")
+        if t not in rep.tags:
+            rep.tags.append(t)
+    if victims and not dry_run:
+        kill_processes(victims)
+
+    # 2. namespaces and root-namespace links
+    for ns, t in _netns_tagged(tag):
+        if t in live:
+            rep.spared_live.append(t)
+            continue
+        rep.netns.append(ns)
+        if not dry_run:
+            try:
+                N.delete_netns(ns)
+            except Exception as e:  # noqa: BLE001
+                rep.errors.append(f"netns {ns}: {e}")
+    if not dry_run and rep.netns:
+        time.sleep(0.1)   # veth peers of deleted namespaces disappear asynchronously
+    for name, t in _links_tagged(tag):
+        if t in live:
+            rep.spared_live.append(t)
+            continue
+        rep.links.append(name)
+        if not dry_run:
+            try:
+                N.delete_link(name)
+            except Exception as e:  # noqa: BLE001
+                if N.link_exists(name):
+                    rep.errors.append(f"link {name}: {e}")
+
+    # 3. hugepage files / DPDK runtime dirs not used by any live process
+    try:
+        rep.hugepage_files = hp.remove_leftovers(tag, spare_tags=live, dry_run=dry_run)
+    except Exception as e:  # noqa: BLE001
+        rep.errors.append(f"hugepages: {e}")
+
+    # 4. sockets, run dirs, registry
+    for f, t in _sockets_tagged(tag):
+        if t in live:
+            continue
+        rep.sockets.append(str(f))
+        if not dry_run:
+            with contextlib.suppress(OSError):
+                f.unlink()
+    with contextlib.suppress(OSError):
+        for d in DEFAULT_RUN_ROOT.iterdir():
+            t = _tag_of(d.name)
+            if d.is_dir() and t == d.name and (tag is None or t == tag) and t not in live \
+                    and not dry_run:
+                with contextlib.suppress(OSError):
+                    d.rmdir()        # only when empty: logs of a killed run are kept
+    with contextlib.suppress(OSError):
+        for f in REGISTRY_DIR.iterdir():
+            if (tag is None or f.name == tag) and f.name not in live:
+                rep.registry.append(f.name)
+                if not dry_run:
+                    with contextlib.suppress(OSError):
+                        f.unlink()
+    for t in rep.netns + rep.links:
+        tt = _tag_of(t)
+        if tt and tt not in rep.tags:
+            rep.tags.append(tt)
+    rep.spared_live = sorted(set(rep.spared_live))
+    return rep
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="nfvperf cleanup",
+                                description="Remove what killed nfvperf runs left behind: processes, "
+                                            "network namespaces, veth links, hugepage files, sockets.")
+    p.add_argument("--tag", help="only this run's tag (nfv + 6 hex digits, or the label it was "
+                                 "derived from); cleaned even if its owner still runs")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p.add_argument("--force", action="store_true", help="also clean runs whose owner is alive")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    argv = [a for a in (argv or []) if a != "--"]
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("nfvperf cleanup: needs root (namespaces, links, other users' processes)",
+              file=sys.stderr)
+        return 2
+    rep = cleanup(args.tag, dry_run=args.dry_run, force=args.force)
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        print(rep.format(args.dry_run))
+    return 1 if rep.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
