@@ -346,6 +346,10 @@ def test_set_profile_streams(fake_bin: Path, tmp_path: Path):
                    for a in adds)
         assert adds[0]["dst_mac"] == "02:00:00:00:aa:01" and adds[0]["vxlan"] == {"vni": 7}
         assert adds[1]["vxlan"] == {} and adds[2]["src_ip"] == "10.1.1.1"
+        # reverse directions swap the default addresses (unless the topology set them)
+        assert "src_ip" not in adds[0] and "src_ip" not in adds[1]
+        assert (adds[3]["src_ip"], adds[3]["dst_ip"]) == ("2001:2:0:1::1", "2001:2::1")
+        assert adds[3]["vxlan"] == {"outer_src_ip": "10.0.0.2", "outer_dst_ip": "10.0.0.1"}
         assert len(m.stream_ids) == 4
         # re-setting removes the old streams first, unidirectional gives one per pair
         m.set_profile(TrafficProfile(imix=[(64, 7), (570, 4), (1518, 1)], bidirectional=False))

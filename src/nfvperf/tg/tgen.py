@@ -600,6 +600,15 @@ class TgenMeasurer(Measurer):
             raise ValueError(f"ip_version must be 4 or 6, not {profile.ip_version}")
         if profile.vxlan:
             s["vxlan"] = {}
+        if index >= len(self.pairs):
+            # a reverse direction: swap tgen's default addresses so replies look like replies
+            # (RFC 2544 198.18.0.0/15; VXLAN outer 10.0.0.1/2)
+            if profile.ip_version == 6:
+                s.update(src_ip="2001:2:0:1::1", dst_ip="2001:2::1")
+            else:
+                s.update(src_ip="198.19.0.1", dst_ip="198.18.0.1")
+            if profile.vxlan:
+                s["vxlan"].update(outer_src_ip="10.0.0.2", outer_dst_ip="10.0.0.1")
         extra = (self.stream_params[index] if self.stream_params and index < len(self.stream_params)
                  else None) or {}
         for k, v in extra.items():
@@ -646,7 +655,13 @@ class TgenMeasurer(Measurer):
              dut_checks: Optional[Callable[[], bool]] = None) -> dict:
         """Start a trial, poll it to the end (checking the DUT every poll), return trial.result."""
         self._check_dut()
-        self.proc.call("trial.start", trial)
+        try:
+            self.proc.call("trial.start", trial)
+        except TgenError as e:
+            if e.code != -32000:        # not "wrong state": a real error in the request
+                raise
+            self._abort()               # a previous trial is still winding down
+            self.proc.call("trial.start", trial)
         budget = (expect_s * 1.5 + float(trial.get("drain_s", 2.0))
                   + (float(trial.get("learning_wait_s", 2.0)) if trial.get("learning") else 0.0)
                   + 15.0)
