@@ -162,6 +162,9 @@ def test_up_ports_flows_traffic_stats_stop(ovs: OvsDpdk, net: Net) -> None:
     assert cfg["dpdk-init"] == "true" and cfg["emc-insert-inv-prob"] == "1"
     assert "--file-prefix=" + ovs.file_prefix in cfg["dpdk-extra"]
 
+    send_and_count(net, "a", "b", 5, secs=1)          # warm-up: datapath flows installed
+    send_and_count(net, "b", "a", 5, secs=1)
+    before = {(f["match"]): f["n_packets"] for f in ovs.dump_flows()}
     ovs.clear_stats()
     n, _ = send_and_count(net, "a", "b", 300)
     m, _ = send_and_count(net, "b", "a", 200)
@@ -175,7 +178,8 @@ def test_up_ports_flows_traffic_stats_stop(ovs: OvsDpdk, net: Net) -> None:
     assert classified >= 500, tot
     assert tot["avg_processing_cycles_per_packet"] > 0
     hits = {(f["match"]): f["n_packets"] for f in ovs.dump_flows()}
-    assert hits["ip,in_port=1"] == 300 and hits["ip,in_port=2"] == 200
+    assert hits["ip,in_port=1"] - before["ip,in_port=1"] == 300
+    assert hits["ip,in_port=2"] - before["ip,in_port=2"] == 200
 
     pids = ovs.pids()
     ovs.stop()
@@ -190,11 +194,13 @@ def test_rule_complexity(ovs: OvsDpdk, net: Net) -> None:
     ovs.program([Flow(0, 1, {"src_ip": s, "dst_ip": d}) for s, d in flows])
     dumped = ovs.dump_flows()
     assert len(dumped) == n_rules
-    # only the first 64 flows are sent: 64 rules hit, the rest stay at 0
+    # only the first 64 flows are sent: 64 rules hit, the rest stay at 0.  A warm-up frame per
+    # flow first: OVS may drop a flow's first frames while its datapath flow is being installed.
+    send_and_count(net, "a", "b", 64, nflows=64, secs=1)
     n, nsrc = send_and_count(net, "a", "b", 640, nflows=64)
     assert (n, nsrc) == (640, 64)
     hit = [f for f in ovs.dump_flows() if f["n_packets"]]
-    assert len(hit) == 64 and all(f["n_packets"] == 10 for f in hit)
+    assert len(hit) == 64 and all(10 <= f["n_packets"] <= 11 for f in hit)
     # traffic outside the rules is dropped (no catch-all)
     n, _ = send_and_count(net, "a", "b", 50, src="10.1.0.1", dst="10.2.0.1", secs=2)
     assert n == 0
