@@ -154,3 +154,26 @@ def test_trial_result_view(measurer):
     assert tr.extra["throughput_bps"] == res.receiver_bps > 0
     assert tr.extra["tcp"]["layer"] == LAYER and tr.effective_duration_s > 1.5
     assert measurer.measure_tcp_supported()
+
+
+def test_stalled_transfer_is_killed_not_hung():
+    m = Iperf3Measurer.standalone(timeout_margin_s=2, connect_timeout_ms=1000)
+    topo = m.topology
+    try:
+        def cut():
+            time.sleep(0.7)
+            subprocess.run(["ip", "netns", "exec", topo.server_ns, "ip", "link", "set",
+                            topo.server_if, "down"])
+        import threading
+        th = threading.Thread(target=cut)
+        th.start()
+        t0 = time.monotonic()
+        with pytest.raises(MeasurerError) as ei:
+            m.measure_tcp(1, processes=2)
+        th.join()
+        assert time.monotonic() - t0 < 8
+        assert "no result within" in str(ei.value) and "198.18.0.2" in str(ei.value)
+        assert _ns_pids(topo.client_ns) == [] and _ns_pids(topo.server_ns) == []
+    finally:
+        m.close()
+    assert not (set(topo.namespaces) & _netns())

@@ -680,7 +680,7 @@ class Iperf3Measurer(Measurer):
         out, err = client.output()
         doc, error = _parse_json(out, err, what)
         if timed_out:
-            error = (f"{what}: no result within the timeout (duration + {self.timeout_margin_s} s); "
+            error = (f"{what}: no result within duration + connect timeout + {self.timeout_margin_s:g} s; "
                      f"killed" + (f"; {error}" if error else ""))
         if doc is None or error:
             # the server's view may say more (e.g. it saw the client vanish) -- unless we killed it
