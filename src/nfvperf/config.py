@@ -155,15 +155,45 @@ class ProfileSpec(_Strict):
 # --------------------------------------------------------------------------- sim
 
 class SimSpec(_Strict):
-    """The modelled DUT behind ``--tg sim``.  Keys not set are left to SimMeasurer's defaults."""
+    """The modelled DUT behind ``--tg sim`` (nfvperf.tg.sim.SimMeasurer); unset keys keep its defaults."""
 
-    capacity_pps: Optional[float] = Field(None, gt=0, description="zero-loss capacity per interface, fps")
-    capacity_bps: Optional[float] = Field(None, gt=0, description="bit-limited capacity (L1) per interface")
-    loss_model: Optional[str] = Field(None, description="how loss grows past capacity (see tg/sim.py)")
-    noise: Optional[float] = Field(None, ge=0, le=1, description="relative run-to-run capacity noise")
+    capacity_pps: Optional[Union[float, dict[int, float]]] = Field(
+        None, description="zero-loss capacity per interface in fps, or {frame size B: fps} (interpolated)")
+    loss_model: Optional[Literal["threshold", "poisson", "spikes"]] = None
     seed: Optional[int] = Field(None, ge=0)
-    latency_ns: Optional[float] = Field(None, ge=0)
-    options: dict[str, Any] = Field(default_factory=dict, description="passed to SimMeasurer as is")
+    noise_pps: Optional[float] = Field(None, ge=0)
+    buffer_frames: Optional[int] = Field(None, ge=0)
+    outage_s: Optional[float] = Field(None, ge=0)
+    recovery_s: Optional[float] = Field(None, ge=0)
+    base_latency_ns: Optional[float] = Field(None, ge=0)
+    jitter_ns: Optional[float] = Field(None, ge=0)
+    queue_scale_ns: Optional[float] = Field(None, ge=0)
+    latency_samples: Optional[int] = Field(None, ge=1, le=1_000_000)
+    mac_table_size: Optional[int] = Field(None, ge=1)
+    learning_rate_pps: Optional[float] = Field(None, gt=0)
+    tcp_capacity_bps: Optional[float] = Field(None, gt=0)
+    invalid_rate: Optional[float] = Field(None, ge=0, lt=1)
+    pace_s: float = Field(0.0, ge=0, le=60, description="wall seconds to wait per trial (the model itself "
+                          "never sleeps); use it to watch the progress bar or to test Ctrl-C")
+    options: dict[str, Any] = Field(default_factory=dict, description="more SimMeasurer keywords, passed as is")
+
+    @field_validator("capacity_pps")
+    @classmethod
+    def _cap(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            if not v:
+                raise ValueError("give at least one {frame size: fps} pair")
+            bad = [k for k, x in v.items() if x <= 0 or not 60 <= k <= 16128]
+            if bad:
+                raise ValueError(f"sizes {bad}: need 60..16128 B and fps > 0")
+        elif v is not None and v <= 0:
+            raise ValueError("capacity must be > 0 fps")
+        return v
+
+    def measurer_kwargs(self) -> dict[str, Any]:
+        kw = {k: v for k, v in self.model_dump(exclude={"pace_s", "options"}).items() if v is not None}
+        kw.update(self.options)
+        return kw
 
 
 # --------------------------------------------------------------------------- suite
@@ -425,6 +455,10 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
                     problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
         params: Any = params_raw
         model = _params_model(registry[method]) if registry else None
+        if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
+            params_raw["name"] = name
+        if model is not None and spec is not None:
+            apply_timing(params_raw, model, spec.timing, force=quick)
         if model is not None:
             try:
                 params = model.model_validate(params_raw)
@@ -436,6 +470,45 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
     if problems or spec is None:
         raise SuiteError(problems or ["(suite): invalid"], source)
     return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)
+
+
+DURATION_FIELD = "trial_duration_s"
+QUICK_MAX_REPETITIONS = 3
+
+
+def apply_timing(raw: dict[str, Any], model: type[BaseModel], timing: ProfileSpec, force: bool) -> None:
+    """Put the profile's trial duration into a method's params (in place, before validation).
+
+    ``rfc2544`` leaves the methods' own RFC defaults (60 s throughput, 120 s latency) alone; the
+    ``quick`` and ``custom`` profiles set ``trial_duration_s`` wherever the entry did not; ``--quick``
+    (``force``) also overrides explicit values, drops full-length verification trials and caps
+    repetitions at 3.  Nested params (e.g. latency's ``throughput:`` prerequisite) get the same.
+    """
+    if timing.name == "rfc2544" and not force:
+        return
+    fields = getattr(model, "model_fields", {})
+    if DURATION_FIELD in fields and (force or DURATION_FIELD not in raw):
+        raw[DURATION_FIELD] = timing.trial_s
+        for f in fields:      # instants inside the trial (reset_at_s) move to its middle
+            if f.endswith("_at_s") and (force or f not in raw):
+                raw[f] = timing.trial_s / 2
+    if force:
+        if raw.get("final_trial_duration_s") is not None:
+            raw["final_trial_duration_s"] = None
+        if "repetitions" in fields:
+            reps = raw.get("repetitions", fields["repetitions"].default)
+            if isinstance(reps, int) and reps > QUICK_MAX_REPETITIONS:
+                raw["repetitions"] = QUICK_MAX_REPETITIONS
+    for fname, finfo in fields.items():
+        sub = _model_in(finfo.annotation)
+        if sub is None or fname in ("goals",):
+            continue
+        val = raw.get(fname)
+        if val is None and DURATION_FIELD in getattr(sub, "model_fields", {}):
+            val = {}
+        if isinstance(val, dict):
+            apply_timing(val, sub, timing, force)
+            raw[fname] = val
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -281,29 +281,27 @@ def _version() -> str:
 
 # --------------------------------------------------------------------------- measurer factory
 
-SIM_FIELDS = ("capacity_pps", "capacity_bps", "loss_model", "noise", "seed", "latency_ns")
-
-
 def make_sim_measurer(suite: Suite) -> Measurer:
     from nfvperf.tg.sim import SimMeasurer  # the core engineer's modelled DUT
     sim = suite.spec.sim
-    wanted: dict[str, Any] = {k: getattr(sim, k) for k in SIM_FIELDS if getattr(sim, k) is not None}
-    wanted.update(sim.options)
-    try:
-        sig = inspect.signature(SimMeasurer)
-        accepts_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-        names = set(sig.parameters)
-    except (TypeError, ValueError):
-        accepts_kw, names = True, set()
-    if accepts_kw:
-        kwargs = wanted
-    else:
-        kwargs = {k: v for k, v in wanted.items() if k in names}
-        dropped = sorted(set(wanted) - set(kwargs))
-        if dropped:
-            raise ValueError(f"sim.{dropped[0]}: SimMeasurer does not take {', '.join(dropped)}; "
-                             f"it takes: {', '.join(sorted(names))}")
-    return SimMeasurer(**kwargs)
+    m = SimMeasurer(**sim.measurer_kwargs())
+    if sim.pace_s > 0:
+        pace(m, sim.pace_s)
+    return m
+
+
+def pace(m: Measurer, seconds: float) -> None:
+    """Make every trial of ``m`` take ``seconds`` of wall time (the sim itself never sleeps)."""
+    for name in ("measure", "measure_segments", "measure_burst", "measure_reset", "measure_addresses",
+                 "measure_tcp"):
+        fn = getattr(m, name, None)
+        if fn is None:
+            continue
+
+        def slow(*a: Any, _fn: Callable[..., Any] = fn, **kw: Any) -> Any:
+            time.sleep(seconds)
+            return _fn(*a, **kw)
+        setattr(m, name, slow)
 
 
 @contextlib.contextmanager

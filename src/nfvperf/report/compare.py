@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.report.extract import goals_of, headline_pps, latency_of, num, walk
+from nfvperf.report.extract import RATE_METHODS, goals_of, headline_pps, latency_at_throughput, method_metric, num, walk
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -74,8 +74,13 @@ def _metric(test: Any) -> tuple[str, Optional[float], dict[str, Any]]:
     r = test.results[-1]
     data = r.data or {}
     if test.method == "latency":
-        lat = latency_of(data)
+        lat = latency_at_throughput(data)
         return ("avg latency ns", num(lat.get("avg_ns")) if lat else None, data)
+    mm = method_metric(test.method, data)
+    if mm:
+        return (f"{mm[0]} ({mm[2]})", mm[1], data)
+    if test.method not in RATE_METHODS and r.value_pps is None:
+        return ("(no comparable value)", None, data)
     v = r.value_pps if r.value_pps is not None else headline_pps(data)
     return ("fps per interface", v, data)
 
@@ -84,7 +89,8 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
     cmp = Comparison(a=a, b=b)
     ta = {(t.name, t.frame_size_b): t for t in a.tests}
     tb = {(t.name, t.frame_size_b): t for t in b.tests}
-    for key in sorted(set(ta) | set(tb), key=lambda k: (k[0], k[1] or 0)):
+    order = list(dict.fromkeys(list(ta) + list(tb)))
+    for key in order:
         label = f"{key[0]} {key[1] or 'IMIX'} B"
         if key not in tb:
             cmp.only_a.append(label)
@@ -97,6 +103,8 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
         thr = max(threshold, _rel_width(da), _rel_width(db), 2 * _repeat_cv(da), 2 * _repeat_cv(db))
         delta = (vb - va) / va if va and vb is not None else None
         note = ""
+        if va is None and vb is None:
+            continue
         if va is None or vb is None:
             note = "missing value"
         flagged = delta is not None and abs(delta) > thr

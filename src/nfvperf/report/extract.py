@@ -94,6 +94,29 @@ def latency_of(data: Any) -> Optional[dict[str, Any]]:
     return best
 
 
+def latency_points(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Latency per load point: the latency method's ``points`` (fraction, load_pps, min/avg/max_ns,
+    percentiles_ns, ...); else one point from any latency summary in the data."""
+    pts = data.get("points")
+    if isinstance(pts, list) and pts and isinstance(pts[0], dict) and "avg_ns" in pts[0]:
+        return pts
+    lat = latency_of(data)
+    if lat:
+        return [dict(lat, fraction=None, load_pps=find_key(data, ("load_pps",)))]
+    return []
+
+
+def latency_at_throughput(data: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The point at 100 % of Throughput (else the highest load) that has samples."""
+    pts = [p for p in latency_points(data) if p.get("count") or p.get("avg_ns")]
+    if not pts:
+        return None
+    for p in pts:
+        if p.get("fraction") == 1.0:
+            return p
+    return max(pts, key=lambda p: p.get("load_pps") or 0)
+
+
 def scalars(data: dict[str, Any], limit: int = 40) -> list[tuple[str, Any]]:
     """Top-level (and one level nested) scalar fields, for method summaries we do not special-case."""
     out: list[tuple[str, Any]] = []
@@ -101,7 +124,7 @@ def scalars(data: dict[str, Any], limit: int = 40) -> list[tuple[str, Any]]:
         if isinstance(v, (int, float, str, bool)) or v is None:
             if v is not None and v != "":
                 out.append((k, v))
-        elif isinstance(v, dict) and k not in ("params", "profile", "latency", "histogram"):
+        elif isinstance(v, dict) and k not in ("params", "profile", "latency", "histogram", "throughput_result"):
             for k2, v2 in v.items():
                 if isinstance(v2, (int, float, str, bool)) and v2 != "":
                     out.append((f"{k}.{k2}", v2))
@@ -143,13 +166,48 @@ def rates(pps: float, profile: dict[str, Any]) -> dict[str, float]:
             "l1_pct": units.pct_line_rate(pps, size, link), "max_fps": units.max_fps(size, link)}
 
 
+# methods whose result *is* a rate in fps per interface (stored as Result.value_pps)
+RATE_METHODS = ("throughput", "rfc2889_forwarding")
+
+# the main scalar of the other methods: (key, label, scale, unit) — used by the run log and compare
+METHOD_METRICS: dict[str, tuple[str, str, float, str]] = {
+    "back_to_back": ("mean_frames", "mean back-to-back burst", 1.0, "frames"),
+    "system_recovery": ("recovery_time_s", "recovery time", 1e3, "ms"),
+    "reset": ("reset_time_frame_loss_s", "reset time (frame-loss method)", 1e3, "ms"),
+    "rfc2889_address_caching": ("address_capacity", "address caching capacity", 1.0, "addresses"),
+    "rfc2889_address_learning": ("learning_rate_pps", "address learning rate", 1.0, "fps"),
+    "tcp": ("throughput_bps", "TCP throughput", 1e-6, "Mbps"),
+}
+
+
+def method_metric(method: str, data: dict[str, Any]) -> Optional[tuple[str, float, str]]:
+    """(label, value in its unit, unit) of a non-rate method's main result."""
+    m = METHOD_METRICS.get(method)
+    if not m:
+        return None
+    v = num(data.get(m[0]))
+    if v is None:
+        v = find_key(data, (m[0],), skip=("trials", "histogram", "throughput_result"))
+    return None if v is None else (m[1], v * m[2], m[3])
+
+
 def summarize_result(method: str, data: dict[str, Any], profile: dict[str, Any],
                      directions: int) -> dict[str, Any]:
     """One line for the run log and the headline value (per interface)."""
-    pps = headline_pps(data)
+    pps = headline_pps(data) if method in RATE_METHODS else None
+    if method == "rfc2889_forwarding":
+        pps = num(data.get("max_forwarding_rate_pps")) or pps
     out: dict[str, Any] = {"value_pps": pps}
+    mm = method_metric(method, data)
+    if mm:
+        out["text"] = f"{mm[0]} {fmt_num(mm[1], 3 if mm[2] == 'ms' else 0)} {mm[2]}"
+        return out
+    if method == "frame_loss_rate":
+        pts = data.get("points") or []
+        out["text"] = f"{len(pts)} load steps; stopped: {data.get('stopped', '?')}"
+        return out
     if method in ("latency",):
-        lat = latency_of(data)
+        lat = latency_at_throughput(data)
         if lat:
             out["text"] = (f"latency min/avg/max {lat['min_ns'] / 1e3:,.1f}/{lat['avg_ns'] / 1e3:,.1f}/"
                            f"{lat['max_ns'] / 1e3:,.1f} µs")

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from nfvperf import units  # noqa: E402
-from nfvperf.report.extract import headline_pps, latency_of, size_of  # noqa: E402
+from nfvperf.report.extract import headline_pps, latency_of, latency_points, size_of  # noqa: E402
 from nfvperf.report.tables import THROUGHPUT_METHODS  # noqa: E402
 
 
@@ -85,9 +85,11 @@ def _latencies(run: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for t in run.tests:
         if t.method == "latency" and t.results:
-            lat = latency_of(t.results[-1].data or {})
-            if lat:
-                out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", lat))
+            for lat in latency_points(t.results[-1].data or {}):
+                if lat.get("count") or lat.get("avg_ns"):
+                    frac = lat.get("fraction")
+                    at = f" @{100 * frac:g}%" if isinstance(frac, (int, float)) else ""
+                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B{at}", lat))
     if not out:   # fall back to throughput results' latency
         for t in run.tests:
             if t.results:

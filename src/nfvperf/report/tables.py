@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_of, num, rates, scalars,
-                                    size_of)
+from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput, latency_of,
+                                    latency_points, num, rates, scalars, size_of)
 from nfvperf.runner import DEFAULT_SWITCHING_OPS, directions
 from nfvperf.units import switching_ops_pps
 
@@ -112,11 +112,11 @@ def _latency_for(tests: list[Any], size: Optional[int], own: Any, kind: str = ""
     for t in tests:
         if t.method == "latency" and t.frame_size_b == size and t.results and \
                 (not kind or (t.topology or {}).get("kind", kind) == kind):
-            lat = latency_of(t.results[-1].data)
+            lat = latency_at_throughput(t.results[-1].data or {})
             if lat:
                 return lat
     if own is not None:
-        return latency_of(own)
+        return latency_at_throughput(own)
     return None
 
 
@@ -192,29 +192,34 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> l
         if kind:
             name = f"{name} [{kind}]"
         definition = ""
-        lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "Load fps / interface", "Samples",
-                                                             "Min µs", "Avg µs", "Max µs"], key="latency")
-        pt = Table(f"{name}: latency percentiles and delay variation", "µs; PDV = RFC 5481 D(i)−D(min), "
-                   "IPDV = RFC 3393 D(i)−D(i−1).", ["Frame B"] + [f"p{p} µs" for p in PCTS] +
-                   ["PDV p99 µs", "IPDV max µs"], key="latency_pct")
+        lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "% of Throughput", "Load fps / interface",
+                                                             "Repetitions", "Samples", "Min µs", "Avg µs", "Max µs",
+                                                             "Frames lost"], key="latency")
+        pt = Table(f"{name}: latency percentiles and delay variation", "µs, mean over repetitions; PDV = RFC 5481 "
+                   "D(i)−D(min), IPDV = RFC 3393 D(i)−D(i−1).", ["Frame B", "% of Throughput"] +
+                   [f"p{p} µs" for p in PCTS] + ["PDV p99 µs", "IPDV max µs"], key="latency_pct")
         for t in group:
             if not t.results:
-                lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})", "—", "—", "—", "—"])
+                lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7)
                 continue
             data = t.results[-1].data or {}
-            lat = latency_of(data) or {}
-            definition = definition or lat.get("definition", "")
-            load = headline_pps(data)
-            lt.rows.append([fmt_num(t.frame_size_b), fmt_num(load, 0), fmt_num(lat.get("count")),
-                            _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))), _us(num(lat.get("max_ns")))])
-            pc = lat.get("percentiles_ns") or {}
-            pt.rows.append([fmt_num(t.frame_size_b)] + [_us(num(_pct(pc, p))) for p in PCTS] +
-                           [_us(num((lat.get("pdv_ns") or {}).get("p99"))),
-                            _us(num((lat.get("ipdv_ns") or {}).get("max")))])
+            definition = definition or str(data.get("definition") or "")
+            for lat in latency_points(data):
+                definition = definition or str(lat.get("definition") or "")
+                frac = num(lat.get("fraction"))
+                fr = "—" if frac is None else f"{100 * frac:g} %"
+                lt.rows.append([fmt_num(t.frame_size_b), fr, fmt_num(num(lat.get("load_pps")), 0),
+                                fmt_num(lat.get("repetitions")), fmt_num(lat.get("count")),
+                                _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))),
+                                _us(num(lat.get("max_ns"))), fmt_num(lat.get("lost"))])
+                pc = lat.get("percentiles_ns") or {}
+                pt.rows.append([fmt_num(t.frame_size_b), fr] + [_us(num(_pct(pc, p))) for p in PCTS] +
+                               [_us(num((lat.get("pdv_ns") or {}).get("p99"))),
+                                _us(num((lat.get("ipdv_ns") or {}).get("max")))])
         lt.note = (f"Definition: {definition or 'as reported by the measurer'}. " +
                    _dir_note(traffic.get("bidirectional", True), ports, ndir))
         out.append(lt)
-        if any(any(c != "—" for c in row[1:]) for row in pt.rows):
+        if any(any(c != "—" for c in row[2:]) for row in pt.rows):
             out.append(pt)
     return out
 
@@ -257,6 +262,54 @@ SUMMARY_TITLES = {
 }
 
 
+def _ms(s_: Any) -> str:
+    v = num(s_)
+    return "—" if v is None else f"{v * 1e3:,.3f}"
+
+
+def _b2b_row(t: Any, d: dict) -> list[str]:
+    return [fmt_num(t.frame_size_b), fmt_num(num(d.get("throughput_pps")), 0), fmt_num(d.get("repetitions")),
+            fmt_num(num(d.get("mean_frames")), 1), fmt_num(d.get("min_frames")), fmt_num(d.get("max_frames")),
+            fmt_num(num(d.get("stddev_frames")), 1), _ms(d.get("implied_buffer_time_s")),
+            _ms(d.get("corrected_buffer_time_s")),
+            ("skipped: " + str(d.get("skip_reason"))) if d.get("skipped") else ("burst capped" if d.get("capped") else "")]
+
+
+def _recovery_row(t: Any, d: dict) -> list[str]:
+    reps = d.get("recovery_times_s") or []
+    return [fmt_num(t.frame_size_b), str(d.get("variant", "")), fmt_num(num(d.get("throughput_pps")), 0),
+            fmt_num(num(d.get("overload_pps")), 0) + (" (line rate)" if d.get("overload_capped_at_line_rate") else ""),
+            fmt_num(num(d.get("recovery_load_pps")), 0), _ms(d.get("recovery_time_s")),
+            ", ".join(_ms(x) for x in reps[:10])]
+
+
+def _reset_row(t: Any, d: dict) -> list[str]:
+    trials = d.get("trials") if isinstance(d.get("trials"), list) else []
+    return [fmt_num(t.frame_size_b), str(d.get("reset_type", "")), fmt_num(num(d.get("offered_pps")), 0),
+            fmt_num(len(trials) or d.get("repetitions")), fmt_num(num(d.get("mean_frames_lost")), 0),
+            _ms(d.get("reset_time_frame_loss_s")), _ms(d.get("reset_time_timestamp_s")),
+            "yes" if d.get("reset_hook_set") else "no (modelled)"]
+
+
+SPECIAL = {
+    "back_to_back": ("back-to-back frames (RFC 9004)",
+                     "Trial: burst at line rate from idle, received at Throughput, ≥2 s drain. Buffer time "
+                     "(K4): implied = mean frames / max fps; corrected = implied × (1 − Throughput / max fps).",
+                     ["Frame B", "Throughput fps", "N (repetitions)", "Mean frames", "Min", "Max", "Stddev",
+                      "Implied buffer ms", "Corrected buffer ms", "Note"], _b2b_row),
+    "system_recovery": ("system recovery (RFC 2544 §26.5)",
+                        "Overload (110 % of Throughput or line rate, OPNFV: 150 %) then recovery load (50 %, "
+                        "OPNFV: 75 %); recovery time = B − A (last lost frame − load change).",
+                        ["Frame B", "Variant", "Throughput fps", "Overload fps", "Recovery load fps",
+                         "Recovery time ms (mean)", "Per repetition ms"], _recovery_row),
+    "reset": ("reset (RFC 6201)",
+              "Frame-loss method: frames lost / offered fps. Timestamp method: first frame after − last "
+              "frame before the reset. Offered load = Throughput at the minimum size.",
+              ["Frame B", "Reset type", "Offered fps", "Trials", "Mean frames lost", "Reset time ms (frame loss)",
+               "Reset time ms (timestamp)", "Real reset hook"], _reset_row),
+}
+
+
 def _other_tables(tests: list[Any]) -> list[Table]:
     out: list[Table] = []
     known = THROUGHPUT_METHODS + ("latency", "frame_loss_rate")
@@ -265,7 +318,18 @@ def _other_tables(tests: list[Any]) -> list[Table]:
         if t.method not in known:
             groups.setdefault(t.name, []).append(t)
     for name, group in groups.items():
-        title = SUMMARY_TITLES.get(group[0].method, group[0].method)
+        method = group[0].method
+        if method in SPECIAL:
+            title, note, cols, fn = SPECIAL[method]
+            tb = Table(f"{name}: {title}", note, cols, key=method)
+            for t in group:
+                if t.results:
+                    tb.rows.append(fn(t, t.results[-1].data or {}))
+                else:
+                    tb.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * (len(cols) - 2))
+            out.append(tb)
+            continue
+        title = SUMMARY_TITLES.get(method, method)
         tb = Table(f"{name}: {title}", "Scalar results as stored (units in the field names).",
                    ["Frame B", "Field", "Value"], key="summary")
         for t in group:
@@ -273,6 +337,8 @@ def _other_tables(tests: list[Any]) -> list[Table]:
                 tb.rows.append([fmt_num(t.frame_size_b), "status", f"{t.status}: {t.reason or ''}"])
                 continue
             for k, v in scalars(t.results[-1].data or {}):
+                if k in ("method", "frame_size_b"):
+                    continue
                 tb.rows.append([fmt_num(t.frame_size_b), k, fmt_num(v, 4) if isinstance(v, float) else fmt_num(v)])
         out.append(tb)
     return out
