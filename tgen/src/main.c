@@ -1,0 +1,375 @@
+/* tgen: DPDK traffic generator for RFC 2544-family benchmarks.
+ * main lcore: control (JSON-RPC or one-shot); worker lcores: data path. */
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+#include <errno.h>
+#include <math.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_cycles.h>
+#include "tgen.h"
+
+struct port g_ports[MAX_PORTS];
+unsigned g_nports;
+struct stream *g_streams[MAX_STREAM_ID];
+struct worker g_workers[MAX_WORKERS];
+unsigned g_nworkers;
+struct rte_mempool *g_pool;
+volatile int g_phase;
+struct trial *volatile g_trial;
+volatile int g_quit;
+uint64_t g_tsc_hz, g_tsc0, g_ns_mult;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tgen <EAL args> -- [options]\n"
+        "  --socket PATH            control socket (default /tmp/tgen.<pid>.sock, mode 0600)\n"
+        "  --tcp [HOST:]PORT --token T   also listen on TCP (127.0.0.1 by default; needs --token)\n"
+        "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1   (repeatable)\n"
+        "  --tx-lcores L --rx-lcores L   worker lcores for TX / RX (default: all workers do both)\n"
+        "  --mbufs N                mbuf pool size\n"
+        " one-shot trial (prints the trial.result JSON and exits):\n"
+        "  --oneshot --stream 'port=0,rx_port=1,size=64,flows=1000,pps=1e6' [--stream ...]\n"
+        "  --duration S | --frames N | --segments D:SCALE,... | --mode burst --burst-frames N [--bursts N --burst-interval S]\n"
+        "  [--pps X] [--drain S] [--learning 0|1] [--learning-wait S] [--no-latency]\n"
+        "See tgen/PROTOCOL.md.\n");
+}
+
+static void die2(const char *opt, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die2(const char *opt, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tgen: %s: ", opt);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
+struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc; };
+static struct portopt popt[MAX_PORTS];
+
+static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *s == 0 || *end || *s == '-' || v < lo || v > hi) die2(opt, "'%s' must be an integer %u..%u", s, lo, hi);
+    return (unsigned)v;
+}
+
+static double parse_dbl(const char *opt, const char *s, double lo, double hi)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*s == 0 || *end || !isfinite(v) || v < lo || v > hi) die2(opt, "'%s' must be a number %g..%g", s, lo, hi);
+    return v;
+}
+
+static void parse_port_opt(const char *arg)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", arg);
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = 0;
+    unsigned id = parse_uint("--port", buf, 0, MAX_PORTS - 1);
+    struct portopt *p = &popt[id];
+    p->set = 1;
+    if (!colon) return;
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) die2("--port", "'%s' is not key=value", kv);
+        *eq = 0;
+        const char *v = eq + 1;
+        if (!strcmp(kv, "speed")) { p->speed = parse_speed(v); if (p->speed <= 0) die2("--port", "speed '%s' is not a speed like 10G, 100M or 1e10", v); }
+        else if (!strcmp(kv, "rxq")) p->rxq = parse_uint("--port rxq", v, 1, MAX_QUEUES);
+        else if (!strcmp(kv, "txq")) p->txq = parse_uint("--port txq", v, 1, MAX_QUEUES);
+        else if (!strcmp(kv, "rxd")) p->rxd = parse_uint("--port rxd", v, 32, 32768);
+        else if (!strcmp(kv, "txd")) p->txd = parse_uint("--port txd", v, 32, 32768);
+        else if (!strcmp(kv, "mtu")) p->mtu = parse_uint("--port mtu", v, 68, MAX_FRAME_B - 18);
+        else if (!strcmp(kv, "promisc")) p->promisc = parse_uint("--port promisc", v, 0, 1) + 1;
+        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc)", kv);
+    }
+}
+
+static int parse_lcore_list(const char *opt, const char *s, unsigned *out, int max)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", s);
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n >= max) die2(opt, "too many lcores");
+        out[n++] = parse_uint(opt, t, 0, RTE_MAX_LCORE - 1);
+    }
+    if (!n) die2(opt, "empty lcore list");
+    return n;
+}
+
+/* "port=0,size=64,pps=1e6,imix=64:7/576:4,vary=src_ip+dst_port,vxlan=5" -> stream object */
+static json_t *stream_spec_json(const char *spec)
+{
+    char buf[4096];
+    if (strlen(spec) >= sizeof(buf)) die2("--stream", "spec too long");
+    snprintf(buf, sizeof(buf), "%s", spec);
+    json_t *o = json_object(), *vx = NULL;
+    char *save = NULL;
+    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) die2("--stream", "'%s' is not key=value", kv);
+        *eq = 0;
+        char *k = kv, *v = eq + 1;
+        if (!strcmp(k, "size")) k = "size_b";
+        char *end;
+        double d = strtod(v, &end);
+        int isnum = *v && !*end;
+        json_t *jv;
+        if (!strcmp(v, "true") || !strcmp(v, "false")) jv = json_boolean(!strcmp(v, "true"));
+        else if (isnum && d == floor(d) && fabs(d) < 9e15) jv = json_integer((json_int_t)d);
+        else if (isnum) jv = json_real(d);
+        else jv = json_string(v);
+        if (!strcmp(k, "pps") || !strcmp(k, "percent") || !strcmp(k, "l1_bps") || !strcmp(k, "l2_bps")) {
+            if (!isnum) die2("--stream", "%s: '%s' is not a number", k, v);
+            json_decref(jv);
+            if (!strcmp(k, "l1_bps") || !strcmp(k, "l2_bps")) { d = parse_speed(v); if (d <= 0) die2("--stream", "%s: bad value '%s'", k, v); }
+            json_object_set_new(o, "rate", json_pack("{sf}", k, d));
+        } else if (!strcmp(k, "imix")) {
+            json_decref(jv);
+            json_t *l = json_array();
+            char *s2 = NULL;
+            for (char *e = strtok_r(v, "/", &s2); e; e = strtok_r(NULL, "/", &s2)) {
+                unsigned sz, w;
+                char tail;
+                if (sscanf(e, "%u:%u%c", &sz, &w, &tail) != 2) die2("--stream", "imix entry '%s' is not SIZE:WEIGHT", e);
+                json_array_append_new(l, json_pack("[ii]", sz, w));
+            }
+            json_object_set_new(o, "imix", l);
+        } else if (!strcmp(k, "vary")) {
+            json_decref(jv);
+            json_t *l = json_array();
+            char *s2 = NULL;
+            for (char *e = strtok_r(v, "+/:", &s2); e; e = strtok_r(NULL, "+/:", &s2)) json_array_append_new(l, json_string(e));
+            json_object_set_new(o, "vary", l);
+        } else if (!strcmp(k, "vxlan") || !strcmp(k, "vni")) {
+            if (!vx) vx = json_object();
+            if (!json_is_integer(jv)) die2("--stream", "vxlan: VNI must be an integer");
+            json_object_set_new(vx, "vni", jv);
+        } else if (!strncmp(k, "outer_", 6)) {
+            if (!vx) vx = json_object();
+            json_object_set_new(vx, k, jv);
+        } else if (!strcmp(k, "ipv6")) {
+            if (json_is_integer(jv)) { json_int_t b = json_integer_value(jv); json_decref(jv); jv = json_boolean(b); }
+            json_object_set_new(o, k, jv);
+        } else {
+            json_object_set_new(o, k, jv);
+        }
+    }
+    if (vx) json_object_set_new(o, "vxlan", vx);
+    return o;
+}
+
+static void on_signal(int s) { (void)s; __atomic_store_n(&g_quit, 1, __ATOMIC_RELEASE); }
+
+int main(int argc, char **argv)
+{
+    int sep = -1;
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--")) { sep = i; break; }
+    int eal_argc = sep < 0 ? argc : sep;
+    /* tgen options */
+    const char *sock = NULL, *tcp = NULL, *token = NULL, *txl = NULL, *rxl = NULL;
+    unsigned mbufs = 0;
+    int oneshot = 0;
+    json_t *specs = json_array();
+    json_t *tp = json_object();
+    for (int i = sep < 0 ? argc : sep + 1; i < argc; i++) {
+        const char *o = argv[i];
+#define NEXT() (i + 1 < argc ? argv[++i] : (die2(o, "needs a value"), (char *)NULL))
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(o, "--socket")) sock = NEXT();
+        else if (!strcmp(o, "--tcp")) tcp = NEXT();
+        else if (!strcmp(o, "--token")) token = NEXT();
+        else if (!strcmp(o, "--port")) parse_port_opt(NEXT());
+        else if (!strcmp(o, "--tx-lcores")) txl = NEXT();
+        else if (!strcmp(o, "--rx-lcores")) rxl = NEXT();
+        else if (!strcmp(o, "--mbufs")) mbufs = parse_uint(o, NEXT(), 1024, 1u << 24);
+        else if (!strcmp(o, "--oneshot")) oneshot = 1;
+        else if (!strcmp(o, "--stream")) json_array_append_new(specs, stream_spec_json(NEXT()));
+        else if (!strcmp(o, "--duration")) json_object_set_new(tp, "duration_s", json_real(parse_dbl(o, NEXT(), 1e-6, 1e6)));
+        else if (!strcmp(o, "--frames")) json_object_set_new(tp, "frames", json_integer((json_int_t)parse_dbl(o, NEXT(), 1, 1e15)));
+        else if (!strcmp(o, "--pps")) json_object_set_new(tp, "pps", json_real(parse_dbl(o, NEXT(), 1, 1e10)));
+        else if (!strcmp(o, "--drain")) json_object_set_new(tp, "drain_s", json_real(parse_dbl(o, NEXT(), 0, 3600)));
+        else if (!strcmp(o, "--learning")) json_object_set_new(tp, "learning", json_boolean(parse_uint(o, NEXT(), 0, 1)));
+        else if (!strcmp(o, "--learning-wait")) json_object_set_new(tp, "learning_wait_s", json_real(parse_dbl(o, NEXT(), 0, 3600)));
+        else if (!strcmp(o, "--no-latency")) json_object_set_new(tp, "latency", json_false());
+        else if (!strcmp(o, "--mode")) {
+            const char *m = NEXT();
+            if (strcmp(m, "burst") && strcmp(m, "continuous")) die2(o, "must be continuous or burst");
+            json_object_set_new(tp, "mode", json_string(m));
+        }
+        else if (!strcmp(o, "--burst-frames")) json_object_set_new(tp, "burst_frames", json_integer(parse_uint(o, NEXT(), 1, 4000000000u)));
+        else if (!strcmp(o, "--bursts")) json_object_set_new(tp, "bursts", json_integer(parse_uint(o, NEXT(), 1, MAX_SEGS)));
+        else if (!strcmp(o, "--burst-interval")) json_object_set_new(tp, "burst_interval_s", json_real(parse_dbl(o, NEXT(), 1e-6, 3600)));
+        else if (!strcmp(o, "--segments")) {
+            char buf[2048];
+            snprintf(buf, sizeof(buf), "%s", NEXT());
+            json_t *l = json_array();
+            char *save = NULL;
+            for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                double d, s;
+                char tail;
+                if (sscanf(e, "%lf:%lf%c", &d, &s, &tail) != 2 || !(d > 0) || !(s > 0)) die2(o, "'%s' is not DURATION_S:SCALE", e);
+                json_array_append_new(l, json_pack("{sfsf}", "duration_s", d, "scale", s));
+            }
+            json_object_set_new(tp, "segments", l);
+        }
+        else die2(o, "unknown option (see --help)");
+    }
+    if (tcp && !token) die2("--tcp", "refusing to listen on TCP without --token");
+    if (token && !tcp) die2("--token", "only meaningful with --tcp");
+    if (oneshot && json_array_size(specs) == 0) die2("--oneshot", "needs at least one --stream");
+    if (!oneshot && (json_array_size(specs) || json_object_size(tp))) die2("--stream", "trial options need --oneshot");
+
+    int rc = rte_eal_init(eal_argc, argv);
+    if (rc < 0) { fprintf(stderr, "tgen: EAL: initialisation failed: %s (check the EAL arguments)\n", rte_strerror(rte_errno)); return 2; }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    g_tsc_hz = rte_get_tsc_hz();
+    g_tsc0 = rte_rdtsc();
+    g_ns_mult = (uint64_t)(1e9 * 4294967296.0 / (double)g_tsc_hz);
+
+    g_nports = rte_eth_dev_count_avail();
+    if (g_nports == 0) { fprintf(stderr, "tgen: no DPDK ports (give -a PCI or --vdev ...)\n"); rte_eal_cleanup(); return 2; }
+    if (g_nports > MAX_PORTS) g_nports = MAX_PORTS;
+    for (unsigned p = 0; p < MAX_PORTS; p++) {
+        if (popt[p].set && p >= g_nports) { fprintf(stderr, "tgen: --port: port %u does not exist (%u ports)\n", p, g_nports); rte_eal_cleanup(); return 2; }
+        struct port *pt = &g_ports[p];
+        pt->speed_decl = popt[p].speed;
+        pt->rxq = popt[p].rxq ? popt[p].rxq : 1;
+        pt->txq = popt[p].txq ? popt[p].txq : 1;
+        pt->rxd = popt[p].rxd ? popt[p].rxd : 1024;
+        pt->txd = popt[p].txd ? popt[p].txd : 1024;
+        pt->mtu = popt[p].mtu ? popt[p].mtu : 1500;
+        pt->promisc = popt[p].promisc ? popt[p].promisc - 1 : 1;
+    }
+    /* workers */
+    unsigned lc;
+    RTE_LCORE_FOREACH_WORKER(lc) {
+        if (g_nworkers >= MAX_WORKERS) break;
+        g_workers[g_nworkers].lcore = lc;
+        g_nworkers++;
+    }
+    if (g_nworkers == 0) {
+        fprintf(stderr, "tgen: EAL: need at least one worker lcore besides the main one (e.g. --lcores 0@0,1@0 or -l 0,1)\n");
+        rte_eal_cleanup();
+        return 2;
+    }
+    unsigned txs[MAX_WORKERS], rxs[MAX_WORKERS];
+    unsigned ntx = 0, nrx = 0;
+    unsigned tmp[MAX_WORKERS];
+    if (txl) {
+        int n = parse_lcore_list("--tx-lcores", txl, tmp, MAX_WORKERS);
+        for (int i = 0; i < n; i++) {
+            unsigned w;
+            for (w = 0; w < g_nworkers; w++) if (g_workers[w].lcore == tmp[i]) break;
+            if (w == g_nworkers) die2("--tx-lcores", "lcore %u is not a worker lcore", tmp[i]);
+            txs[ntx++] = w;
+        }
+    } else for (unsigned w = 0; w < g_nworkers; w++) txs[ntx++] = w;
+    if (rxl) {
+        int n = parse_lcore_list("--rx-lcores", rxl, tmp, MAX_WORKERS);
+        for (int i = 0; i < n; i++) {
+            unsigned w;
+            for (w = 0; w < g_nworkers; w++) if (g_workers[w].lcore == tmp[i]) break;
+            if (w == g_nworkers) die2("--rx-lcores", "lcore %u is not a worker lcore", tmp[i]);
+            rxs[nrx++] = w;
+        }
+    } else for (unsigned w = 0; w < g_nworkers; w++) rxs[nrx++] = w;
+    unsigned ti = 0, ri = 0;
+    for (unsigned p = 0; p < g_nports; p++) {
+        for (unsigned q = 0; q < g_ports[p].txq; q++) {
+            unsigned w = txs[ti++ % ntx];
+            g_ports[p].tx_lcore[q] = (int)w;
+            g_workers[w].does_tx = 1;
+        }
+        for (unsigned q = 0; q < g_ports[p].rxq; q++) {
+            struct worker *w = &g_workers[rxs[ri++ % nrx]];
+            w->rxq[w->nrxq].port = (uint16_t)p;
+            w->rxq[w->nrxq].queue = (uint16_t)q;
+            w->nrxq++;
+            w->does_rx = 1;
+        }
+    }
+    if (mbufs) {
+        unsigned room = RTE_PKTMBUF_HEADROOM + 2048;
+        for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD > room - RTE_PKTMBUF_HEADROOM)
+            room = RTE_PKTMBUF_HEADROOM + g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD;
+        g_pool = rte_pktmbuf_pool_create("tgen_pool", mbufs, 256, 0, (uint16_t)room, (int)rte_socket_id());
+        if (!g_pool) { fprintf(stderr, "tgen: --mbufs: cannot create a pool of %u mbufs: %s\n", mbufs, rte_strerror(rte_errno)); rte_eal_cleanup(); return 1; }
+    }
+    char err[512];
+    if (ports_init(err, sizeof(err))) { fprintf(stderr, "tgen: %s\n", err); ports_close(); rte_eal_cleanup(); return 1; }
+    for (unsigned w = 0; w < g_nworkers; w++) {
+        g_workers[w].seen_phase = -2;
+        rte_eal_remote_launch(worker_main, &g_workers[w], g_workers[w].lcore);
+    }
+    int exit_code = 0;
+    if (oneshot) {
+        int authed = 1;
+        rpc_err_t e;
+        size_t i;
+        json_t *sp;
+        json_array_foreach(specs, i, sp) {
+            json_t *r = rpc_dispatch("stream.add", sp, &authed, 0, &e);
+            if (!r) { fprintf(stderr, "tgen: --stream #%zu: %s\n", i + 1, e.msg); exit_code = 2; goto out; }
+            json_decref(r);
+        }
+        if (trial_start(tp, &e)) { fprintf(stderr, "tgen: trial: %s\n", e.msg); exit_code = 2; goto out; }
+        while (!g_quit) {
+            trial_tick();
+            if (g_phase == PH_DONE) break;
+            rte_delay_us_sleep(1000);
+        }
+        if (g_quit) { fprintf(stderr, "tgen: interrupted\n"); exit_code = 1; goto out; }
+        json_t *r = trial_result(&e);
+        if (!r) { fprintf(stderr, "tgen: %s\n", e.msg); exit_code = 1; goto out; }
+        char *s = json_dumps(r, JSON_COMPACT);
+        printf("%s\n", s);
+        fflush(stdout);
+        free(s);
+        json_decref(r);
+    } else {
+        char path[108];
+        if (!sock) { snprintf(path, sizeof(path), "/tmp/tgen.%d.sock", (int)getpid()); sock = path; }
+        if (ctl_listen_unix(sock, err, sizeof(err)) || (tcp && ctl_listen_tcp(tcp, token, err, sizeof(err)))) {
+            fprintf(stderr, "tgen: %s\n", err);
+            exit_code = 2;
+            goto out;
+        }
+        json_t *ready = json_pack("{sbsss?sisi}", "ready", 1, "socket", sock, "tcp", tcp, "pid", (int)getpid(), "ports", (int)g_nports);
+        char *s = json_dumps(ready, JSON_COMPACT);
+        printf("%s\n", s);
+        fflush(stdout);
+        free(s);
+        json_decref(ready);
+        ctl_loop();
+    }
+out:
+    trial_shutdown();
+    __atomic_store_n(&g_quit, 1, __ATOMIC_RELEASE);
+    rte_eal_mp_wait_lcore();
+    ctl_close();
+    ports_close();
+    rte_eal_cleanup();
+    json_decref(specs);
+    json_decref(tp);
+    return exit_code;
+}

@@ -1,0 +1,190 @@
+/* Port set-up, link and counters. */
+#include <stdio.h>
+#include <string.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_lcore.h>
+#include "tgen.h"
+
+static double link_speed(unsigned p)
+{
+    struct rte_eth_link l;
+    memset(&l, 0, sizeof(l));
+    if (rte_eth_link_get_nowait((uint16_t)p, &l) != 0) return 0;
+    if (l.link_speed == RTE_ETH_SPEED_NUM_NONE || l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN) return 0;
+    return (double)l.link_speed * 1e6;
+}
+
+double port_link_speed_bps(unsigned p) { return link_speed(p); }
+
+double port_speed_bps(unsigned p)
+{
+    if (g_ports[p].speed_decl > 0) return g_ports[p].speed_decl;
+    return link_speed(p);
+}
+
+int ports_init(char *err, size_t errlen)
+{
+    unsigned max_frame = 0;
+    size_t need = 0;
+    for (unsigned p = 0; p < g_nports; p++) {
+        struct port *pt = &g_ports[p];
+        unsigned f = pt->mtu + 18 + 4 + VXLAN_OVERHEAD;
+        if (f > max_frame) max_frame = f;
+        need += (size_t)pt->rxq * pt->rxd + (size_t)pt->txq * (pt->txd + BURST);
+    }
+    need += 8192 + (size_t)rte_lcore_count() * 512;
+    unsigned room = RTE_PKTMBUF_HEADROOM + (max_frame < 2048 ? 2048 : max_frame);
+    if (room > UINT16_MAX) room = UINT16_MAX;
+    if (!g_pool) {
+        g_pool = rte_pktmbuf_pool_create("tgen_pool", (unsigned)need, 256, 0, (uint16_t)room, (int)rte_socket_id());
+        if (!g_pool) {
+            snprintf(err, errlen, "cannot create mbuf pool of %zu mbufs x %u B: %s (more hugepages, or --mbufs/--no-huge -m)",
+                     need, room, rte_strerror(rte_errno));
+            return -1;
+        }
+    }
+    for (unsigned p = 0; p < g_nports; p++) {
+        struct port *pt = &g_ports[p];
+        uint16_t id = (uint16_t)p;
+        struct rte_eth_dev_info info;
+        int rc = rte_eth_dev_info_get(id, &info);
+        if (rc) { snprintf(err, errlen, "port %u: dev_info_get failed: %s", p, rte_strerror(-rc)); return -1; }
+        snprintf(pt->driver, sizeof(pt->driver), "%s", info.driver_name ? info.driver_name : "?");
+        rte_eth_dev_get_name_by_port(id, pt->name);
+        if (pt->rxq > info.max_rx_queues || pt->txq > info.max_tx_queues) {
+            snprintf(err, errlen, "--port %u: rxq=%u txq=%u, but the device allows at most %u/%u", p, pt->rxq, pt->txq,
+                     info.max_rx_queues, info.max_tx_queues);
+            return -1;
+        }
+        struct rte_eth_conf conf;
+        memset(&conf, 0, sizeof(conf));
+        if (pt->mtu > 1500) conf.rxmode.mtu = pt->mtu;
+        if (pt->rxq > 1) {
+            uint64_t hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+            if (hf) {
+                conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+                conf.rx_adv_conf.rss_conf.rss_hf = hf;
+            }
+        }
+        rc = rte_eth_dev_configure(id, (uint16_t)pt->rxq, (uint16_t)pt->txq, &conf);
+        if (rc) { snprintf(err, errlen, "port %u (%s): configure failed: %s", p, pt->name, rte_strerror(-rc)); return -1; }
+        uint16_t rxd = (uint16_t)pt->rxd, txd = (uint16_t)pt->txd;
+        rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+        pt->rxd = rxd;
+        pt->txd = txd;
+        for (unsigned q = 0; q < pt->rxq; q++) {
+            rc = rte_eth_rx_queue_setup(id, (uint16_t)q, rxd, rte_eth_dev_socket_id(id), NULL, g_pool);
+            if (rc) { snprintf(err, errlen, "port %u: rx queue %u setup failed: %s", p, q, rte_strerror(-rc)); return -1; }
+        }
+        for (unsigned q = 0; q < pt->txq; q++) {
+            rc = rte_eth_tx_queue_setup(id, (uint16_t)q, txd, rte_eth_dev_socket_id(id), NULL);
+            if (rc) { snprintf(err, errlen, "port %u: tx queue %u setup failed: %s", p, q, rte_strerror(-rc)); return -1; }
+        }
+        if (pt->mtu != 1500) {
+            rc = rte_eth_dev_set_mtu(id, (uint16_t)pt->mtu);
+            if (rc && rc != -ENOTSUP)
+                fprintf(stderr, "tgen: port %u: set mtu %u: %s (continuing)\n", p, pt->mtu, rte_strerror(-rc));
+        }
+        rc = rte_eth_dev_start(id);
+        if (rc) { snprintf(err, errlen, "port %u (%s): start failed: %s", p, pt->name, rte_strerror(-rc)); return -1; }
+        pt->started = 1;
+        if (pt->promisc) {
+            rc = rte_eth_promiscuous_enable(id);
+            if (rc && rc != -ENOTSUP) fprintf(stderr, "tgen: port %u: promiscuous: %s\n", p, rte_strerror(-rc));
+        }
+        struct rte_ether_addr a;
+        rte_eth_macaddr_get(id, &a);
+        memcpy(pt->mac, a.addr_bytes, 6);
+        pt->used = 1;
+        pt->id = id;
+    }
+    return 0;
+}
+
+void ports_fill_info(portinfo_t *pi)
+{
+    for (unsigned p = 0; p < MAX_PORTS; p++) {
+        memset(&pi[p], 0, sizeof(pi[p]));
+        if (p >= g_nports) continue;
+        pi[p].exists = 1;
+        memcpy(pi[p].mac, g_ports[p].mac, 6);
+        pi[p].speed_bps = port_speed_bps(p);
+        pi[p].mtu = g_ports[p].mtu;
+    }
+}
+
+json_t *port_list_json(void)
+{
+    json_t *a = json_array();
+    for (unsigned p = 0; p < g_nports; p++) {
+        struct port *pt = &g_ports[p];
+        struct rte_eth_link l;
+        memset(&l, 0, sizeof(l));
+        rte_eth_link_get_nowait((uint16_t)p, &l);
+        char mac[18];
+        fmt_mac(pt->mac, mac);
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_integer(p));
+        json_object_set_new(o, "name", json_string(pt->name));
+        json_object_set_new(o, "driver", json_string(pt->driver));
+        json_object_set_new(o, "mac", json_string(mac));
+        json_object_set_new(o, "link_up", json_boolean(l.link_status));
+        json_object_set_new(o, "link_speed_bps", json_real(link_speed(p)));
+        json_object_set_new(o, "speed_bps", json_real(port_speed_bps(p)));
+        json_object_set_new(o, "rxq", json_integer(pt->rxq));
+        json_object_set_new(o, "txq", json_integer(pt->txq));
+        json_object_set_new(o, "rxd", json_integer(pt->rxd));
+        json_object_set_new(o, "txd", json_integer(pt->txd));
+        json_object_set_new(o, "mtu", json_integer(pt->mtu));
+        json_object_set_new(o, "promisc", json_boolean(rte_eth_promiscuous_get((uint16_t)p) == 1));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *port_stats_json(unsigned p)
+{
+    struct rte_eth_stats s;
+    memset(&s, 0, sizeof(s));
+    rte_eth_stats_get((uint16_t)p, &s);
+    json_t *o = json_object();
+    json_object_set_new(o, "ipackets", json_integer((json_int_t)s.ipackets));
+    json_object_set_new(o, "opackets", json_integer((json_int_t)s.opackets));
+    json_object_set_new(o, "ibytes", json_integer((json_int_t)s.ibytes));
+    json_object_set_new(o, "obytes", json_integer((json_int_t)s.obytes));
+    json_object_set_new(o, "imissed", json_integer((json_int_t)s.imissed));
+    json_object_set_new(o, "ierrors", json_integer((json_int_t)s.ierrors));
+    json_object_set_new(o, "oerrors", json_integer((json_int_t)s.oerrors));
+    json_object_set_new(o, "rx_nombuf", json_integer((json_int_t)s.rx_nombuf));
+    return o;
+}
+
+json_t *port_xstats_json(unsigned p)
+{
+    json_t *o = json_object();
+    int n = rte_eth_xstats_get_names((uint16_t)p, NULL, 0);
+    if (n <= 0) return o;
+    struct rte_eth_xstat_name *names = calloc((size_t)n, sizeof(*names));
+    struct rte_eth_xstat *vals = calloc((size_t)n, sizeof(*vals));
+    if (names && vals && rte_eth_xstats_get_names((uint16_t)p, names, (unsigned)n) == n) {
+        int m = rte_eth_xstats_get((uint16_t)p, vals, (unsigned)n);
+        for (int i = 0; i < m && i < n; i++)
+            if (vals[i].id < (uint64_t)n)
+                json_object_set_new(o, names[vals[i].id].name, json_integer((json_int_t)vals[i].value));
+    }
+    free(names);
+    free(vals);
+    return o;
+}
+
+void ports_close(void)
+{
+    for (unsigned p = 0; p < g_nports; p++) {
+        if (g_ports[p].started) {
+            rte_eth_dev_stop((uint16_t)p);
+            rte_eth_dev_close((uint16_t)p);
+            g_ports[p].started = 0;
+        }
+    }
+}

@@ -1,0 +1,161 @@
+#include "seq.h"
+#include <string.h>
+
+void seqacct_reset(seqacct_t *a, uint64_t first_expected, hist_t *lat, hist_t *ipdv_abs)
+{
+    memset(a, 0, sizeof(*a));
+    a->first_expected = first_expected;
+    a->next_exp = first_expected;
+    a->lat = lat;
+    a->ipdv_abs = ipdv_abs;
+    if (lat) hist_reset(lat);
+    if (ipdv_abs) hist_reset(ipdv_abs);
+}
+
+static inline int win_test(const seqacct_t *a, uint64_t s)
+{
+    uint32_t b = (uint32_t)(s % SEQ_WIN);
+    return (a->win[b >> 6] >> (b & 63)) & 1;
+}
+static inline void win_set(seqacct_t *a, uint64_t s)
+{
+    uint32_t b = (uint32_t)(s % SEQ_WIN);
+    a->win[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+static inline void win_clear(seqacct_t *a, uint64_t s)
+{
+    uint32_t b = (uint32_t)(s % SEQ_WIN);
+    a->win[b >> 6] &= ~((uint64_t)1 << (b & 63));
+}
+
+/* clear window slots for sequence numbers [from, to) */
+static void win_clear_range(seqacct_t *a, uint64_t from, uint64_t to)
+{
+    if (to - from >= SEQ_WIN) { memset(a->win, 0, sizeof(a->win)); return; }
+    uint64_t s = from;
+    while (s < to && (s % 64) != 0) win_clear(a, s++);
+    while (to - s >= 64) { a->win[(s % SEQ_WIN) >> 6] = 0; s += 64; }
+    while (s < to) win_clear(a, s++);
+}
+
+static void note_delay(seqacct_t *a, int64_t d)
+{
+    if (!a->lat) return;
+    if (d < 0) d = 0;
+    hist_add(a->lat, (uint64_t)d);
+    if (a->have_prev_delay) {
+        int64_t v = d - a->prev_delay;
+        if (a->ipdv_count == 0 || v < a->ipdv_min) a->ipdv_min = v;
+        if (a->ipdv_count == 0 || v > a->ipdv_max) a->ipdv_max = v;
+        a->ipdv_sum += (double)v;
+        a->ipdv_count++;
+        if (a->ipdv_abs) hist_add(a->ipdv_abs, (uint64_t)(v < 0 ? -v : v));
+    }
+    a->have_prev_delay = 1;
+    a->prev_delay = d;
+}
+
+static uint64_t extent_for(const seqacct_t *a, uint64_t s, uint64_t i)
+{
+    /* earliest advance with seq > s; ring entries are in increasing seq order */
+    if (a->adv_n == 0) return 0;
+    uint32_t lo = 0, hi = a->adv_n; /* logical indexes, 0 = oldest */
+    uint32_t oldest = (a->adv_head + SEQ_ADV_RING - a->adv_n) % SEQ_ADV_RING;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (a->adv_seq[(oldest + mid) % SEQ_ADV_RING] > s) hi = mid; else lo = mid + 1;
+    }
+    if (lo >= a->adv_n) return 0;
+    uint64_t j = a->adv_idx[(oldest + lo) % SEQ_ADV_RING];
+    return i > j ? i - j : 0;
+}
+
+void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns)
+{
+    if (seq < a->next_exp) {
+        if (a->next_exp - seq <= SEQ_WIN) {
+            if (seq < a->first_expected || win_test(a, seq)) { a->duplicates++; return; }
+            win_set(a, seq);
+        }
+        uint64_t i = ++a->arrivals;
+        a->received++;
+        a->reordered++;
+        uint64_t e = extent_for(a, seq, i);
+        if (e > a->reorder_extent_max) a->reorder_extent_max = e;
+        note_delay(a, delay_ns);
+        return;
+    }
+    uint64_t i = ++a->arrivals;
+    if (seq > a->next_exp) {
+        a->seq_gaps++;
+        seq_gap_t g;
+        g.valid = 1;
+        g.head = !a->have_max;
+        g.prev_seq = a->next_exp ? a->next_exp - 1 : 0;
+        g.prev_tx_ns = a->max_tx_ns;
+        g.seq = seq;
+        g.tx_ns = tx_ns;
+        if (!a->first_gap.valid) a->first_gap = g;
+        a->last_gap = g;
+    }
+    if (a->have_max && tx_ns > a->max_tx_ns && tx_ns - a->max_tx_ns > a->max_rx_gap_ns)
+        a->max_rx_gap_ns = tx_ns - a->max_tx_ns;
+    win_clear_range(a, a->next_exp, seq);
+    win_set(a, seq);
+    a->next_exp = seq + 1;
+    a->max_tx_ns = tx_ns;
+    a->have_max = 1;
+    a->adv_seq[a->adv_head] = seq;
+    a->adv_idx[a->adv_head] = i;
+    a->adv_head = (a->adv_head + 1) % SEQ_ADV_RING;
+    if (a->adv_n < SEQ_ADV_RING) a->adv_n++;
+    a->received++;
+    note_delay(a, delay_ns);
+}
+
+/* tx time of the first and last lost frame inside a gap, interpolated */
+static void gap_times(const seq_gap_t *g, uint64_t first_tx_ns, uint64_t first_expected,
+                      double *t_first, double *t_last)
+{
+    double s0, t0;
+    if (g->head) { s0 = (double)first_expected - 1.0; t0 = (double)first_tx_ns; }
+    else { s0 = (double)g->prev_seq; t0 = (double)g->prev_tx_ns; }
+    double s1 = (double)g->seq, t1 = (double)g->tx_ns;
+    if (g->head) {
+        /* first_tx_ns is the tx time of seq first_expected itself */
+        double per = (s1 - (double)first_expected) > 0 ? (t1 - t0) / (s1 - (double)first_expected) : 0;
+        *t_first = t0;
+        *t_last = t1 - per;
+        return;
+    }
+    double per = (s1 - s0) > 0 ? (t1 - t0) / (s1 - s0) : 0;
+    *t_first = t0 + per;
+    *t_last = t1 - per;
+}
+
+void seqacct_loss_times(const seqacct_t *a, uint64_t sent, uint64_t first_tx_ns, uint64_t last_tx_ns,
+                        int64_t *first_loss_ns, int64_t *last_loss_ns)
+{
+    *first_loss_ns = -1;
+    *last_loss_ns = -1;
+    uint64_t end = a->first_expected + sent;   /* one past the last sent seq */
+    if (a->received >= sent) return;
+    if (!a->have_max) { *first_loss_ns = (int64_t)first_tx_ns; *last_loss_ns = (int64_t)last_tx_ns; return; }
+    double f = -1, l = -1, tf, tl;
+    if (a->first_gap.valid) {
+        gap_times(&a->first_gap, first_tx_ns, a->first_expected, &tf, &tl);
+        f = tf;
+        gap_times(&a->last_gap, first_tx_ns, a->first_expected, &tf, &tl);
+        l = tl;
+    }
+    if (a->next_exp < end) {   /* tail loss */
+        double s0 = (double)a->next_exp - 1, t0 = (double)a->max_tx_ns;
+        double s1 = (double)end - 1, t1 = (double)last_tx_ns;
+        double per = (s1 - s0) > 0 ? (t1 - t0) / (s1 - s0) : 0;
+        if (f < 0) f = t0 + per;
+        l = t1;
+    }
+    if (f < 0) return;   /* gaps were all filled by late frames but counts differ */
+    *first_loss_ns = (int64_t)f;
+    *last_loss_ns = (int64_t)l;
+}

@@ -1,0 +1,159 @@
+/* Shared state of the tgen process (DPDK side). */
+#ifndef TGEN_TGEN_H
+#define TGEN_TGEN_H
+#include <stdint.h>
+#include <jansson.h>
+#include <rte_mbuf.h>
+#include <rte_cycles.h>
+#include "streamcfg.h"
+#include "seq.h"
+#include "hist.h"
+
+#define TGEN_VERSION "1"
+#define MAX_PORTS 32
+#define MAX_QUEUES 16
+#define BURST 64
+#define MAX_STREAM_ID 65536
+#define MAX_SEGS 64
+#define MAX_WORKERS 64
+
+enum phase { PH_IDLE = 0, PH_LEARNING, PH_RUNNING, PH_DRAINING, PH_DONE };
+extern const char *phase_name[];
+
+struct port {
+    int used;
+    uint16_t id;
+    char name[128];
+    char driver[64];
+    uint8_t mac[6];
+    double speed_decl;      /* declared bps, 0 = none */
+    unsigned rxq, txq, rxd, txd, mtu, promisc;
+    int started;
+    int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+};
+
+struct stream {
+    json_t *input;          /* user's object, kept for stream.modify */
+    streamcfg_t sc;
+    tmpl_t *tmpls;          /* one per size */
+    uint16_t *pattern;      /* imix: size index per frame */
+    unsigned plen;
+    uint16_t txq;
+};
+
+struct seg {
+    uint64_t start_tsc, end_tsc;   /* end UINT64_MAX = until max_frames */
+    uint64_t max_frames;           /* 0 = unlimited inside the time window */
+    double scale;                  /* multiplies stream rate (if pps == 0) */
+    double pps;                    /* absolute per-stream rate if > 0 */
+    double duration_s;
+};
+
+struct tx_stream {
+    struct stream *st;
+    uint16_t sid;
+    uint16_t port, queue;
+    int worker;
+    double seg_pps[MAX_SEGS];
+    uint64_t gap_fp[MAX_SEGS];
+    /* owned by the tx worker during the trial */
+    int seg;
+    uint64_t k;
+    uint64_t seq;
+    uint32_t flow;
+    unsigned pat_pos;
+    uint64_t sent;
+    uint64_t first_tx_ns, last_tx_ns;
+    uint64_t late_max_cyc;
+    uint64_t retries, nombuf;
+    int done;
+    struct rte_mbuf *pend[BURST];
+    unsigned npend, pend_off;
+} __rte_cache_aligned;
+
+struct rxq_ref { uint16_t port, queue; };
+
+struct worker {
+    unsigned lcore;
+    int does_tx, does_rx;
+    struct rxq_ref rxq[MAX_PORTS * MAX_QUEUES];
+    unsigned nrxq;
+    /* per trial */
+    struct tx_stream **tx;
+    unsigned ntx;
+    seqacct_t *acct;        /* one per trial stream */
+    hist_t *lat, *ipdv;     /* one per trial stream if latency */
+    uint64_t non_test, late_rx, foreign_rx;
+    volatile int seen_phase;
+    volatile int tx_done;
+} __rte_cache_aligned;
+
+struct trial {
+    unsigned nstreams;
+    struct tx_stream *ts;
+    int32_t *sid_map;           /* MAX_STREAM_ID entries, -1 = not in trial */
+    struct seg segs[MAX_SEGS];
+    unsigned nsegs;
+    int learning, latency;
+    unsigned learning_frames;
+    double learning_wait_s, drain_s, duration_s;
+    uint64_t start_tsc, t0_ns;
+    uint64_t learn_end_tsc, drain_end_tsc, run_end_tsc;
+    uint64_t phase_tsc;         /* when the current phase began */
+    uint64_t begin_tsc;         /* trial.start time */
+    int stop;
+    int port_used[MAX_PORTS];
+    json_t *result;
+};
+
+/* globals */
+extern struct port g_ports[MAX_PORTS];
+extern unsigned g_nports;
+extern struct stream *g_streams[MAX_STREAM_ID];
+extern struct worker g_workers[MAX_WORKERS];
+extern unsigned g_nworkers;
+extern struct rte_mempool *g_pool;
+extern volatile int g_phase;
+extern struct trial *volatile g_trial;
+extern volatile int g_quit;
+extern uint64_t g_tsc_hz, g_tsc0, g_ns_mult;
+
+static inline uint64_t tsc_to_ns(uint64_t tsc)
+{
+    return (uint64_t)(((unsigned __int128)(tsc - g_tsc0) * g_ns_mult) >> 32);
+}
+static inline double cyc_to_ns(uint64_t c) { return (double)c * 1e9 / (double)g_tsc_hz; }
+
+/* ports.c */
+int ports_init(char *err, size_t errlen);
+void ports_fill_info(portinfo_t *pi);
+double port_speed_bps(unsigned p);
+double port_link_speed_bps(unsigned p);
+json_t *port_list_json(void);
+json_t *port_stats_json(unsigned p);
+json_t *port_xstats_json(unsigned p);
+void ports_close(void);
+
+/* worker.c */
+int worker_main(void *arg);
+
+/* trial.c */
+typedef struct { int code; char msg[512]; } rpc_err_t;
+int stream_build(struct stream *s, char *err, size_t errlen);
+void stream_free(struct stream *s);
+int trial_start(json_t *params, rpc_err_t *e);
+void trial_tick(void);
+int trial_active(void);
+json_t *trial_status(void);
+void trial_stop(void);
+json_t *trial_result(rpc_err_t *e);
+json_t *trial_stream_stats(int id, rpc_err_t *e);
+void trial_shutdown(void);
+
+/* ctl.c */
+int ctl_listen_unix(const char *path, char *err, size_t errlen);
+int ctl_listen_tcp(const char *hostport, const char *token, char *err, size_t errlen);
+void ctl_loop(void);
+void ctl_close(void);
+json_t *rpc_dispatch(const char *method, json_t *params, int *authed, int is_tcp, rpc_err_t *e);
+#endif

@@ -1,0 +1,141 @@
+/* Data path: one run loop per worker lcore, TX pacing and RX accounting.
+ * No locks or syscalls while a trial runs; idle workers sleep 1 ms between polls. */
+#include <string.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include "tgen.h"
+
+#define MASK48 ((1ULL << 48) - 1)
+
+static void tx_drop_pending(struct tx_stream *ts)
+{
+    if (ts->npend) rte_pktmbuf_free_bulk(ts->pend + ts->pend_off, ts->npend);
+    ts->npend = 0;
+    ts->pend_off = 0;
+}
+
+static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
+{
+    if (ts->npend) {
+        uint16_t n = rte_eth_tx_burst(ts->port, ts->queue, ts->pend + ts->pend_off, (uint16_t)ts->npend);
+        if (n) {
+            if (ts->sent == 0) ts->first_tx_ns = ts->last_tx_ns; /* set below on build */
+            ts->sent += n;
+            ts->pend_off += n;
+            ts->npend -= n;
+        }
+        if (ts->npend) { ts->retries++; return; }
+        ts->pend_off = 0;
+    }
+    if (ts->seg >= (int)t->nsegs) { ts->done = 1; return; }
+    /* count due frames without committing */
+    int seg = ts->seg;
+    uint64_t k = ts->k, oldest = 0;
+    unsigned n = 0;
+    int finished = 0;
+    while (n < BURST) {
+        const struct seg *sg = &t->segs[seg];
+        uint64_t dl = pace_deadline(sg->start_tsc, k, ts->gap_fp[seg]);
+        if ((sg->max_frames && k >= sg->max_frames) || dl >= sg->end_tsc) {
+            if (++seg >= (int)t->nsegs) { finished = 1; break; }
+            k = 0;
+            continue;
+        }
+        if (dl > now) break;
+        if (n == 0) oldest = dl;
+        n++;
+        k++;
+    }
+    if (n) {
+        struct rte_mbuf *m[BURST];
+        if (rte_pktmbuf_alloc_bulk(g_pool, m, n) != 0) { ts->nombuf++; return; }
+        const struct stream *st = ts->st;
+        uint64_t tx_ns = tsc_to_ns(rte_rdtsc()) & MASK48;
+        for (unsigned i = 0; i < n; i++) {
+            const tmpl_t *tp = &st->tmpls[st->pattern[ts->pat_pos]];
+            if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
+            m[i]->data_len = tp->len;
+            m[i]->pkt_len = tp->len;
+            tmpl_fill(tp, &st->sc.cfg, rte_pktmbuf_mtod(m[i], uint8_t *), ts->flow, ts->seq, tx_ns);
+            ts->seq++;
+            if (++ts->flow >= st->sc.cfg.flows) ts->flow = 0;
+        }
+        uint64_t late = now - oldest;
+        if (late > ts->late_max_cyc) ts->late_max_cyc = late;
+        uint16_t s = rte_eth_tx_burst(ts->port, ts->queue, m, (uint16_t)n);
+        if (s && ts->sent == 0) ts->first_tx_ns = tx_ns;
+        ts->sent += s;
+        ts->last_tx_ns = tx_ns;
+        if (s < n) {
+            memcpy(ts->pend, m + s, (n - s) * sizeof(m[0]));
+            ts->npend = n - s;
+            ts->pend_off = 0;
+            ts->retries++;
+        }
+    }
+    ts->seg = finished ? (int)t->nsegs : seg;
+    ts->k = k;
+    if (finished && ts->npend == 0) ts->done = 1;
+}
+
+static void do_tx(struct worker *w, struct trial *t)
+{
+    uint64_t now = rte_rdtsc();
+    if (now < t->start_tsc) return;
+    int all = 1;
+    int stop = __atomic_load_n(&t->stop, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < w->ntx; i++) {
+        struct tx_stream *ts = w->tx[i];
+        if (ts->done) continue;
+        if (stop) { tx_drop_pending(ts); ts->done = 1; continue; }
+        tx_one_stream(t, ts, now);
+        if (!ts->done) all = 0;
+    }
+    if (all) __atomic_store_n(&w->tx_done, 1, __ATOMIC_RELEASE);
+}
+
+static unsigned do_rx(struct worker *w, struct trial *t, int ph)
+{
+    struct rte_mbuf *m[BURST];
+    unsigned total = 0;
+    int acct = t && (ph == PH_LEARNING || ph == PH_RUNNING || ph == PH_DRAINING);
+    for (unsigned q = 0; q < w->nrxq; q++) {
+        uint16_t n = rte_eth_rx_burst(w->rxq[q].port, w->rxq[q].queue, m, BURST);
+        if (!n) continue;
+        total += n;
+        if (t && (acct || ph == PH_DONE)) {
+            uint64_t now_ns = tsc_to_ns(rte_rdtsc());
+            for (uint16_t i = 0; i < n; i++) {
+                tgsig_t sg;
+                if (!sig_parse(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
+                    if (acct) w->non_test++;
+                    continue;
+                }
+                int32_t ti = t->sid_map[sg.stream_id];
+                if (ti < 0) { w->foreign_rx++; continue; }
+                if (!acct) { w->late_rx++; continue; }
+                uint64_t lat = (now_ns - sg.tx_ns48) & MASK48;
+                seqacct_add(&w->acct[ti], sg.seq, now_ns - lat, (int64_t)lat);
+            }
+        }
+        rte_pktmbuf_free_bulk(m, n);
+    }
+    return total;
+}
+
+int worker_main(void *arg)
+{
+    struct worker *w = arg;
+    while (!__atomic_load_n(&g_quit, __ATOMIC_ACQUIRE)) {
+        int ph = __atomic_load_n(&g_phase, __ATOMIC_ACQUIRE);
+        struct trial *t = g_trial;
+        __atomic_store_n(&w->seen_phase, ph, __ATOMIC_RELEASE);
+        if (ph == PH_RUNNING && t && w->does_tx && !w->tx_done) do_tx(w, t);
+        unsigned got = w->does_rx ? do_rx(w, ph == PH_IDLE ? NULL : t, ph) : 0;
+        if ((ph == PH_IDLE || ph == PH_DONE) && got == 0) rte_delay_us_sleep(1000);
+    }
+    __atomic_store_n(&w->seen_phase, -1, __ATOMIC_RELEASE);
+    return 0;
+}
