@@ -185,7 +185,9 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
             for c in group:
                 if c in cands and c not in order:
                     order.append(c)
-        return sorted(order, key=lambda c: (c not in topo.isolated,
+        # hyper-thread siblings of housekeeping CPUs last: they share a core with the OS
+        return sorted(order, key=lambda c: (any(s in hk for s in topo.cpus[c].siblings),
+                                            c not in topo.isolated,
                                             numa_node is not None and topo.cpus[c].node != numa_node))
 
     need = sum(max(0, n) for n in demands.values())
