@@ -64,7 +64,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from nfvperf.config import load_suite
     path = _suite_path(args.suite)
     suite = load_suite(path, quick=args.quick)
-    units = sum(1 if t.traffic.get("imix") else len(t.frame_sizes) for t in suite.tests)
+    from nfvperf.runner import test_units
+    units = len(test_units(suite))
     print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}, "
           f"{len(suite.tests)} test(s), {units} test unit(s), profile {suite.timing.name}")
     return EXIT_OK

@@ -415,7 +415,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     (run_dir / "suite.resolved.json").write_text(json.dumps(jsonable(suite.to_dict()), indent=2))
     store.update_run(run.id, run_dir=str(run_dir))
 
-    units = [(t, s) for t in suite.tests for s in ([None] if t.traffic.get("imix") else t.frame_sizes)]
+    units = test_units(suite)
     groups = topology_groups(units, spec.topology)
     outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
     env: dict[str, Any] = {"host": host_environment(), "tg": tg, "tag": run.tag,
@@ -432,6 +432,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     current_test: Optional[int] = None
     status, reason = "completed", None
     factory = measurer_factory or measurer_for
+    measured: dict[str, float] = {}      # zero-loss throughput found so far, for prerequisite reuse
     try:
         with interrupts, progress:
             for topo_spec, group in groups:
@@ -451,7 +452,8 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                     store.update_run(run.id, environment=env)
                     topo_row = dict(info["spec"], switching_operations=info.get("switching_operations"))
                     for test, size in group:
-                        label = f"{test.name} {size} B" if size else f"{test.name} IMIX"
+                        label = (f"{test.name} {size} B" if size else test.name if test.method in SIZELESS_METHODS
+                                 else f"{test.name} IMIX")
                         progress.unit(label)
                         profile = traffic_profile(test.traffic, size, suite)
                         ndir = directions(test.traffic, topo_spec.ports)
@@ -463,11 +465,19 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         t0 = time.monotonic()
                         try:
                             _params_model, run_fn = method_entry(test.method)
+                            params = reuse_throughput(test, size, topo_spec, measured)
+                            if params is not test.params:
+                                store.update_test_params(trow.id, params_dump(params))
+                                progress.log(f"  {label}: using the Throughput measured earlier in this run "
+                                             f"({params.throughput_pps:,.0f} fps per interface)")
                             measurer.set_profile(profile)
-                            res = call_method(run_fn, measurer, profile, test.params, rec, timing)
+                            res = call_method(run_fn, measurer, profile, params, rec, timing)
                             data = result_dict(res)
                             summary = summarize_result(test.method, data, profile.to_dict(), ndir)
                             failed = data.get("passed") is False or data.get("status") == "failed"
+                            if test.method == "throughput" and summary.get("value_pps") and \
+                                    float(test.params_dict().get("loss_ratio", 0.0) or 0.0) == 0.0:
+                                measured[throughput_key(test, size, topo_spec)] = summary["value_pps"]
                             with interrupts.critical():
                                 store.add_result(trow.id, test.method, data, value_pps=summary.get("value_pps"))
                                 store.finish_test(trow.id, "failed" if failed else "passed",
@@ -528,6 +538,41 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     outcome.reason = reason
     say(f"run {run.id} ({run.tag}) {status}" + (f": {reason}" if reason else ""))
     return outcome
+
+
+def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:
+    traffic = {k: v for k, v in test.traffic.items() if k not in ("frame_sizes", "rate_unit", "latency")}
+    return json.dumps([size, topo_spec.model_dump(mode="json"), traffic], sort_keys=True, default=str)
+
+
+def params_dump(params: Any) -> dict[str, Any]:
+    return params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
+
+
+def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: dict[str, float]) -> Any:
+    """A method that needs the Throughput first (latency, back-to-back, recovery, reset, RFC 2889
+    forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
+    size, topology and traffic, unless its entry sets ``throughput_pps`` or ``throughput:``."""
+    params = test.params
+    fields = getattr(type(params), "model_fields", {})
+    if "throughput_pps" not in fields or getattr(params, "throughput_pps", None) is not None:
+        return params
+    if "throughput" in test.raw or "throughput_pps" in test.raw:
+        return params
+    v = measured.get(throughput_key(test, size, topo_spec))
+    if not v:
+        return params
+    return params.model_copy(update={"throughput_pps": v})
+
+
+# methods whose result does not depend on the frame size: one unit, no size loop
+SIZELESS_METHODS = ("tcp",)
+
+
+def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
+    """(test, frame size) in suite order; None for IMIX and size-less methods."""
+    return [(t, s) for t in suite.tests
+            for s in ([None] if t.traffic.get("imix") or t.method in SIZELESS_METHODS else t.frame_sizes)]
 
 
 def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:

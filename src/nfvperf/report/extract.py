@@ -176,7 +176,7 @@ METHOD_METRICS: dict[str, tuple[str, str, float, str]] = {
     "reset": ("reset_time_frame_loss_s", "reset time (frame-loss method)", 1e3, "ms"),
     "rfc2889_address_caching": ("address_capacity", "address caching capacity", 1.0, "addresses"),
     "rfc2889_address_learning": ("learning_rate_pps", "address learning rate", 1.0, "fps"),
-    "tcp": ("throughput_bps", "TCP throughput", 1e-6, "Mbps"),
+    "tcp": ("mean_throughput_bps", "TCP goodput (iperf3, mean)", 1e-6, "Mbps"),
 }
 
 

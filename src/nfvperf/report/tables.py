@@ -140,7 +140,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1.",
                    ["Frame B", "fps / interface", "L1 Mbps / interface", "L2 Mbps / interface",
                     "% line rate (L1)", f"aggregate fps (×{ndir})", f"aggregate L1 Mbps (×{ndir})",
-                    "Latency min/avg/max µs"], key="throughput")
+                    "Latency min/avg/max µs (@ % of Throughput)"], key="throughput")
         swt = Table(f"{name}: switching performance (seed 000 Table 5-1)",
                     f"Switching ops/s = aggregate throughput × switching operations ({sw} per direction "
                     "for this topology).", ["Frame B", f"aggregate fps (×{ndir})", "Switching operations",
@@ -158,6 +158,9 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
             lat = _latency_for(tests, t.frame_size_b, data, kind)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
                        if lat else "—")
+            frac = num(lat.get("fraction")) if lat else None
+            if frac is not None and frac != 1.0:
+                latency += f" @{100 * frac:g}%"
             size = fmt_num(t.frame_size_b) if t.frame_size_b else f"IMIX ({size_of(t.traffic):.0f} avg)"
             if t.traffic.get("vxlan"):
                 size += f" (+50 = {int(size_of(t.traffic))} outer)"

@@ -122,6 +122,11 @@ class Store:
             s.commit()
             return t
 
+    def update_test_params(self, test_id: int, params: dict) -> None:
+        with self.session() as s:
+            s.get(Test, test_id).params = jsonable(params)
+            s.commit()
+
     def finish_test(self, test_id: int, status: str, reason: Optional[str] = None) -> None:
         with self.session() as s:
             t = s.get(Test, test_id)
