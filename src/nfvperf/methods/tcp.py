@@ -15,11 +15,11 @@ from .common import MethodParams, ResultBase, setup
 class TcpParams(MethodParams):
     streams: int = Field(1, ge=1, le=128, description="iperf3 -P")
     processes: int = Field(1, ge=1, le=64, description="parallel iperf3 client processes")
-    duration_s: float = Field(60.0, gt=0.0, description="iperf3 -t")
-    omit_s: float = Field(2.0, ge=0.0, description="iperf3 -O: seconds of slow start not counted")
+    duration_s: float = Field(60.0, ge=1.0, description="iperf3 -t (whole seconds)")
+    omit_s: int = Field(2, ge=0, le=60, description="iperf3 -O: seconds of slow start not counted")
     reverse: bool = Field(False, description="iperf3 -R")
     bidirectional: bool = Field(False, description="iperf3 --bidir")
-    window: Optional[str] = Field(None, pattern=r"^[0-9]+[KMG]?$", description="iperf3 -w")
+    pin_cores: Optional[list[int]] = Field(None, description="CPU cores to pin the iperf3 processes to")
     mss: Optional[int] = Field(None, ge=88, le=9216, description="iperf3 -M")
     repetitions: int = Field(1, ge=1, le=100)
 
@@ -43,11 +43,20 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
     rec, runner = setup(measurer, profile, params, recorder, "tcp")
     out = TcpResult(method="tcp", streams=params.streams, processes=params.processes,
                     duration_s=params.duration_s)
-    kw = dict(streams=params.streams, processes=params.processes, duration_s=params.duration_s,
-              omit_s=params.omit_s, reverse=params.reverse, bidirectional=params.bidirectional,
-              window=params.window, mss=params.mss)
+    if params.reverse and params.bidirectional:
+        raise ValueError("reverse and bidirectional are exclusive (iperf3)")
+    kw: dict[str, Any] = dict(duration_s=params.duration_s, streams=params.streams,
+                              processes=params.processes, reverse=params.reverse,
+                              bidir=params.bidirectional, mss=params.mss, omit_s=params.omit_s)
+    if params.pin_cores:
+        kw["pin_cores"] = params.pin_cores
+
+    def trial() -> Any:
+        r = fn(**kw)
+        return r.to_trial_result() if hasattr(r, "to_trial_result") else r
+
     for i in range(params.repetitions):
-        tr = runner.call(lambda: fn(**kw), params.duration_s, 0.0, phase="tcp", repetition=i + 1)
+        tr = runner.call(trial, params.duration_s, 0.0, phase="tcp", repetition=i + 1)
         out.throughput_bps.append(float(tr.extra.get("throughput_bps", 0.0)))
         out.retransmits.append(tr.extra.get("retransmits"))
         rec.progress((i + 1) / params.repetitions, f"tcp {out.throughput_bps[-1] / 1e9:.2f} Gbps")

@@ -70,13 +70,27 @@ def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0
         mrr = max(min_load_pps, tr.forwarding_rate_pps)
         if mrr > iv["pdr"][0] and mrr < max_load_pps:
             trial(mrr, trial_duration_s, "search")
+    steps = {"ndr": [0, 0], "pdr": [0, 0]}     # consecutive expansion steps (up, down)
     while not (done("pdr") and done("ndr")):
         k = "pdr" if not done("pdr") else "ndr"
         lo, hi = iv[k]
+        last = out.trials[-1].load_pps
         if not seen_ub[k] and lo < max_load_pps:
             nxt = max_load_pps
         else:
             nxt = (lo + hi) / 2.0
+            if hi - lo > 2 * relative_width * hi:
+                # external search around the last trial (MRR hint), doubling the step
+                if lo <= min_load_pps or last == hi:
+                    cand = hi * (1 - min(0.5, relative_width * 2 ** steps[k][1]))
+                    steps[k] = [0, steps[k][1] + 1]
+                    if cand > nxt:
+                        nxt = cand
+                elif last == lo:
+                    cand = lo * (1 + relative_width * 2 ** steps[k][0])
+                    steps[k] = [steps[k][0] + 1, 0]
+                    if cand < nxt:
+                        nxt = cand
         if progress:
             progress(0.5, f"ndrpdr: {k} interval {lo:,.0f}..{hi:,.0f} pps")
         trial(nxt, trial_duration_s, "search")

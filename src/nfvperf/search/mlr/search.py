@@ -151,8 +151,24 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
         if und:
             return und[0], dur
         if rlb is not None and rub is not None:
-            t.expand_up = t.expand_down = 0
             mid = rnd(math.sqrt(rlb * rub))
+            if rub - rlb > 2 * w * rub:
+                # external search from the newer bound (the hint), doubling the step each time
+                order = {l: i for i, l in enumerate(db.trials)}
+                coef = t.goal.expansion_coefficient
+                if order[rlb] > order[rub]:
+                    cand = rnd(rlb * (1.0 + w * coef ** t.expand_up))
+                    t.expand_up += 1
+                    t.expand_down = 0
+                    if rlb < cand < mid:
+                        return cand, dur
+                else:
+                    cand = rnd(rub * (1.0 - min(0.9, w * coef ** t.expand_down)))
+                    t.expand_down += 1
+                    t.expand_up = 0
+                    if mid < cand < rub:
+                        return cand, dur
+            t.expand_up = t.expand_down = 0
             # uneven split: if the interval is just above the width, land on it exactly
             if rub - rlb <= 2 * w * rub:
                 mid = rnd(rub * (1.0 - w) + 1e-3)

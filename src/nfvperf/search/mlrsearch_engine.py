@@ -1,0 +1,103 @@
+"""Drive the PyPI MLRsearch 1.2.1 package (module ``MLRsearch``) behind our Measurer, for
+cross-checks against our own MLR-style search.  Same goals (our :class:`SearchGoal`), same
+validity rule (through the :class:`TrialRunner`), same :class:`SearchResult` out.
+
+MLRsearch's own ``search_duration_max`` is wall-clock (time.monotonic); with the simulated DUT
+nothing sleeps, so our ``time_budget_s`` (sum of trial durations) is enforced in the adapter.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from .common import RFC2544_TRIAL_OVERHEAD_S, BudgetExceeded
+from .result import GoalResult, SearchResult, TrialRecord
+
+
+def available() -> bool:
+    try:
+        import MLRsearch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
+                     min_load_pps: float = 9001.0, warmup_s: float = 1.0,
+                     time_budget_s: Optional[float] = None,
+                     overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
+                     **context: Any) -> SearchResult:
+    try:
+        from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
+        from MLRsearch import SearchGoal as MGoal
+    except ImportError as e:   # pragma: no cover
+        raise RuntimeError("search 'mlrsearch' needs the MLRsearch==1.2.1 package "
+                           "(pip install MLRsearch==1.2.1)") from e
+
+    out = SearchResult(kind="mlrsearch", load_pps=None, max_load_pps=max_load_pps)
+    warm = {"pending": bool(warmup_s)}
+
+    class _Adapter(AbstractMeasurer):
+        def measure(self, intended_duration: float, intended_load: float) -> Any:
+            if time_budget_s is not None and out.total_trial_s + intended_duration > time_budget_s + 1e-9:
+                raise BudgetExceeded("mlrsearch: trial-time budget used up")
+            phase = "warmup" if warm["pending"] else "search"
+            warm["pending"] = False
+            tr = runner.measure(float(intended_duration), float(intended_load), phase=phase,
+                                search="mlrsearch", **context)
+            out.total_trial_s += tr.duration_s
+            out.wall_s += tr.duration_s + overhead_s
+            if phase != "warmup":
+                out.trials.append(TrialRecord(float(intended_load), tr.duration_s, tr.loss_ratio,
+                                              tr.forwarding_rate_pps, phase))
+            exp = tr.expected or tr.sent
+            return MeasurementResult(intended_duration=intended_duration,
+                                     intended_load=intended_load, offered_count=exp,
+                                     loss_count=max(0, exp - tr.received))
+
+    mgoals = []
+    for g in goals:
+        mgoals.append(MGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
+                            relative_width=g.relative_width,
+                            initial_trial_duration=g.initial_trial_duration or g.final_trial_duration,
+                            final_trial_duration=g.final_trial_duration,
+                            duration_sum=g.duration_sum, preceding_targets=g.preceding_targets,
+                            expansion_coefficient=g.expansion_coefficient, fail_fast=g.fail_fast))
+    cfg = Config()
+    cfg.goals = mgoals
+    cfg.min_load = min_load_pps
+    cfg.max_load = max_load_pps
+    cfg.search_duration_max = 1e9
+    cfg.warmup_duration = warmup_s or None
+    ctrl = MultipleLossRatioSearch(config=cfg)
+    try:
+        res = ctrl.search(measurer=_Adapter(), debug=lambda _m: None)
+    except BudgetExceeded as e:
+        out.irregular = True
+        out.notes.append(str(e))
+        res = None
+    except RuntimeError as e:   # MLRsearch fail-fast: min load is an upper bound
+        out.irregular = True
+        out.notes.append(f"MLRsearch: {e}")
+        res = None
+    for g, mg in zip(goals, mgoals):
+        gr = res.get(mg) if res is not None else None
+        rlb = rub = ct = None
+        if gr is not None:
+            rlb = float(gr.relevant_lower_bound) if gr.relevant_lower_bound is not None else None
+            rub = float(gr.relevant_upper_bound) if gr.relevant_upper_bound is not None else None
+            ct = float(gr.conditional_throughput) if gr.conditional_throughput is not None else None
+        irr = res is None or rlb is None or rub is None
+        why = "" if not irr else ("search did not finish" if res is None else
+                                  "max load is a lower bound" if rub is None and rlb is not None
+                                  else "min load is an upper bound")
+        out.goals.append(GoalResult(name=g.name, loss_ratio=g.loss_ratio,
+                                    exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
+                                    final_trial_duration_s=g.final_trial_duration,
+                                    duration_sum_s=g.duration_sum, lower_bound_pps=rlb,
+                                    upper_bound_pps=rub, conditional_throughput_pps=ct,
+                                    irregular=irr, irregular_reason=why))
+    first = out.goals[0]
+    out.load_pps = first.lower_bound_pps
+    out.lower_bound_pps, out.upper_bound_pps = first.lower_bound_pps, first.upper_bound_pps
+    out.irregular = out.irregular or any(g.irregular for g in out.goals)
+    return out
