@@ -193,12 +193,6 @@ int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t i
         }
         if (c->flows > 1 && c->vary == 0) FAIL("vary: empty, but flows > 1 needs a field to vary");
     }
-    if (c->vary & VARY_DST_PORT && c->flows > 1) {
-        /* make sure no flow hits 4789 */
-        uint32_t base = c->dst_port;
-        uint32_t d = (VXLAN_PORT - base + 65535) % 65535;
-        if (d < c->flows) FAIL("vary: dst_port stepping from %u over %u flows would hit 4789 (VXLAN)", base, c->flows);
-    }
     /* sizes */
     unsigned min = tmpl_min_size(c);
     json_t *im = json_object_get(obj, "imix");

@@ -143,7 +143,10 @@ void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow
         if (c->vary & VARY_SRC_IP) sip += flow;
         if (c->vary & VARY_DST_IP) dip += flow;
         if (c->vary & VARY_SRC_PORT) sp = (uint16_t)(((uint32_t)sp - 1 + flow) % 65535 + 1);
-        if (c->vary & VARY_DST_PORT) dp = (uint16_t)(((uint32_t)dp - 1 + flow) % 65535 + 1);
+        if (c->vary & VARY_DST_PORT) {
+            dp = (uint16_t)(((uint32_t)dp - 1 + flow) % 65535 + 1);
+            if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
+        }
         put32(buf + t->sip_off, sip);
         put32(buf + t->dip_off, dip);
         put16(buf + t->udp_off, sp);

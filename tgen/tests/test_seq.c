@@ -1,2 +1,97 @@
+/* Sequence accounting: METHODOLOGY.md TV10, duplicates, gaps, loss times. */
+#include <math.h>
+#include <stdlib.h>
 #include "harness.h"
-int main(void){ return DONE(); }
+#include "seq.h"
+
+static seqacct_t A;
+static hist_t L, I;
+
+int main(void)
+{
+    /* TV10: arrivals 1,2,4,5,3,6 -> one reordered, extent 2, ratio 16.67 % */
+    uint64_t arr[] = { 1, 2, 4, 5, 3, 6 };
+    seqacct_reset(&A, 1, &L, &I);
+    for (int i = 0; i < 6; i++) seqacct_add(&A, arr[i], 1000 * arr[i], 10);
+    CHECK(A.received == 6, "received %llu", (unsigned long long)A.received);
+    CHECK(A.reordered == 1, "reordered %llu", (unsigned long long)A.reordered);
+    CHECK(A.reorder_extent_max == 2, "extent %llu", (unsigned long long)A.reorder_extent_max);
+    CHECK(fabs(100.0 * (double)A.reordered / (double)A.received - 16.67) < 0.005, "ratio");
+    CHECK(A.duplicates == 0, "dups");
+    CHECK(A.seq_gaps == 1, "gaps %llu (4 after 2)", (unsigned long long)A.seq_gaps);
+    int64_t f, l;
+    seqacct_loss_times(&A, 6, 1000, 6000, &f, &l);
+    CHECK(f == -1 && l == -1, "no loss -> no loss times (%lld, %lld)", (long long)f, (long long)l);
+
+    /* TV10 delays 10,12,11,15,10 us: IPDV +2,-1,+4,-5; PDV 0,2,1,5,0 */
+    int64_t d[] = { 10000, 12000, 11000, 15000, 10000 };
+    seqacct_reset(&A, 0, &L, &I);
+    for (int i = 0; i < 5; i++) seqacct_add(&A, (uint64_t)i, (uint64_t)i * 1000, d[i]);
+    CHECK(A.ipdv_count == 4, "ipdv count");
+    CHECK(A.ipdv_min == -5000 && A.ipdv_max == 4000, "ipdv min %lld max %lld", (long long)A.ipdv_min, (long long)A.ipdv_max);
+    CHECK(A.ipdv_sum == 0, "ipdv sum (+2-1+4-5=0)");
+    CHECK(L.min == 10000 && L.max == 15000, "delay min/max");
+    double avg = L.sum / (double)L.count;
+    CHECK(fabs(avg - 11600) < 1e-6, "avg delay %g", avg);
+    CHECK(fabs((avg - (double)L.min) - 1600) < 1e-6, "PDV avg = mean(0,2,1,5,0) = 1.6 us");
+    CHECK(L.max - L.min == 5000, "PDV max 5 us");
+    /* |ipdv| = 2,1,4,5 -> p99 5 us within 1 % */
+    CHECK(fabs(hist_percentile(&I, 99) - 5000) <= 50, "ipdv p99 %g", hist_percentile(&I, 99));
+    CHECK(fabs(hist_percentile(&L, 50) - 11000) <= 110, "delay p50 %g", hist_percentile(&L, 50));
+
+    /* duplicates: 0,1,1,2,0,3 -> 2 duplicates, 4 unique, no reorder counted for dups */
+    uint64_t dup[] = { 0, 1, 1, 2, 0, 3 };
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (int i = 0; i < 6; i++) seqacct_add(&A, dup[i], dup[i] * 10, 0);
+    CHECK(A.received == 4 && A.duplicates == 2 && A.reordered == 0, "dup: rx %llu dup %llu reo %llu",
+          (unsigned long long)A.received, (unsigned long long)A.duplicates, (unsigned long long)A.reordered);
+    /* a reordered frame that arrives twice: second copy is a duplicate */
+    uint64_t rd[] = { 0, 2, 1, 1, 3 };
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (int i = 0; i < 5; i++) seqacct_add(&A, rd[i], rd[i] * 10, 0);
+    CHECK(A.received == 4 && A.duplicates == 1 && A.reordered == 1, "reorder+dup");
+
+    /* loss: 0..99 sent 1 us apart, 10..19 and 95..99 lost */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 100; s++) if (!((s >= 10 && s < 20) || s >= 95)) seqacct_add(&A, s, 1000000 + s * 1000, 5000);
+    CHECK(A.received == 85 && A.seq_gaps == 1, "gaps %llu", (unsigned long long)A.seq_gaps);
+    CHECK(A.max_rx_gap_ns == 11000, "max rx gap %llu (9 -> 20)", (unsigned long long)A.max_rx_gap_ns);
+    seqacct_loss_times(&A, 100, 1000000, 1000000 + 99 * 1000, &f, &l);
+    CHECK(f == 1000000 + 10 * 1000, "first loss %lld", (long long)f);
+    CHECK(l == 1000000 + 99 * 1000, "last loss %lld (tail)", (long long)l);
+    /* system-recovery shape: loss only in the middle */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 100; s++) if (!(s >= 30 && s < 60)) seqacct_add(&A, s, s * 1000, 0);
+    seqacct_loss_times(&A, 100, 0, 99000, &f, &l);
+    CHECK(f == 30000 && l == 59000, "middle loss %lld..%lld", (long long)f, (long long)l);
+    /* head loss: the first 5 frames lost */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 5; s < 10; s++) seqacct_add(&A, s, s * 1000, 0);
+    seqacct_loss_times(&A, 10, 0, 9000, &f, &l);
+    CHECK(f == 0 && l == 4000, "head loss %lld..%lld", (long long)f, (long long)l);
+    /* nothing received */
+    seqacct_reset(&A, 0, NULL, NULL);
+    seqacct_loss_times(&A, 10, 100, 9100, &f, &l);
+    CHECK(f == 100 && l == 9100, "all lost");
+
+    /* window: a frame 70000 behind NextExp is counted (not a dup), duplicates inside the window found */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 100000; s++) if (s != 5) seqacct_add(&A, s, s, 0);
+    seqacct_add(&A, 5, 5, 0);          /* late, beyond the window */
+    seqacct_add(&A, 99990, 99990, 0);  /* duplicate inside the window */
+    CHECK(A.received == 100000 && A.duplicates == 1 && A.reordered == 1, "window: rx %llu dup %llu",
+          (unsigned long long)A.received, (unsigned long long)A.duplicates);
+    CHECK(A.reorder_extent_max > 0, "extent lower bound when history is gone");
+    /* big jump clears the window so old bits do not make false duplicates */
+    seqacct_reset(&A, 0, NULL, NULL);
+    seqacct_add(&A, 0, 0, 0);
+    seqacct_add(&A, SEQ_WIN, 1, 0);        /* same slot as 0 */
+    seqacct_add(&A, SEQ_WIN - 1, 2, 0);    /* late, must not be a dup */
+    CHECK(A.duplicates == 0 && A.received == 3, "slot reuse");
+    /* extent with several earlier larger frames: 1 2 5 3 4 6 -> 3 extent 1... e(3)= idx(3)-idx(5) */
+    uint64_t ex[] = { 1, 2, 5, 6, 7, 3 };
+    seqacct_reset(&A, 1, NULL, NULL);
+    for (int i = 0; i < 6; i++) seqacct_add(&A, ex[i], 0, 0);
+    CHECK(A.reorder_extent_max == 3, "extent %llu (6-3)", (unsigned long long)A.reorder_extent_max);
+    return DONE();
+}

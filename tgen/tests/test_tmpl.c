@@ -1,2 +1,179 @@
+/* Template builder: layouts, sizes (FCS excluded from the buffer), checksums checked by an
+ * independent straightforward computation, VLAN, IPv6, VXLAN, flow variation, signature. */
+#include <string.h>
+#include <arpa/inet.h>
 #include "harness.h"
-int main(void){ return DONE(); }
+#include "tmpl.h"
+
+static uint16_t g16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+/* independent RFC 1071 checksum over a byte buffer */
+static uint16_t rfc1071(const uint8_t *p, size_t n)
+{
+    unsigned long sum = 0;
+    for (size_t i = 0; i < n; i += 2) {
+        unsigned hi = p[i], lo = i + 1 < n ? p[i + 1] : 0;
+        sum += (hi << 8) | lo;
+    }
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+/* verify the IP/UDP checksums of the (inner) packet starting at l3 with ethertype et */
+static void verify_l3(const uint8_t *l3, uint16_t et, size_t avail, const char *what)
+{
+    uint8_t pseudo[40 + 8 + 9300];
+    size_t plen;
+    const uint8_t *udp;
+    size_t ulen;
+    if (et == 0x0800) {
+        CHECK(rfc1071(l3, 20) == 0, "%s: IPv4 header checksum", what);
+        CHECK(g16(l3 + 2) == avail, "%s: IPv4 total length %u vs %zu", what, g16(l3 + 2), avail);
+        udp = l3 + 20;
+        ulen = g16(udp + 4);
+        CHECK(ulen == avail - 20, "%s: UDP length", what);
+        memcpy(pseudo, l3 + 12, 8);
+        pseudo[8] = 0; pseudo[9] = 17; pseudo[10] = (uint8_t)(ulen >> 8); pseudo[11] = (uint8_t)ulen;
+        plen = 12;
+    } else {
+        udp = l3 + 40;
+        ulen = g16(udp + 4);
+        CHECK(g16(l3 + 4) == ulen && ulen == avail - 40, "%s: IPv6 payload length", what);
+        memcpy(pseudo, l3 + 8, 32);
+        memset(pseudo + 32, 0, 8);
+        pseudo[34] = (uint8_t)(ulen >> 8); pseudo[35] = (uint8_t)ulen; pseudo[39] = 17;
+        plen = 40;
+    }
+    memcpy(pseudo + plen, udp, ulen);
+    CHECK(g16(udp + 6) != 0, "%s: UDP checksum present", what);
+    CHECK(rfc1071(pseudo, plen + ulen) == 0, "%s: UDP checksum verifies", what);
+}
+
+static tmpl_cfg_t base(void)
+{
+    tmpl_cfg_t c;
+    memset(&c, 0, sizeof(c));
+    uint8_t sm[6] = { 2, 0, 0, 0, 0, 1 }, dm[6] = { 2, 0, 0, 0, 0, 2 };
+    memcpy(c.src_mac, sm, 6);
+    memcpy(c.dst_mac, dm, 6);
+    c.vlan = -1;
+    inet_pton(AF_INET, "198.18.0.1", c.src_ip);
+    inet_pton(AF_INET, "198.19.0.1", c.dst_ip);
+    c.src_port = 1024;
+    c.dst_port = 1024;
+    c.flows = 1;
+    c.vary = VARY_SRC_IP | VARY_DST_IP;
+    c.stream_id = 7;
+    return c;
+}
+
+static tmpl_t T;
+static uint8_t buf[MAX_FRAME_B + 100];
+
+static void run(const char *what, tmpl_cfg_t c, unsigned size)
+{
+    char err[256];
+    int rc = tmpl_build(&c, size, &T, err, sizeof(err));
+    CHECK(rc == 0, "%s size %u: build: %s", what, size, err);
+    if (rc) return;
+    unsigned expect = size - 4 + (c.vxlan ? 50 : 0);
+    CHECK(T.len == expect, "%s size %u: buffer %u bytes, expected %u (size - FCS)", what, size, T.len, expect);
+    uint32_t flows[] = { 0, 1, 77, 65535, 999999, 4789 - 1024 };
+    for (unsigned fi = 0; fi < 6; fi++) {
+        uint64_t seq = 0x123456789AULL + fi, ts = 0xABCDEF012345ULL;
+        tmpl_fill(&T, &c, buf, flows[fi], seq, ts);
+        const uint8_t *p = buf;
+        size_t n = T.len;
+        if (c.vxlan) {
+            CHECK(g16(p + 12) == 0x0800, "%s: outer ethertype", what);
+            CHECK(rfc1071(p + 14, 20) == 0, "%s: outer IPv4 checksum", what);
+            CHECK(g16(p + 16) == n - 14, "%s: outer IP length", what);
+            CHECK(p + 23 && p[23] == 17, "%s: outer proto UDP", what);
+            CHECK(g16(p + 36) == 4789, "%s: outer UDP dst 4789", what);
+            CHECK(g16(p + 34) == 49152 + flows[fi] % 16384, "%s: outer UDP src port entropy", what);
+            CHECK(g16(p + 38) == n - 34, "%s: outer UDP length", what);
+            CHECK(g16(p + 40) == 0, "%s: outer UDP checksum 0", what);
+            CHECK(p[42] == 0x08 && ((uint32_t)p[46] << 16 | p[47] << 8 | p[48]) == c.vni, "%s: VXLAN flags/VNI", what);
+            p += 50;
+            n -= 50;
+        }
+        CHECK(memcmp(p, c.dst_mac, 6) == 0 && memcmp(p + 6, c.src_mac, 6) == 0, "%s: MACs", what);
+        size_t o = 12;
+        if (c.vlan >= 0) {
+            CHECK(g16(p + 12) == 0x8100 && (g16(p + 14) & 0xfff) == c.vlan, "%s: 802.1Q tag", what);
+            o += 4;
+        }
+        uint16_t et = g16(p + o);
+        CHECK(et == (c.ipv6 ? 0x86DD : 0x0800), "%s: ethertype", what);
+        verify_l3(p + o + 2, et, n - o - 2, what);
+        /* flow variation */
+        const uint8_t *ip = p + o + 2;
+        const uint8_t *sip = c.ipv6 ? ip + 20 : ip + 12, *dip = c.ipv6 ? ip + 36 : ip + 16;
+        uint32_t s0 = (uint32_t)c.src_ip[c.ipv6 ? 12 : 0] << 24 | (uint32_t)c.src_ip[c.ipv6 ? 13 : 1] << 16 | (uint32_t)c.src_ip[c.ipv6 ? 14 : 2] << 8 | c.src_ip[c.ipv6 ? 15 : 3];
+        uint32_t sv = (uint32_t)sip[0] << 24 | (uint32_t)sip[1] << 16 | (uint32_t)sip[2] << 8 | sip[3];
+        uint32_t dv = (uint32_t)dip[0] << 24 | (uint32_t)dip[1] << 16 | (uint32_t)dip[2] << 8 | dip[3];
+        (void)dv;
+        if (c.vary & VARY_SRC_IP) CHECK(sv == s0 + flows[fi], "%s: src ip stepped by flow", what);
+        const uint8_t *udp = ip + (c.ipv6 ? 40 : 20);
+        if (c.vary & VARY_DST_PORT) {
+            unsigned want = (c.dst_port - 1 + flows[fi]) % 65535 + 1;
+            if (want == 4789) want = 4790;
+            CHECK(g16(udp + 2) == want, "%s: dst port", what);
+        }
+        /* signature round trip */
+        tgsig_t sg;
+        CHECK(sig_parse(buf, T.len, &sg) == 1, "%s: signature found", what);
+        CHECK(sg.stream_id == 7 && sg.seq == seq && sg.tx_ns48 == ts, "%s: signature fields", what);
+        CHECK(g16(udp + 8) == 0x4E46 && g16(udp + 10) == 0x5047, "%s: magic at UDP payload start", what);
+    }
+}
+
+int main(void)
+{
+    char err[256];
+    unsigned sizes[] = { 64, 65, 128, 256, 512, 1024, 1280, 1518, 9216 };
+    for (unsigned i = 0; i < 9; i++) run("ipv4", base(), sizes[i]);
+    tmpl_cfg_t c = base();
+    c.vlan = 100;
+    CHECK(tmpl_min_size(&c) == 68, "VLAN min size 68");
+    CHECK(tmpl_build(&c, 64, &T, err, sizeof(err)) == -1 && strncmp(err, "size_b:", 7) == 0, "VLAN 64 refused: %s", err);
+    run("vlan", c, 68);
+    run("vlan", c, 1522);
+    c = base();
+    c.ipv6 = 1;
+    inet_pton(AF_INET6, "2001:2::1", c.src_ip);
+    inet_pton(AF_INET6, "2001:2:0:1::1", c.dst_ip);
+    c.vary = VARY_SRC_IP | VARY_DST_IP | VARY_SRC_PORT | VARY_DST_PORT;
+    CHECK(tmpl_min_size(&c) == 84, "IPv6 min size %u", tmpl_min_size(&c));
+    run("ipv6", c, 84);
+    run("ipv6", c, 1518);
+    c.vlan = 5;
+    run("ipv6+vlan", c, 88);
+    c = base();
+    c.vxlan = 1;
+    c.vni = 0xABCDE;
+    uint8_t om[6] = { 2, 0, 0, 0, 9, 1 };
+    memcpy(c.osrc_mac, om, 6); om[5] = 2; memcpy(c.odst_mac, om, 6);
+    inet_pton(AF_INET, "10.0.0.1", c.osrc_ip);
+    inet_pton(AF_INET, "10.0.0.2", c.odst_ip);
+    c.vary = VARY_SRC_IP | VARY_DST_PORT;
+    CHECK(tmpl_wire_size(&c, 64) == 114, "VXLAN 64 -> 114 on the wire (TV3)");
+    run("vxlan", c, 64);
+    run("vxlan", c, 1518);
+    c.vlan = 9;
+    run("vxlan+inner vlan", c, 68);
+    /* sizes out of range */
+    c = base();
+    CHECK(tmpl_build(&c, 63, &T, err, sizeof(err)) == -1, "63 refused");
+    CHECK(tmpl_build(&c, 9217, &T, err, sizeof(err)) == -1, "9217 refused");
+    /* non-test frames are not parsed as test traffic */
+    tgsig_t sg;
+    uint8_t arp[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06 };
+    CHECK(sig_parse(arp, 60, &sg) == 0, "ARP is not a test frame");
+    run("ipv4", base(), 64);
+    memcpy(buf, T.data, T.len);   /* template without signature magic */
+    CHECK(sig_parse(buf, T.len, &sg) == 0, "UDP without magic is not a test frame");
+    tmpl_fill(&T, &c, buf, 0, 1, 1);
+    CHECK(sig_parse(buf, 40, &sg) == 0, "truncated frame is not a test frame");
+    return DONE();
+}
