@@ -52,7 +52,9 @@ class PortRef:
     """One port as the DUT sees it.
 
     kind: ``veth`` (a kernel interface ``ifname`` in namespace ``netns``), ``pci`` (a NIC bound to
-    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (``socket`` path), or ``tap``.
+    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (virtio-user frontend on ``socket``),
+    ``vhost-backend`` (net_vhost backend creating ``socket``; ``extra={"client": True}`` to
+    connect instead), or ``tap``.
     ``driver`` picks how a DPDK DUT opens a kernel interface: ``af_packet`` or ``af_xdp``.
     """
 
@@ -78,7 +80,12 @@ class PortRef:
             return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},blocksz=4096,"
                     f"framesz=2048,framecnt=1024,qdisc_bypass=1")
         if self.kind == "vhost-user":
+            # the frontend (a VNF's virtio-user device) on a vhost-user socket
             return f"net_virtio_user{index},path={self.socket},queues={queues}"
+        if self.kind == "vhost-backend":
+            # the backend side (what a vSwitch is to a VM): DPDK's net_vhost, creating the socket
+            client = 1 if self.extra.get("client") else 0
+            return f"net_vhost{index},iface={self.socket},queues={queues},client={client}"
         raise ValueError(f"port kind {self.kind!r} has no DPDK devargs")
 
 

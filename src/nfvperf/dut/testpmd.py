@@ -118,7 +118,7 @@ class _TestpmdProcess(DutAdapter):
             eal += ["--no-huge", "-m", str(self.mem_mb or 512)]
         elif self.mem_mb:
             eal += ["-m", str(self.mem_mb)]
-        if any(p.kind == "vhost-user" for p in self.ports):
+        if any(p.kind in ("vhost-user", "vhost-backend") for p in self.ports):
             eal.append("--single-file-segments")
         if not any(p.kind == "pci" for p in self.ports):
             eal.append("--no-pci")
@@ -149,6 +149,15 @@ class _TestpmdProcess(DutAdapter):
             return
         if not self.ports:
             raise ValueError(f"{self.proc_name}: no ports added")
+        for p in self.ports:
+            creates = (p.kind == "vhost-backend" and not p.extra.get("client")) or \
+                      (p.kind == "vhost-user" and getattr(self, "server", False))
+            if creates and p.socket is not None:
+                if len(str(p.socket)) > 107:
+                    raise ValueError(f"vhost-user socket path longer than 107 bytes: {p.socket}")
+                Path(p.socket).parent.mkdir(parents=True, exist_ok=True)
+                self.tracker.add("socket", str(p.socket),
+                                 lambda s=Path(p.socket): s.unlink(missing_ok=True))
         self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
                             interactive=True)
         # registered before the process so it runs after the process is gone (LIFO)
@@ -244,6 +253,7 @@ class Testpmd(_TestpmdProcess):
 
     name = "testpmd"
     role = "dut"
+    __test__ = False      # not a pytest class
 
 
 class TestpmdVnf(_TestpmdProcess):
@@ -257,6 +267,7 @@ class TestpmdVnf(_TestpmdProcess):
     """
 
     name = "testpmd-vnf"
+    __test__ = False
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, sockets: Sequence[str | Path] = (),
                  server: bool = False, name: str = "vnf0", **kw: Any):
@@ -275,15 +286,6 @@ class TestpmdVnf(_TestpmdProcess):
         if self.server:
             base += ",server=1"
         return base
-
-    def start(self) -> None:
-        if self.server:
-            for p in self.ports:
-                if p.socket is not None:
-                    Path(p.socket).parent.mkdir(parents=True, exist_ok=True)
-                    self.tracker.add("socket", str(p.socket),
-                                     lambda s=Path(p.socket): s.unlink(missing_ok=True))
-        super().start()
 
     def counters(self) -> dict[str, Any]:
         d = super().counters()
