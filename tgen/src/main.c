@@ -354,7 +354,7 @@ int main(int argc, char **argv)
             exit_code = 2;
             goto out;
         }
-        json_t *ready = json_pack("{sbsss?sisi}", "ready", 1, "socket", sock, "tcp", tcp, "pid", (int)getpid(), "ports", (int)g_nports);
+        json_t *ready = json_pack("{sbssss?sisi}", "ready", 1, "socket", sock, "tcp", tcp, "pid", (int)getpid(), "ports", (int)g_nports);
         char *s = json_dumps(ready, JSON_COMPACT);
         printf("%s\n", s);
         fflush(stdout);
