@@ -9,6 +9,7 @@ whose messages each name the full field path (``tests[1].search.loss_ratio``) an
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -288,13 +289,19 @@ def _loc(prefix: str, loc: tuple) -> str:
     return out or "(suite)"
 
 
-def _describe(err: dict[str, Any], model: Optional[type[BaseModel]] = None) -> str:
+def _describe(err: dict[str, Any], model: Optional[type[BaseModel]] = None,
+              extra_allowed: tuple[str, ...] = ()) -> str:
     typ = err.get("type", "")
     msg = err.get("msg", "invalid")
     ctx = err.get("ctx") or {}
     if typ == "extra_forbidden":
-        allowed = _allowed_fields(model, err.get("loc", ()))
-        hint = f"; allowed fields: {', '.join(allowed)}" if allowed else ""
+        loc = err.get("loc", ())
+        allowed = _allowed_fields(model, loc)
+        if allowed and len(loc) == 1:
+            allowed = sorted(set(allowed) | set(extra_allowed))
+        near = difflib.get_close_matches(str(loc[-1]) if loc else "", allowed, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        hint += f" Allowed fields: {', '.join(allowed)}" if allowed else ""
         return f"unknown field{hint}"
     if typ == "missing":
         return "required field is missing"
@@ -336,14 +343,15 @@ def _model_in(ann: Any) -> Optional[type[BaseModel]]:
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "",
-                            model: Optional[type[BaseModel]] = None) -> list[str]:
+                            model: Optional[type[BaseModel]] = None,
+                            extra_allowed: tuple[str, ...] = ()) -> list[str]:
     out = []
     seen = set()
     for err in exc.errors():
         loc = tuple(err.get("loc", ()))
         # a union (profile: "quick" | {...}) reports every branch; keep one line per path
         path = _loc(prefix, loc)
-        line = f"{path}: {_describe(err, model)}"
+        line = f"{path}: {_describe(err, model, extra_allowed)}"
         if path in seen and err.get("type") in ("literal_error", "model_type", "dict_type"):
             continue
         seen.add(path)
@@ -463,7 +471,8 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
             try:
                 params = model.model_validate(params_raw)
             except ValidationError as e:
-                problems += format_validation_error(e, prefix=where, model=model)
+                problems += format_validation_error(e, prefix=where, model=model,
+                                                    extra_allowed=ENGINE_TEST_KEYS)
                 continue
         tests.append(TestConfig(index=i, method=method, name=name, params=params,
                                 frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry)))

@@ -49,6 +49,7 @@ class Test(Base):
     """One test entry at one frame size (or one IMIX profile)."""
 
     __tablename__ = "tests"
+    __test__ = False          # not a pytest class
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)

@@ -1,0 +1,65 @@
+"""Shared pytest fixtures (generic: add yours below)."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """A fresh SQLite results store (file) for one test."""
+    return "sqlite:///" + str(tmp_path / "results.db")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A throw-away PostgreSQL cluster (initdb + pg_ctl as an unprivileged user, Unix socket only).
+
+    Skips with the reason when the server binaries are missing or it cannot start.
+    """
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if not initdb or not pg_ctl:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg 3 is not installed")
+    base = Path(tempfile.mkdtemp(prefix="nfvpg"))
+    prefix: list[str] = []
+    if os.geteuid() == 0:             # postgres refuses to run as root
+        if not shutil.which("runuser"):
+            pytest.skip("running as root without runuser: cannot start postgres unprivileged")
+        shutil.chown(base, user="nobody")
+        prefix = ["runuser", "-u", "nobody", "--"]
+    port = _free_port()
+    data = base / "data"
+    try:
+        subprocess.run(prefix + [initdb, "-D", str(data), "-A", "trust", "-U", "nfvperf", "--no-sync",
+                                 "-E", "UTF8"], check=True, capture_output=True, timeout=120)
+        subprocess.run(prefix + [pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-t", "60", "-o",
+                                 f"-k {base} -p {port} -c listen_addresses= -c fsync=off", "start"],
+                       check=True, capture_output=True, timeout=90)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
+        log = (base / "log").read_text() if (base / "log").exists() else ""
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"could not start a PostgreSQL cluster: {e} {getattr(e, 'stderr', b'')!r} {log[-500:]}")
+    try:
+        yield f"postgresql+psycopg://nfvperf@/postgres?host={base}&port={port}"
+    finally:
+        subprocess.run(prefix + [pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True,
+                       timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
