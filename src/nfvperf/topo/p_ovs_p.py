@@ -14,6 +14,7 @@ import ipaddress
 from typing import Any, Optional, Sequence
 
 from nfvperf.dut.base import Flow
+from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology
 
@@ -40,6 +41,9 @@ class OvsTopology(Topology):
     def setup_ovs(self) -> Any:
         """DUT netns + PHY ports + OVS-DPDK with the PHY ports attached (ofport = index + 1)."""
         self.dut_netns = self.make_netns("dut")
+        # OVS's bridge ports are taps in this namespace: no IPv6 chatter from them to the ports
+        N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                                        "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
         dut = self.make_dut("ovs-dpdk", netns=self.dut_netns)
         for p in self.ports:
