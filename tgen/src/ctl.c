@@ -249,7 +249,7 @@ json_t *rpc_dispatch(const char *m, json_t *p, int *authed, int is_tcp, rpc_err_
         *authed = 1;
         return json_pack("{sb}", "ok", 1);
     }
-    if (is_tcp && !*authed) RFAIL(-32003, "unauthenticated: send auth {token} first");
+    if (is_tcp && !*authed) RFAIL(-32003, "not authenticated: send auth {token} first");
     if (!strcmp(m, "ping")) return json_pack("{sbsssI}", "pong", 1, "version", TGEN_VERSION, "tsc_hz", (json_int_t)g_tsc_hz);
     if (!strcmp(m, "ports.list")) return port_list_json();
     if (!strcmp(m, "port.stats")) return per_port(p, e, port_stats_json, "stats");
