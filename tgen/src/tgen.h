@@ -56,6 +56,7 @@ struct tx_stream {
     int worker;
     double seg_pps[MAX_SEGS];
     uint64_t gap_fp[MAX_SEGS];
+    uint64_t seg_max[MAX_SEGS];    /* frames this stream sends in each segment */
     /* owned by the tx worker during the trial */
     int seg;
     uint64_t k;

@@ -287,6 +287,9 @@ int trial_start(json_t *p, rpc_err_t *e)
             double pps = t->segs[s].pps > 0 ? t->segs[s].pps : st->sc.rate_pps * t->segs[s].scale;
             t->ts[i].seg_pps[s] = pps;
             t->ts[i].gap_fp[s] = pace_gap_fp((double)g_tsc_hz, pps);
+            /* a timed segment carries exactly ceil(duration * rate) frames */
+            t->ts[i].seg_max[s] = t->segs[s].max_frames ? t->segs[s].max_frames
+                                                         : (uint64_t)ceil(t->segs[s].duration_s * pps - 1e-6);
             load_bps[st->sc.port] += pps * l1_bits(st->sc.wire_size_b);
         }
         for (unsigned q = 0; q < g_nports; q++) {
@@ -519,13 +522,8 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     double ifr = 0, idur = 0;
     for (unsigned s = 0; s < t->nsegs; s++) {
         double pps = ts->seg_pps[s];
-        if (t->segs[s].max_frames) {
-            ifr += (double)t->segs[s].max_frames;
-            idur += t->segs[s].duration_s > 0 ? t->segs[s].duration_s : (double)t->segs[s].max_frames / pps;
-        } else {
-            ifr += ceil(t->segs[s].duration_s * pps);
-            idur += t->segs[s].duration_s;
-        }
+        ifr += (double)ts->seg_max[s];
+        idur += t->segs[s].duration_s > 0 ? t->segs[s].duration_s : (double)ts->seg_max[s] / pps;
     }
     double ipps = idur > 0 ? ifr / idur : ts->seg_pps[0];
     json_object_set_new(o, "intended_pps", json_real(ipps));
