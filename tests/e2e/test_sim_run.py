@@ -1,0 +1,140 @@
+"""End to end through the real CLI (subprocesses) on the simulated DUT:
+run -> store -> report (terminal + HTML) -> history -> compare -> export; Ctrl-C mid-run."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           COLUMNS="200")
+
+
+def nfv(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, "-m", "nfvperf", *args], capture_output=True, text=True, cwd=REPO,
+                       env=ENV, timeout=timeout)
+    if check:
+        assert p.returncode == 0, f"{args}: rc={p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory):
+    """Two runs of suites/sim-tour.yaml: as shipped, then with 20 % less 64 B capacity."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    db = str(tmp / "results.db")
+    r1 = nfv("run", "suites/sim-tour.yaml", "--tg", "sim", "--quick", "--db", db, "--out", str(tmp / "out"))
+    data = yaml.safe_load((REPO / "suites" / "sim-tour.yaml").read_text())
+    data["sim"]["capacity_pps"][64] = int(data["sim"]["capacity_pps"][64] * 0.8)
+    changed = tmp / "sim-tour-slower.yaml"
+    changed.write_text(yaml.safe_dump(data))
+    r2 = nfv("run", str(changed), "--tg", "sim", "--quick", "--db", db, "--out", str(tmp / "out"))
+    return tmp, db, r1, r2
+
+
+def test_run_stores_everything(tour) -> None:
+    tmp, db, r1, _ = tour
+    assert "run 1 (nfv" in r1.stdout and "completed" in r1.stdout
+    con = sqlite3.connect(db)
+    status, env, run_dir = con.execute("select status, environment, run_dir from runs where id=1").fetchone()
+    assert status == "completed"
+    env = json.loads(env)
+    assert env["host"]["python"] and env["host"]["kernel"] and "cpu_model" in env["host"]
+    assert env["tg"] == "sim" and env["topologies"][0]["kind"] == "p-ovs-p"
+    assert env["profile_deviations"]
+    assert Path(run_dir, "suite.yaml").exists() and Path(run_dir).name.startswith("nfv")
+    n_tests, n_trials = con.execute("select count(*), (select count(*) from trials) from tests where run_id=1"
+                                    ).fetchone()
+    assert n_tests == 21 and n_trials > 100
+    assert con.execute("select count(*) from tests where run_id=1 and status!='passed'").fetchone()[0] == 0
+
+
+def test_report_terminal_and_html(tour) -> None:
+    tmp, db, _, _ = tour
+    out = nfv("report", "1", "--db", db, "--html", str(tmp / "r.html")).stdout
+    for s in ("zero-loss throughput (RFC 2544 §26.1)", "L1 Mbps / interface", "L2 Mbps / interface",
+              "% line rate (L1)", "aggregate fps (×2)", "per interface (per direction",
+              "Switching ops/s", "RLB fps", "latency (RFC 2544 §26.2)", "p99.9 µs",
+              "frame loss rate (RFC 2544 §26.3)", "back-to-back frames (RFC 9004)", "system recovery",
+              "reset (RFC 6201)", "throughput-pvp [pvp]"):
+        assert s in out, s
+    html = (tmp / "r.html").read_text()
+    assert html.count("data:image/png;base64,") == 4 and "cpu_model" in html
+
+
+def test_history_lists_runs(tour) -> None:
+    tmp, db, _, _ = tour
+    out = nfv("history", "--db", db).stdout
+    assert "sim-tour" in out and "completed" in out and "p-ovs-p+pvp" in out and "fps/if" in out
+    hist = json.loads(nfv("history", "--json", "--db", db).stdout)
+    assert [h["id"] for h in hist] == [2, 1]
+
+
+def test_compare_flags_capacity_change(tour) -> None:
+    tmp, db, _, _ = tour
+    out = nfv("compare", "1", "2", "--db", db).stdout
+    flagged = [ln for ln in out.splitlines() if "CHANGED" in ln and "│" in ln]
+    assert any(ln.split("│")[1].strip() == "throughput" and ln.split("│")[2].strip() == "64" for ln in flagged), out
+    assert not any(ln.split("│")[2].strip() == "1518" and "throughput" in ln.split("│")[1] for ln in flagged)
+    assert "change(s) above the noise threshold:" in out
+
+
+def test_export_round_trip(tour) -> None:
+    tmp, db, _, _ = tour
+    j = json.loads(nfv("export", "1", "--db", db).stdout)
+    csv_text = nfv("export", "1", "--format", "csv", "--db", db).stdout
+    ntrials = sum(len(t["trials"]) for t in j["tests"])
+    assert len(csv_text.strip().splitlines()) == ntrials + 1
+    (tmp / "run1.json").write_text(json.dumps(j))
+    db2 = str(tmp / "imported.db")
+    nfv("import", str(tmp / "run1.json"), "--db", db2)
+    j2 = json.loads(nfv("export", "latest", "--db", db2).stdout)
+    assert j2["tests"] == [dict(t, id=t2["id"]) for t, t2 in zip(j["tests"], j2["tests"])]
+
+
+def test_ctrl_c_keeps_trials_and_marks_interrupted(tmp_path) -> None:
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "slow", "topology": {"kind": "p-ovs-p"}, "profile": "quick",
+        "traffic": {"frame_sizes": [64, 128, 256, 512, 1024, 1280, 1518]},
+        "sim": {"capacity_pps": 1000000, "pace_s": 0.15},
+        "tests": [{"method": "throughput", "resolution_pct": 0.1}]}))
+    db = tmp_path / "r.db"
+    p = subprocess.Popen([sys.executable, "-m", "nfvperf", "run", str(suite), "--tg", "sim", "--db", str(db),
+                          "--out", str(tmp_path / "out")], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        n = 0
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    n = sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0]
+                except sqlite3.OperationalError:
+                    n = 0
+                if n >= 4:
+                    break
+        assert n >= 4, "the run did not get going"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (out, err)
+    con = sqlite3.connect(db)
+    status, reason = con.execute("select status, reason from runs").fetchone()
+    assert status == "interrupted" and "interrupted" in reason
+    kept = con.execute("select count(*) from trials").fetchone()[0]
+    assert kept >= n
+    assert con.execute("select count(*) from tests where status='interrupted'").fetchone()[0] == 1
+    assert con.execute("select count(*) from tests where status='running'").fetchone()[0] == 0
