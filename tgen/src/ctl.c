@@ -233,6 +233,7 @@ json_t *rpc_dispatch(const char *m, json_t *p, int *authed, int is_tcp, rpc_err_
 {
     e->code = 0;
     e->msg[0] = 0;
+    if (p && json_is_null(p)) p = NULL;
     if (p && !json_is_object(p)) {
         if (json_is_array(p) && json_array_size(p) == 0) p = NULL;
         else RFAIL(-32602, "params: must be an object");

@@ -94,7 +94,7 @@ static void parse_port_opt(const char *arg)
         else if (!strcmp(kv, "txq")) p->txq = parse_uint("--port txq", v, 1, MAX_QUEUES);
         else if (!strcmp(kv, "rxd")) p->rxd = parse_uint("--port rxd", v, 32, 32768);
         else if (!strcmp(kv, "txd")) p->txd = parse_uint("--port txd", v, 32, 32768);
-        else if (!strcmp(kv, "mtu")) p->mtu = parse_uint("--port mtu", v, 68, MAX_FRAME_B - 18);
+        else if (!strcmp(kv, "mtu")) p->mtu = parse_uint("--port mtu", v, 68, MAX_FRAME_B);
         else if (!strcmp(kv, "promisc")) p->promisc = parse_uint("--port promisc", v, 0, 1) + 1;
         else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc)", kv);
     }

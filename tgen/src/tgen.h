@@ -50,7 +50,9 @@ struct seg {
 };
 
 struct tx_stream {
-    struct stream *st;
+    struct stream *st;             /* valid while the trial runs (streams are frozen then) */
+    char name[64];                 /* copies, for results after the stream is removed */
+    int tx_port, rx_port;
     uint16_t sid;
     uint16_t port, queue;
     int worker;

@@ -315,6 +315,9 @@ int trial_start(json_t *p, rpc_err_t *e)
         struct tx_stream *ts = &t->ts[i];
         struct stream *st = g_streams[ids[i]];
         ts->st = st;
+        snprintf(ts->name, sizeof(ts->name), "%s", st->sc.name);
+        ts->tx_port = st->sc.port;
+        ts->rx_port = st->sc.rx_port;
         ts->sid = ids[i];
         ts->port = (uint16_t)st->sc.port;
         ts->queue = st->txq;
@@ -508,16 +511,15 @@ static const seqacct_t *merge_acct(struct trial *t, unsigned i, seqacct_t *m, hi
 static json_t *stream_json(struct trial *t, unsigned i, int final)
 {
     struct tx_stream *ts = &t->ts[i];
-    const struct stream *st = ts->st;
     static seqacct_t m;
     static hist_t lh, ih;
     merge_acct(t, i, &m, &lh, &ih);
     json_t *o = json_object();
     uint64_t sent = ts->sent;
     json_object_set_new(o, "id", json_integer(ts->sid));
-    json_object_set_new(o, "name", json_string(st->sc.name));
-    json_object_set_new(o, "tx_port", json_integer(st->sc.port));
-    json_object_set_new(o, "rx_port", json_integer(st->sc.rx_port));
+    json_object_set_new(o, "name", json_string(ts->name));
+    json_object_set_new(o, "tx_port", json_integer(ts->tx_port));
+    json_object_set_new(o, "rx_port", json_integer(ts->rx_port));
     /* intended rate: frames the schedule asks for over the scheduled time */
     double ifr = 0, idur = 0;
     for (unsigned s = 0; s < t->nsegs; s++) {
