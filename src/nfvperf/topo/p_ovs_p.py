@@ -11,9 +11,10 @@ The same building blocks serve pvp / pvvp / vxlan (``OvsTopology``).
 from __future__ import annotations
 
 import ipaddress
+import time
 from typing import Any, Optional, Sequence
 
-from nfvperf.dut.base import Flow
+from nfvperf.dut.base import Flow, PortRef
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology
@@ -38,17 +39,49 @@ class OvsTopology(Topology):
     def ovs_spec(self) -> Any:
         return getattr(self.spec, "ovs", None)
 
-    def setup_ovs(self) -> Any:
-        """DUT netns + PHY ports + OVS-DPDK with the PHY ports attached (ofport = index + 1)."""
+    def setup_ovs(self, attach_phys: bool = True) -> Any:
+        """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
+        (ofport = index + 1) unless ``attach_phys`` is False."""
         self.dut_netns = self.make_netns("dut")
         # OVS's bridge ports are taps in this namespace: no IPv6 chatter from them to the ports
         N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                                         "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
         dut = self.make_dut("ovs-dpdk", netns=self.dut_netns)
-        for p in self.ports:
-            dut.add_port(p.dut_portref())
+        if attach_phys:
+            for p in self.ports:
+                dut.add_port(p.dut_portref())
         return dut
+
+    def add_vnf(self, dut: Any, name: str) -> tuple[int, int]:
+        """A testpmd container VNF (``TestpmdVnf``, vhost-user server) on two
+        ``dpdkvhostuserclient`` ports of the first bridge; returns their port indices."""
+        from nfvperf.dut.testpmd import TestpmdVnf
+        socks = [dut.dir / f"vhu-{name}-{k}.sock" for k in range(2)]
+        # OVS first: virtio-user in server mode waits for its client while it starts
+        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
+               for k, s in enumerate(socks)]
+        tp = getattr(self.spec, "testpmd", None)
+        vnf = TestpmdVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
+                         plan=self.plan, spec=self.spec, forward_mode=tp.forward_mode if tp else "io")
+        vnf.start()
+        self.vnfs.append(vnf)
+        return idx[0], idx[1]
+
+    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
+        """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""
+        deadline = time.monotonic() + timeout_s
+        names = [p.name for p in dut.ports if p.kind == "vhost-user"]
+        while True:
+            down = [n for n in names
+                    if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
+            if not down:
+                return
+            self.dut_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"vhost-user ports {down} not up after {timeout_s:.0f} s; "
+                                   f"OVS log: {dut.log_tail()}")
+            time.sleep(0.2)
 
     def direction_ips(self, index: int) -> tuple[str, str]:
         """Base (src, dst) IPs of direction ``index`` (forward pairs first, then the reverse)."""

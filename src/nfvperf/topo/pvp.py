@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nfvperf.dut.base import Flow, PortRef
-from nfvperf.dut.testpmd import TestpmdVnf
+from nfvperf.dut.base import Flow
 from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
 
@@ -34,23 +33,8 @@ class Pvp(OvsTopology):
         return d
 
     def vnf_chain(self, pair: int, dut: Any) -> list[tuple[int, int]]:
-        """Start the VNFs of one port pair and attach their sockets to OVS; return each VNF's
-        (in port index, out port index) on the bridge, in forward order."""
-        ports: list[tuple[int, int]] = []
-        for k in range(self.n_vnfs):
-            name = f"vnf{pair * self.n_vnfs + k}"
-            socks = [dut.dir / f"vhu-{name}-{i}.sock" for i in range(2)]
-            # OVS first: virtio-user in server mode waits for its client while it starts
-            idx = [dut.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=s))
-                   for i, s in enumerate(socks)]
-            tp = getattr(self.spec, "testpmd", None)
-            vnf = TestpmdVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
-                             plan=self.plan, spec=self.spec,
-                             forward_mode=tp.forward_mode if tp else "io")
-            vnf.start()
-            self.vnfs.append(vnf)
-            ports.append((idx[0], idx[1]))
-        return ports
+        """The VNFs of one port pair, each as (in port index, out port index) on the bridge."""
+        return [self.add_vnf(dut, f"vnf{pair * self.n_vnfs + k}") for k in range(self.n_vnfs)]
 
     def setup(self) -> None:
         dut = self.setup_ovs()
@@ -70,19 +54,3 @@ class Pvp(OvsTopology):
             flows += self.path_flows(rev, len(pairs) + p)
         dut.program(flows)
         self.wait_vhost_up(dut)
-
-    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
-        """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""
-        import time
-        deadline = time.monotonic() + timeout_s
-        names = [p.name for p in dut.ports if p.kind == "vhost-user"]
-        while True:
-            down = [n for n in names
-                    if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
-            if not down:
-                return
-            self.dut_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vhost-user ports {down} not up after {timeout_s:.0f} s; "
-                                   f"OVS log: {dut.log_tail()}")
-            time.sleep(0.2)
