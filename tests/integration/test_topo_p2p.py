@@ -30,22 +30,32 @@ def _dut_skip(dut):
         pytest.skip("dpdk-testpmd not installed")
 
 
-@pytest.mark.parametrize("dut", DUTS)
-def test_p2p_forwards_raw_frames_and_tears_down(dut, tmp_path, leak_check, raw_port):
+@pytest.mark.parametrize("dut,port_kind,mtu", [("testpmd", "af_packet", 1500),
+                                                ("testpmd", "af_xdp", 1500),
+                                                ("linux-bridge", "af_packet", 9000)])
+def test_p2p_forwards_raw_frames_and_tears_down(dut, port_kind, mtu, tmp_path, leak_check,
+                                                raw_port):
     """Without the generator: frames sent on <tag>p0 come out of <tag>p1 through the DUT."""
     _dut_skip(dut)
     run = RunContext(run_dir=tmp_path / "run")
     leak_check.watch(run.tag)
-    spec = TopologySpec(kind="p2p", dut=dut, port_kind="af_packet")
+    spec = TopologySpec(kind="p2p", dut=dut, port_kind=port_kind, mtu=mtu)
     with topo_pkg.build(spec, run, start_tgen=False) as t:
         assert t.kind == "p2p" and len(t.ports) == 2
         assert t.switching_operations(True) == t.switching_operations(False) == 1
         p0, p1 = raw_port(t.ports[0].tg_ifname), raw_port(t.ports[1].tg_ifname)
-        p0.send(1, sig=b"WARM")
-        assert p1.receive(sig=b"WARM", wait_s=5, want=1)
+        got = []
+        for _ in range(25):          # the DUT's rings (AF_XDP) come up asynchronously
+            p0.send(1, sig=b"WARM")
+            got = p1.receive(sig=b"WARM", wait_s=0.2, want=1)
+            if got:
+                break
+        assert got, "nothing forwarded"
         before = t.dut_counters()["total"]
-        p0.send(100, sig=b"P2PT", gap_s=0.0005)
-        assert len(p1.receive(sig=b"P2PT", wait_s=3, want=100)) == 100
+        size = min(mtu + 18, 1518) if dut == "testpmd" else mtu + 18
+        p0.send(100, sig=b"P2PT", gap_s=0.0005, size_b=size)
+        frames = p1.receive(sig=b"P2PT", wait_s=3, want=100)
+        assert len(frames) == 100 and len(frames[0]) == size - 4
         after = t.dut_counters()["total"]
         assert after["tx_packets"] - before["tx_packets"] >= 100
         env = t.environment()
@@ -69,11 +79,16 @@ def test_p2p_failed_bring_up_releases_everything(tmp_path, leak_check):
             pass
 
 
-def test_unknown_kind_and_wrong_dut(tmp_path):
+def test_wrong_dut_and_jumbo_on_af_packet_are_refused(tmp_path, leak_check):
     run = RunContext(run_dir=tmp_path / "run")
+    leak_check.watch(run.tag)
     with pytest.raises(Exception, match="p-ovs-p"):
         with topo_pkg.build(TopologySpec(kind="p2p", dut="ovs-dpdk"), run, start_tgen=False,
                             preflight=False):
+            pass
+    with pytest.raises(Exception, match="1518"):
+        with topo_pkg.build(TopologySpec(kind="p2p", dut="testpmd", mtu=9000), run,
+                            start_tgen=False, preflight=False):
             pass
 
 

@@ -76,9 +76,14 @@ class PortRef:
         if self.kind == "veth" or self.kind == "tap":
             if self.driver == "af_xdp":
                 return f"net_af_xdp{index},iface={self.ifname},start_queue=0,queue_count={queues}"
-            # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory
-            return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},blocksz=4096,"
-                    f"framesz=2048,framecnt=1024,qdisc_bypass=1")
+            # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory;
+            # a frame must fit one ring slot, so jumbo MTUs get 16 KB slots
+            if self.mtu > 1500:
+                ring = "blocksz=16384,framesz=16384,framecnt=512"
+            else:
+                ring = "blocksz=4096,framesz=2048,framecnt=1024"
+            return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},{ring},"
+                    f"qdisc_bypass=1")
         if self.kind == "vhost-user":
             # the frontend (a VNF's virtio-user device) on a vhost-user socket
             return f"net_virtio_user{index},path={self.socket},queues={queues}"

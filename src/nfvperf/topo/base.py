@@ -92,7 +92,7 @@ class Topology:
         self.spec = spec
         self.run = run if isinstance(run, RunContext) else RunContext(getattr(run, "tag", None),
                                                                      getattr(run, "run_dir", None))
-        self.do_preflight = preflight
+        self.do_preflight = preflight and bool(getattr(spec, "preflight", True))
         self.tgen_binary = tgen_binary
         self.want_tgen = start_tgen
         self.tgen_hugepages = tgen_hugepages

@@ -62,9 +62,11 @@ class P2P(Topology):
             raise TopologyError(f"p2p needs an even number of ports, got {len(ports)}")
         options: dict[str, Any] = {}
         if spec.dut == "testpmd":
-            options["eth_peers"] = [p.tg_mac for p in ports]
-            if spec.port_kind == "af_xdp":
-                options["memory"] = "hugepages"
+            tp = spec.testpmd
+            options.update(eth_peers=[p.tg_mac for p in ports], memory=tp.memory,
+                           queues=tp.queues, rxd=tp.rxd, txd=tp.txd)
+        else:
+            options.update(mode=spec.linux_bridge.mode, ageing_s=spec.linux_bridge.ageing_s)
         dut = self.make_dut(spec.dut, netns=self.dut_netns, **options)
         for p in ports:
             dut.add_port(p.dut_portref())

@@ -22,8 +22,20 @@ class OvsSpec(_Strict):
 
 
 class TestpmdSpec(_Strict):
+    __test__ = False   # not a pytest class
     forward_mode: Literal["io", "mac"] = "io"
-    lcores: Optional[str] = None
+    lcores: Optional[str] = Field(None, description="EAL --lcores, e.g. '0@0,1@1' (default: the CPU plan)")
+    memory: Literal["hugepages", "in-memory", "no-huge"] = Field(
+        "hugepages", description="hugepage files with the run's --file-prefix, --in-memory, or --no-huge")
+    queues: int = Field(1, ge=1, le=16, description="rx/tx queues per port")
+    rxd: int = Field(1024, ge=64, le=8192)
+    txd: int = Field(1024, ge=64, le=8192)
+
+
+class LinuxBridgeSpec(_Strict):
+    mode: Literal["pairs", "single"] = Field(
+        "pairs", description="one bridge per port pair (cross-connect) or all ports in one bridge")
+    ageing_s: float = Field(300.0, ge=0)
 
 
 class TopologySpec(_Strict):
@@ -36,3 +48,6 @@ class TopologySpec(_Strict):
     tgen_lcores: Optional[str] = None
     ovs: OvsSpec = Field(default_factory=OvsSpec)
     testpmd: TestpmdSpec = Field(default_factory=TestpmdSpec)
+    linux_bridge: LinuxBridgeSpec = Field(default_factory=LinuxBridgeSpec)
+    mtu: int = Field(1500, ge=68, le=9600, description="MTU of the test ports (jumbo frames: 9000)")
+    preflight: bool = Field(True, description="run the preflight checks before bringing the topology up")
