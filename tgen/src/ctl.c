@@ -365,9 +365,7 @@ static void handle_line(struct client *c, const char *line, size_t len)
             }
         }
     }
-    if (!notify || !resp || json_object_get(resp, "error") == NULL || 1) {
-        if (!notify) send_line(c->fd, resp);
-    }
+    if (!notify && resp) send_line(c->fd, resp);
     json_decref(resp);
     json_decref(req);
 }

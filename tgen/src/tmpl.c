@@ -175,7 +175,11 @@ static int parse_l2l4(const uint8_t *buf, uint32_t len, uint32_t *udp)
     uint32_t o = 12;
     if (len < 14) return 0;
     uint16_t et = get16(buf + o);
-    if (et == 0x8100 || et == 0x88A8) { if (len < 18) return 0; o += 4; et = get16(buf + o); }
+    for (int tags = 0; tags < 2 && (et == 0x8100 || et == 0x88A8); tags++) {
+        if (len < o + 8) return 0;
+        o += 4;
+        et = get16(buf + o);
+    }
     o += 2;
     if (et == 0x0800) {
         if (len < o + 20) return 0;
