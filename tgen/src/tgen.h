@@ -105,6 +105,8 @@ struct trial {
     uint64_t phase_tsc;         /* when the current phase began */
     uint64_t begin_tsc;         /* trial.start time */
     int stop;
+    const char *stopped_by;     /* NULL, "trial.stop", "watchdog", "shutdown" */
+    uint64_t watchdog_tsc;      /* force stop if TX is still busy then */
     int port_used[MAX_PORTS];
     json_t *result;
 };

@@ -144,7 +144,20 @@ static void begin_running(struct trial *t)
         sg->end_tsc = sg->duration_s > 0 ? off + len : UINT64_MAX;
         off = sg->end_tsc == UINT64_MAX ? off : sg->end_tsc;
     }
-    /* burst mode: bursts start burst_interval apart; segments are already laid out that way */
+    /* watchdog: a TX queue that never drains (link down, stuck PMD) must not hang the trial */
+    uint64_t sched_end = start;
+    for (unsigned i = 0; i < t->nstreams; i++) {
+        uint64_t e = start;
+        for (unsigned s = 0; s < t->nsegs; s++) {
+            const struct seg *sg = &t->segs[s];
+            uint64_t fe = pace_deadline(sg->start_tsc, t->ts[i].seg_max[s], t->ts[i].gap_fp[s]);
+            e = sg->end_tsc != UINT64_MAX && sg->end_tsc < fe ? sg->end_tsc : fe;
+        }
+        if (e > sched_end) sched_end = e;
+    }
+    uint64_t slack = sched_end - start;
+    if (slack < 5 * g_tsc_hz) slack = 5 * g_tsc_hz;
+    t->watchdog_tsc = sched_end + slack;
     set_phase(PH_RUNNING);
 }
 
@@ -364,8 +377,8 @@ void trial_stop(void)
 {
     if (!cur) return;
     int ph = g_phase;
-    if (ph == PH_LEARNING) { __atomic_store_n(&cur->stop, 1, __ATOMIC_RELEASE); begin_running(cur); }
-    else if (ph == PH_RUNNING) __atomic_store_n(&cur->stop, 1, __ATOMIC_RELEASE);
+    if (ph == PH_LEARNING) { cur->stopped_by = "trial.stop"; __atomic_store_n(&cur->stop, 1, __ATOMIC_RELEASE); begin_running(cur); }
+    else if (ph == PH_RUNNING) { cur->stopped_by = "trial.stop"; __atomic_store_n(&cur->stop, 1, __ATOMIC_RELEASE); }
 }
 
 static json_t *build_result(struct trial *t);
@@ -379,6 +392,11 @@ void trial_tick(void)
     if (ph == PH_LEARNING && now >= t->learn_end_tsc) {
         begin_running(t);
     } else if (ph == PH_RUNNING) {
+        if (now > t->watchdog_tsc && !t->stop) {
+            t->stopped_by = "watchdog";
+            __atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
+            fprintf(stderr, "tgen: watchdog: TX still busy long after the schedule ended; stopping the trial\n");
+        }
         int all = 1;
         for (unsigned i = 0; i < g_nworkers; i++)
             if (g_workers[i].does_tx && !__atomic_load_n(&g_workers[i].tx_done, __ATOMIC_ACQUIRE)) all = 0;
@@ -583,6 +601,7 @@ static json_t *build_result(struct trial *t)
     json_object_set_new(o, "sent", json_integer((json_int_t)sent));
     json_object_set_new(o, "received", json_integer((json_int_t)recv));
     json_object_set_new(o, "tsc_hz", json_integer((json_int_t)g_tsc_hz));
+    json_object_set_new(o, "stopped_by", t->stopped_by ? json_string(t->stopped_by) : json_null());
     json_object_set_new(o, "learning", json_boolean(t->learning));
     json_object_set_new(o, "drain_s", json_real(t->drain_s));
     json_object_set_new(o, "streams", ss);
