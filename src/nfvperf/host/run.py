@@ -154,6 +154,10 @@ class RunContext:
         return out
 
 
+_LIVE_TRACKERS: set[int] = set()
+_INSTALLED: dict[int, Any] = {}
+
+
 @dataclass
 class _Resource:
     kind: str
@@ -177,7 +181,6 @@ class ResourceTracker:
         self._lock = threading.RLock()
         self.errors: list[str] = []
         self.released: list[str] = []
-        self._old_handlers: dict[int, Any] = {}
         self._closed = False
         # Forked children (pyroute2 forks helpers to open sockets in a namespace; subprocess
         # pre-exec) inherit this object, its atexit hook and the signal handlers: only the
@@ -243,7 +246,12 @@ class ResourceTracker:
                 pass
 
     # -- signals -----------------------------------------------------------------------------
+    # One process-wide handler for SIGTERM/SIGHUP while at least one tracker is live: it turns
+    # the signal into SystemExit so every `with` block (and so every tracker) unwinds.
     def _install_handlers(self) -> None:
+        _LIVE_TRACKERS.add(id(self))
+        if _INSTALLED:
+            return
         owner = self._owner_pid
 
         def on_term(signum, frame):  # noqa: ARG001
@@ -253,26 +261,29 @@ class ResourceTracker:
                 return
             raise SystemExit(128 + signum)
 
-        for sig, handler in ((signal.SIGTERM, on_term), (signal.SIGHUP, on_term)):
+        for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
                 old = signal.getsignal(sig)
                 # keep a handler somebody else installed on purpose
                 if old in (signal.SIG_DFL, None):
-                    self._old_handlers[sig] = old
-                    signal.signal(sig, handler)
+                    signal.signal(sig, on_term)
+                    _INSTALLED[sig] = old
             except (ValueError, OSError):
                 pass
         # SIGINT: Python's default handler already raises KeyboardInterrupt.
 
     def _restore_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        _LIVE_TRACKERS.discard(id(self))
+        if _LIVE_TRACKERS or threading.current_thread() is not threading.main_thread():
             return
-        for sig, old in self._old_handlers.items():
+        if os.getpid() != self._owner_pid:
+            return
+        for sig, old in list(_INSTALLED.items()):
             try:
                 signal.signal(sig, old if old is not None else signal.SIG_DFL)
             except (ValueError, OSError):
                 pass
-        self._old_handlers.clear()
+        _INSTALLED.clear()
 
     def __enter__(self) -> "ResourceTracker":
         return self
