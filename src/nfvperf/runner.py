@@ -74,8 +74,15 @@ class Interrupts:
         self.pending = False
         self.hit = False
         self._old: dict[int, Any] = {}
+        self.owner = os.getpid()
 
     def _handler(self, signum: int, _frame: Any) -> None:
+        if os.getpid() != self.owner:
+            # a child forked by the topology code (netns helpers) inherited this handler: it must
+            # die as it would have by default, never unwind into the runner and touch the store
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            os._exit(128 + signum)
         self.hit = True
         if self.depth > 0:
             self.pending = True
@@ -509,16 +516,19 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                             progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
                         progress.unit_done()
     except KeyboardInterrupt:
+        _only_owner(interrupts.owner)
         status, reason = "interrupted", "interrupted by signal (Ctrl-C)"
         with contextlib.suppress(Exception):
             if current_test is not None:
                 store.finish_test(current_test, "interrupted", reason)
     except Exception as e:  # noqa: BLE001 - set-up failed (topology, measurer)
+        _only_owner(interrupts.owner)
         status, reason = "failed", f"{type(e).__name__}: {e}"
         with (run_dir / "errors.log").open("a") as fh:
             fh.write(traceback.format_exc())
         progress.log(f"run set-up failed: {reason} (details in {run_dir / 'errors.log'})")
     finally:
+        _only_owner(interrupts.owner)
         # one more interrupt while closing the books must not lose the status
         old = signal.getsignal(signal.SIGINT)
         with contextlib.suppress(ValueError):
@@ -585,6 +595,12 @@ def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> lis
         else:
             groups.append((spec, [(test, size)]))
     return groups
+
+
+def _only_owner(owner: int) -> None:
+    """A forked child that unwinds into the runner exits here instead of writing the run's status."""
+    if os.getpid() != owner:
+        os._exit(1)
 
 
 def _cores_shared(env: dict[str, Any]) -> Optional[bool]:

@@ -138,3 +138,41 @@ def test_ctrl_c_keeps_trials_and_marks_interrupted(tmp_path) -> None:
     assert kept >= n
     assert con.execute("select count(*) from tests where status='interrupted'").fetchone()[0] == 1
     assert con.execute("select count(*) from tests where status='running'").fetchone()[0] == 0
+
+
+def test_forked_child_signal_does_not_touch_the_run(tmp_path) -> None:
+    """Topology helpers fork (netns); a child killed by SIGTERM/SIGINT must die, not unwind into
+    the runner and mark the run interrupted."""
+    import contextlib
+
+    from nfvperf.config import validate_suite
+    from nfvperf.runner import execute, make_sim_measurer
+    from nfvperf.store import Store
+
+    statuses: list[int] = []
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        m = make_sim_measurer(suite)
+        real = m.measure
+
+        def measure(d, load):
+            pid = os.fork()
+            if pid == 0:            # child: wait to be killed
+                time.sleep(30)
+                os._exit(0)
+            time.sleep(0.05)
+            os.kill(pid, signal.SIGTERM)
+            statuses.append(os.waitpid(pid, 0)[1])
+            return real(d, load)
+        m.measure = measure
+        yield m
+
+    suite = validate_suite({"name": "fork", "profile": "quick", "traffic": {"frame_sizes": [64]},
+                            "sim": {"capacity_pps": 1e6}, "tests": [{"method": "throughput", "resolution_pct": 5}]})
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    out = execute(suite, store=store, tg="sim", out_dir=tmp_path, show_progress=False, log=lambda s: None,
+                  measurer_factory=factory)
+    assert out.status == "completed"
+    assert statuses and all(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGTERM for s in statuses)
+    assert store.load_run(out.run_id).status == "completed"
