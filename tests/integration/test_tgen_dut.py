@@ -21,7 +21,7 @@ import pytest
 from nfvperf.tg.base import DutFailure, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
-from tgen_fixtures import (TestpmdPeer, link_stats, start_tgen, tag, testpmd_or_skip,
+from tgen_fixtures import (TestpmdPeer, link_stats, start_tgen, tag, need_testpmd,
                            tgen_binary_or_skip, veth_pair, wait_link_up)
 
 pytestmark = pytest.mark.root
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.root
 @pytest.fixture
 def dut_setup(tmp_path: Path):
     tgen_binary_or_skip()
-    testpmd_or_skip()
+    need_testpmd()
     t = tag()
     a0, a1, b0, b1 = f"{t}a0", f"{t}a1", f"{t}b0", f"{t}b1"
     with veth_pair(a0, a1), veth_pair(b0, b1):
@@ -77,6 +77,8 @@ def test_loss_agrees_with_testpmd(dut_setup):
     assert tgen_lost == dut_lost, (tgen_lost, dut_lost, kernel_rx, ports)
     assert tgen_lost > 0, f"the DUT did not drop (sent {r.sent}) - the test proves nothing"
     assert r.streams[0].first_loss_ns is not None
+    print(f"tgen sent {r.sent} received {r.received} lost {tgen_lost}; kernel rx {kernel_rx}, "
+          f"testpmd rx {dut_rx} tx {dut_tx}")
 
 
 def test_dut_death_raises_within_seconds(dut_setup):

@@ -48,26 +48,24 @@ def test_frame_count_trial_exact(ring_tgen):
     assert s["first_loss_ns"] is None
     port0 = next(p for p in res["ports"] if p["id"] == 0)["stats"]
     assert port0["opackets"] == n and port0["ipackets"] == n
-    assert port0["obytes"] == n * 60          # 64 B incl. FCS -> 60 B in the mbuf
+    # (net_ring counts packets only, no bytes: byte counts are checked over veth)
     assert res["non_test_rx"] == 0
     # the rate was kept: n frames at 200 kpps take ~0.5 s
     assert 0.45 < res["effective_duration_s"] < 0.6, res["effective_duration_s"]
 
 
-def test_imix_bytes_exact(ring_tgen):
+def test_imix_all_sizes_arrive(ring_tgen):
     _clean(ring_tgen)
     imix = [[64, 7], [570, 4], [1518, 1]]
     sid = ring_tgen.rpc("stream.add", port=1, rx_port=1, imix=imix, rate={"pps": 100000})["stream_id"]
-    reps = 2000
-    n = 12 * reps
+    n = 12 * 2000
     ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2, latency=False)
     res = _wait_result(ring_tgen)
     (s,) = res["streams"]
     assert s["sent"] == s["received"] == n
-    port1 = next(p for p in res["ports"] if p["id"] == 1)["stats"]
-    assert port1["obytes"] == reps * (7 * 60 + 4 * 566 + 1 * 1514)
-    assert port1["ibytes"] == port1["obytes"]
     assert s["latency"] is None
+    wire = ring_tgen.rpc("stream.list")[0]["wire_size_b"]
+    assert abs(wire - (7 * 64 + 4 * 570 + 1518) / 12) < 0.01, wire
 
 
 def _wait_result(proc, timeout_s: float = 30.0) -> dict:

@@ -17,6 +17,9 @@ from tgen_fixtures import Capture, link_stats, start_tgen, tag, tgen_binary_or_s
 
 pytestmark = pytest.mark.root
 
+# Wireshark's checksum status values (proto.h: BAD 0, GOOD 1, UNVERIFIED 2, NOT_PRESENT 3)
+GOOD, UNVERIFIED = "1", "2"
+
 
 def _run(proc, timeout_s: float = 30.0) -> dict:
     end = time.monotonic() + timeout_s
@@ -93,12 +96,14 @@ def test_capture_headers_checksums_and_flows(afp, tmp_path: Path):
         assert (esrc, edst, etype) == ("02:00:00:00:00:aa", "02:00:00:00:00:bb", "0x0800")
         assert ipv == "4" and iplen == str(124 - 14) and ulen == str(124 - 34)
         assert (sp, dp) == ("1111", "2222")
-        assert ipck == "2", f"bad IPv4 checksum {r}"          # 2 = good
-        assert udpck == "2", f"bad UDP checksum {r}"
+        assert ipck == GOOD, f"bad IPv4 checksum {r}"
+        assert udpck == GOOD, f"bad UDP checksum {r}"
         assert payload.replace(":", "").startswith("4e465047"), payload[:40]   # "NFPG"
         srcs.add(isrc)
         dsts.add(idst)
     assert len(srcs) == flows and len(dsts) == flows
+    # the checksum verdicts above come from the check options (without them: "unverified")
+    assert {r[0] for r in cap.fields("ip.checksum.status")} == {UNVERIFIED}
     assert "198.18.0.1" in srcs and "198.18.0.8" in srcs and "198.19.0.8" in dsts
 
 
@@ -117,7 +122,7 @@ def test_capture_vlan_ipv6(afp, tmp_path: Path):
                       checks=True)
     assert len(rows) == n
     assert {r[0] for r in rows} == {"252"} and {r[1] for r in rows} == {"100"}
-    assert all(r[4] == "2" for r in rows), rows[:2]
+    assert all(r[4] == GOOD for r in rows), rows[:2]
     assert len({r[2] for r in rows}) == 4 and len({r[3] for r in rows}) == 4
 
 
@@ -144,7 +149,7 @@ def test_capture_vxlan(afp, tmp_path: Path):
         outer_d, inner_d = ipdst.split(",")
         assert (outer_s, outer_d) == ("10.9.0.1", "10.9.0.2")
         assert inner_d.startswith("192.168.2.")
-        assert ipck == "2,2", ipck
+        assert ipck == f"{GOOD},{GOOD}", ipck
         inner_src.add(inner_s)
     assert len(inner_src) == 4
 

@@ -37,7 +37,7 @@ def tgen_binary_or_skip() -> Path:
         pytest.skip(str(e))
 
 
-def testpmd_or_skip() -> str:
+def need_testpmd() -> str:
     tp = find_testpmd()
     if not tp:
         pytest.skip("dpdk-testpmd not installed")
@@ -150,5 +150,5 @@ class Capture:
             self.proc.wait(5)
 
 
-__all__ = ["tag", "tgen_binary_or_skip", "testpmd_or_skip", "tshark_or_skip", "start_tgen",
+__all__ = ["tag", "tgen_binary_or_skip", "need_testpmd", "tshark_or_skip", "start_tgen",
            "veth_pair", "link_stats", "wait_link_up", "Capture", "TestpmdPeer", "PortSpec"]

@@ -35,6 +35,8 @@ class TestpmdPeer:
     ``vdevs`` are EAL ``--vdev`` devargs (net_ring, net_null, net_af_packet, ...).
     """
 
+    __test__ = False    # not a pytest test class despite the name
+
     def __init__(self, vdevs: list[str], tag: str, run_dir: Path, forward_mode: str = "io",
                  lcores: str = "0@0,1@0", hugepages: bool = False, app_args: tuple[str, ...] = (),
                  binary: Optional[str] = None, mem_mb: int = 256):
