@@ -132,9 +132,9 @@ static json_t *do_stream_parse(json_t *input, uint16_t id, struct stream **out, 
     ports_fill_info(pi);
     struct stream *s = calloc(1, sizeof(*s));
     if (!s) RFAIL(-32603, "out of memory");
-    if (streamcfg_parse(input, pi, (int)g_nports, id, &s->sc, e->msg, sizeof(e->msg)) ||
-        stream_build(s, e->msg, sizeof(e->msg))) {
-        e->code = -32602;
+    int rc = streamcfg_parse(input, pi, (int)g_nports, id, &s->sc, e->msg, sizeof(e->msg));
+    if (rc || stream_build(s, e->msg, sizeof(e->msg))) {
+        e->code = rc == -2 ? -32001 : -32602;
         stream_free(s);
         return NULL;
     }
@@ -326,7 +326,7 @@ static void handle_line(struct client *c, const char *line, size_t len)
     json_error_t je;
     while (len && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
     if (len == 0) return;
-    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     json_t *resp = NULL;
     if (!req) {
         char m[300];

@@ -95,12 +95,12 @@ int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t i
     c->vlan = -1;
     if (get_int(obj, "port", 0, 65535, &v, &pr, err, errlen)) return -1;
     if (!pr) FAIL("port: required");
-    if (v >= nports || !ports[v].exists) FAIL("port: unknown port %lld (%d ports)", v, nports);
+    if (v >= nports || !ports[v].exists) { snprintf(err, errlen, "port: unknown port %lld (%d ports)", v, nports); return -2; }
     s->port = (int)v;
     s->rx_port = s->port;
     if (get_int(obj, "rx_port", 0, 65535, &v, &pr, err, errlen)) return -1;
     if (pr) {
-        if (v >= nports || !ports[v].exists) FAIL("rx_port: unknown port %lld (%d ports)", v, nports);
+        if (v >= nports || !ports[v].exists) { snprintf(err, errlen, "rx_port: unknown port %lld (%d ports)", v, nports); return -2; }
         s->rx_port = (int)v;
     }
     json_t *j = json_object_get(obj, "name");

@@ -31,7 +31,8 @@ typedef struct {
     double wire_size_b;    /* mean on-wire size incl. FCS (outer for VXLAN) */
 } streamcfg_t;
 
-/* Parse obj (the user's stream object) into out.  Returns 0, or -1 with err = "field: why". */
+/* Parse obj (the user's stream object) into out.  Returns 0, or -1 (invalid value) / -2 (unknown port)
+ * with err = "field: why". */
 int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t id,
                     streamcfg_t *out, char *err, size_t errlen);
 /* normalized object with all defaults filled in */

@@ -91,7 +91,8 @@ def main():
                               ({"port": 0, "rate": {"pps": 2e7}}, "rate.pps"), ({"port": 0, "size_b": 1519}, "size_b"),
                               ({"port": "0"}, "port"), ({"port": 0, "rate": {"percent": 101}}, "rate.percent")]:
             r = c.call("stream.add", **params)
-            check("error" in r and r["error"]["code"] == -32602 and r["error"].get("data", {}).get("field") == field,
+            want = -32001 if params.get("port") == 9 else -32602
+            check("error" in r and r["error"]["code"] == want and r["error"].get("data", {}).get("field") == field,
                   f"refusal {params} -> {r}")
         r = c.call("trial.result")
         check(r.get("error", {}).get("code") == -32000, f"result before trial {r}")

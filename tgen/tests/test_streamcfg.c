@@ -18,7 +18,7 @@ static int parse(const char *js)
     return rc;
 }
 
-#define REFUSED(js, field) do { int r_ = parse(js); CHECK(r_ == -1 && !strncmp(err, field ":", strlen(field) + 1), "%s -> %s", js, err); } while (0)
+#define REFUSED(js, field) do { int r_ = parse(js); CHECK(r_ < 0 && !strncmp(err, field ":", strlen(field) + 1), "%s -> %s", js, err); } while (0)
 
 int main(void)
 {
