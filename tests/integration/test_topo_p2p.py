@@ -113,3 +113,59 @@ def test_p2p_tgen_trial_counts_match(dut, tmp_path, leak_check):
         assert d1["tx_packets"] - d0["tx_packets"] >= r.received
         env = m.environment()
         assert env["topology"]["dut"]["dut"] == dut
+
+
+def test_sigkilled_run_is_removed_by_cleanup(tmp_path, leak_check):
+    """kill -9 of a process with a p2p/testpmd topology up leaves netns, veths, an orphaned
+    testpmd and its hugepage files; `nfvperf cleanup --tag` removes all of it."""
+    if not shutil.which("dpdk-testpmd"):
+        pytest.skip("dpdk-testpmd not installed")
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    from nfvperf.host import cleanup as C
+    from nfvperf.host import hugepages as hp
+    from nfvperf.host import netns as N
+
+    run = RunContext(run_dir=tmp_path / "run")
+    leak_check.watch(run.tag)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {src!r})
+        import nfvperf.topo as T
+        from nfvperf.topo.spec import TopologySpec
+        run = T.RunContext({run.tag!r}, {str(run.run_dir)!r})
+        with T.build(TopologySpec(kind="p2p", dut="testpmd"), run, start_tgen=False) as t:
+            print("up", t.dut.proc.pid, flush=True)
+            time.sleep(120)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pmd_pid = None
+    try:
+        line = p.stdout.readline().split()
+        assert line and line[0] == "up", line
+        pmd_pid = int(line[1])
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+        # what the killed run left behind
+        assert N.netns_exists(run.netns("dut")) and N.link_exists(run.ifname("p0"))
+        assert hp.tag_files(run.tag) or hp.tag_runtime_dirs(run.tag)
+        dry = C.cleanup(None, dry_run=True)          # the owner is dead: found without --tag
+        assert run.tag in dry.tags
+        # testpmd may be gone by itself (its console pty closed with the owner) or still there
+        rep = C.cleanup(run.tag)
+        assert not os.path.exists(f"/proc/{pmd_pid}") or \
+            open(f"/proc/{pmd_pid}/stat").read().split(")")[1].split()[0] == "Z"
+        assert run.netns("dut") in rep.netns
+        assert rep.hugepage_files
+        assert not N.netns_exists(run.netns("dut")) and not N.link_exists(run.ifname("p0"))
+        assert not hp.tag_files(run.tag)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        C.cleanup(run.tag)
