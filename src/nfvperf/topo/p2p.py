@@ -43,7 +43,7 @@ class P2P(Topology):
 
     def required_checks(self):
         req = ["root", "tgen"]
-        if self.spec.dut != "linux-bridge":
+        if self.spec.dut != "linux-bridge" or self.want_tgen:   # DPDK: tgen and/or testpmd
             req.append("hugepages")
         return req
 
