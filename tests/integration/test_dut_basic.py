@@ -204,3 +204,21 @@ def test_testpmd_vnf_on_vhost_user(run_ctx, raw_port):
     assert vnf.environment()["sockets"] == [str(s) for s in socks]
     vnf.stop()
     sw.stop()
+
+
+def test_testpmd_argv_for_pci_and_vhost_ports(run_ctx):
+    """Real NICs go to EAL as -a <addr> (and --no-pci is dropped); vhost ports get
+    --single-file-segments; mac mode gets --eth-peer per port."""
+    pmd = Testpmd(run_ctx, run_ctx.tracker, forward_mode="mac", lcores="0@0,1@1",
+                  eth_peers=["02:00:00:00:00:0a", "02:00:00:00:00:0b"])
+    pmd.add_port(PortRef("phy0", kind="pci", pci="0000:3b:00.0"))
+    pmd.add_port(PortRef("phy1", kind="pci", pci="0000:3b:00.1"))
+    argv = pmd.argv()
+    assert argv[argv.index("-a") + 1] == "0000:3b:00.0" and "--no-pci" not in argv
+    assert "--eth-peer=1,02:00:00:00:00:0b" in argv
+    assert "--file-prefix" in argv and argv[argv.index("--file-prefix") + 1].startswith(run_ctx.tag)
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=["/tmp/a.sock", "/tmp/b.sock"], server=True)
+    argv = vnf.argv()
+    assert "--single-file-segments" in argv and "--no-pci" in argv
+    assert "net_virtio_user0,path=/tmp/a.sock,queues=1,server=1" in argv
+    assert argv[argv.index("--file-prefix") + 1] == f"{run_ctx.tag}vnf0"
