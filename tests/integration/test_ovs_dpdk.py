@@ -145,6 +145,7 @@ def _no_leftovers(sw: OvsDpdk, pids: dict[str, int]) -> None:
     socks = [p for p in sw.dir.glob("*") if p.is_socket()] if sw.dir.exists() else []
     assert socks == []
     assert list(Path("/dev/hugepages").glob(f"{sw.file_prefix}*")) == []
+    assert not Path(f"/var/run/dpdk/{sw.file_prefix}").exists()
     out = subprocess.run(["pgrep", "-f", sw.file_prefix], capture_output=True, text=True).stdout
     assert out.strip() == ""
 

@@ -17,7 +17,6 @@ an explicit ``--db`` / ``-t`` / bridge management socket, so nothing falls back 
 """
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_dut
+from nfvperf.host import hugepages as hp
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.base import DutFailure
 
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
-HUGEPAGE_DIRS = ("/dev/hugepages",)
 _UNIX_PATH_MAX = 107
 
 
@@ -340,7 +339,7 @@ class OvsDpdk(DutAdapter):
                     p.unlink()
                 except OSError:
                     pass
-        remove_hugepage_files(self.file_prefix)
+        hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         self.bridges.clear()
@@ -594,18 +593,6 @@ def _terminate(p: subprocess.Popen, grace_s: float = 5.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def remove_hugepage_files(prefix: str) -> int:
-    n = 0
-    for d in HUGEPAGE_DIRS:
-        for f in glob.glob(os.path.join(d, f"{prefix}*")):
-            try:
-                os.unlink(f)
-                n += 1
-            except OSError:
-                pass
-    return n
 
 
 # ---------------------------------------------------------------------- parsers
