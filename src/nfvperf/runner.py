@@ -145,14 +145,16 @@ class Progress:
 
     def unit(self, label: str) -> None:
         if self._bar:
-            self._bar.update(self._task, description=label, completed=self.done_units)
+            from rich.markup import escape
+            self._bar.update(self._task, description=escape(label), completed=self.done_units)
 
     def fraction(self, frac: float, message: Optional[str] = None) -> None:
         frac = min(1.0, max(0.0, frac))
         if self._bar:
             kw: dict[str, Any] = {"completed": self.done_units + frac}
             if message:
-                kw["description"] = message
+                from rich.markup import escape
+                kw["description"] = escape(message)
             self._bar.update(self._task, **kw)
 
     def unit_done(self) -> None:
@@ -535,7 +537,9 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             if status == "completed" and outcome.failed_tests:
-                reason = f"{len(outcome.failed_tests)} test unit(s) failed"
+                status = "failed"
+                reason = (f"{len(outcome.failed_tests)} of {len(units)} test unit(s) failed: "
+                          + ", ".join(outcome.failed_tests[:5]) + (" ..." if len(outcome.failed_tests) > 5 else ""))
             store.update_run(run.id, environment=env)
             headline = None
             with contextlib.suppress(Exception):
@@ -562,12 +566,11 @@ def params_dump(params: Any) -> dict[str, Any]:
 def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: dict[str, float]) -> Any:
     """A method that needs the Throughput first (latency, back-to-back, recovery, reset, RFC 2889
     forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
-    size, topology and traffic, unless its entry sets ``throughput_pps`` or ``throughput:``."""
+    size, topology and traffic, unless its entry sets ``throughput_pps``; its ``throughput:``
+    block is then only the fallback when no earlier measurement exists."""
     params = test.params
     fields = getattr(type(params), "model_fields", {})
     if "throughput_pps" not in fields or getattr(params, "throughput_pps", None) is not None:
-        return params
-    if "throughput" in test.raw or "throughput_pps" in test.raw:
         return params
     v = measured.get(throughput_key(test, size, topo_spec))
     if not v:
