@@ -163,10 +163,16 @@ class Progress:
             self._bar.update(self._task, completed=self.done_units)
 
     def log(self, text: str) -> None:
-        if self._bar:
-            self._bar.console.print(text, highlight=False, markup=False)
-        else:
-            print(text, file=self.stream, flush=True)
+        """Print a line; a closed stdout/stderr (``| head``) must never fail the run."""
+        if self.stream is None:
+            return
+        try:
+            if self._bar:
+                self._bar.console.print(text, highlight=False, markup=False)
+            else:
+                print(text, file=self.stream, flush=True)
+        except (OSError, ValueError):
+            self.stream = None
 
 
 # --------------------------------------------------------------------------- recorder
@@ -432,8 +438,8 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                            "ports": spec.topology.ports,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
                            "topologies": []}
-    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     progress = Progress(len(units), enabled=show_progress)
+    say = log or progress.log
     say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s) on "
         f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={timing.name}, "
         f"run dir {run_dir}")

@@ -126,3 +126,30 @@ def test_demo_tgen_without_root_says_what_to_do(monkeypatch, capsys) -> None:
     assert main(["demo", "--tg", "tgen"]) == 2
     err = capsys.readouterr().err
     assert "needs root" in err and "--tg sim" in err
+
+
+def test_closed_output_does_not_fail_the_run(tmp_path, monkeypatch, capsys) -> None:
+    """`nfvperf run ... | head`: a broken pipe on the log stream must not fail tests."""
+    class Broken:
+        def write(self, _s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def isatty(self):
+            return False
+
+    suite = _write(tmp_path, GOOD)
+    db = str(tmp_path / "r.db")
+    monkeypatch.setattr(sys, "stderr", Broken())
+    rc = main(["run", str(suite), "--tg", "sim", "--db", db, "--out", str(tmp_path / "o"), "--no-progress"])
+    monkeypatch.undo()
+    assert rc == 0
+    from nfvperf.store import Store
+    s = Store(db)
+    try:
+        run = s.load_run("latest")
+        assert run.status == "completed" and all(t.status == "passed" for t in run.tests)
+    finally:
+        s.close()
