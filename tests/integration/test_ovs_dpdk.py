@@ -35,6 +35,7 @@ _HELPER = textwrap.dedent(r'''
     mode, iface = sys.argv[1], sys.argv[2]
     MAGIC = b"NFVPERF-OVS-TEST"
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind((iface, 0))
     if mode == "tx":
         count, nflows, src, dst = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
@@ -47,8 +48,8 @@ _HELPER = textwrap.dedent(r'''
             udp = struct.pack("!HHHH", 1234, 5678, 8 + len(payload), 0) + payload
             ip = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), i & 0xffff, 0, 64, 17, 0, sb + f, db + f)
             s.send(dmac + smac + b"\x08\x00" + ip + udp)
-            if i % 50 == 49:
-                time.sleep(0.001)
+            if i % 20 == 19:
+                time.sleep(0.002)
     else:
         secs = float(sys.argv[3])
         s.settimeout(0.2)
