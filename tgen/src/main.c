@@ -31,7 +31,7 @@ static void usage(FILE *f)
         "usage: tgen <EAL args> -- [options]\n"
         "  --socket PATH            control socket (default /tmp/tgen.<pid>.sock, mode 0600)\n"
         "  --tcp [HOST:]PORT --token T   also listen on TCP (127.0.0.1 by default; needs --token)\n"
-        "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1   (repeatable)\n"
+        "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1,rx=1   (repeatable)\n"
         "  --tx-lcores L --rx-lcores L   worker lcores for TX / RX (default: all workers do both)\n"
         "  --mbufs N                mbuf pool size\n"
         " one-shot trial (prints the trial.result JSON and exits):\n"
@@ -53,7 +53,7 @@ static void die2(const char *opt, const char *fmt, ...)
     exit(2);
 }
 
-struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc; };
+struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc, rx; };
 static struct portopt popt[MAX_PORTS];
 
 static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi)
@@ -96,7 +96,8 @@ static void parse_port_opt(const char *arg)
         else if (!strcmp(kv, "txd")) p->txd = parse_uint("--port txd", v, 32, 32768);
         else if (!strcmp(kv, "mtu")) p->mtu = parse_uint("--port mtu", v, 68, MAX_FRAME_B);
         else if (!strcmp(kv, "promisc")) p->promisc = parse_uint("--port promisc", v, 0, 1) + 1;
-        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc)", kv);
+        else if (!strcmp(kv, "rx")) p->rx = parse_uint("--port rx", v, 0, 1) + 1;
+        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc, rx)", kv);
     }
 }
 
@@ -259,6 +260,12 @@ int main(int argc, char **argv)
         pt->txd = popt[p].txd ? popt[p].txd : 1024;
         pt->mtu = popt[p].mtu ? popt[p].mtu : 1500;
         pt->promisc = popt[p].promisc ? popt[p].promisc - 1 : 1;
+        if (popt[p].rx) pt->rx_poll = (int)popt[p].rx - 1;
+        else {
+            struct rte_eth_dev_info di;
+            pt->rx_poll = !(rte_eth_dev_info_get((uint16_t)p, &di) == 0 && di.driver_name &&
+                            strstr(di.driver_name, "net_null"));
+        }
     }
     /* workers */
     unsigned lc;
@@ -300,7 +307,7 @@ int main(int argc, char **argv)
             g_ports[p].tx_lcore[q] = (int)w;
             g_workers[w].does_tx = 1;
         }
-        for (unsigned q = 0; q < g_ports[p].rxq; q++) {
+        for (unsigned q = 0; q < g_ports[p].rxq && g_ports[p].rx_poll; q++) {
             struct worker *w = &g_workers[rxs[ri++ % nrx]];
             w->rxq[w->nrxq].port = (uint16_t)p;
             w->rxq[w->nrxq].queue = (uint16_t)q;

@@ -138,6 +138,7 @@ json_t *port_list_json(void)
         json_object_set_new(o, "txd", json_integer(pt->txd));
         json_object_set_new(o, "mtu", json_integer(pt->mtu));
         json_object_set_new(o, "promisc", json_boolean(rte_eth_promiscuous_get((uint16_t)p) == 1));
+        json_object_set_new(o, "rx", json_boolean(pt->rx_poll));
         json_array_append_new(a, o);
     }
     return a;

@@ -28,6 +28,7 @@ struct port {
     uint8_t mac[6];
     double speed_decl;      /* declared bps, 0 = none */
     unsigned rxq, txq, rxd, txd, mtu, promisc;
+    int rx_poll;            /* poll RX queues (default: yes, except net_null whose RX is synthetic) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
 };
@@ -43,6 +44,7 @@ struct stream {
 
 struct seg {
     uint64_t start_tsc, end_tsc;   /* end UINT64_MAX = until max_frames */
+    uint64_t cut_tsc;              /* a late pacer stops sending this segment's frames here */
     uint64_t max_frames;           /* 0 = unlimited inside the time window */
     double scale;                  /* multiplies stream rate (if pps == 0) */
     double pps;                    /* absolute per-stream rate if > 0 */

@@ -130,44 +130,46 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
         s += 17 + l4len;
     }
     s += l4len;                                   /* UDP length field */
+    s += (SIG_MAGIC >> 16) + (SIG_MAGIC & 0xffff) + c->stream_id;   /* constant signature words */
     t->udp_sum_base = csum_add_bytes(s, t->data + t->sig_off + SIG_LEN, t->len - t->sig_off - SIG_LEN);
+    /* magic and stream id are the same in every frame: put them in the template */
+    put32(t->data + t->sig_off, SIG_MAGIC);
+    put16(t->data + t->sig_off + 4, c->stream_id);
     return 0;
 }
+
+static inline void st16(uint8_t *p, uint16_t v) { v = __builtin_bswap16(v); memcpy(p, &v, 2); }
+static inline void st32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
+static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
 
 void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns)
 {
     memcpy(buf, t->data, t->len);
-    uint32_t sip = get32(t->data + t->sip_off), dip = get32(t->data + t->dip_off);
-    uint16_t sp = c->src_port, dp = c->dst_port;
+    uint32_t sip = ld32(t->data + t->sip_off), dip = ld32(t->data + t->dip_off);
+    uint32_t sp = c->src_port, dp = c->dst_port;
     if (flow) {
-        if (c->vary & VARY_SRC_IP) sip += flow;
-        if (c->vary & VARY_DST_IP) dip += flow;
-        if (c->vary & VARY_SRC_PORT) sp = (uint16_t)(((uint32_t)sp - 1 + flow) % 65535 + 1);
-        if (c->vary & VARY_DST_PORT) {
-            dp = (uint16_t)(((uint32_t)dp - 1 + flow) % 65535 + 1);
+        uint32_t v = c->vary;
+        if (v & VARY_SRC_IP) { sip += flow; st32(buf + t->sip_off, sip); }
+        if (v & VARY_DST_IP) { dip += flow; st32(buf + t->dip_off, dip); }
+        if (v & VARY_SRC_PORT) { sp = (sp - 1 + flow) % 65535 + 1; st16(buf + t->udp_off, (uint16_t)sp); }
+        if (v & VARY_DST_PORT) {
+            dp = (dp - 1 + flow) % 65535 + 1;
             if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
+            st16(buf + t->udp_off + 2, (uint16_t)dp);
         }
-        put32(buf + t->sip_off, sip);
-        put32(buf + t->dip_off, dip);
-        put16(buf + t->udp_off, sp);
-        put16(buf + t->udp_off + 2, dp);
     }
-    if (c->vxlan) put16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
+    if (c->vxlan) st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
     uint8_t *sg = buf + t->sig_off;
-    put32(sg, SIG_MAGIC);
-    put16(sg + 4, c->stream_id);
-    put16(sg + 6, (uint16_t)(seq >> 32)); put32(sg + 8, (uint32_t)seq);
-    put16(sg + 12, (uint16_t)(tx_ns >> 32)); put32(sg + 14, (uint32_t)tx_ns);
+    uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
+    uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
+    st16(sg + 6, s0); st16(sg + 8, s1); st16(sg + 10, s2);
+    st16(sg + 12, t0); st16(sg + 14, t1); st16(sg + 16, t2);
     uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
-    if (!c->ipv6) {
-        uint8_t *ip = buf + t->ip_off;
-        put16(ip + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
-    }
-    uint32_t s = t->udp_sum_base + a + sp + dp;
-    s = csum_add_bytes(s, sg, SIG_LEN);
+    if (!c->ipv6) st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
+    uint32_t s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
     uint16_t ck = (uint16_t)~csum_fold(s);
     if (ck == 0) ck = 0xffff;
-    put16(buf + t->udp_off + 6, ck);
+    st16(buf + t->udp_off + 6, ck);
 }
 
 static int parse_l2l4(const uint8_t *buf, uint32_t len, uint32_t *udp)

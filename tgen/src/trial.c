@@ -142,6 +142,12 @@ static void begin_running(struct trial *t)
         uint64_t len = (uint64_t)(sg->duration_s * (double)g_tsc_hz);
         sg->start_tsc = off;
         sg->end_tsc = sg->duration_s > 0 ? off + len : UINT64_MAX;
+        /* a pacer that fell behind (shared CPU, slow PMD) may catch up for a while after the end of a
+         * timed segment, then the rest is not sent: 10 % of the segment, at least 0.1 s, at most 1 s */
+        double grace = sg->duration_s * 0.1;
+        if (grace < 0.1) grace = 0.1;
+        if (grace > 1.0) grace = 1.0;
+        sg->cut_tsc = sg->duration_s > 0 ? off + len + (uint64_t)(grace * (double)g_tsc_hz) : UINT64_MAX;
         off = sg->end_tsc == UINT64_MAX ? off : sg->end_tsc;
     }
     /* watchdog: a TX queue that never drains (link down, stuck PMD) must not hang the trial */

@@ -38,7 +38,7 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
     while (n < BURST) {
         const struct seg *sg = &t->segs[seg];
         uint64_t dl = pace_deadline(sg->start_tsc, k, ts->gap_fp[seg]);
-        if (k >= ts->seg_max[seg] || dl >= sg->end_tsc) {
+        if (k >= ts->seg_max[seg] || dl >= sg->end_tsc || now >= sg->cut_tsc) {
             if (++seg >= (int)t->nsegs) { finished = 1; break; }
             k = 0;
             continue;

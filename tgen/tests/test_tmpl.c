@@ -171,7 +171,8 @@ int main(void)
     uint8_t arp[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06 };
     CHECK(sig_parse(arp, 60, &sg) == 0, "ARP is not a test frame");
     run("ipv4", base(), 64);
-    memcpy(buf, T.data, T.len);   /* template without signature magic */
+    tmpl_fill(&T, &c, buf, 0, 1, 1);
+    buf[T.sig_off] ^= 0xff;       /* a UDP frame with a wrong magic */
     CHECK(sig_parse(buf, T.len, &sg) == 0, "UDP without magic is not a test frame");
     tmpl_fill(&T, &c, buf, 0, 1, 1);
     CHECK(sig_parse(buf, 40, &sg) == 0, "truncated frame is not a test frame");
