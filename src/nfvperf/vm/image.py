@@ -1,0 +1,659 @@
+"""Reproducible guest image for the VM VNF: a kernel plus an initramfs, made from Debian packages.
+
+The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd with the shared libraries
+it needs (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the uio and
+uio_pci_generic kernel modules, and an /init script that binds the virtio-net devices to
+uio_pci_generic and starts testpmd in io forwarding with its command line on the second serial port.
+
+Reproducibility: the package set is fixed here (names), the versions are resolved once through
+apt (or pinned with a lock file, e.g. an earlier manifest), every .deb's sha256 is recorded in
+manifest.json, and the initramfs is written by this module (sorted entries, fixed mtimes, uid 0,
+gzip with mtime 0), so the same packages give a byte-identical image.  The image is cached under
+``<cache_dir>/<key>/`` where ``key`` hashes the recipe and the package versions.
+
+CLI: ``python3 -m nfvperf.vm.image build [--cache-dir DIR] [--force] [--lock MANIFEST]``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+# Bump when anything below changes what ends up in the image.
+RECIPE_VERSION = "1"
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("NFVPERF_IMAGE_CACHE",
+                                        str(Path.home() / ".cache" / "nfvperf" / "images")))
+
+# The kernel comes from the metapackage's current dependency (linux-image-<abi>-amd64).
+KERNEL_META = "linux-image-amd64"
+
+# Userland packages. The ELF closure check below fails the build, naming the missing soname,
+# if a library that dpdk-testpmd or a loaded PMD needs is not in one of these.
+PACKAGES = [
+    "busybox-static",
+    "dpdk-dev",
+    "libc6",
+    "libnuma1",
+    "libfdt1",
+    "libjansson4",
+    "libbsd0",
+    "libmd0",
+    "libelf1",
+    "zlib1g",
+    "libpcap0.8",
+    "libdbus-1-3",
+    "libsystemd0",
+    "libcap2",
+    "libgcrypt20",
+    "libgpg-error0",
+    "liblzma5",
+    "libzstd1",
+    "liblz4-1",
+    "libibverbs1",
+    "ibverbs-providers",
+    "libnl-3-200",
+    "libnl-route-3-200",
+    "librte-eal23", "librte-kvargs23", "librte-telemetry23", "librte-ethdev23", "librte-net23",
+    "librte-mbuf23", "librte-mempool23", "librte-ring23", "librte-meter23", "librte-cmdline23",
+    "librte-cryptodev23", "librte-rcu23", "librte-reorder23", "librte-bitratestats23",
+    "librte-metrics23", "librte-bpf23", "librte-gro23", "librte-gso23", "librte-latencystats23",
+    "librte-pdump23", "librte-pcapng23", "librte-pci23", "librte-hash23", "librte-security23",
+    "librte-eventdev23", "librte-timer23", "librte-sched23", "librte-ip-frag23",
+    "librte-bus-pci23", "librte-bus-vdev23", "librte-bus-auxiliary23", "librte-bus-dpaa23",
+    "librte-common-dpaax23", "librte-common-iavf23", "librte-common-mlx5-23",
+    "librte-crypto-scheduler23", "librte-mempool-dpaa23", "librte-mempool-ring23",
+    "librte-net-bnxt23", "librte-net-bond23", "librte-net-dpaa23", "librte-net-i40e23",
+    "librte-net-ice23", "librte-net-ixgbe23", "librte-net-mlx5-23", "librte-net-virtio23",
+]
+
+MULTIARCH = "usr/lib/x86_64-linux-gnu"
+PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
+# Files the guest must have; their ELF closure is added automatically.
+ROOT_FILES = ["usr/bin/dpdk-testpmd"]
+ROOT_PMDS = ["librte_net_virtio.so.23", "librte_mempool_ring.so.23", "librte_bus_pci.so.23"]
+KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_generic.ko"]
+BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "sleep", "ls",
+                   "stty", "poweroff", "reboot", "grep", "sed", "tr", "cut", "seq", "wc", "dmesg",
+                   "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename"]
+
+# Fixed timestamp for every initramfs entry (and the gzip header carries 0).
+EPOCH = 0
+
+INIT_SCRIPT = r"""#!/bin/sh
+# nfvperf guest init: bind the virtio-net NICs to uio_pci_generic, start testpmd.
+export PATH=/usr/bin:/usr/sbin
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:@PMD_DIR@
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/hugepages /var/run /tmp
+mount -t hugetlbfs hugetlbfs /dev/hugepages
+log() { echo "NFVPERF-GUEST: $*" > /dev/ttyS0; }
+
+FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""
+for kv in $(cat /proc/cmdline); do
+  case "$kv" in
+    nfvperf.fwd=*) FWD="${kv#*=}" ;;
+    nfvperf.nbcores=*) NBCORES="${kv#*=}" ;;
+    nfvperf.queues=*) QUEUES="${kv#*=}" ;;
+    nfvperf.rxd=*) RXD="${kv#*=}" ;;
+    nfvperf.txd=*) TXD="${kv#*=}" ;;
+    nfvperf.mbufs=*) MBUFS="${kv#*=}" ;;
+    nfvperf.lcores=*) LCORES="${kv#*=}" ;;
+  esac
+done
+NCPU=$(grep -c ^processor /proc/cpuinfo)
+[ -n "$LCORES" ] || LCORES="0-$((NCPU - 1))"
+log "boot kernel=$(cat /proc/sys/kernel/osrelease) cpus=$NCPU hugepages=$(cat /proc/sys/vm/nr_hugepages)"
+
+insmod /lib/modules/uio.ko || log "insmod uio failed"
+insmod /lib/modules/uio_pci_generic.ko || log "insmod uio_pci_generic failed"
+ALLOW=""
+for d in /sys/bus/pci/devices/*; do
+  v=$(cat "$d/vendor"); id=$(cat "$d/device")
+  if [ "$v" = "0x1af4" ] && { [ "$id" = "0x1000" ] || [ "$id" = "0x1041" ]; }; then
+    a=$(basename "$d")
+    echo uio_pci_generic > "$d/driver_override"
+    echo "$a" > /sys/bus/pci/drivers_probe
+    drv=$(basename "$(readlink "$d/driver")" 2>/dev/null)
+    log "nic $a driver=$drv"
+    ALLOW="$ALLOW -a $a"
+  fi
+done
+
+stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
+log "testpmd starting lcores=$LCORES fwd=$FWD queues=$QUEUES nics=$ALLOW"
+dpdk-testpmd -l "$LCORES" -n 1 $ALLOW --iova-mode=pa -- -i --auto-start \
+  --forward-mode="$FWD" --nb-cores="$NBCORES" --rxq="$QUEUES" --txq="$QUEUES" \
+  --rxd="$RXD" --txd="$TXD" --total-num-mbufs="$MBUFS" --no-lsc-interrupt \
+  </dev/ttyS1 >/dev/ttyS1 2>&1
+log "testpmd exited rc=$?"
+poweroff -f
+"""
+
+
+class ImageError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class ImageInfo:
+    key: str                      # cache key: recipe + package versions
+    directory: Path
+    kernel: Path
+    initrd: Path
+    manifest: Path
+    content_sha256: str           # sha256 over kernel and initrd bytes
+    size_b: int                   # kernel + initrd
+    kernel_release: str
+    dpdk_version: str
+    packages: Dict[str, str]      # name -> version
+    build_s: Optional[float] = None
+    cached: bool = False
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        for k in ("directory", "kernel", "initrd", "manifest"):
+            d[k] = str(d[k])
+        return d
+
+
+# --------------------------------------------------------------------------------------------
+# apt: version resolution and download
+
+
+def _run(argv: List[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, **kw)
+
+
+def _candidates(names: List[str]) -> Dict[str, str]:
+    out = _run(["apt-cache", "policy"] + names).stdout
+    res: Dict[str, str] = {}
+    cur = None
+    for line in out.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            cur = line[:-1].split(":")[0]
+        elif cur and line.strip().startswith("Candidate:"):
+            v = line.split(":", 1)[1].strip()
+            if v != "(none)":
+                res[cur] = v
+    return res
+
+
+def _kernel_package(meta_version: str) -> str:
+    out = _run(["apt-cache", "show", f"{KERNEL_META}={meta_version}"]).stdout
+    for line in out.splitlines():
+        if line.startswith("Depends:"):
+            for dep in line.split(":", 1)[1].split(","):
+                name = dep.strip().split()[0]
+                if name.startswith("linux-image-") and name.endswith("-amd64"):
+                    return name
+    raise ImageError(f"cannot tell which kernel {KERNEL_META}={meta_version} depends on")
+
+
+def resolve_versions(lock: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """Package name -> version for the image: the lock's versions where given, else apt's
+    candidates. Runs `apt-get update` once if apt knows none of them."""
+    if lock:
+        names = [n for n in lock]
+        missing = [n for n in PACKAGES if n not in lock]
+        if missing:
+            raise ImageError(f"lock file lacks packages: {', '.join(missing)}")
+        return dict(sorted(lock.items()))
+    names = PACKAGES + [KERNEL_META]
+    cand = _candidates(names)
+    if not cand:
+        _run(["apt-get", "update", "-qq"])
+        cand = _candidates(names)
+    missing = [n for n in names if n not in cand]
+    if missing:
+        raise ImageError("apt has no candidate for: " + ", ".join(missing)
+                         + " (run `apt-get update`; Debian 12 'bookworm' package names)")
+    kpkg = _kernel_package(cand.pop(KERNEL_META))
+    kc = _candidates([kpkg])
+    if kpkg not in kc:
+        raise ImageError(f"apt has no candidate for {kpkg}")
+    cand[kpkg] = kc[kpkg]
+    return dict(sorted(cand.items()))
+
+
+def _deb_name(name: str, version: str) -> str:
+    return f"{name}_{version.replace(':', '%3a')}_amd64.deb"
+
+
+def download(versions: Dict[str, str], deb_dir: Path) -> Dict[str, Path]:
+    deb_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    need = []
+    for name, ver in versions.items():
+        p = deb_dir / _deb_name(name, ver)
+        if not p.exists():
+            # Some packages are Architecture: all; apt names those *_all.deb.
+            alt = deb_dir / _deb_name(name, ver).replace("_amd64.deb", "_all.deb")
+            if alt.exists():
+                p = alt
+            else:
+                need.append(f"{name}={ver}")
+        paths[name] = p
+    if need:
+        try:
+            subprocess.run(["apt-get", "download", "-q"] + need, cwd=str(deb_dir), check=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except subprocess.CalledProcessError as e:
+            raise ImageError(f"apt-get download failed: {e.stderr.strip()[-800:]}") from e
+    for name, ver in versions.items():
+        p = paths[name]
+        if not p.exists():
+            alt = Path(str(p).replace("_amd64.deb", "_all.deb"))
+            if alt.exists():
+                paths[name] = alt
+            else:
+                raise ImageError(f"downloaded package not found: {p.name}")
+    return paths
+
+
+def _sha256_file(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# The file tree: path (no leading '/') -> entry
+
+
+@dataclasses.dataclass
+class _Entry:
+    kind: str                 # "file" | "dir" | "symlink" | "chr"
+    mode: int = 0o644
+    data: bytes = b""
+    target: str = ""
+    rdev: Tuple[int, int] = (0, 0)
+
+
+_MERGED = {"lib": "usr/lib", "lib64": "usr/lib64", "bin": "usr/bin", "sbin": "usr/sbin"}
+
+
+def _norm(path: str) -> str:
+    """Member path -> merged-/usr path without leading './' or '/'."""
+    p = os.path.normpath("/" + path).lstrip("/")
+    if p == ".":
+        return ""
+    head, _, rest = p.partition("/")
+    if head in _MERGED:
+        p = _MERGED[head] + ("/" + rest if rest else "")
+    return p
+
+
+def _extract_deb(deb: Path, want=None) -> Dict[str, _Entry]:
+    """Regular files and symlinks of a .deb's data, keyed by merged path. `want(path)` filters."""
+    proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    out: Dict[str, _Entry] = {}
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tf:
+            for m in tf:
+                p = _norm(m.name)
+                if not p or (want is not None and not want(p)):
+                    continue
+                if m.isfile():
+                    f = tf.extractfile(m)
+                    out[p] = _Entry("file", mode=m.mode & 0o7777, data=f.read() if f else b"")
+                elif m.issym():
+                    out[p] = _Entry("symlink", mode=0o777, target=m.linkname)
+    finally:
+        proc.stdout.close()
+        if proc.wait() != 0:
+            raise ImageError(f"dpkg-deb failed on {deb.name}")
+    return out
+
+
+def _resolve(tree: Dict[str, _Entry], path: str, depth: int = 0) -> Optional[str]:
+    """Follow symlinks (in any component) inside the tree; return the final path or None."""
+    if depth > 40:
+        return None
+    parts = path.split("/")
+    cur = ""
+    for i, part in enumerate(parts):
+        nxt = f"{cur}/{part}" if cur else part
+        e = tree.get(nxt)
+        if e is not None and e.kind == "symlink":
+            t = e.target
+            base = "" if t.startswith("/") else os.path.dirname(nxt)
+            joined = _norm((base + "/" + t) if base else t)
+            rest = "/".join(parts[i + 1:])
+            return _resolve(tree, joined + ("/" + rest if rest else ""), depth + 1)
+        cur = nxt
+    return cur if cur in tree else None
+
+
+def elf_needed(data: bytes) -> Optional[List[str]]:
+    """DT_NEEDED names of an ELF64 little-endian object, or None if it is not one."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    phoff = struct.unpack_from("<Q", data, 0x20)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    loads = []
+    dyn = None
+    for i in range(phnum):
+        p_type, _fl, off, vaddr, _pa, filesz, _msz, _al = struct.unpack_from(
+            "<IIQQQQQQ", data, phoff + i * phentsize)
+        if p_type == 1:
+            loads.append((vaddr, off, filesz))
+        elif p_type == 2:
+            dyn = (off, filesz)
+    if dyn is None:
+        return []
+    needed, strtab = [], None
+    for j in range(dyn[1] // 16):
+        tag, val = struct.unpack_from("<qQ", data, dyn[0] + 16 * j)
+        if tag == 0:
+            break
+        if tag == 1:
+            needed.append(val)
+        elif tag == 5:
+            strtab = val
+    if strtab is None:
+        return []
+    for vaddr, off, filesz in loads:
+        if vaddr <= strtab < vaddr + filesz:
+            stroff = strtab - vaddr + off
+            break
+    else:
+        return []
+    names = []
+    for n in needed:
+        end = data.index(b"\0", stroff + n)
+        names.append(data[stroff + n:end].decode())
+    return names
+
+
+def _closure(tree: Dict[str, _Entry], roots: Iterable[str], lib_dirs: List[str]) -> List[str]:
+    """Paths (files and the symlinks leading to them) needed to run the roots."""
+    keep: List[str] = []
+    seen = set()
+    todo = list(roots)
+    missing = []
+
+    def add_chain(path: str) -> Optional[str]:
+        # Keep every symlink on the way to the real file.
+        p, depth = path, 0
+        while depth < 40:
+            e = tree.get(p)
+            if e is None:
+                real = _resolve(tree, p)
+                if real is None:
+                    return None
+                p = real
+                continue
+            if p not in seen:
+                seen.add(p)
+                keep.append(p)
+            if e.kind != "symlink":
+                return p
+            base = "" if e.target.startswith("/") else os.path.dirname(p)
+            p = _norm((base + "/" + e.target) if base else e.target)
+            depth += 1
+        return None
+
+    while todo:
+        path = todo.pop()
+        real = add_chain(path)
+        if real is None:
+            missing.append(path)
+            continue
+        needed = elf_needed(tree[real].data) or []
+        for soname in needed:
+            for d in lib_dirs:
+                cand = f"{d}/{soname}"
+                if _resolve(tree, cand) is not None:
+                    if cand not in seen:
+                        todo.append(cand)
+                    break
+            else:
+                missing.append(f"{soname} (needed by {real})")
+    if missing:
+        raise ImageError("image is missing: " + "; ".join(sorted(set(missing))))
+    return keep
+
+
+# --------------------------------------------------------------------------------------------
+# cpio (newc) writer
+
+
+def _cpio(entries: Dict[str, _Entry]) -> bytes:
+    buf = io.BytesIO()
+    ino = 1000
+
+    def hdr(name: str, mode: int, size: int, nlink: int, rdev=(0, 0)) -> None:
+        nonlocal ino
+        ino += 1
+        nb = name.encode() + b"\0"
+        fields = [ino, mode, 0, 0, nlink, EPOCH, size, 0, 0, rdev[0], rdev[1], len(nb), 0]
+        buf.write(b"070701" + b"".join(b"%08X" % f for f in fields))
+        buf.write(nb)
+        buf.write(b"\0" * ((4 - (110 + len(nb)) % 4) % 4))
+
+    def pad() -> None:
+        buf.write(b"\0" * ((4 - buf.tell() % 4) % 4))
+
+    for name in sorted(entries):
+        e = entries[name]
+        if e.kind == "dir":
+            hdr(name, 0o040000 | e.mode, 0, 2)
+        elif e.kind == "file":
+            hdr(name, 0o100000 | e.mode, len(e.data), 1)
+            buf.write(e.data)
+            pad()
+        elif e.kind == "symlink":
+            t = e.target.encode()
+            hdr(name, 0o120777, len(t), 1)
+            buf.write(t)
+            pad()
+        elif e.kind == "chr":
+            hdr(name, 0o020000 | e.mode, 0, 1, e.rdev)
+    hdr("TRAILER!!!", 0, 0, 1)
+    pad()
+    return buf.getvalue()
+
+
+def _gzip(data: bytes) -> bytes:
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0, filename="") as g:
+        g.write(data)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# build
+
+
+def _recipe_text() -> str:
+    # The builder's own source is part of the recipe: any change to it makes a new image.
+    src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return json.dumps({"recipe": RECIPE_VERSION, "builder_sha256": src, "init": INIT_SCRIPT, "roots": ROOT_FILES,
+                       "pmds": ROOT_PMDS, "modules": KERNEL_MODULES,
+                       "applets": BUSYBOX_APPLETS}, sort_keys=True)
+
+
+def image_key(versions: Dict[str, str]) -> str:
+    h = hashlib.sha256()
+    h.update(_recipe_text().encode())
+    h.update(json.dumps(versions, sort_keys=True).encode())
+    return h.hexdigest()[:20]
+
+
+def _load_info(d: Path) -> ImageInfo:
+    m = json.loads((d / "manifest.json").read_text())
+    return ImageInfo(key=m["key"], directory=d, kernel=d / "vmlinuz", initrd=d / "initrd.img",
+                     manifest=d / "manifest.json", content_sha256=m["content_sha256"],
+                     size_b=m["size_b"], kernel_release=m["kernel_release"],
+                     dpdk_version=m["dpdk_version"],
+                     packages={k: v["version"] for k, v in m["packages"].items()},
+                     build_s=m.get("build_s"), cached=True)
+
+
+def _log(msg: str) -> None:
+    if os.environ.get("NFVPERF_QUIET") != "1":
+        print(f"[nfvperf image] {msg}", file=sys.stderr, flush=True)
+
+
+def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, bytes, str, dict]:
+    kpkg = next(n for n in versions if n.startswith("linux-image-"))
+    tree: Dict[str, _Entry] = {}
+    for name in sorted(debs):
+        if name == kpkg:
+            continue
+        tree.update(_extract_deb(debs[name], want=lambda p: not p.startswith(
+            ("usr/share/", "etc/", "usr/lib/python3", "usr/include/"))))
+    # Kernel: vmlinuz and the few modules.
+    kfiles = _extract_deb(debs[kpkg], want=lambda p: p.startswith("boot/vmlinuz-") or (
+        p.startswith("usr/lib/modules/") and any(p.endswith(m) for m in KERNEL_MODULES)))
+    vmlinuz = [p for p in kfiles if p.startswith("boot/vmlinuz-")]
+    if len(vmlinuz) != 1:
+        raise ImageError(f"{kpkg}: expected one vmlinuz, found {vmlinuz}")
+    kernel = kfiles[vmlinuz[0]].data
+    krel = vmlinuz[0][len("boot/vmlinuz-"):]
+
+    pmd_dirs = sorted({os.path.dirname(p) for p in tree if PMD_DIR_RE.match(os.path.dirname(p))})
+    if len(pmd_dirs) != 1:
+        raise ImageError(f"expected one DPDK PMD directory, found {pmd_dirs}")
+    pmd_dir = pmd_dirs[0]
+    lib_dirs = [MULTIARCH, pmd_dir, "usr/lib64"]
+    roots = list(ROOT_FILES) + [f"{pmd_dir}/{n}" for n in ROOT_PMDS]
+    for r in roots:
+        if _resolve(tree, r) is None:
+            raise ImageError(f"not in the packages: /{r}")
+    # The program interpreter is not a DT_NEEDED entry.
+    roots.append("usr/lib64/ld-linux-x86-64.so.2")
+    keep = _closure(tree, roots, lib_dirs)
+
+    img: Dict[str, _Entry] = {p: tree[p] for p in keep}
+    img["usr/bin/busybox"] = tree["usr/bin/busybox"]
+    img["usr/bin/busybox"].mode = 0o755
+    for a in BUSYBOX_APPLETS:
+        img.setdefault(f"usr/bin/{a}", _Entry("symlink", mode=0o777, target="busybox"))
+    for m in KERNEL_MODULES:
+        src = [p for p in kfiles if p.endswith("/" + m)]
+        if len(src) != 1:
+            raise ImageError(f"{kpkg}: module {m} not found")
+        img[f"usr/lib/modules/{os.path.basename(m)}"] = kfiles[src[0]]
+    img["init"] = _Entry("file", mode=0o755, data=INIT_SCRIPT.replace("@PMD_DIR@", "/" + pmd_dir).encode())
+    for link, target in _MERGED.items():
+        img[link] = _Entry("symlink", mode=0o777, target=target)
+    img["dev/console"] = _Entry("chr", mode=0o600, rdev=(5, 1))
+    img["dev/null"] = _Entry("chr", mode=0o666, rdev=(1, 3))
+    # Parent directories, and the mount points.
+    for p in list(img) + ["proc/x", "sys/x", "dev/hugepages/x", "tmp/x", "var/run/x", "root/x"]:
+        d = os.path.dirname(p)
+        while d and d not in img:
+            img[d] = _Entry("dir", mode=0o755)
+            d = os.path.dirname(d)
+    img["."] = _Entry("dir", mode=0o755)   # the rootfs itself: EAL refuses a world-writable /
+    initrd = _gzip(_cpio(img))
+    dpdk_ver = versions.get("dpdk-dev", "?")
+    meta = {"kernel_package": kpkg, "pmd_dir": "/" + pmd_dir, "files": len(img),
+            "initramfs_uncompressed_b": sum(len(e.data) for e in img.values())}
+    return kernel, initrd, krel, meta
+
+
+def build(cache_dir: Optional[Path] = None, force: bool = False,
+          lock: Optional[Dict[str, str]] = None) -> ImageInfo:
+    """Build the guest image (or return the cached one with the same key)."""
+    t0 = time.monotonic()
+    cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    versions = resolve_versions(lock)
+    key = image_key(versions)
+    final = cache_dir / key
+    if (final / "manifest.json").exists() and not force:
+        info = _load_info(final)
+        _log(f"cached image {final}")
+        return info
+    _log(f"building image {key} ({len(versions)} packages)")
+    debs = download(versions, cache_dir / "debs")
+    t_dl = time.monotonic() - t0
+    kernel, initrd, krel, meta = _assemble(versions, debs)
+    content = hashlib.sha256(kernel + initrd).hexdigest()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(cache_dir)))
+    try:
+        (tmp / "vmlinuz").write_bytes(kernel)
+        (tmp / "initrd.img").write_bytes(initrd)
+        build_s = round(time.monotonic() - t0, 2)
+        manifest = {
+            "key": key, "recipe": RECIPE_VERSION, "content_sha256": content,
+            "kernel_sha256": hashlib.sha256(kernel).hexdigest(),
+            "initrd_sha256": hashlib.sha256(initrd).hexdigest(),
+            "size_b": len(kernel) + len(initrd), "kernel_release": krel,
+            "dpdk_version": versions.get("dpdk-dev", "?"), "build_s": build_s,
+            "download_s": round(t_dl, 2),
+            "packages": {n: {"version": v, "sha256": _sha256_file(debs[n]), "file": debs[n].name}
+                         for n, v in versions.items()},
+            **meta,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    info = _load_info(final)
+    info.cached = False
+    _log(f"built {final} in {build_s:.1f} s: {info.size_b / 1e6:.1f} MB, sha256 {content[:16]}")
+    return info
+
+
+def load_lock(path: Path) -> Dict[str, str]:
+    """Versions from a manifest.json (or a plain {name: version} JSON) to pin a rebuild."""
+    m = json.loads(Path(path).read_text())
+    pk = m.get("packages", m)
+    return {n: (v["version"] if isinstance(v, dict) else v) for n, v in pk.items()}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m nfvperf.vm.image",
+                                 description="Build the nfvperf VM VNF guest image.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build (or reuse) the guest image")
+    b.add_argument("--cache-dir", type=Path, default=None)
+    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    b.add_argument("--lock", type=Path, default=None,
+                   help="pin package versions from this manifest.json")
+    b.add_argument("--json", action="store_true", help="print the ImageInfo as JSON")
+    args = ap.parse_args(argv)
+    try:
+        info = build(args.cache_dir, force=args.force,
+                     lock=load_lock(args.lock) if args.lock else None)
+    except (ImageError, subprocess.CalledProcessError) as e:
+        print(f"nfvperf image build: error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(info.to_dict(), indent=1))
+    else:
+        print(f"image {info.key}: kernel {info.kernel_release}, dpdk {info.dpdk_version}, "
+              f"{info.size_b / 1e6:.1f} MB, sha256 {info.content_sha256}"
+              + (" (cached)" if info.cached else f", built in {info.build_s:.1f} s"))
+        print(f"  {info.kernel}\n  {info.initrd}\n  {info.manifest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,573 @@
+"""The VM VNF: a QEMU guest (image from :mod:`nfvperf.vm.image`) with vhost-user NICs and
+dpdk-testpmd inside forwarding between its two NICs (0 <-> 1, io or mac mode).
+
+Same life cycle and constructor shape as :class:`nfvperf.dut.testpmd.TestpmdVnf`, so a PVP/PVVP
+topology picks one or the other from ``TopologySpec.vnf``::
+
+    vnf = VmVnf(run, tracker, sockets=[s0, s1], server=True, name="vnf0", plan=plan)
+    vnf.start()          # QEMU launched; with server=True it now waits for the switch to connect
+    ... switch adds dpdkvhostuserclient ports on s0, s1 ...
+    vnf.wait_ready()     # guest booted, testpmd forwarding (counters()/alive() also wait)
+    vnf.counters(); vnf.alive(); vnf.stop()
+
+``server=True``: QEMU creates the sockets (``-chardev socket,server=on``) and the switch connects
+(OVS ``dpdkvhostuserclient``, DPDK ``net_vhost ... client=1``).  QEMU does not run the guest until
+every NIC has a backend, which is why start() returns before the boot.  ``server=False``: QEMU
+connects to sockets the switch created (OVS ``dpdkvhostuser``); start() then waits for the boot.
+
+Guest memory is a shared hugepage file (``memory-backend-file,mem-path=/dev/hugepages,share=on``,
+unlinked by QEMU at once, so nothing is left in hugetlbfs even after a kill -9).  The first serial
+port is the kernel console (``<run_dir>/vm-<name>-console.log``), the second carries testpmd's
+interactive command line (a Unix socket ``vm-<name>-ctl.sock``, logged to
+``vm-<name>-testpmd.log``); counters are read with ``show port stats all`` on it.
+
+Acceleration: KVM when /dev/kvm can run a stock guest kernel, else TCG (``accel="auto"``; force
+with ``accel=`` or ``NFVPERF_VM_ACCEL=kvm|tcg``).  A nested "PVM" KVM (``/sys/module/kvm_pvm``)
+cannot boot an unmodified kernel, so auto picks TCG there and says so in environment().
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
+    run_version
+from nfvperf.host.run import ResourceTracker, RunContext
+
+from . import image as vm_image
+
+log = logging.getLogger(__name__)
+
+PROMPT = r"testpmd> "
+QEMU = "qemu-system-x86_64"
+
+_STATS_RE = re.compile(
+    r"NIC statistics for port (\d+).*?RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+)\s+RX-bytes:\s*(\d+)"
+    r".*?RX-errors:\s*(\d+).*?RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)\s+"
+    r"TX-bytes:\s*(\d+)", re.S)
+_FWD_RE = re.compile(
+    r"Forward statistics for port (\d+).*?RX-packets:\s*(\d+)\s+RX-dropped:\s*(\d+).*?"
+    r"TX-packets:\s*(\d+)\s+TX-dropped:\s*(\d+)", re.S)
+
+
+def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
+    out = {}
+    for m in _STATS_RE.finditer(text):
+        pid, rxp, miss, rxb, rxe, nombuf, txp, txe, txb = (int(x) for x in m.groups())
+        out[pid] = {"rx_packets": rxp, "rx_missed": miss, "rx_bytes": rxb, "rx_errors": rxe,
+                    "rx_nombuf": nombuf, "tx_packets": txp, "tx_errors": txe, "tx_bytes": txb,
+                    "rx_dropped": miss + nombuf, "tx_dropped": txe}
+    return out
+
+
+def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:
+    return {int(m.group(1)): {"rx_packets": int(m.group(2)), "rx_dropped": int(m.group(3)),
+                              "tx_packets": int(m.group(4)), "tx_dropped": int(m.group(5))}
+            for m in _FWD_RE.finditer(text)}
+
+
+def detect_accel() -> tuple[str, str]:
+    """("kvm" | "tcg", why)."""
+    forced = os.environ.get("NFVPERF_VM_ACCEL", "").strip().lower()
+    if forced in ("kvm", "tcg"):
+        return forced, f"NFVPERF_VM_ACCEL={forced}"
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+        os.close(fd)
+    except OSError as e:
+        return "tcg", f"/dev/kvm unusable ({e.strerror})"
+    if Path("/sys/module/kvm_pvm").exists():
+        return "tcg", ("/dev/kvm is a nested PVM hypervisor (kvm_pvm), which cannot boot a stock "
+                       "guest kernel; using TCG (emulation: functional, slow)")
+    return "kvm", "/dev/kvm"
+
+
+def qemu_version() -> str:
+    return run_version([QEMU, "--version"], r"version (\d+\.\d+[\w.\-+~]*)")
+
+
+class _Console:
+    """testpmd's command line on the guest's second serial port (a QEMU server socket)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.sock: Optional[socket.socket] = None
+        self._buf = ""
+        self._cv = threading.Condition()
+        self._reader: Optional[threading.Thread] = None
+        self._closed = False
+
+    def connect(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(self.path))
+                break
+            except OSError:
+                s.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.sock = s
+        self._reader = threading.Thread(target=self._read, name=f"vm-console-{self.path.name}",
+                                        daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self._cv:
+                self._buf += data.decode(errors="replace")
+                self._cv.notify_all()
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    def command(self, line: str, timeout: float = 20.0) -> str:
+        if self.sock is None:
+            raise DutFailure("guest console not connected")
+        with self._cv:
+            self._buf = ""
+        self.sock.sendall((line + "\r").encode())
+        rx = re.compile(PROMPT)
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                # the command's own echo comes first; wait for the prompt after the output
+                m = rx.search(self._buf)
+                if m:
+                    out = self._buf[: m.end()]
+                    self._buf = self._buf[m.end():]
+                    return out
+                if self._closed:
+                    raise DutFailure(f"guest console {self.path} closed")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DutFailure(f"guest testpmd: no prompt after {line!r} within "
+                                     f"{timeout:.0f} s; got {self._buf[-500:]!r}")
+                self._cv.wait(min(left, 0.2))
+
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+        if self._reader is not None:
+            self._reader.join(2)
+            self._reader = None
+
+
+def _qmp(path: Path, *commands: dict, timeout: float = 10.0) -> list[Any]:
+    """Run QMP commands on a fresh connection; returns their "return" values."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(str(path))
+    f = s.makefile("rwb")
+    try:
+        def recv() -> dict:
+            while True:
+                line = f.readline()
+                if not line:
+                    raise DutFailure("QMP connection closed")
+                msg = json.loads(line)
+                if "event" not in msg:
+                    return msg
+
+        recv()  # greeting
+        out = []
+        for cmd in ({"execute": "qmp_capabilities"},) + commands:
+            f.write(json.dumps(cmd).encode() + b"\n")
+            f.flush()
+            msg = recv()
+            if "error" in msg:
+                raise DutFailure(f"QMP {cmd['execute']}: {msg['error']}")
+            out.append(msg.get("return"))
+        return out[1:]
+    finally:
+        with contextlib.suppress(OSError):
+            f.close()
+        s.close()
+
+
+class VmVnf(DutAdapter):
+    """dpdk-testpmd in a QEMU guest as the VNF of a PVP/PVVP chain, on vhost-user NICs.
+
+    ``VmVnf(run, tracker, sockets=[s0, s1], server=True, name="vnf0", hugepage_mb=1024, vcpus=2,
+    cpus=(), cpu_pin=None, queues=1, forward_mode="io", eth_peers=None, image=None,
+    cache_dir=None, accel="auto", boot_timeout_s=None, plan=None)``.
+
+    cpus: host CPUs every QEMU thread may run on; cpu_pin: one host CPU per vCPU (vCPU 0 runs
+    testpmd's main lcore, vCPU 1.. the forwarding lcores); with a ``plan`` and no cpu_pin, vCPU 0
+    goes to the first housekeeping CPU and the others to the plan's CPUs of role ``name``.
+    """
+
+    name = "vm-vnf"
+    __test__ = False
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker,
+                 sockets: Sequence[Union[str, Path]] = (), server: bool = True, name: str = "vnf0",
+                 hugepage_mb: int = 1024, vcpus: int = 2, cpus: Sequence[int] = (),
+                 cpu_pin: Optional[Sequence[int]] = None, queues: int = 1,
+                 forward_mode: Optional[str] = None, eth_peers: Optional[Sequence[str]] = None,
+                 rxd: int = 1024, txd: int = 1024, mbufs: int = 16384,
+                 image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
+                 accel: str = "auto", boot_timeout_s: Optional[float] = None,
+                 hugepage_dir: str = "/dev/hugepages", **options: Any):
+        spec = options.get("spec")
+        tp = getattr(spec, "testpmd", None)
+        super().__init__(run, tracker, cpus, **options)
+        if vcpus < 2:
+            raise ValueError("the guest needs at least 2 vCPUs (testpmd main + forwarding lcore)")
+        if hugepage_mb < 384:
+            raise ValueError("hugepage_mb (guest memory) must be at least 384")
+        self.vnf_name = name
+        self.server = server
+        self.hugepage_mb = int(hugepage_mb)
+        self.vcpus = int(vcpus)
+        self.queues = int(queues)
+        self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
+        if self.forward_mode not in ("io", "mac"):
+            raise ValueError(f"forward_mode must be io or mac, not {self.forward_mode!r}")
+        self.eth_peers = list(eth_peers or [])
+        self.rxd, self.txd, self.mbufs = rxd, txd, mbufs
+        self.image = image
+        self.cache_dir = cache_dir
+        self.accel_req = accel
+        self.accel = ""
+        self.accel_reason = ""
+        self.boot_timeout_s = boot_timeout_s
+        self.hugepage_dir = hugepage_dir
+        plan = options.get("plan")
+        if cpu_pin is None and plan is not None and plan.cpus(name):
+            role = plan.cpus(name)
+            cpu_pin = [plan.housekeeping[0]] + [role[i % len(role)] for i in range(self.vcpus - 1)]
+        self.cpu_pin = list(cpu_pin) if cpu_pin is not None else None
+        if self.cpu_pin is not None and len(self.cpu_pin) != self.vcpus:
+            raise ValueError(f"cpu_pin needs one CPU per vCPU ({self.vcpus}), got {self.cpu_pin}")
+        self.proc: Optional[Process] = None
+        self.console: Optional[_Console] = None
+        self.ready = False
+        self.port_macs: list[str] = []
+        self.guest_dpdk = ""
+        self.boot_s: Optional[float] = None
+        self._t_start = 0.0
+        self._vcpu_threads: list[int] = []
+        self._lock = threading.RLock()
+        self.console_log = run.run_dir / f"vm-{name}-console.log"
+        self.testpmd_log = run.run_dir / f"vm-{name}-testpmd.log"
+        self.ctl_sock = run.run_dir / f"vm-{name}-ctl.sock"
+        self.qmp_sock = run.run_dir / f"vm-{name}-qmp.sock"
+        for i, s in enumerate(sockets):
+            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s),
+                                  mac=self._mac(i)))
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _mac(self, i: int) -> str:
+        h = hashlib.sha1(f"{self.run.tag}/{self.vnf_name}".encode()).digest()
+        return "52:54:00:%02x:%02x:%02x" % (h[0], h[1], i)
+
+    def guest_hugepages(self) -> int:
+        """2 MB pages the guest reserves for testpmd: all but ~256 MB of its memory."""
+        return max(64, (self.hugepage_mb - 256) // 2)
+
+    def kernel_cmdline(self) -> str:
+        nb = self.vcpus - 1
+        args = ["console=ttyS0", "panic=-1", "quiet", "mitigations=off",
+                f"hugepages={self.guest_hugepages()}", f"nfvperf.fwd={self.forward_mode}",
+                f"nfvperf.nbcores={nb}", f"nfvperf.queues={self.queues}",
+                f"nfvperf.rxd={self.rxd}", f"nfvperf.txd={self.txd}", f"nfvperf.mbufs={self.mbufs}"]
+        return " ".join(args)
+
+    def argv(self) -> list[str]:
+        assert self.image is not None
+        mem = f"{self.hugepage_mb}M"
+        if self.accel == "kvm":
+            machine, cpu = ["-machine", "pc,accel=kvm"], ["-cpu", "host"]
+        else:
+            machine, cpu = ["-machine", "pc", "-accel", "tcg,thread=multi"], ["-cpu", "max"]
+        a = [QEMU, "-name", f"nfvperf-{self.run.tag}-{self.vnf_name},debug-threads=on",
+             *machine, *cpu, "-smp", str(self.vcpus), "-m", mem,
+             "-object", f"memory-backend-file,id=mem,size={mem},mem-path={self.hugepage_dir},"
+                        "share=on,prealloc=on",
+             "-numa", "node,memdev=mem",
+             "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd),
+             "-append", self.kernel_cmdline(),
+             "-display", "none", "-nodefaults", "-no-user-config", "-no-reboot",
+             "-serial", f"file:{self.console_log}",
+             "-chardev", f"socket,id=ctl,path={self.ctl_sock},server=on,wait=off,"
+                         f"logfile={self.testpmd_log}",
+             "-serial", "chardev:ctl",
+             "-qmp", f"unix:{self.qmp_sock},server=on,wait=off"]
+        for i, p in enumerate(self.ports):
+            chardev = f"socket,id=vhu{i},path={p.socket}"
+            chardev += ",server=on,wait=off" if self.server else ",reconnect=1"
+            netdev = f"type=vhost-user,id=net{i},chardev=vhu{i},vhostforce=on"
+            dev = (f"virtio-net-pci,netdev=net{i},mac={p.mac},mrg_rxbuf=off,"
+                   "rx_queue_size=1024,tx_queue_size=1024")
+            if self.queues > 1:
+                netdev += f",queues={self.queues}"
+                dev += f",mq=on,vectors={2 * self.queues + 2}"
+            a += ["-chardev", chardev, "-netdev", netdev, "-device", dev]
+        return a
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def _attach_port(self, port: PortRef) -> None:
+        raise Unsupported("the VM's NICs are fixed at start(): add_port() before start()")
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        if len(self.ports) != 2:
+            raise ValueError(f"{self.vnf_name}: the VM VNF forwards between exactly 2 NICs, "
+                             f"got {len(self.ports)}")
+        if shutil.which(QEMU) is None:
+            raise DutFailure(f"{QEMU} not found: apt-get install qemu-system-x86")
+        if self.accel_req == "auto":
+            self.accel, self.accel_reason = detect_accel()
+        else:
+            self.accel, self.accel_reason = self.accel_req, "requested"
+        if self.boot_timeout_s is None:
+            self.boot_timeout_s = 120.0 if self.accel == "kvm" else 300.0
+        if self.image is None:
+            self.image = vm_image.build(self.cache_dir)
+        self._check_hugepages()
+        self.run.run_dir.mkdir(parents=True, exist_ok=True)
+        paths = [self.ctl_sock, self.qmp_sock] + ([Path(p.socket) for p in self.ports]
+                                                  if self.server else [])
+        for p in paths:
+            if len(str(p)) > 107:
+                raise ValueError(f"socket path longer than 107 bytes: {p}")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            self.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
+        for f in (self.console_log, self.testpmd_log):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+        self.proc = Process(f"qemu-{self.vnf_name}", self.argv(), self.run, self.tracker)
+        self._t_start = time.monotonic()
+        self.proc.start()
+        if self.cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self.proc.pid, set(self.cpus))
+        self.tracker.add("dut", f"vm-{self.vnf_name}", self.stop)
+        self.started = True
+        if self.server:
+            # QEMU creates the first NIC's socket and waits there for the switch.
+            self._wait_for(lambda: Path(self.ports[0].socket).exists(), 30,
+                           f"QEMU did not create {self.ports[0].socket}")
+        else:
+            self.wait_ready()
+
+    def _check_hugepages(self) -> None:
+        try:
+            from nfvperf.host import hugepages as hp
+            free = hp.free_mb()
+        except Exception:  # noqa: BLE001 - the check is advisory
+            return
+        if free < self.hugepage_mb:
+            raise DutFailure(f"{self.vnf_name}: the guest needs {self.hugepage_mb} MB of hugepages, "
+                             f"{free} MB are free (reserve more: nfvperf preflight, or lower "
+                             "hugepage_mb)")
+
+    def _wait_for(self, cond, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            self.alive()
+            if time.monotonic() > deadline:
+                raise DutFailure(f"{self.vnf_name}: {what} within {timeout:.0f} s; "
+                                 f"QEMU log {self.proc.log_path if self.proc else '-'}:\n"
+                                 f"{self.proc.log_tail() if self.proc else ''}")
+            time.sleep(0.1)
+
+    def _read(self, p: Path) -> str:
+        try:
+            return p.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_ready(self, timeout: Optional[float] = None) -> None:
+        """Wait until the guest has booted and testpmd forwards (its first prompt)."""
+        with self._lock:
+            if self.ready:
+                return
+            if self.proc is None:
+                raise DutFailure(f"{self.vnf_name} was never started")
+            timeout = timeout or self.boot_timeout_s or 300.0
+            deadline = time.monotonic() + timeout
+            while True:
+                self.alive()
+                text = self._read(self.testpmd_log)
+                if re.search(PROMPT, text):
+                    break
+                if time.monotonic() > deadline:
+                    console = "\n".join(self._read(self.console_log).splitlines()[-15:])
+                    hint = ""
+                    if not console.strip() or "NFVPERF-GUEST" not in console:
+                        hint = ("\n(the guest kernel did not reach init: is the switch connected to "
+                                "every vhost-user socket? with accel=kvm on a nested hypervisor try "
+                                "NFVPERF_VM_ACCEL=tcg)")
+                    raise DutFailure(
+                        f"{self.vnf_name}: guest testpmd not up within {timeout:.0f} s (accel "
+                        f"{self.accel}); console {self.console_log}:\n{console}\n"
+                        f"testpmd log {self.testpmd_log}:\n{text[-1500:]}{hint}")
+                time.sleep(0.2)
+            self.boot_s = round(time.monotonic() - self._t_start, 2)
+            m = re.search(r"RTE Version: '([^']+)'", text)
+            self.guest_dpdk = m.group(1) if m else ""
+            macs = re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})", text, re.M)
+            self.port_macs = [mac.lower() for _, mac in sorted(macs, key=lambda x: int(x[0]))]
+            if len(self.port_macs) < len(self.ports):
+                raise DutFailure(f"{self.vnf_name}: {len(self.port_macs)} of {len(self.ports)} "
+                                 f"guest NICs came up in testpmd; log {self.testpmd_log}")
+            self.console = _Console(self.ctl_sock)
+            self.console.connect()
+            self.console.command("", 30)
+            self._pin_vcpus()
+            if self.forward_mode == "mac" and self.eth_peers:
+                self.console.command("stop")
+                for i, mac in enumerate(self.eth_peers):
+                    if mac:
+                        self.console.command(f"set eth-peer {i} {mac}")
+                self.console.command("start")
+            self.ready = True
+            log.info("%s: guest up in %.1f s (accel %s)", self.vnf_name, self.boot_s, self.accel)
+
+    def _pin_vcpus(self) -> None:
+        try:
+            cpus = _qmp(self.qmp_sock, {"execute": "query-cpus-fast"})[0]
+        except Exception as e:  # noqa: BLE001
+            log.warning("%s: QMP query-cpus-fast failed: %s", self.vnf_name, e)
+            return
+        self._vcpu_threads = [c.get("thread-id") for c in sorted(cpus, key=lambda c: c["cpu-index"])]
+        if self.cpu_pin is None:
+            return
+        for tid, cpu in zip(self._vcpu_threads, self.cpu_pin):
+            try:
+                os.sched_setaffinity(tid, {cpu})
+            except OSError as e:
+                raise DutFailure(f"{self.vnf_name}: pinning vCPU thread {tid} to CPU {cpu}: {e}")
+
+    def program(self, flows=None) -> None:
+        if flows is None:
+            return
+        want = {(f.in_port, f.out_port) for f in flows}
+        if not want <= {(f.in_port, f.out_port) for f in cross_connect(2)} or \
+                any(f.match for f in flows):
+            raise Unsupported("the VM VNF forwards NIC 0 <-> NIC 1 only")
+
+    def command(self, line: str, timeout: float = 20.0) -> str:
+        """One testpmd command in the guest; returns its output."""
+        self.wait_ready()
+        self.alive()
+        assert self.console is not None
+        return self.console.command(line, timeout)
+
+    def raw_port_stats(self) -> dict[int, dict[str, int]]:
+        out = self.command("show port stats all")
+        stats = parse_port_stats(out)
+        if len(stats) < len(self.ports):
+            raise DutFailure(f"{self.vnf_name}: could not parse guest port stats:\n{out[-1500:]}")
+        return stats
+
+    def fwd_stats(self) -> dict[int, dict[str, int]]:
+        return parse_fwd_stats(self.command("show fwd stats all"))
+
+    def counters(self) -> dict[str, Any]:
+        stats = self.raw_port_stats()
+        with contextlib.suppress(DutFailure):
+            for i, f in self.fwd_stats().items():
+                if i in stats:
+                    stats[i]["fwd_tx_dropped"] = f["tx_dropped"]
+                    stats[i]["tx_dropped"] = max(stats[i]["tx_dropped"], f["tx_dropped"])
+        ports = {self.ports[i].name: s for i, s in sorted(stats.items()) if i < len(self.ports)}
+        tot = {k: sum(s[k] for s in ports.values())
+               for k in ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped")}
+        return {"dut": self.name, "vnf": self.vnf_name, "ports": ports, "total": tot}
+
+    def clear_counters(self) -> None:
+        self.command("clear port stats all")
+
+    def alive(self) -> None:
+        if self.proc is None:
+            raise DutFailure(f"{self.vnf_name} was never started")
+        try:
+            self.proc.check()
+        except DutFailure as e:
+            console = "\n".join(self._read(self.console_log).splitlines()[-15:])
+            tp = "\n".join(self._read(self.testpmd_log).splitlines()[-15:])
+            raise DutFailure(f"{e}\nguest console {self.console_log}:\n{console}\n"
+                             f"guest testpmd {self.testpmd_log}:\n{tp}") from None
+
+    def stop(self) -> None:
+        with self._lock:
+            if self.console is not None:
+                self.console.close()
+                self.console = None
+            if self.proc is not None:
+                if self.proc.running():
+                    with contextlib.suppress(Exception):
+                        _qmp(self.qmp_sock, {"execute": "quit"}, timeout=3)
+                    with contextlib.suppress(Exception):
+                        self.proc.proc.wait(5)
+                self.proc.stop()
+            for p in [self.ctl_sock, self.qmp_sock] + ([Path(p.socket) for p in self.ports]
+                                                       if self.server else []):
+                with contextlib.suppress(OSError):
+                    p.unlink()
+                self.tracker.forget("socket", str(p))
+            self.tracker.forget("dut", f"vm-{self.vnf_name}")
+            self.ready = False
+            self.started = False
+            self.proc = None
+
+    def reset(self) -> None:
+        """RFC 6201 reset of the VNF: restart testpmd's forwarding inside the guest."""
+        self.command("stop")
+        self.command("start")
+
+    # -- reporting -------------------------------------------------------------------------------
+    def version(self) -> str:
+        img = self.image
+        guest = f"kernel {img.kernel_release}, dpdk {self.guest_dpdk or img.dpdk_version}" if img \
+            else ""
+        return f"QEMU {qemu_version()}" + (f"; guest {guest}" if guest else "")
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        img = self.image
+        env.update({
+            "vnf": self.vnf_name, "kind": "vm", "accel": self.accel,
+            "accel_reason": self.accel_reason, "qemu": qemu_version(), "vcpus": self.vcpus,
+            "memory_mb": self.hugepage_mb, "guest_hugepages_2m": self.guest_hugepages(),
+            "cpu_pin": self.cpu_pin, "vcpu_threads": self._vcpu_threads,
+            "queues": self.queues, "forward_mode": self.forward_mode,
+            "vhost_server": self.server, "sockets": [str(p.socket) for p in self.ports],
+            "port_macs": self.port_macs or [p.mac for p in self.ports],
+            "boot_s": self.boot_s, "console_log": str(self.console_log),
+            "testpmd_log": str(self.testpmd_log),
+            "argv": self.proc.argv if self.proc else None,
+            "image": ({"key": img.key, "content_sha256": img.content_sha256,
+                       "kernel": img.kernel_release, "dpdk": img.dpdk_version,
+                       "manifest": str(img.manifest)} if img else None),
+        })
+        return env

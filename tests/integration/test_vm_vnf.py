@@ -1,0 +1,161 @@
+"""The VM VNF end to end: build (or reuse) the guest image, boot it with two vhost-user NICs whose
+other ends are dpdk-testpmd processes on the host (net_vhost, client mode), send frames into NIC 0
+and count them out of NIC 1 after the guest's testpmd forwarded them.
+
+    host testpmd A (txonly) --s0--> [guest: virtio 0 -> testpmd io -> virtio 1] --s1--> host testpmd B (rxonly)
+
+Asserted, after the sender stopped and the rings drained:
+  A tx == guest rx(0);  guest rx(0) == guest tx(1) + guest tx drops(1);  guest tx(1) == B rx.
+Then everything is stopped and nothing of the run is left (QEMU, sockets, hugepage files): the
+``run_ctx`` / ``leak_check`` fixtures check processes, hugepage files and DPDK dirs by tag.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+HAVE_QEMU = shutil.which("qemu-system-x86_64") is not None
+HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None
+
+
+def _kvm_or_tcg_ok() -> bool:
+    return os.path.exists("/dev/kvm") or os.environ.get("NFVPERF_VM_ACCEL") == "tcg"
+
+
+@pytest.fixture(scope="module")
+def guest_image():
+    from nfvperf.vm import image
+    t0 = time.monotonic()
+    try:
+        info = image.build()
+    except image.ImageError as e:
+        pytest.skip(f"cannot build the guest image: {e}")
+    took = time.monotonic() - t0
+    print(f"\n[vm image] {'cached' if info.cached else 'built'} {info.key} in {took:.1f} s: "
+          f"{info.size_b / 1e6:.1f} MB, kernel {info.kernel_release}, dpdk {info.dpdk_version}, "
+          f"sha256 {info.content_sha256[:16]}")
+    return info
+
+
+def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str):
+    from nfvperf.dut.base import PortRef
+    from nfvperf.dut.testpmd import Testpmd
+
+    cls = type(f"HostPeer_{role}", (Testpmd,), {"role": role, "__test__": False})
+    tp = cls(run, tracker, forward_mode=mode, lcores=lcores, memory="in-memory", mbufs=8192,
+             extra_args=["--port-topology=chained"], name=f"testpmd-{role}")
+    tp.add_port(PortRef(f"{role}0", kind="vhost-backend", socket=sock, extra={"client": True}))
+    return tp
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_QEMU, reason="qemu-system-x86_64 not installed")
+@pytest.mark.skipif(not HAVE_TESTPMD, reason="dpdk-testpmd not installed")
+@pytest.mark.skipif(not _kvm_or_tcg_ok(), reason="/dev/kvm absent (set NFVPERF_VM_ACCEL=tcg to "
+                                                 "run the guest emulated)")
+def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image):
+    from nfvperf.host import hugepages as hp
+    from nfvperf.vm.qemu import VmVnf
+
+    tracker = run_ctx.tracker
+    s0, s1 = run_ctx.path("vhu0.sock"), run_ctx.path("vhu1.sock")
+    vm = VmVnf(run_ctx, tracker, sockets=[s0, s1], server=True, name="vnf0", hugepage_mb=512,
+               vcpus=2, image=guest_image)
+    t0 = time.monotonic()
+    vm.start()
+    # QEMU (vhost-user server) waits for both backends before it runs the guest.
+    tx = _host_testpmd(run_ctx, tracker, "hosta", s0, "txonly", "0@0,1@1")
+    rx = _host_testpmd(run_ctx, tracker, "hostb", s1, "rxonly", "0@1,1@0")
+    tx.start()
+    tx._console("stop")
+    rx.start()
+    vm.wait_ready()
+    boot_s = time.monotonic() - t0
+    env = vm.environment()
+    print(f"[vm] booted in {boot_s:.1f} s, accel {env['accel']} ({env['accel_reason']}), "
+          f"{vm.version()}")
+    assert env["port_macs"] == [p.mac for p in vm.ports]
+
+    vm.alive()
+    for p in (tx, rx):
+        p.clear_counters()
+    vm.clear_counters()
+    vm.command("stop")          # also resets the guest's forward stats
+    vm.command("start")
+    duration_s = 5.0
+    tx._console("start")
+    time.sleep(duration_s)
+    tx._console("stop")
+    # drain: the guest empties its RX ring, B empties the guest's TX ring
+    deadline = time.monotonic() + 20
+    prev = None
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        g = vm.counters()["ports"]
+        cur = (g["vnf0-vhu0"]["rx_packets"], g["vnf0-vhu1"]["tx_packets"],
+               rx.raw_port_stats()[0]["rx_packets"])
+        if cur == prev:
+            break
+        prev = cur
+    a_tx = tx.raw_port_stats()[0]["tx_packets"]
+    b_rx = rx.raw_port_stats()[0]["rx_packets"]
+    c = vm.counters()
+    g_rx0 = c["ports"]["vnf0-vhu0"]["rx_packets"]
+    g_tx1 = c["ports"]["vnf0-vhu1"]["tx_packets"]
+    g_drop1 = c["ports"]["vnf0-vhu1"].get("fwd_tx_dropped", 0)
+    print(f"[vm] {duration_s:.0f} s of txonly: host A tx {a_tx}, guest rx0 {g_rx0}, "
+          f"guest tx1 {g_tx1} (+{g_drop1} dropped), host B rx {b_rx}; guest forwarded "
+          f"{g_tx1 / duration_s / 1e3:.1f} kpps")
+    assert g_rx0 > 1000, f"too few frames reached the guest: {c}"
+    assert a_tx == g_rx0, (a_tx, g_rx0)
+    assert g_rx0 == g_tx1 + g_drop1, (g_rx0, g_tx1, g_drop1)
+    assert b_rx == g_tx1, (b_rx, g_tx1)
+    assert g_tx1 > 0
+
+    qemu_pid = vm.proc.pid
+    rx.stop()
+    tx.stop()
+    vm.stop()
+    vm.stop()                   # idempotent
+    assert not Path(f"/proc/{qemu_pid}").exists() or \
+        Path(f"/proc/{qemu_pid}/stat").read_text().split()[2] in ("Z", "X")
+    for p in (s0, s1, vm.ctl_sock, vm.qmp_sock):
+        assert not p.exists(), f"left behind: {p}"
+    assert not [f for f in hp.snapshot_files() if run_ctx.tag in f]
+    # the console log stays for troubleshooting
+    assert "NFVPERF-GUEST: testpmd starting" in vm.console_log.read_text()
+
+
+def test_vm_vnf_argv_and_interface(tmp_path):
+    """No root needed: the QEMU command line and the adapter's fixed shape."""
+    from nfvperf.host.run import ResourceTracker, RunContext
+    from nfvperf.vm.image import ImageInfo
+    from nfvperf.vm.qemu import VmVnf
+
+    run = RunContext(run_dir=tmp_path / "run")
+    img = ImageInfo(key="k", directory=tmp_path, kernel=tmp_path / "vmlinuz",
+                    initrd=tmp_path / "initrd.img", manifest=tmp_path / "manifest.json",
+                    content_sha256="0" * 64, size_b=1, kernel_release="6.1.0-x-amd64",
+                    dpdk_version="22.11", packages={})
+    with ResourceTracker(run, install_signal_handlers=False) as tr:
+        vm = VmVnf(run, tr, sockets=[tmp_path / "a.sock", tmp_path / "b.sock"], server=False,
+                   name="vnf1", hugepage_mb=1024, vcpus=3, cpu_pin=[0, 1, 1], queues=2,
+                   image=img)
+        vm.accel = "kvm"
+        argv = vm.argv()
+        joined = " ".join(argv)
+        assert "memory-backend-file,id=mem,size=1024M,mem-path=/dev/hugepages,share=on" in joined
+        assert f"socket,id=vhu0,path={tmp_path / 'a.sock'},reconnect=1" in joined
+        assert "type=vhost-user,id=net1,chardev=vhu1,vhostforce=on,queues=2" in joined
+        assert "mq=on,vectors=6" in joined
+        assert "nfvperf.nbcores=2" in vm.kernel_cmdline()
+        assert f"hugepages={(1024 - 256) // 2}" in vm.kernel_cmdline()
+        assert [p.name for p in vm.ports] == ["vnf1-vhu0", "vnf1-vhu1"]
+        assert len({p.mac for p in vm.ports}) == 2
+        with pytest.raises(ValueError):
+            VmVnf(run, tr, sockets=[tmp_path / "a.sock"], vcpus=1)
