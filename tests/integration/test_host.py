@@ -109,8 +109,10 @@ def test_hugepages_pools_reserve_and_leftover_files(run_ctx):
     if not mounts:
         pytest.skip("no hugetlbfs mounted")
     d = Path(mounts[0].path)
-    dead = d / f"{run_ctx.file_prefix('dut')}map_0"
-    held = d / f"{run_ctx.file_prefix('vnf0')}map_0"
+    # Not "<prefix>map_N": any DPDK process starting on this host (EAL clear_hugedir) deletes
+    # every unlocked "*map_*" file in the hugepage directory, whoever's it is.
+    dead = d / f"{run_ctx.file_prefix('dut')}-leftover"
+    held = d / f"{run_ctx.file_prefix('vnf0')}-leftover"
     other = d / "nfvperf-test-not-a-tag-file"
     for f in (dead, held):
         f.touch()
@@ -194,7 +196,8 @@ def test_cleanup_removes_a_killed_runs_leftovers(tmp_path, leak_check):
     proc = subprocess.Popen([f"{tag}-sleep", "300"], executable="/bin/sleep",
                             start_new_session=True, env={**os.environ, **run.env()})
     mounts = hp.hugetlbfs_mounts()
-    hfile = Path(mounts[0].path) / f"{run.file_prefix('dut')}map_0" if mounts else None
+    # (not "...map_N": a DPDK process starting elsewhere on the host would delete that itself)
+    hfile = Path(mounts[0].path) / f"{run.file_prefix('dut')}-leftover" if mounts else None
     if hfile:
         hfile.touch()
     rdir = Path("/run/nfvperf") / tag
