@@ -272,6 +272,8 @@ def cmd_calc(args: argparse.Namespace) -> int:
                 fps = args.fps if args.fps else units.fps_from_pct(args.pct, wire, link)
                 line += (f" {fps:>14,.2f} {units.pct_line_rate(fps, wire, link):>7.2f} "
                          f"{units.l1_bps(fps, wire) / 1e6:>10,.1f} {units.l2_bps(fps, wire) / 1e6:>10,.1f}")
+                if fps > mx * (1 + 1e-9):
+                    line += "  (above line rate!)"
             print(line)
         return EXIT_OK
     if args.calc == "socket-mem":
@@ -290,8 +292,11 @@ def cmd_calc(args: argparse.Namespace) -> int:
             per_socket.append(mtus)
         for i, mtus in enumerate(per_socket):
             mb = units.dpdk_socket_memory_mb(mtus)
-            detail = " + ".join(f"{units.dpdk_port_mempool_bytes(m):,} B (MTU {m})" for m in mtus) or "no DPDK ports"
-            print(f"socket {i}: {detail} + 512 MiB buffer -> {mb} MB")
+            if not mtus:
+                print(f"socket {i}: no DPDK ports -> {mb} MB")
+                continue
+            detail = " + ".join(f"{units.dpdk_port_mempool_bytes(m):,} B (MTU {m})" for m in mtus)
+            print(f"socket {i}: {detail} + 512 MiB buffer, rounded up to 1024 MB -> {mb} MB")
         print(f"dpdk-socket-mem={units.dpdk_socket_mem(per_socket)}   (seed 003 App. C)")
         return EXIT_OK
     if args.calc == "pmd-mask":

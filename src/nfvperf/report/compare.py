@@ -8,7 +8,8 @@ A change is flagged when ``|B − A| / A`` exceeds the noise threshold of that r
 
 The search width is the resolution of a throughput result (a smaller change cannot be told
 from it); the repeated values are the per-repetition results a method stores (``repetitions`` /
-``values`` lists, e.g. latency or back-to-back repeats).  Latency rows compare the average.
+``values`` / ``bursts_frames`` lists, e.g. back-to-back repeats).  Latency rows compare the
+average at the Throughput point and never flag less than 10 %.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from typing import Any, Optional
 from nfvperf.report.extract import RATE_METHODS, goals_of, headline_pps, latency_at_throughput, method_metric, num, walk
 
 DEFAULT_THRESHOLD = 0.02
+# latency is noisier than a searched rate: its rows never flag less than this
+LATENCY_THRESHOLD = 0.10
 
 
 @dataclass
@@ -59,7 +62,7 @@ def _rel_width(data: dict[str, Any]) -> float:
 def _repeat_cv(data: dict[str, Any]) -> float:
     cv = 0.0
     for d in walk(data):
-        for key in ("repetitions", "values", "repeats"):
+        for key in ("repetitions", "values", "repeats", "bursts_frames", "throughput_bps", "recovery_times_s"):
             vals = d.get(key)
             if isinstance(vals, list) and len(vals) >= 2 and all(isinstance(v, (int, float)) for v in vals):
                 m = statistics.fmean(vals)
@@ -101,6 +104,8 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
         ma, va, da = _metric(ta[key])
         mb, vb, db = _metric(tb[key])
         thr = max(threshold, _rel_width(da), _rel_width(db), 2 * _repeat_cv(da), 2 * _repeat_cv(db))
+        if ta[key].method == "latency":
+            thr = max(thr, LATENCY_THRESHOLD)
         delta = (vb - va) / va if va and vb is not None else None
         note = ""
         if va is None and vb is None:
