@@ -79,6 +79,16 @@ class TopologyError(RuntimeError):
     pass
 
 
+def pci_numa_node(addr: str) -> Optional[int]:
+    """NUMA node of a PCI device from sysfs (None when unknown or not NUMA)."""
+    full = addr if addr.count(":") == 2 else f"0000:{addr}"
+    try:
+        node = int(Path(f"/sys/bus/pci/devices/{full}/numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
 class Topology:
     """Base class; see the module doc.  Subclasses set ``kind`` and implement ``setup()``."""
 
@@ -120,9 +130,9 @@ class Topology:
         self.tracker = ResourceTracker(self.run)
         try:
             self.run.run_dir.mkdir(parents=True, exist_ok=True)
+            self.plan = self.plan_cpus()
             if self.do_preflight:
                 self.preflight()
-            self.plan = self.plan_cpus()
             self.setup()
             if self.want_tgen:
                 self.start_tgen()
@@ -173,12 +183,16 @@ class Topology:
     def preflight(self) -> None:
         from nfvperf.host import preflight as pf
         required = [c for c in self.required_checks() if self.want_tgen or c != "tgen"]
-        results = pf.run_checks(self.spec, required=required)
+        cpus = sorted({c for cs in (self.plan.roles.values() if self.plan else []) for c in cs})
+        results = pf.run_checks(self.spec, required=required, cpus=cpus)
         self.preflight_results = [r.to_dict() for r in results]
         pf.raise_on_failure(results)
 
     def plan_cpus(self) -> PinningPlan:
-        return plan_pinning(self.cpu_demands())
+        numa = None
+        if self.spec.port_kind == "pci" and self.spec.pci:
+            numa = pci_numa_node(self.spec.pci[0])
+        return plan_pinning(self.cpu_demands(), numa_node=numa)
 
     def make_netns(self, role: str) -> str:
         name = self.run.netns(role)
