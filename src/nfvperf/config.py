@@ -483,6 +483,7 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
 
 DURATION_FIELD = "trial_duration_s"
 QUICK_MAX_REPETITIONS = 3
+QUICK_MIN_WHOLE_TEST_S = 5.0
 
 
 def apply_timing(raw: dict[str, Any], model: type[BaseModel], timing: ProfileSpec, force: bool) -> None:
@@ -501,6 +502,9 @@ def apply_timing(raw: dict[str, Any], model: type[BaseModel], timing: ProfileSpe
         for f in fields:      # instants inside the trial (reset_at_s) move to its middle
             if f.endswith("_at_s") and (force or f not in raw):
                 raw[f] = timing.trial_s / 2
+    # iperf3-style whole-test durations (tcp: duration_s with omit_s warm-up): short, not below 5 s
+    if "duration_s" in fields and DURATION_FIELD not in fields and (force or "duration_s" not in raw):
+        raw["duration_s"] = max(QUICK_MIN_WHOLE_TEST_S, timing.trial_s or 0)
     if force:
         if raw.get("final_trial_duration_s") is not None:
             raw["final_trial_duration_s"] = None

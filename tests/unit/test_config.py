@@ -180,3 +180,10 @@ def test_round_trip_dump_is_valid_yaml() -> None:
     s = load_suite(REPO / "suites" / "sim-tour.yaml")
     dumped = yaml.safe_dump(s.to_dict())
     assert "sim-tour" in dumped
+
+
+def test_quick_shortens_tcp_duration() -> None:
+    s = load_suite(REPO / "suites" / "seed001-tcp.yaml", quick=True)
+    assert {t.params.duration_s for t in s.tests} == {5.0}
+    assert max(t.params.repetitions for t in s.tests) <= 3
+    assert {t.params.duration_s for t in load_suite(REPO / "suites" / "seed001-tcp.yaml").tests} == {60.0}

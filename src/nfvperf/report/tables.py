@@ -67,9 +67,9 @@ def build(run: Any) -> ReportData:
                       f"aggregate = per-interface × {ndir}"),
         ("Profile", f"{prof.get('name', run.profile)}: trial {prof.get('trial_s')} s, drain "
                     f"{prof.get('drain_s')} s, settle {prof.get('settle_s')} s, learning {prof.get('learning_s')} s"),
-        ("Switching operations", "; ".join(
+        ("Switching operations", "; ".join(dict.fromkeys(
             f"{i.get('kind')}: {i.get('switching_operations')} per direction ({i.get('switching_operations_source')})"
-            for i in env.get("topologies") or []) or f"{sw} per direction"),
+            for i in env.get("topologies") or [])) or f"{sw} per direction"),
     ]
     notes = []
     devs = env.get("profile_deviations") or []
@@ -294,7 +294,21 @@ def _reset_row(t: Any, d: dict) -> list[str]:
             "yes" if d.get("reset_hook_set") else "no (modelled)"]
 
 
+def _tcp_row(t: Any, d: dict) -> list[str]:
+    reps = [x for x in (d.get("throughput_bps") or []) if isinstance(x, (int, float))]
+    rtx = [x for x in (d.get("retransmits") or []) if isinstance(x, (int, float))]
+    mean = num(d.get("mean_throughput_bps"))
+    return [t.name, fmt_num(d.get("streams")), fmt_num(d.get("processes")), fmt_num(num(d.get("duration_s")), 0),
+            "—" if mean is None else f"{mean / 1e9:,.3f}", ", ".join(f"{x / 1e9:.3f}" for x in reps[:12]),
+            fmt_num(int(sum(rtx))) if rtx else "—"]
+
+
 SPECIAL = {
+    "tcp": ("TCP throughput (iperf3)",
+            "Goodput = TCP payload bit rate reported by iperf3 (L4, not L1/L2), summed over streams and "
+            "processes; mean over repetitions.",
+            ["Test", "Streams", "Processes", "Duration s", "Goodput Gbps (mean)", "Per repetition Gbps",
+             "Retransmits"], _tcp_row),
     "back_to_back": ("back-to-back frames (RFC 9004)",
                      "Trial: burst at line rate from idle, received at Throughput, ≥2 s drain. Buffer time "
                      "(K4): implied = mean frames / max fps; corrected = implied × (1 − Throughput / max fps).",
@@ -318,8 +332,8 @@ def _other_tables(tests: list[Any]) -> list[Table]:
     known = THROUGHPUT_METHODS + ("latency", "frame_loss_rate")
     groups: dict[str, list[Any]] = {}
     for t in tests:
-        if t.method not in known:
-            groups.setdefault(t.name, []).append(t)
+        if t.method not in known:      # all TCP tests in one table (seed 001: one row per stream count)
+            groups.setdefault("tcp" if t.method == "tcp" else t.name, []).append(t)
     for name, group in groups.items():
         method = group[0].method
         if method in SPECIAL:
