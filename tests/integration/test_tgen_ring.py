@@ -4,6 +4,7 @@ Needs root and tgen/build/tgen; skipped otherwise.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,39 @@ def test_learning_frames_are_not_test_frames(ring_tgen):
     # the three learning frames come back on the ring but carry no signature
     assert r.non_test_rx == 3
     m.close()
+
+
+def test_measure_reset_calls_hook_mid_trial(ring_tgen):
+    m = TgenMeasurer(ring_tgen, [(0, 0)])
+    m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
+    fired = []
+    m.reset_hook = lambda: fired.append(ring_tgen.rpc("trial.status"))
+    r = m.measure_reset(1.0, 20000, 0.5)
+    assert len(fired) == 1
+    # the hook ran while traffic was flowing, about half-way through
+    assert fired[0]["state"] == "running" and 0.3 < fired[0]["elapsed_s"] < 0.9, fired
+    assert 0.3 * 20000 < fired[0]["sent"] < 0.9 * 20000
+    assert r.sent == r.received == 20000 and r.valid
+    m.close()
+
+
+def test_tgen_death_is_reported(tmp_path):
+    import os
+    import signal
+    import threading
+
+    from nfvperf.tg.base import MeasurerError
+
+    proc = start_tgen([PortSpec("net_ring0")], tmp_path, tag())
+    try:
+        m = TgenMeasurer(proc, [(0, 0)])
+        m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
+        threading.Timer(0.5, os.kill, (proc.proc.pid, signal.SIGKILL)).start()
+        t0 = time.monotonic()
+        with pytest.raises(MeasurerError) as ei:
+            m.measure(10.0, 10000)
+        assert time.monotonic() - t0 < 5
+        assert "exited with status -9" in str(ei.value)
+        assert "log tail" in str(ei.value)
+    finally:
+        proc.stop()

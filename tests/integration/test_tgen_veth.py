@@ -74,6 +74,25 @@ def test_afpacket_counts_agree_with_kernel(afp, size_b):
     assert p0["opackets"] == da["tx_packets"] and p1["ipackets"] == s["received"] + res["non_test_rx"]
 
 
+def test_imix_bytes_match_kernel(afp):
+    proc, a, b = afp
+    proc.rpc("stream.remove", all=True)
+    imix = [[64, 7], [570, 4], [1518, 1]]
+    proc.rpc("stream.add", port=0, rx_port=1, imix=imix, rate={"pps": 20000})
+    reps = 500
+    n = 12 * reps
+    ka, kb = link_stats(a), link_stats(b)
+    proc.rpc("trial.start", frames=n, drain_s=0.3, latency=False)
+    res = _run(proc)
+    da, db = _kernel_delta(ka, link_stats(a)), _kernel_delta(kb, link_stats(b))
+    want_bytes = reps * (7 * 60 + 4 * 566 + 1 * 1514)       # sizes without FCS
+    assert da["tx_packets"] == n and da["tx_bytes"] == want_bytes, da
+    assert db["rx_bytes"] == want_bytes
+    assert res["streams"][0]["received"] == n
+    p0 = next(p for p in res["ports"] if p["id"] == 0)["stats"]
+    assert p0["obytes"] == want_bytes
+
+
 def test_capture_headers_checksums_and_flows(afp, tmp_path: Path):
     proc, a, b = afp
     proc.rpc("stream.remove", all=True)
