@@ -229,6 +229,33 @@ class ResourceTracker:
     def release_all(self) -> None:
         if os.getpid() != self._owner_pid:
             return
+        # A second Ctrl-C / SIGTERM must not cut the release short: while releasing, those
+        # signals are only noted (Python-level handlers, so exec'd children get the defaults and
+        # forked helpers are not left with blocked signals).
+        saved: dict[int, Any] = {}
+        noted: list[int] = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                try:
+                    saved[sig] = signal.getsignal(sig)
+                    signal.signal(sig, lambda signum, frame: noted.append(signum))
+                except (ValueError, OSError):
+                    saved.pop(sig, None)
+        try:
+            self._release_all()
+        finally:
+            for sig, old in saved.items():
+                try:
+                    signal.signal(sig, old if old is not None else signal.SIG_DFL)
+                except (ValueError, OSError):
+                    pass
+            if noted:
+                log.warning("signal(s) %s arrived while releasing resources; release completed",
+                            sorted(set(noted)))
+        if self._closed:
+            self._restore_handlers()
+
+    def _release_all(self) -> None:
         while True:
             with self._lock:
                 if not self._items:
@@ -237,7 +264,6 @@ class ResourceTracker:
             self._do_release(r)
         if not self._closed:
             self._closed = True
-            self._restore_handlers()
             if self.run is not None:
                 self.run.release_claim()
             try:
