@@ -73,6 +73,7 @@ class Interrupts:
         self.depth = 0
         self.pending = False
         self.hit = False
+        self.extra = 0
         self._old: dict[int, Any] = {}
         self.owner = os.getpid()
 
@@ -83,6 +84,14 @@ class Interrupts:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             os._exit(128 + signum)
+        if self.hit:
+            # already unwinding: the topology is being released; do not abort that half-way
+            self.extra += 1
+            if self.extra < 3:
+                with contextlib.suppress(Exception):
+                    os.write(2, b"nfvperf: stopping, releasing the topology (Ctrl-C 3 times to force)\n")
+                return
+            raise KeyboardInterrupt(signal.Signals(signum).name)
         self.hit = True
         if self.depth > 0:
             self.pending = True

@@ -126,6 +126,8 @@ def test_ctrl_c_keeps_trials_and_marks_interrupted(tmp_path) -> None:
                     break
         assert n >= 4, "the run did not get going"
         p.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        p.send_signal(signal.SIGINT)       # an impatient second Ctrl-C must not break the clean-up
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:

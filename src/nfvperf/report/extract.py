@@ -232,5 +232,15 @@ def headline_of_run(run: Any) -> Optional[str]:
             prof = t.traffic or {}
             rr = rates(r.value_pps, prof)
             size = f"{t.frame_size_b} B" if t.frame_size_b else "IMIX"
-            return f"{t.name} {size}: {r.value_pps:,.0f} fps/if ({rr['l1_pct']:.2f} % L1)"
+            unit = ((run.config or {}).get("traffic") or {}).get("rate_unit", "pps")
+            if unit == "l1_mbps":
+                value = f"{rr['l1_mbps']:,.1f} L1 Mbps/if"
+            elif unit == "l2_mbps":
+                value = f"{rr['l2_mbps']:,.1f} L2 Mbps/if"
+            elif unit == "percent":
+                value = f"{rr['l1_pct']:.2f} % line rate (L1)"
+            else:
+                value = f"{r.value_pps:,.0f} fps/if"
+            return f"{t.name} {size}: {value} ({rr['l1_pct']:.2f} % L1)" if unit != "percent" else \
+                f"{t.name} {size}: {value}"
     return None
