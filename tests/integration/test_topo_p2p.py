@@ -65,6 +65,16 @@ def test_p2p_forwards_raw_frames_and_tears_down(dut, port_kind, mtu, tmp_path, l
         t.dut_alive()
         with pytest.raises(Exception):
             t.measurer()          # no generator in this topology instance
+        # RFC 6201 software reset (the measurer's reset_hook): forwarding resumes afterwards
+        t.reset_dut()
+        t.dut_alive()
+        got = []
+        for _ in range(25):
+            p0.send(1, sig=b"RSET")
+            got = p1.receive(sig=b"RSET", wait_s=0.2, want=1)
+            if got:
+                break
+        assert got, "nothing forwarded after the reset"
 
 
 def test_p2p_failed_bring_up_releases_everything(tmp_path, leak_check):

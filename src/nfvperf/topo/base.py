@@ -295,8 +295,17 @@ class Topology:
             return d
 
         m.environment = environment  # type: ignore[method-assign]
+        if self.dut is not None:
+            m.reset_hook = self.reset_dut     # RFC 6201 reset trials
         self._measurer = m
         return m
+
+    def reset_dut(self) -> None:
+        """RFC 6201 software reset: the DUT adapter stops and starts again with the same ports
+        and forwarding (testpmd: a new process; Linux bridge: bridges deleted and re-created)."""
+        if self.dut is None:
+            raise TopologyError("no DUT to reset")
+        self.dut.reset()
 
     # ------------------------------------------------------------------------------ DUT views
     def dut_alive(self) -> None:
