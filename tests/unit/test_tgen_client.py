@@ -22,6 +22,7 @@ from nfvperf.tg.tgen import (PortSpec, TgenError, TgenMeasurer, TgenProcess, _lc
 FAKE_TGEN = r'''# Fake tgen: behaviour knobs from FAKE_* environment variables (drop, duplicate, stretch, die,
 # ignore shutdown); every request is appended as a JSON line to $FAKE_LOG.
 import json
+import math
 import os
 import signal
 import socket
@@ -42,6 +43,8 @@ DUPS = int(env.get("FAKE_DUPS", "0"))
 SENT_RATIO = float(env.get("FAKE_SENT_RATIO", "1"))
 STRETCH = float(env.get("FAKE_STRETCH", "1"))
 EXTRA_RX = int(env.get("FAKE_EXTRA_RX", "0"))
+LOSE_N = int(env.get("FAKE_LOSE_N", "0"))
+STOPPED_BY = env.get("FAKE_STOPPED_BY") or None
 DIE_IN_TRIAL = env.get("FAKE_DIE_IN_TRIAL") == "1"
 IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
 if IGNORE_SHUTDOWN:
@@ -99,12 +102,12 @@ def result():
     for sid in trial["ids"]:
         s = streams[sid]
         pps = trial["pps"].get(sid, s["rate"]["pps"])
-        intended = trial["frames"] if trial.get("frames") else round(pps * dur)
+        intended = trial["frames"] if trial.get("frames") else math.ceil(pps * dur - 1e-9)
         sent = int(intended * SENT_RATIO)
-        rec = int(round(sent * (1 - DROP))) + EXTRA_RX
+        rec = int(round(sent * (1 - DROP))) + EXTRA_RX - LOSE_N
         hist = [[1000, rec // 2], [2000, rec - rec // 2]] if rec else []
         out.append({"id": sid, "name": s["name"], "tx_port": s["port"], "rx_port": s["rx_port"],
-                    "intended_pps": pps, "achieved_pps": sent / dur / STRETCH, "sent": sent,
+                    "intended_pps": pps, "intended_frames": intended, "achieved_pps": sent / dur / STRETCH, "sent": sent,
                     "received": rec, "lost": max(0, sent - rec), "duplicates": DUPS,
                     "reordered": 0, "reorder_extent_max": 0, "seq_gaps": 1 if rec < sent else 0,
                     "first_loss_ns": 1000.0 if rec < sent else None,
@@ -118,7 +121,7 @@ def result():
                         "pdv_ns": {"min": 0, "avg": 700.0, "max": 1400.0, "p99": 1400.0},
                         "ipdv_ns": {"min": -500.0, "avg": 0.0, "max": 500.0, "p99": 400.0}}})
     return {"state": "done", "duration_s": dur, "effective_duration_s": dur * STRETCH,
-            "pacer_late_max_ns": 10, "non_test_rx": 3, "late_rx": 0,
+            "pacer_late_max_ns": 10, "non_test_rx": 3, "late_rx": 0, "stopped_by": STOPPED_BY,
             "sent": sum(s["sent"] for s in out), "received": sum(s["received"] for s in out),
             "tsc_hz": 2000000000, "streams": out,
             "ports": [{"id": p, "stats": {"ipackets": 1, "opackets": 2}, "xstats": {"x": 1}}
@@ -394,6 +397,7 @@ def test_measure_valid_and_counts(fake_bin: Path, tmp_path: Path, monkeypatch):
     ("FAKE_STRETCH", "1.2", "effective duration"),
     ("FAKE_EXTRA_RX", "5", "negative loss"),
     ("FAKE_DUPS", "2", "duplicate"),
+    ("FAKE_STOPPED_BY", "watchdog", "stopped early by watchdog"),
 ])
 def test_measure_invalid(fake_bin: Path, tmp_path: Path, monkeypatch, knob, value, reason):
     monkeypatch.setenv(knob, value)
@@ -403,6 +407,18 @@ def test_measure_invalid(fake_bin: Path, tmp_path: Path, monkeypatch, knob, valu
         r = m.measure(0.2, 10000)
         assert not r.valid
         assert any(reason in x for x in r.invalid_reasons), r.invalid_reasons
+
+
+def test_expected_is_the_generators_intended_frames(fake_bin: Path, tmp_path: Path, monkeypatch):
+    # 0.1 s at 3333.3 pps: tgen schedules ceil(333.33) = 334 frames; one of them is lost.
+    # round() would say 333 expected and hide the loss.
+    monkeypatch.setenv("FAKE_LOSE_N", "1")
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.1, 3333.3)
+        assert r.sent == 334 and r.expected == 334 and r.received == 333
+        assert r.lost == 1 and r.loss_ratio > 0 and r.valid
 
 
 def test_dut_failure_stops_trial_quickly(fake_bin: Path, tmp_path: Path):

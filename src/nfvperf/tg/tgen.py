@@ -725,6 +725,12 @@ class TgenMeasurer(Measurer):
                 last_loss_ns=_opt_float(s.get("last_loss_ns")),
                 max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")))
             streams.append(sr)
+            # The frames the generator's schedule asked for (PROTOCOL.md §6: ceil(duration x
+            # rate) per timed segment) are what was offered; it differs from round(load x
+            # duration) by at most one frame per segment, and using the smaller number could
+            # hide a lost frame.
+            if s.get("intended_frames") is not None:
+                exp = int(s["intended_frames"])
             expected += exp
             if sr.sent < MIN_SENT_RATIO * exp:
                 reasons.append(f"{sr.name}: sent {sr.sent} < 99.9 % of intended {exp}")
@@ -736,6 +742,9 @@ class TgenMeasurer(Measurer):
         eff = float(raw.get("effective_duration_s") or 0.0)
         if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH):
             reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
+        stopped_by = raw.get("stopped_by")
+        if stopped_by:
+            reasons.append(f"traffic stopped early by {stopped_by}")
         late_rx = int(raw.get("late_rx") or 0)
         if late_rx > 0:
             reasons.append(f"{late_rx} test frames arrived after the drain (counters not settled)")
@@ -759,8 +768,10 @@ class TgenMeasurer(Measurer):
             valid=not reasons, invalid_reasons=reasons, tg_counters=tg_counters,
             dut_counters=dut, non_test_rx=int(raw.get("non_test_rx") or 0),
             pacer_late_max_ns=float(raw.get("pacer_late_max_ns") or 0.0),
-            extra={"late_rx": late_rx,
+            extra={"late_rx": late_rx, "stopped_by": stopped_by,
+                   "foreign_test_rx": int(raw.get("foreign_test_rx") or 0),
                    "tx_retries": sum(int(s.get("tx_retries") or 0) for s in raw.get("streams") or []),
+                   "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in raw.get("streams") or []),
                    "tsc_hz": raw.get("tsc_hz")})
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
