@@ -212,6 +212,10 @@ def summarize_result(method: str, data: dict[str, Any], profile: dict[str, Any],
             out["text"] = (f"latency min/avg/max {lat['min_ns'] / 1e3:,.1f}/{lat['avg_ns'] / 1e3:,.1f}/"
                            f"{lat['max_ns'] / 1e3:,.1f} µs")
             return out
+    if pps is not None and pps <= 0:
+        rub = find_key(data, ("upper_bound_pps",))
+        out["text"] = "no loss-free load found" + (f" (lowest lossy load {rub:,.0f} fps per interface)" if rub else "")
+        return out
     if pps is not None:
         r = rates(pps, profile)
         out["text"] = (f"{pps:,.0f} fps per interface ({r['l1_pct']:.2f} % line rate L1, "

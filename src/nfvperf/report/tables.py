@@ -168,7 +168,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                 tt.rows.append([size, "n/a"] + ["—"] * 6)
                 continue
             r = rates(pps, t.traffic or {})
-            tt.rows.append([size, fmt_num(pps, 0), fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
+            tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)", fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
                             latency])
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
