@@ -5,6 +5,7 @@ Needs root, tgen/build/tgen and tshark; skipped otherwise.
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -218,3 +219,38 @@ def test_afxdp_traffic_and_kernel_counts(tmp_path: Path):
             assert db["rx_packets"] in (0, n), db
         finally:
             proc.stop()
+
+
+def test_tgen_in_netns(tmp_path: Path):
+    """tgen started inside a network namespace (netns=...) drives the veth pair living there;
+    the control socket stays reachable from the host namespace."""
+    import subprocess
+
+    tgen_binary_or_skip()
+    t = tag()
+    ns, a, b = f"{t}n", f"{t}a", f"{t}b"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        ip = ["ip", "-n", ns]
+        subprocess.run(ip + ["link", "add", a, "type", "veth", "peer", "name", b], check=True)
+        for i in (a, b):
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                            f"net.ipv6.conf.{i}.disable_ipv6=1"], check=True)
+            subprocess.run(ip + ["link", "set", i, "up"], check=True)
+        proc = start_tgen([PortSpec(f"net_af_packet0,iface={a}"), PortSpec(f"net_af_packet1,iface={b}")],
+                          tmp_path, t, netns=ns)
+        try:
+            m = TgenMeasurer(proc, [(0, 1)])
+            m.set_profile(TrafficProfile(bidirectional=True, learning=False, drain_s=0.3))
+            r = m.measure(0.5, 4000)
+            assert r.valid, r.invalid_reasons
+            assert r.sent == r.received == 4000
+            assert m.environment()["netns"] == ns
+            out = subprocess.run(ip + ["-s", "-j", "link", "show", "dev", a], check=True,
+                                 capture_output=True, text=True).stdout
+            st = json.loads(out)[0]["stats64"]
+            assert st["tx"]["packets"] >= 2000 and st["rx"]["packets"] >= 2000
+        finally:
+            proc.stop()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)

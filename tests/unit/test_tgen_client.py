@@ -278,6 +278,12 @@ def test_argv_all_vdev_no_pci_and_bad_tag(tmp_path: Path):
         TgenProcess([], run_dir=tmp_path, tag="x")
 
 
+def test_argv_netns(tmp_path: Path):
+    p = TgenProcess([PortSpec("net_af_packet0,iface=x")], run_dir=tmp_path, tag="n1",
+                    binary=Path("/bin/tgen"), netns="nfvt-ns1")
+    assert p.argv()[:5] == ["ip", "netns", "exec", "nfvt-ns1", "/bin/tgen"]
+
+
 def test_lcore_parsing():
     assert _lcore_cpus("0@0,1@0") == {0: {0}, 1: {0}}
     assert _lcore_cpus("0-2") == {0: {0}, 1: {1}, 2: {2}}

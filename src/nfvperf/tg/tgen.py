@@ -222,7 +222,7 @@ class TgenProcess:
     def __init__(self, ports: list[PortSpec], lcores: str = "0@0,1@0", *, run_dir: Path,
                  tag: str, binary: Optional[Path] = None, hugepages: bool = True,
                  extra_eal: Sequence[str] = (), extra_args: Sequence[str] = (),
-                 mem_mb: int = 512):
+                 mem_mb: int = 512, netns: Optional[str] = None):
         if not ports:
             raise ValueError("TgenProcess needs at least one port")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
@@ -236,6 +236,9 @@ class TgenProcess:
         self.extra_eal = list(extra_eal)
         self.extra_args = list(extra_args)
         self.mem_mb = mem_mb
+        # run tgen inside this network namespace (its kernel ports - af_packet/af_xdp - live
+        # there); the control socket is a file, reachable from any namespace
+        self.netns = netns
         self.file_prefix = f"nfvperf-{tag}"
         sock = self.run_dir / f"tgen-{tag}.sock"
         if len(str(sock)) > 100:   # sun_path is 108 bytes
@@ -279,7 +282,8 @@ class TgenProcess:
 
     def argv(self) -> list[str]:
         binary = self.binary or find_tgen_binary()
-        return [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
+        pre = ["ip", "netns", "exec", self.netns] if self.netns else []
+        return pre + [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> "TgenProcess":
@@ -880,6 +884,7 @@ class TgenMeasurer(Measurer):
         env.update({
             "tgen_version": ping.get("version"), "tsc_hz": ping.get("tsc_hz"),
             "binary": str(self.proc.binary or find_tgen_binary()),
+            "netns": self.proc.netns,
             "lcores": self.proc.lcores, "lcore_cpus": {str(k): sorted(v) for k, v in lc.items()},
             "ports": [{k: p.get(k) for k in ("id", "name", "driver", "mac", "link_up",
                                             "link_speed_bps", "speed_bps", "rxq", "txq", "mtu")}
