@@ -220,3 +220,34 @@ def test_kill_vswitchd_alive_raises(ovs: OvsDpdk, net: Net) -> None:
     assert time.monotonic() - t0 < 3
     ovs.stop()
     _no_leftovers(ovs, pids)
+
+
+def test_attach_to_running_ovs(run: RunContext, net: Net, tmp_path: Path) -> None:
+    """spec.existing_db: only our bridge is added to (and removed from) an OVS someone else runs."""
+    host_tracker = ResourceTracker(install_signal_handlers=False)
+    host = OvsDpdk(run, host_tracker, spec=OvsSpec(socket_mem_mb=512), netns=net.ovs_ns)
+    host.start()
+    try:
+        other = RunContext(run_dir=tmp_path / "other")
+        tracker = ResourceTracker(install_signal_handlers=False)
+        guest = OvsDpdk(other, tracker, spec=OvsSpec(existing_db=str(host.db_sock)))
+        assert guest.ctl == host.ctl
+        for i, k in enumerate("ab"):
+            guest.add_port(PortRef(f"g{i}", "veth", ifname=net.dut_if[k], netns=net.ovs_ns))
+        guest.start()
+        try:
+            assert f"{other.tag}br0" in host.vsctl("list-br").split()
+            devargs = host.vsctl("get", "Interface", "g0", "options:dpdk-devargs").strip('"\n')
+            assert devargs.startswith(f"net_af_packet{other.tag}0,")
+            guest.program()
+            send_and_count(net, "a", "b", 5, secs=1)
+            n, _ = send_and_count(net, "a", "b", 100)
+            assert n == 100
+            assert guest.pids() == {} and guest.counters()["ports"]["g0"]["rx_packets"] >= 100
+        finally:
+            guest.stop()
+        assert host.vsctl("list-br").split() == host.bridges   # the host keeps its own bridge
+        host.alive()
+        assert tracker.items() == []
+    finally:
+        host.stop()

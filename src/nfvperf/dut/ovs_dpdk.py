@@ -112,6 +112,7 @@ class OvsDpdk(DutAdapter):
         else:
             self._own_dir = False
         self.dir = d
+        self.vhost_dir = d               # where the VNFs' vhost-user sockets go
         self.db_sock = d / "db.sock"
         self.ctl = d / "ovs-vswitchd.ctl"
         self.db_ctl = d / "ovsdb-server.ctl"
@@ -121,11 +122,14 @@ class OvsDpdk(DutAdapter):
         self._logs: list[Any] = []
         self._attached = False
         self._flow_files = 0
+        if spec is not None and getattr(spec, "existing_db", None):
+            self.attach(spec.existing_db, spec.existing_ctl)
 
     # ------------------------------------------------------------------ plumbing
     @property
     def env(self) -> dict[str, str]:
         e = dict(os.environ)
+        e.update(self.run.env())          # NFVPERF_TAG: `nfvperf cleanup` finds our processes
         for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
             e[k] = str(self.dir)
         return e
@@ -239,15 +243,21 @@ class OvsDpdk(DutAdapter):
             raise
         log.info("OVS-DPDK up in %s (netns %s, pmd-cpu-mask %s)", self.dir, self.netns, cfg["pmd-cpu-mask"])
 
-    def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path],
+    def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path, None] = None,
                rundir: Union[str, Path, None] = None) -> "OvsDpdk":
         """Use an OVS that is already running (call before :meth:`start`): nfvperf then only creates
-        and deletes its own bridge.  ``ctl`` is that ovs-vswitchd's unixctl socket; ``rundir`` where
-        it keeps ``<bridge>.mgmt`` (default: the directory of ``db_sock``)."""
+        and deletes its own bridge.  ``ctl`` is that ovs-vswitchd's unixctl socket (default: the
+        ``ovs-vswitchd.<pid>.ctl`` next to ``db_sock``); ``rundir`` where it keeps
+        ``<bridge>.mgmt`` (default: the directory of ``db_sock``)."""
+        self.vhost_dir.mkdir(parents=True, exist_ok=True)     # ours, not the shared OVS's
         self.db_sock = Path(db_sock)
-        self.ctl = Path(ctl)
         self.dir = Path(rundir) if rundir else self.db_sock.parent
-        self._own_dir = False
+        if ctl is None:
+            cands = sorted(self.dir.glob("ovs-vswitchd*.ctl"))
+            if not cands:
+                raise OvsError(f"no ovs-vswitchd*.ctl next to {db_sock}; give existing_ctl")
+            ctl = cands[0]
+        self.ctl = Path(ctl)
         self._attached = True
         if self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip() != "true":
             raise OvsError(f"the OVS at {db_sock} has no DPDK initialised (other_config:dpdk-init=true)")
@@ -315,6 +325,10 @@ class OvsDpdk(DutAdapter):
                 except OvsError as e:
                     log.warning("could not delete bridge %s: %s", br, e)
             self.bridges.clear()
+            for p in self.vhost_dir.glob("vhu*"):
+                p.unlink(missing_ok=True)
+            if self._own_dir:
+                shutil.rmtree(self.vhost_dir, ignore_errors=True)
             self.started = False
             return
         vsd = self._procs.get("ovs-vswitchd")
@@ -342,6 +356,7 @@ class OvsDpdk(DutAdapter):
         hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(self.vhost_dir, ignore_errors=True)
         self.bridges.clear()
         self.ovs_ports.clear()
         self.started = False
@@ -365,10 +380,12 @@ class OvsDpdk(DutAdapter):
         index = len(self.ports) if index is None else index
         n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
         if port.kind in ("veth", "tap", "pci"):
-            if port.kind != "pci" and port.netns != self.netns:
+            if port.kind != "pci" and port.netns != self.netns and not self._attached:
                 raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
-            self.add_ovs_port(self.bridges[0], port.name, "dpdk",
-                              devargs=port.dpdk_devargs(index, n_rxq), ofport=index + 1)
+            devargs = port.dpdk_devargs(index, n_rxq)
+            if self._attached:     # a shared OVS: vdev names must not clash with its other ports
+                devargs = re.sub(r"^(net_af_packet|net_af_xdp)(\d+)", rf"\g<1>{self.tag}\g<2>", devargs)
+            self.add_ovs_port(self.bridges[0], port.name, "dpdk", devargs=devargs, ofport=index + 1)
         elif port.kind == "vhost-user":
             self.add_ovs_port(self.bridges[0], port.name, "dpdkvhostuserclient",
                               sock=str(port.socket), ofport=index + 1)

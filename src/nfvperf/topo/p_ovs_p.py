@@ -42,10 +42,14 @@ class OvsTopology(Topology):
     def setup_ovs(self, attach_phys: bool = True) -> Any:
         """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
         (ofport = index + 1) unless ``attach_phys`` is False."""
-        self.dut_netns = self.make_netns("dut")
-        # OVS's bridge ports are taps in this namespace: no IPv6 chatter from them to the ports
-        N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                                        "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+        if getattr(self.ovs_spec(), "existing_db", None):
+            # an OVS that is already running sees the host's namespace: the DUT ends stay there
+            self.dut_netns = None
+        else:
+            self.dut_netns = self.make_netns("dut")
+            # OVS's bridge ports are taps in this namespace: no IPv6 chatter from them to the ports
+            N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                                            "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
         dut = self.make_dut("ovs-dpdk", netns=self.dut_netns)
         if attach_phys:
@@ -57,7 +61,7 @@ class OvsTopology(Topology):
         """A testpmd container VNF (``TestpmdVnf``, vhost-user server) on two
         ``dpdkvhostuserclient`` ports of the first bridge; returns their port indices."""
         from nfvperf.dut.testpmd import TestpmdVnf
-        socks = [dut.dir / f"vhu-{name}-{k}.sock" for k in range(2)]
+        socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
         # OVS first: virtio-user in server mode waits for its client while it starts
         idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
                for k, s in enumerate(socks)]

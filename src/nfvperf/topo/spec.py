@@ -19,6 +19,12 @@ class OvsSpec(_Strict):
     smc_enable: bool = False
     socket_mem_mb: int = Field(1024, ge=256)
     rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    existing_db: Optional[str] = Field(
+        None, description="use an OVS that is already running: its ovsdb socket "
+        "(e.g. /var/run/openvswitch/db.sock); nfvperf then only adds and deletes its own bridge")
+    existing_ctl: Optional[str] = Field(
+        None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
+        "next to existing_db)")
 
 
 class TestpmdSpec(_Strict):
