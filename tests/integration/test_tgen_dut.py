@@ -36,10 +36,11 @@ def dut_setup(tmp_path: Path):
     with veth_pair(a0, a1), veth_pair(b0, b1):
         for i in (a0, a1, b0, b1):
             wait_link_up(i)
-        # a small socket ring on the DUT's input makes it drop when overdriven
+        # The DUT polls on the generator's CPU and has a small socket ring on its input: while
+        # the scheduler runs tgen, the ring overflows, so it drops even on an idle machine.
         dut = TestpmdPeer([f"net_af_packet0,iface={a1},framecnt=256",
                            f"net_af_packet1,iface={b1}"], t, tmp_path, forward_mode="io",
-                          lcores="0@1,1@1", app_args=("--rxd=128", "--txd=512", "--burst=32"))
+                          lcores="0@0,1@0", app_args=("--rxd=128", "--txd=512", "--burst=32"))
         dut.start()
         try:
             dut.cmd("start")
@@ -64,8 +65,8 @@ def test_loss_agrees_with_testpmd(dut_setup):
     m = TgenMeasurer(proc, [(0, 1)], dut_counters=dut_counters, dut_alive=None)
     m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=False, learning=False,
                                  drain_s=0.5, link_speed_bps=10e9))
-    # far more than a shared-core af_packet forwarder can carry
-    r = m.measure(1.0, 1_000_000)
+    # more than a forwarder sharing the generator's CPU can carry
+    r = m.measure(1.0, 500_000)
     ports = r.dut_counters["ports"]
     kernel_rx = r.dut_counters["kernel_rx_a1"] - k0
     dut_rx, dut_tx = ports[0]["rx_packets"], ports[1]["tx_packets"]
