@@ -11,6 +11,7 @@ Then everything is stopped and nothing of the run is left (QEMU, sockets, hugepa
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -41,14 +42,14 @@ def guest_image():
     return info
 
 
-def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str):
+def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str, client: bool):
     from nfvperf.dut.base import PortRef
     from nfvperf.dut.testpmd import Testpmd
 
     cls = type(f"HostPeer_{role}", (Testpmd,), {"role": role, "__test__": False})
     tp = cls(run, tracker, forward_mode=mode, lcores=lcores, memory="in-memory", mbufs=8192,
              extra_args=["--port-topology=chained"], name=f"testpmd-{role}")
-    tp.add_port(PortRef(f"{role}0", kind="vhost-backend", socket=sock, extra={"client": True}))
+    tp.add_port(PortRef(f"{role}0", kind="vhost-backend", socket=sock, extra={"client": client}))
     return tp
 
 
@@ -58,23 +59,33 @@ def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str):
 @pytest.mark.skipif(not HAVE_TESTPMD, reason="dpdk-testpmd not installed")
 @pytest.mark.skipif(not _kvm_or_tcg_ok(), reason="/dev/kvm absent (set NFVPERF_VM_ACCEL=tcg to "
                                                  "run the guest emulated)")
-def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image):
+@pytest.mark.parametrize("qemu_server", [True, False], ids=["qemu-server", "qemu-client"])
+def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, qemu_server):
     from nfvperf.host import hugepages as hp
     from nfvperf.vm.qemu import VmVnf
 
     tracker = run_ctx.tracker
     s0, s1 = run_ctx.path("vhu0.sock"), run_ctx.path("vhu1.sock")
-    vm = VmVnf(run_ctx, tracker, sockets=[s0, s1], server=True, name="vnf0", hugepage_mb=512,
-               vcpus=2, image=guest_image)
+    vm = VmVnf(run_ctx, tracker, sockets=[s0, s1], server=qemu_server, name="vnf0",
+               hugepage_mb=512, vcpus=2, image=guest_image)
+    # host side: A sends into NIC 0, B receives from NIC 1 (net_vhost backends)
+    tx = _host_testpmd(run_ctx, tracker, "hosta", s0, "txonly", "0@0,1@1", client=qemu_server)
+    rx = _host_testpmd(run_ctx, tracker, "hostb", s1, "rxonly", "0@1,1@0", client=qemu_server)
     t0 = time.monotonic()
-    vm.start()
-    # QEMU (vhost-user server) waits for both backends before it runs the guest.
-    tx = _host_testpmd(run_ctx, tracker, "hosta", s0, "txonly", "0@0,1@1")
-    rx = _host_testpmd(run_ctx, tracker, "hostb", s1, "rxonly", "0@1,1@0")
-    tx.start()
-    tx._console("stop")
-    rx.start()
-    vm.wait_ready()
+    if qemu_server:
+        # QEMU creates the sockets and waits for both backends before it runs the guest
+        vm.start()
+        tx.start()
+        tx._console("stop")
+        rx.start()
+        vm.wait_ready()
+    else:
+        # the backends create the sockets; QEMU connects and start() waits for the boot
+        tx.start()
+        tx._console("stop")
+        rx.start()
+        vm.start()
+        assert vm.ready
     boot_s = time.monotonic() - t0
     env = vm.environment()
     print(f"[vm] booted in {boot_s:.1f} s, accel {env['accel']} ({env['accel_reason']}), "
@@ -124,7 +135,7 @@ def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image):
     vm.stop()                   # idempotent
     assert not Path(f"/proc/{qemu_pid}").exists() or \
         Path(f"/proc/{qemu_pid}/stat").read_text().split()[2] in ("Z", "X")
-    for p in (s0, s1, vm.ctl_sock, vm.qmp_sock):
+    for p in ((s0, s1) if qemu_server else ()) + (vm.ctl_sock, vm.qmp_sock):
         assert not p.exists(), f"left behind: {p}"
     assert not [f for f in hp.snapshot_files() if run_ctx.tag in f]
     # the console log stays for troubleshooting
@@ -159,3 +170,55 @@ def test_vm_vnf_argv_and_interface(tmp_path):
         assert len({p.mac for p in vm.ports}) == 2
         with pytest.raises(ValueError):
             VmVnf(run, tr, sockets=[tmp_path / "a.sock"], vcpus=1)
+
+
+def test_image_pieces_are_deterministic():
+    """No root, no network: the ELF reader and the initramfs writer."""
+    import gzip
+    from nfvperf.vm import image as I
+
+    tree = {"init": I._Entry("file", mode=0o755, data=b"#!/bin/sh\n"),
+            "usr/bin/sh": I._Entry("symlink", target="busybox"),
+            "usr": I._Entry("dir", mode=0o755), "usr/bin": I._Entry("dir", mode=0o755),
+            "dev/console": I._Entry("chr", mode=0o600, rdev=(5, 1)),
+            "dev": I._Entry("dir", mode=0o755)}
+    a = I._gzip(I._cpio(tree))
+    b = I._gzip(I._cpio(dict(reversed(list(tree.items())))))
+    assert a == b
+    raw = gzip.decompress(a)
+    assert raw.startswith(b"070701") and raw.rstrip(b"\0").endswith(b"TRAILER!!!")
+    names = []
+    off = 0
+    while True:
+        namesize = int(raw[off + 94:off + 102], 16)
+        filesize = int(raw[off + 54:off + 62], 16)
+        mtime = int(raw[off + 46:off + 54], 16)
+        assert mtime == I.EPOCH
+        name = raw[off + 110:off + 110 + namesize - 1].decode()
+        if name == "TRAILER!!!":
+            break
+        names.append(name)
+        off += (110 + namesize + 3) // 4 * 4
+        off += (filesize + 3) // 4 * 4
+    assert names == sorted(tree)
+    assert I._norm("./lib/x86_64-linux-gnu/libc.so.6") == "usr/lib/x86_64-linux-gnu/libc.so.6"
+    assert I._norm("./bin/busybox") == "usr/bin/busybox"
+    tp = shutil.which("dpdk-testpmd")
+    if tp:
+        needed = I.elf_needed(Path(tp).read_bytes())
+        assert needed and "librte_eal.so.23" in needed
+    assert I.elf_needed(b"#!/bin/sh\n") is None
+
+
+@pytest.mark.slow
+def test_image_rebuild_is_byte_identical(guest_image, tmp_path):
+    """Same packages, fresh build in another cache dir: the same kernel and initramfs bytes."""
+    from nfvperf.vm import image as I
+
+    again = I.build(tmp_path / "cache", force=True, deb_dir=guest_image.directory.parent / "debs",
+                    lock=guest_image.packages)
+    assert again.key == guest_image.key
+    assert again.content_sha256 == guest_image.content_sha256
+    m = json.loads(again.manifest.read_text())
+    assert all(len(v["sha256"]) == 64 for v in m["packages"].values())
+    assert m["packages"]["dpdk-dev"]["version"] == guest_image.dpdk_version

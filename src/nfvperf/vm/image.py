@@ -16,6 +16,7 @@ CLI: ``python3 -m nfvperf.vm.image build [--cache-dir DIR] [--force] [--lock MAN
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import hashlib
@@ -575,8 +576,12 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
 
 
 def build(cache_dir: Optional[Path] = None, force: bool = False,
-          lock: Optional[Dict[str, str]] = None) -> ImageInfo:
-    """Build the guest image (or return the cached one with the same key)."""
+          lock: Optional[Dict[str, str]] = None, deb_dir: Optional[Path] = None) -> ImageInfo:
+    """Build the guest image (or return the cached one with the same key).
+
+    cache_dir: where images live (``<cache_dir>/<key>/``); deb_dir: where the downloaded .debs
+    are kept (default ``<cache_dir>/debs``); force: rebuild even when cached; lock: pin versions
+    (name -> version, e.g. :func:`load_lock` of an earlier manifest.json)."""
     t0 = time.monotonic()
     cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -588,11 +593,12 @@ def build(cache_dir: Optional[Path] = None, force: bool = False,
         _log(f"cached image {final}")
         return info
     _log(f"building image {key} ({len(versions)} packages)")
-    debs = download(versions, cache_dir / "debs")
+    debs = download(versions, Path(deb_dir) if deb_dir else cache_dir / "debs")
     t_dl = time.monotonic() - t0
     kernel, initrd, krel, meta = _assemble(versions, debs)
     content = hashlib.sha256(kernel + initrd).hexdigest()
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(cache_dir)))
+    os.chmod(tmp, 0o755)
     try:
         (tmp / "vmlinuz").write_bytes(kernel)
         (tmp / "initrd.img").write_bytes(initrd)
@@ -615,10 +621,27 @@ def build(cache_dir: Optional[Path] = None, force: bool = False,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _prune(cache_dir, keep=final, keep_debs={p.name for p in debs.values()},
+           deb_dir=None if deb_dir else cache_dir / "debs")
     info = _load_info(final)
     info.cached = False
     _log(f"built {final} in {build_s:.1f} s: {info.size_b / 1e6:.1f} MB, sha256 {content[:16]}")
     return info
+
+
+def _prune(cache_dir: Path, keep: Path, keep_debs: set, deb_dir: Optional[Path],
+           keep_images: int = 3) -> None:
+    """Drop all but the newest few images, and .debs no current image uses."""
+    imgs = sorted((d for d in cache_dir.iterdir()
+                   if d.is_dir() and (d / "manifest.json").exists() and d != keep),
+                  key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in imgs[keep_images - 1:]:
+        shutil.rmtree(d, ignore_errors=True)
+    if deb_dir is not None and deb_dir.is_dir():
+        for f in deb_dir.glob("*.deb"):
+            if f.name not in keep_debs:
+                with contextlib.suppress(OSError):
+                    f.unlink()
 
 
 def load_lock(path: Path) -> Dict[str, str]:
