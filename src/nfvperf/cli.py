@@ -138,6 +138,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out or "results")
     store = Store(_store_url(args))
     worst = EXIT_OK
+    ids: list[int] = []
     try:
         for suite in suites:
             outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress)
@@ -147,9 +148,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print_report(run)
             html = write_html(run, outcome.run_dir / "report.html")
             print(f"HTML report: {html}")
+            ids.append(outcome.run_id)
             worst = max(worst, outcome.exit_code)
     finally:
         store.close()
+    db = f" --db {args.db}" if args.db else ""
+    print(f"demo done: runs {', '.join(map(str, ids))}; next: nfvperf history{db}"
+          + (f"; nfvperf compare {ids[0]} {ids[-1]}{db}" if len(ids) > 1 else ""))
     return worst
 
 

@@ -13,7 +13,6 @@ The runner owns the life cycle around the methods:
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
 import platform
@@ -393,18 +392,6 @@ def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
     return getattr(entry, "params", None), getattr(entry, "run")
 
 
-def call_method(run_fn: Callable[..., Any], measurer: Measurer, profile: TrafficProfile, params: Any,
-                recorder: Recorder, timing: Any) -> Any:
-    """``run(measurer, profile, params, recorder)``; a ``timing=`` keyword if the method takes it."""
-    try:
-        sig = inspect.signature(run_fn)
-        if "timing" in sig.parameters:
-            return run_fn(measurer, profile, params, recorder, timing=timing)
-    except (TypeError, ValueError):
-        pass
-    return run_fn(measurer, profile, params, recorder)
-
-
 def result_dict(res: Any) -> dict[str, Any]:
     if res is None:
         return {}
@@ -442,7 +429,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     units = test_units(suite)
     groups = topology_groups(units, spec.topology)
     outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
-    env: dict[str, Any] = {"host": host_environment(), "tg": tg, "tag": run.tag,
+    env: dict[str, Any] = {"host": {}, "tg": tg, "tag": run.tag,
                            "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
                            "ports": spec.topology.ports,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
@@ -459,6 +446,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     measured: dict[str, float] = {}      # zero-loss throughput found so far, for prerequisite reuse
     try:
         with interrupts, progress:
+            env["host"] = host_environment()
             for topo_spec, group in groups:
                 if status != "completed":
                     break
@@ -495,7 +483,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                                 progress.log(f"  {label}: using the Throughput measured earlier in this run "
                                              f"({params.throughput_pps:,.0f} fps per interface)")
                             measurer.set_profile(profile)
-                            res = call_method(run_fn, measurer, profile, params, rec, timing)
+                            res = run_fn(measurer, profile, params, rec)
                             data = result_dict(res)
                             summary = summarize_result(test.method, data, profile.to_dict(), ndir)
                             failed = data.get("passed") is False or data.get("status") == "failed"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput, latency_of,
+from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, scalars, size_of)
 from nfvperf.runner import DEFAULT_SWITCHING_OPS, directions
 from nfvperf.units import switching_ops_pps
