@@ -46,6 +46,26 @@ class ProcessError(RuntimeError):
     """A helper process could not be started or did not come up."""
 
 
+def _load_prctl():
+    try:
+        import ctypes
+        import ctypes.util
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_PRCTL = _load_prctl()          # resolved before any fork: the child only calls it
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM this child when the process that started it dies (even by SIGKILL)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 # ------------------------------------------------------------------------------------- ports
 @dataclass
 class PortRef:
@@ -118,13 +138,15 @@ class Process:
     log file in the run directory, death detection, optional interactive console over a pty.
 
     The child gets ``NFVPERF_TAG=<tag>`` in its environment (``nfvperf cleanup`` finds it by that
-    and by the tag in its command line) and its own session (so stop() signals its whole group).
+    and by the tag in its command line), its own session (so stop() signals its whole group) and,
+    by default, SIGTERM when the process that started it dies (PR_SET_PDEATHSIG), so a run killed
+    with SIGKILL does not leave busy-polling DUTs behind.
     """
 
     def __init__(self, name: str, argv: Sequence[str], run: RunContext,
                  tracker: Optional[ResourceTracker] = None, netns: Optional[str] = None,
                  env: Optional[dict[str, str]] = None, interactive: bool = False,
-                 cwd: Optional[Path] = None):
+                 cwd: Optional[Path] = None, die_with_parent: bool = True):
         self.name = name
         self.argv = [str(a) for a in argv]
         self.run = run
@@ -133,6 +155,9 @@ class Process:
         self.env = dict(env or {})
         self.interactive = interactive
         self.cwd = cwd
+        # PR_SET_PDEATHSIG follows the *thread* that forks: only from the main thread
+        self.die_with_parent = die_with_parent and \
+            threading.current_thread() is threading.main_thread()
         self.log_path = run.path(f"{name}.log")
         self.proc: Optional[subprocess.Popen] = None
         self._master_fd: Optional[int] = None
@@ -154,13 +179,15 @@ class Process:
         self._logf = open(self.log_path, "ab", buffering=0)
         self._logf.write(("$ " + " ".join(cmd) + "\n").encode())
         log.info("starting %s: %s", self.name, " ".join(cmd))
+        preexec = _die_with_parent if self.die_with_parent else None
         if self.interactive:
             import pty
             import tty
             master, slave = pty.openpty()
             tty.setraw(slave)  # no echo, no line discipline surprises
             self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                         cwd=self.cwd, start_new_session=True, close_fds=True)
+                                         cwd=self.cwd, start_new_session=True, close_fds=True,
+                                         preexec_fn=preexec)
             os.close(slave)
             self._master_fd = master
             self._reader = threading.Thread(target=self._read_pty, name=f"{self.name}-pty",
@@ -169,7 +196,8 @@ class Process:
         else:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._logf,
                                          stderr=subprocess.STDOUT, env=env, cwd=self.cwd,
-                                         start_new_session=True, close_fds=True)
+                                         start_new_session=True, close_fds=True,
+                                         preexec_fn=preexec)
         if self.tracker is not None:
             self.tracker.add("process", f"{self.name}:{self.proc.pid}", self.stop)
         return self
