@@ -127,9 +127,10 @@ class LinuxBridge(DutAdapter):
             raise DutFailure("linux-bridge not started")
         if self.netns and not N.netns_exists(self.netns):
             raise DutFailure(f"DUT namespace {self.netns} is gone")
-        for br in self.bridges:
-            if not N.link_exists(br, self.netns):
-                raise DutFailure(f"bridge {br} is gone")
+        with N.ipr(self.netns) as h:          # one netlink socket for all bridges
+            for br in self.bridges:
+                if not h.link_lookup(ifname=br):
+                    raise DutFailure(f"bridge {br} is gone")
 
     def stop(self) -> None:
         for br in self.bridges:
