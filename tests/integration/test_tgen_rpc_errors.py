@@ -5,6 +5,7 @@ Needs root and tgen/build/tgen; skipped otherwise.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
@@ -127,6 +128,9 @@ def test_bad_cli_args(tmp_path, args, option):
     argv = [str(binary), "--no-huge", "-m", "256", "--no-pci", "--file-prefix", f"nfvperf-{t}",
             "--lcores", "0@0,1@0", "--vdev", "net_ring0", "--",
             "--socket", str(tmp_path / "x.sock")] + args
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/nfvperf-{t}", ignore_errors=True)
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     assert option in p.stderr, p.stderr[-2000:]
