@@ -433,7 +433,8 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                            "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
                            "ports": spec.topology.ports,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
-                           "topologies": []}
+                           "topologies": [], "pid": os.getpid(), "hostname": platform.node()}
+    store.update_run(run.id, environment=env)     # pid first: a killed run is recognisable
     progress = Progress(len(units), enabled=show_progress)
     say = log or progress.log
     say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s) on "
@@ -608,6 +609,23 @@ def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> lis
         else:
             groups.append((spec, [(test, size)]))
     return groups
+
+
+def run_liveness(run: Any) -> Optional[str]:
+    """For a run still marked running: None if its process lives, else a note (killed/crashed)."""
+    if run.status != "running":
+        return None
+    env = run.environment or {}
+    pid, host = env.get("pid"), env.get("hostname")
+    if not pid or host != platform.node():
+        return None
+    try:
+        os.kill(int(pid), 0)
+        return None
+    except ProcessLookupError:
+        return f"its process {pid} is gone: the run was killed or crashed; its trials are kept"
+    except PermissionError:
+        return None
 
 
 def _only_owner(owner: int) -> None:

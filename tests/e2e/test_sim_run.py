@@ -178,3 +178,34 @@ def test_forked_child_signal_does_not_touch_the_run(tmp_path) -> None:
     assert out.status == "completed"
     assert statuses and all(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGTERM for s in statuses)
     assert store.load_run(out.run_id).status == "completed"
+
+
+def test_kill_9_keeps_trials_and_history_says_killed(tmp_path) -> None:
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "slow9", "profile": "quick", "traffic": {"frame_sizes": [64, 128, 256]},
+        "sim": {"capacity_pps": 1000000, "pace_s": 0.15}, "tests": [{"method": "throughput"}]}))
+    db = tmp_path / "r.db"
+    p = subprocess.Popen([sys.executable, "-m", "nfvperf", "run", str(suite), "--tg", "sim", "--db", str(db),
+                          "--out", str(tmp_path / "out")], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline, n = time.monotonic() + 60, 0
+        while time.monotonic() < deadline and n < 3:
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    n = sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0]
+                except sqlite3.OperationalError:
+                    n = 0
+        p.kill()
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert n >= 3
+    assert sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0] >= n
+    out = nfv("history", "--db", str(db)).stdout
+    assert "running (killed?)" in out
+    rep = nfv("report", "latest", "--db", str(db)).stdout
+    assert "the run was killed or crashed" in rep

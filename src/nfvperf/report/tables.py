@@ -72,6 +72,10 @@ def build(run: Any) -> ReportData:
             for i in env.get("topologies") or [])) or f"{sw} per direction"),
     ]
     notes = []
+    from nfvperf.runner import run_liveness
+    dead = run_liveness(run)
+    if dead:
+        notes.append(f"This run is marked running but {dead}.")
     devs = env.get("profile_deviations") or []
     if devs:
         notes.append("Deviations from RFC 2544 §23/§24 (MLRsearch requires reporting them): " + "; ".join(devs))
