@@ -266,6 +266,12 @@ class ResourceTracker:
             self._closed = True
             if self.run is not None:
                 self.run.release_claim()
+                # the default run dir (/run/nfvperf/<tag>) goes when nothing was written to it
+                if self.run.run_dir == DEFAULT_RUN_ROOT / self.run.tag:
+                    try:
+                        self.run.run_dir.rmdir()
+                    except OSError:
+                        pass
             try:
                 atexit.unregister(self.release_all)
             except Exception:  # noqa: BLE001
