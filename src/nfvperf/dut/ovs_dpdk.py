@@ -215,6 +215,9 @@ class OvsDpdk(DutAdapter):
                 "pmd-cpu-mask": self._pmd_mask(),
                 "vhost-sock-dir": str(self.dir),
             }
+            sleep = self.pmd_maxsleep_us()
+            if sleep:
+                cfg["pmd-maxsleep"] = str(sleep)
             if self.spec is not None:
                 if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
                     cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
@@ -262,6 +265,14 @@ class OvsDpdk(DutAdapter):
         if self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip() != "true":
             raise OvsError(f"the OVS at {db_sock} has no DPDK initialised (other_config:dpdk-init=true)")
         return self
+
+    def pmd_maxsleep_us(self) -> int:
+        """``pmd-maxsleep``: the spec's value, else 500 us when the CPU plan shares cores."""
+        v = getattr(self.spec, "pmd_maxsleep_us", None) if self.spec is not None else None
+        if v is not None:
+            return int(v)
+        plan = self.options.get("plan")
+        return 500 if plan is not None and getattr(plan, "cores_shared", False) else 0
 
     def _pmd_mask(self) -> str:
         if self.pmd_cpu_mask:

@@ -30,6 +30,21 @@ def flow_ips(n: int, src: str = SRC_IP, dst: str = DST_IP) -> list[tuple[str, st
     return [(str(s + i), str(d + i)) for i in range(n)]
 
 
+#: virtqueue size of the VNF's virtio-user ports (DPDK's default is 256): a VNF that shares a CPU
+#: is descheduled for milliseconds, and the vring is what OVS can queue to it meanwhile
+VHOST_QUEUE_SIZE = 1024
+
+
+def _vnf_class() -> type:
+    from nfvperf.dut.testpmd import TestpmdVnf
+
+    class Vnf(TestpmdVnf):
+        def port_devargs(self, index: int, port: PortRef) -> str:
+            return super().port_devargs(index, port) + f",queue_size={VHOST_QUEUE_SIZE}"
+
+    return Vnf
+
+
 class OvsTopology(Topology):
     """Shared by the OVS topologies: DUT namespace, veth PHY ports, the OVS-DPDK adapter."""
 
@@ -60,13 +75,12 @@ class OvsTopology(Topology):
     def add_vnf(self, dut: Any, name: str) -> tuple[int, int]:
         """A testpmd container VNF (``TestpmdVnf``, vhost-user server) on two
         ``dpdkvhostuserclient`` ports of the first bridge; returns their port indices."""
-        from nfvperf.dut.testpmd import TestpmdVnf
         socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
         # OVS first: virtio-user in server mode waits for its client while it starts
         idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
                for k, s in enumerate(socks)]
         tp = getattr(self.spec, "testpmd", None)
-        vnf = TestpmdVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
+        vnf = _vnf_class()(self.run, self.tracker, sockets=socks, server=True, name=name,
                          plan=self.plan, spec=self.spec, forward_mode=tp.forward_mode if tp else "io")
         vnf.start()
         self.vnfs.append(vnf)

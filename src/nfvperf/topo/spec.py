@@ -19,6 +19,10 @@ class OvsSpec(_Strict):
     smc_enable: bool = False
     socket_mem_mb: int = Field(1024, ge=256)
     rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    pmd_maxsleep_us: Optional[int] = Field(
+        None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
+        "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
+        "generator/VNF when idle), else off")
     existing_db: Optional[str] = Field(
         None, description="use an OVS that is already running: its ovsdb socket "
         "(e.g. /var/run/openvswitch/db.sock); nfvperf then only adds and deletes its own bridge")
