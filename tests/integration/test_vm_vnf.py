@@ -59,12 +59,17 @@ def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str, c
 @pytest.mark.skipif(not HAVE_TESTPMD, reason="dpdk-testpmd not installed")
 @pytest.mark.skipif(not _kvm_or_tcg_ok(), reason="/dev/kvm absent (set NFVPERF_VM_ACCEL=tcg to "
                                                  "run the guest emulated)")
-@pytest.mark.parametrize("qemu_server", [True, False], ids=["qemu-server", "qemu-client"])
-def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, qemu_server):
+@pytest.mark.parametrize("order", ["server-late-backends", "server-backends-first", "client"])
+def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, order):
+    """server-late-backends: QEMU listens, then the backends connect, then wait_ready();
+    server-backends-first: the backends (clients) are retrying before QEMU starts (the order of
+    OVS dpdkvhostuserclient ports in the PVP topology) and start() waits for the boot;
+    client: the backends create the sockets and QEMU connects."""
     from nfvperf.host import hugepages as hp
     from nfvperf.vm.qemu import VmVnf
 
     tracker = run_ctx.tracker
+    qemu_server = order != "client"
     s0, s1 = run_ctx.path("vhu0.sock"), run_ctx.path("vhu1.sock")
     vm = VmVnf(run_ctx, tracker, sockets=[s0, s1], server=qemu_server, name="vnf0",
                hugepage_mb=512, vcpus=2, image=guest_image)
@@ -72,15 +77,15 @@ def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, qemu_server):
     tx = _host_testpmd(run_ctx, tracker, "hosta", s0, "txonly", "0@0,1@1", client=qemu_server)
     rx = _host_testpmd(run_ctx, tracker, "hostb", s1, "rxonly", "0@1,1@0", client=qemu_server)
     t0 = time.monotonic()
-    if qemu_server:
-        # QEMU creates the sockets and waits for both backends before it runs the guest
-        vm.start()
+    if order == "server-late-backends":
+        vm.start(wait=False)
+        assert not vm.ready and not vm.backends_connected()
         tx.start()
         tx._console("stop")
         rx.start()
+        assert vm.backends_connected(30)
         vm.wait_ready()
     else:
-        # the backends create the sockets; QEMU connects and start() waits for the boot
         tx.start()
         tx._console("stop")
         rx.start()
@@ -98,7 +103,7 @@ def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, qemu_server):
     vm.clear_counters()
     vm.command("stop")          # also resets the guest's forward stats
     vm.command("start")
-    duration_s = 5.0
+    duration_s = 3.0
     tx._console("start")
     time.sleep(duration_s)
     tx._console("stop")

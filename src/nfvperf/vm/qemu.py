@@ -231,7 +231,8 @@ class VmVnf(DutAdapter):
                  rxd: int = 1024, txd: int = 1024, mbufs: int = 16384,
                  image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
                  accel: str = "auto", boot_timeout_s: Optional[float] = None,
-                 hugepage_dir: str = "/dev/hugepages", **options: Any):
+                 hugepage_dir: str = "/dev/hugepages", connect_timeout_s: float = 15.0,
+                 **options: Any):
         spec = options.get("spec")
         tp = getattr(spec, "testpmd", None)
         super().__init__(run, tracker, cpus, **options)
@@ -256,6 +257,7 @@ class VmVnf(DutAdapter):
         self.accel_reason = ""
         self.boot_timeout_s = boot_timeout_s
         self.hugepage_dir = hugepage_dir
+        self.connect_timeout_s = connect_timeout_s
         plan = options.get("plan")
         if cpu_pin is None and plan is not None and plan.cpus(name):
             role = plan.cpus(name)
@@ -333,7 +335,12 @@ class VmVnf(DutAdapter):
     def _attach_port(self, port: PortRef) -> None:
         raise Unsupported("the VM's NICs are fixed at start(): add_port() before start()")
 
-    def start(self) -> None:
+    def start(self, wait: Optional[bool] = None) -> None:
+        """Launch QEMU.  ``wait``: True = return only when the guest's testpmd forwards;
+        False = return once QEMU runs (server: listens on the first socket); None (default) =
+        wait for the boot when the backends connect within ``connect_timeout_s`` (always with
+        server=False; with server=True when the switch's client ports already exist), else
+        return early and leave the boot to :meth:`wait_ready`."""
         if self.proc is not None:
             return
         if len(self.ports) != 2:
@@ -341,6 +348,12 @@ class VmVnf(DutAdapter):
                              f"got {len(self.ports)}")
         if shutil.which(QEMU) is None:
             raise DutFailure(f"{QEMU} not found: apt-get install qemu-system-x86")
+        if not self.server:
+            missing = [str(p.socket) for p in self.ports if not Path(p.socket).exists()]
+            if missing:
+                raise DutFailure(f"{self.vnf_name}: server=False but no vhost-user socket at "
+                                 f"{', '.join(missing)}: the backend (OVS dpdkvhostuser, net_vhost "
+                                 "client=0) must create it before the VM starts")
         if self.accel_req == "auto":
             self.accel, self.accel_reason = detect_accel()
         else:
@@ -375,8 +388,28 @@ class VmVnf(DutAdapter):
             # QEMU creates the first NIC's socket and waits there for the switch.
             self._wait_for(lambda: Path(self.ports[0].socket).exists(), 30,
                            f"QEMU did not create {self.ports[0].socket}")
-        else:
-            self.wait_ready()
+        if wait is False:
+            return
+        if wait is None and self.server and not self.backends_connected(self.connect_timeout_s):
+            log.info("%s: vhost-user backends not connected yet; call wait_ready() after the "
+                     "switch's ports exist", self.vnf_name)
+            return
+        self.wait_ready()
+
+    def backends_connected(self, timeout: float = 0.0) -> bool:
+        """True once every NIC has its vhost-user backend (QEMU then runs the guest and answers
+        QMP; before that it blocks in its set-up)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.alive()
+            try:
+                _qmp(self.qmp_sock, {"execute": "query-status"}, timeout=1.0)
+                return True
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.3)
 
     def _check_hugepages(self) -> None:
         try:
