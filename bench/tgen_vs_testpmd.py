@@ -187,7 +187,38 @@ def _slope(points: list[tuple[float, int]]) -> float:
     return num / den
 
 
-def rate_accuracy(run_dir: Path, rates: list[int], dur_s: float = 4.0) -> list[dict]:
+RATE_ATTEMPTS = 3
+RATE_LATE_OK_NS = 5e6     # a rate trial whose pacer was > 5 ms late is repeated
+
+
+def _rate_trial(proc: TgenProcess, tp: TestpmdPeer, rate: int, dur_s: float) -> dict:
+    proc.rpc("stream.remove", all=True)
+    proc.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": rate})
+    tp.clear()
+    proc.rpc("trial.start", duration_s=dur_s, drain_s=0.3, latency=False)
+    time.sleep(0.4)
+    pts: list[tuple[float, int]] = []
+    stop_at = time.monotonic() + dur_s - 0.8
+    while time.monotonic() < stop_at:
+        t_a = time.monotonic()
+        c = tp.port_stats()[0]["rx_packets"]
+        pts.append(((t_a + time.monotonic()) / 2, c))
+        time.sleep(0.04)
+    res = wait_done(proc)
+    time.sleep(0.1)
+    total = tp.port_stats()[0]["rx_packets"]
+    s = res["streams"][0]
+    intended = round(rate * dur_s)
+    slope = _slope(pts)
+    return {"rate_pps": rate, "receiver_pps": slope,
+            "rate_error_pct": 100.0 * (slope - rate) / rate, "samples": len(pts),
+            "intended": intended, "tgen_sent": s["sent"], "receiver_count": total,
+            "count_error_pct": 100.0 * (total - intended) / intended,
+            "tgen_effective_s": res["effective_duration_s"],
+            "pacer_late_max_ns": res["pacer_late_max_ns"]}
+
+
+def rate_accuracy(run_dir: Path, rates: list[int], dur_s: float = 3.0) -> list[dict]:
     """tgen sends over memif (shared memory, no kernel) to testpmd rxonly, the independent
     receiver.  Figures: (a) testpmd's total count vs the intended frames, (b) the rate as the
     least-squares slope of testpmd's RX counter against the host clock, sampled every ~40 ms
@@ -205,31 +236,17 @@ def rate_accuracy(run_dir: Path, rates: list[int], dur_s: float = 4.0) -> list[d
         while not proc.rpc("ports.list")[0]["link_up"] and time.monotonic() < end:
             time.sleep(0.1)
         for rate in rates:
-            proc.rpc("stream.remove", all=True)
-            proc.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": rate})
-            tp.clear()
-            proc.rpc("trial.start", duration_s=dur_s, drain_s=0.3, latency=False)
-            time.sleep(0.4)
-            pts: list[tuple[float, int]] = []
-            stop_at = time.monotonic() + dur_s - 0.8
-            while time.monotonic() < stop_at:
-                t_a = time.monotonic()
-                c = tp.port_stats()[0]["rx_packets"]
-                pts.append(((t_a + time.monotonic()) / 2, c))
-                time.sleep(0.04)
-            res = wait_done(proc)
-            time.sleep(0.1)
-            total = tp.port_stats()[0]["rx_packets"]
-            s = res["streams"][0]
-            intended = round(rate * dur_s)
-            slope = _slope(pts)
-            out.append({
-                "rate_pps": rate, "receiver_pps": slope,
-                "rate_error_pct": 100.0 * (slope - rate) / rate, "samples": len(pts),
-                "intended": intended, "tgen_sent": s["sent"], "receiver_count": total,
-                "count_error_pct": 100.0 * (total - intended) / intended,
-                "tgen_effective_s": res["effective_duration_s"],
-                "pacer_late_max_ns": res["pacer_late_max_ns"]})
+            attempts = []
+            for _ in range(RATE_ATTEMPTS):
+                attempts.append(_rate_trial(proc, tp, rate, dur_s))
+                if attempts[-1]["pacer_late_max_ns"] <= RATE_LATE_OK_NS:
+                    break
+            # a trial whose pacer was held up (the CPU taken away) is not a measurement of the
+            # pacer: repeat it (DESIGN: "generator late" -> invalid, repeated); keep the least late
+            best = min(attempts, key=lambda x: x["pacer_late_max_ns"])
+            best["attempts_pacer_late_ms"] = [round(a["pacer_late_max_ns"] / 1e6, 3)
+                                              for a in attempts]
+            out.append(best)
         tp.cmd("stop")
     return out
 
@@ -302,7 +319,8 @@ def main() -> int:
     for r in res["rate_accuracy"]:
         print(f"{'rate ' + format(r['rate_pps'], ',') + ' pps: seen by testpmd rxonly':44s} "
               f"{r['receiver_pps']:14,.0f} {'':14s} "
-              f"{r['rate_error_pct']:+6.3f}% (count {r['count_error_pct']:+.3f}%)")
+              f"{r['rate_error_pct']:+6.3f}% (count {r['count_error_pct']:+.3f}%, "
+              f"pacer late max {r['pacer_late_max_ns'] / 1e6:.1f} ms)")
     sl = res["self_latency"]
     print(f"{'self-latency net_ring min/p50/p99 ns':44s} "
           f"{sl['min_ns']:.0f}/{sl['p50_ns']:.0f}/{sl['p99_ns']:.0f}")
