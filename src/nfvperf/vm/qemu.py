@@ -226,9 +226,9 @@ class VmVnf(DutAdapter):
     def __init__(self, run: RunContext, tracker: ResourceTracker,
                  sockets: Sequence[Union[str, Path]] = (), server: bool = True, name: str = "vnf0",
                  hugepage_mb: int = 1024, vcpus: int = 2, cpus: Sequence[int] = (),
-                 cpu_pin: Optional[Sequence[int]] = None, queues: int = 1,
+                 cpu_pin: Optional[Sequence[int]] = None, queues: Optional[int] = None,
                  forward_mode: Optional[str] = None, eth_peers: Optional[Sequence[str]] = None,
-                 rxd: int = 1024, txd: int = 1024, mbufs: int = 16384,
+                 rxd: Optional[int] = None, txd: Optional[int] = None, mbufs: int = 16384,
                  image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
                  accel: str = "auto", boot_timeout_s: Optional[float] = None,
                  hugepage_dir: str = "/dev/hugepages", connect_timeout_s: float = 15.0,
@@ -244,7 +244,10 @@ class VmVnf(DutAdapter):
         self.server = server
         self.hugepage_mb = int(hugepage_mb)
         self.vcpus = int(vcpus)
-        self.queues = int(queues)
+        # unset knobs follow the suite's testpmd section, like the container VNF
+        self.queues = int(queues or getattr(tp, "queues", None) or 1)
+        rxd = rxd or getattr(tp, "rxd", None) or 1024
+        txd = txd or getattr(tp, "txd", None) or 1024
         self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
         if self.forward_mode not in ("io", "mac"):
             raise ValueError(f"forward_mode must be io or mac, not {self.forward_mode!r}")
