@@ -39,8 +39,8 @@ except ImportError:  # pragma: no cover
     HAVE_MLRSEARCH = False
 
 GOALS = PRESETS["csit_ndr_pdr"]
-SEEDS = list(range(1, 21))
-CAP_FRACTIONS = [0.25, 0.4, 0.54, 0.7, 0.85]
+SEEDS = list(range(1, 41))
+CAP_FRACTIONS = [0.25, 0.3, 0.4, 0.5, 0.54, 0.6, 0.7, 0.8, 0.85, 0.95]
 NOISE_PPS, SOFTNESS = 10.0, 0.05
 
 

@@ -31,6 +31,18 @@ from .classify import LOWER, UNDECIDED, UPPER, classify, conditional_throughput
 from .goals import SearchGoal
 
 
+#: Load-selection strategy (tuned with bench/search_efficiency.py; the defaults are the best
+#: found on the stochastic sim DUT).  ``und``: which undecided load to measure again —
+#: "mostfinal" (final target: the load with the most trial time already, i.e. closest to a
+#: decision; preceding targets: the lowest), "low", "high", "most", "cheap", "cheapfinal".
+#: ``split``: "both" picks, when possible, a point that closes the goal width whichever way it
+#: is classified; "low" splits at RUB × (1 − width).  ``pick``: which target's proposal is
+#: measured — "low" (lowest load first, CSIT-like), "fine", "coarse", "high".
+#: ``hint``: use the RUB's forwarding rate as the next load (off: it cost time on the bench).
+#: ``mid_sum``: override the preceding targets' duration sums (None: geometric, like CSIT).
+STRATEGY = {"und": "mostfinal", "split": "both", "pick": "low", "hint": False, "mid_sum": None}
+
+
 @dataclass
 class Target:
     goal: SearchGoal
@@ -55,6 +67,8 @@ def make_targets(goal: SearchGoal) -> list[Target]:
         width = goal.relative_width
         for k in range(1, n + 1):
             s = goal.duration_sum * mult ** k if k < n else goal.initial_duration
+            if k < n and STRATEGY.get("mid_sum"):
+                s = STRATEGY["mid_sum"]
             width = min(0.5, width * 2)
             out.append(Target(goal, k, goal.loss_ratio, goal.exceed_ratio, width,
                               min(goal.final_trial_duration, s), s))
@@ -70,6 +84,21 @@ class _Db:
 
     def pairs(self, load: float) -> list[tuple[float, float]]:
         return [(d, lr) for d, lr, _ in self.trials.get(load, [])]
+
+
+def _to_decide(t: Target, pairs: list[tuple[float, float]], dur: float) -> float:
+    """Fewest further trial seconds (of ``dur``) that could decide this load either way."""
+    best = math.inf
+    for loss in (0.0, 1.0):
+        extra = list(pairs)
+        for k in range(1, 10000):
+            extra.append((dur, loss))
+            if classify(t, extra) != UNDECIDED:
+                best = min(best, k * dur)
+                break
+            if k * dur >= best:
+                break
+    return best
 
 
 def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[float, str]]:
@@ -149,7 +178,33 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             hi = min(hi, (pub if pub is not None else math.inf) + 1e-6)
         und = sorted(l for l, c in cls.items() if c == UNDECIDED and lo < l < hi)
         if und:
+            if STRATEGY["und"] == "low":
+                return und[0], dur
+            if STRATEGY["und"] == "high":
+                return und[-1], dur
+            if STRATEGY["und"] == "cheap":
+                return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
+            if STRATEGY["und"] == "cheapfinal":
+                if t.index == 0:
+                    return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
+                return und[0], dur
+            if STRATEGY["und"] == "mostfinal":
+                if t.index == 0:
+                    return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
+                return und[0], dur
+            if STRATEGY["und"] == "most":
+                return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
             return und[0], dur
+        hint = None
+        if rub is not None and STRATEGY["hint"]:
+            # forwarding-rate hint: where the RUB's forwarded rate would meet the goal loss
+            trs = db.trials[rub]
+            fwd = sum(f * d for d, _, f in trs) / sum(d for d, _, _ in trs)
+            h = rnd(math.floor(fwd / (1.0 - t.loss_ratio)))
+            if h < rub * (1.0 - w / 2) and h not in db.trials and (rlb is None or h > rlb):
+                hint = h
+        if hint is not None and (rlb is None or rub - rlb > w * rub):
+            return hint, dur
         if rlb is not None and rub is not None:
             mid = rnd(math.sqrt(rlb * rub))
             if rub - rlb > 2 * w * rub:
@@ -172,6 +227,10 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             # uneven split: if the interval is just above the width, land on it exactly
             if rub - rlb <= 2 * w * rub:
                 mid = rnd(rub * (1.0 - w) + 1e-3)
+                if STRATEGY["split"] == "both":
+                    a, b_ = rub * (1.0 - w), rlb / (1.0 - w)
+                    if a <= b_:
+                        mid = rnd(math.sqrt(a * b_))
             if mid <= rlb or mid >= rub:
                 t.done = True
                 return None
@@ -217,7 +276,14 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
         cands = [c for c in cands if c[2].goal.name not in stopped]
         if not cands:
             break
-        load, dur, t = min(cands, key=lambda c: (c[0], -c[1]))
+        if STRATEGY["pick"] == "low":
+            load, dur, t = min(cands, key=lambda c: (c[0], -c[1]))
+        elif STRATEGY["pick"] == "fine":
+            load, dur, t = min(cands, key=lambda c: (c[2].index, c[0]))
+        elif STRATEGY["pick"] == "high":
+            load, dur, t = max(cands, key=lambda c: (c[0], c[1]))
+        else:
+            load, dur, t = min(cands, key=lambda c: (-c[2].index, c[0]))
         if not budget_ok(dur):
             out.notes.append("trial-time budget used up before all goals were reached")
             out.irregular = True
