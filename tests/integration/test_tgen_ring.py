@@ -162,3 +162,14 @@ def test_tgen_death_is_reported(tmp_path):
         assert "log tail" in str(ei.value)
     finally:
         proc.stop()
+
+
+def test_frames_on_the_wrong_port_make_the_trial_invalid(ring_tgen):
+    # each net_ring port loops back to itself: a 0->1 stream comes back on port 0, as from a
+    # DUT that sends frames out of the wrong port
+    m = TgenMeasurer(ring_tgen, [(0, 1)])
+    m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
+    r = m.measure(0.2, 10000)
+    assert not r.valid
+    assert any("arrived on another port" in x for x in r.invalid_reasons), r.invalid_reasons
+    m.close()

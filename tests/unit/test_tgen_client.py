@@ -44,6 +44,7 @@ SENT_RATIO = float(env.get("FAKE_SENT_RATIO", "1"))
 STRETCH = float(env.get("FAKE_STRETCH", "1"))
 EXTRA_RX = int(env.get("FAKE_EXTRA_RX", "0"))
 LOSE_N = int(env.get("FAKE_LOSE_N", "0"))
+WRONG_PORT = env.get("FAKE_WRONG_PORT") == "1"
 STOPPED_BY = env.get("FAKE_STOPPED_BY") or None
 DIE_IN_TRIAL = env.get("FAKE_DIE_IN_TRIAL") == "1"
 IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
@@ -124,8 +125,10 @@ def result():
             "pacer_late_max_ns": 10, "non_test_rx": 3, "late_rx": 0, "stopped_by": STOPPED_BY,
             "sent": sum(s["sent"] for s in out), "received": sum(s["received"] for s in out),
             "tsc_hz": 2000000000, "streams": out,
-            "ports": [{"id": p, "stats": {"ipackets": 1, "opackets": 2}, "xstats": {"x": 1}}
-                      for p in range(nports)]}
+            "ports": [{"id": p, "stats": {
+                "ipackets": 0 if WRONG_PORT else sum(s["received"] for s in out if s["rx_port"] == p) + 3,
+                "opackets": sum(s["sent"] for s in out if s["tx_port"] == p)}, "xstats": {"x": 1}}
+                for p in range(nports)]}
 
 
 def handle(method, p):
@@ -404,6 +407,7 @@ def test_measure_valid_and_counts(fake_bin: Path, tmp_path: Path, monkeypatch):
     ("FAKE_EXTRA_RX", "5", "negative loss"),
     ("FAKE_DUPS", "2", "duplicate"),
     ("FAKE_STOPPED_BY", "watchdog", "stopped early by watchdog"),
+    ("FAKE_WRONG_PORT", "1", "arrived on another port"),
 ])
 def test_measure_invalid(fake_bin: Path, tmp_path: Path, monkeypatch, knob, value, reason):
     monkeypatch.setenv(knob, value)

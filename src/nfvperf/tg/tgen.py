@@ -743,6 +743,17 @@ class TgenMeasurer(Measurer):
                                "(negative loss)")
             if sr.duplicates > 0:
                 reasons.append(f"{sr.name}: {sr.duplicates} duplicate frames")
+        # tgen accounts a test frame by its signature, whatever port it arrived on; a DUT that
+        # sends frames out of the wrong port would look loss-free.  A port cannot have received
+        # fewer frames than the streams that expect it say they received.
+        port_rx = {int(p["id"]): p.get("stats", {}).get("ipackets")
+                   for p in raw.get("ports") or [] if "id" in p}
+        for rxp in sorted({sr.rx_port for sr in streams}):
+            got = port_rx.get(rxp)
+            want = sum(sr.received for sr in streams if sr.rx_port == rxp)
+            if got is not None and want > int(got):
+                reasons.append(f"streams to port {rxp} received {want} test frames but the port "
+                               f"received only {int(got)} frames: frames arrived on another port")
         eff = float(raw.get("effective_duration_s") or 0.0)
         if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH):
             reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
