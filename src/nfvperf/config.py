@@ -276,6 +276,11 @@ class SuiteError(ValueError):
 
 # --------------------------------------------------------------------------- error formatting
 
+# how pydantic names the branch of a union in an error location (not part of the field path)
+_UNION_TAGS = ("str", "float", "int", "bool", "dict", "list")
+_UNION_TAG_PREFIXES = ("literal[", "function-", "dict[", "list[", "constrained-")
+
+
 def _loc(prefix: str, loc: tuple) -> str:
     out = prefix
     for part in loc:
@@ -283,7 +288,7 @@ def _loc(prefix: str, loc: tuple) -> str:
             out += f"[{part}]"
         else:
             # pydantic names union branches (e.g. 'literal[...]', 'ProfileSpec'); they are not paths
-            if part.startswith(("literal[", "function-", "str", "float", "int")) or part[:1].isupper():
+            if part in _UNION_TAGS or part.startswith(_UNION_TAG_PREFIXES) or part[:1].isupper():
                 continue
             out += ("." if out else "") + part
     return out or "(suite)"

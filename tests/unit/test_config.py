@@ -187,3 +187,11 @@ def test_quick_shortens_tcp_duration() -> None:
     assert {t.params.duration_s for t in s.tests} == {5.0}
     assert max(t.params.repetitions for t in s.tests) <= 3
     assert {t.params.duration_s for t in load_suite(REPO / "suites" / "seed001-tcp.yaml").tests} == {60.0}
+
+
+def test_field_names_that_look_like_type_names_keep_their_path() -> None:
+    probs = _problems(_suite(tests=[{"method": "tcp", "streams": 0, "interval_s": 1}],
+                             sim={"capacity_pps": "lots"}))
+    assert any(p.startswith("tests[0].streams: got 0") for p in probs), probs
+    assert any(p.startswith("tests[0].interval_s: unknown field") for p in probs), probs
+    assert any(p.startswith("sim.capacity_pps") for p in probs), probs
