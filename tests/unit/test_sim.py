@@ -125,3 +125,10 @@ def test_no_sleep_and_time_accounting():
 def test_bad_loss_model():
     with pytest.raises(ValueError):
         SimMeasurer(1e6, loss_model="nope")
+
+
+def test_no_queueing_at_line_rate_when_capacity_is_higher():
+    m = sim(30e6, latency=True)        # the DUT is faster than the 10G line
+    lat = m.measure(1.0, LINE_64).latency
+    assert lat.avg_ns < m.base_latency_ns + m.jitter_ns + 10 * m.queue_scale_ns
+    assert m.capacity_pps() == pytest.approx(LINE_64) and m.raw_capacity_pps() == 30e6

@@ -92,7 +92,7 @@ class SimMeasurer(Measurer):
                  spike_rate_per_s: float = 0.0, spike_frames: int = 1000,
                  buffer_frames: int = 4096, outage_s: float = 0.2, recovery_s: float = 0.0,
                  base_latency_ns: float = 5000.0, jitter_ns: float = 500.0,
-                 queue_scale_ns: float = 1000.0, latency_samples: int = 1000,
+                 queue_scale_ns: float = 200.0, latency_samples: int = 1000,
                  mac_table_size: int = 8192, learning_rate_pps: float = 50000.0,
                  tcp_capacity_bps: float = 9.4e9, invalid_rate: float = 0.0,
                  router: bool = False, profile: Optional[TrafficProfile] = None) -> None:
@@ -134,6 +134,16 @@ class SimMeasurer(Measurer):
 
     def capacity_pps(self, size_b: Optional[int] = None) -> float:
         """Modelled capacity per interface for a frame size (never above line rate)."""
+        return min(self.raw_capacity_pps(size_b), self._line(size_b))
+
+    def _line(self, size_b: Optional[int] = None) -> float:
+        p = self.profile
+        if size_b is None:
+            return p.max_load_pps
+        return p.link_speed_bps / ((size_b + (50 if p.vxlan else 0) + 20) * 8)
+
+    def raw_capacity_pps(self, size_b: Optional[int] = None) -> float:
+        """The DUT's own forwarding capacity (may exceed line rate: then it never queues)."""
         p = self.profile
         size = p.frame_size_b if size_b is None else size_b
         c = self.capacity
@@ -154,9 +164,7 @@ class SimMeasurer(Measurer):
                 val = float(c[lo]) + f * (float(c[hi]) - float(c[lo]))
         else:
             val = float(c)
-        line = p.link_speed_bps / ((size + (50 if p.vxlan else 0) + 20) * 8) if size_b is not None \
-            else p.max_load_pps
-        return min(val, line)
+        return val
 
     def _rng(self) -> random.Random:
         self.trials += 1
@@ -273,7 +281,7 @@ class SimMeasurer(Measurer):
             streams.append(StreamResult(
                 name=name, tx_port=tx, rx_port=rx, intended_pps=load_pps,
                 achieved_pps=sent / duration_s, sent=sent, received=received, lost=lost,
-                latency=self._latency(rng, offered, cap, received)))
+                latency=self._latency(rng, offered, self.raw_capacity_pps(), received)))
         self._account(duration_s)
         tr = self._result(duration_s, load_pps, streams)
         if invalid:
