@@ -4,7 +4,7 @@ The runner owns the life cycle around the methods:
 
 * a run row (status ``running``) and a run directory tagged ``nfv<uid>`` exist before the first
   trial; every trial is committed as it ends (``Recorder.trial``), so Ctrl-C or a crash keeps it;
-* the measurer comes from :func:`make_measurer` (``sim`` or ``tgen`` through ``nfvperf.topo``),
+* the measurer comes from :func:`measurer_for` (``sim`` or ``tgen`` through ``nfvperf.topo``),
   entered as a context manager so the topology is released on every exit path;
 * an error in one test marks that test ``failed`` with the reason and the run goes on, except a
   :class:`DutFailure`, which ends the run (``failed``);
@@ -35,14 +35,6 @@ from nfvperf.tg.base import DutFailure, Measurer, TrafficProfile
 DEFAULT_SWITCHING_OPS = {"p2p": 1, "p-ovs-p": 1, "pvp": 2, "pvvp": 3, "vxlan": 2}
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-@dataclass
-class RunContextShim:
-    """Stands in for nfvperf.topo.RunContext if the topology package does not define one."""
-
-    tag: str
-    run_dir: Path
 
 
 @dataclass
@@ -344,9 +336,7 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
     if tg != "tgen":
         raise ValueError(f"--tg {tg!r}: allowed sim, tgen")
     import nfvperf.topo as topo  # lazily: needs root and the topology code
-    run_ctx_cls = getattr(topo, "RunContext", None) or RunContextShim
-    ctx = run_ctx_cls(tag=tag, run_dir=run_dir)
-    with topo.build(spec, ctx) as topology:
+    with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir)) as topology:
         try:
             info["environment"] = topology.environment()
         except Exception as e:  # noqa: BLE001 - environment is best effort
