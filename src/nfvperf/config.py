@@ -2,8 +2,9 @@
 
 A suite names a topology, the offered traffic, a timing profile and a list of tests.  Each test
 entry is ``{method: <name in nfvperf.methods.REGISTRY>, name?: str, frame_sizes?: [...],
-traffic?: {...}, topology?: {...}, ...method params}`` (``traffic``/``topology`` change the suite's
-values for that test only, e.g. ``topology: {kind: pvp}``); the method params are validated by that method's own
+traffic?: {...}, topology?: {...}, per_size?: {size: {...}}, ...method params}`` (``traffic``/
+``topology`` change the suite's values for that test only, e.g. ``topology: {kind: pvp}``;
+``per_size`` changes method params at one frame size, e.g. ``{64: {max_load_pct: 10}}``); the method params are validated by that method's own
 pydantic model.  :func:`load_suite` collects *every* problem and raises one :class:`SuiteError`
 whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
 """
@@ -236,11 +237,16 @@ class TestConfig:
     traffic: dict[str, Any]           # the suite traffic with the entry's overrides applied
     topology: Optional[TopologySpec] = None   # the suite topology with the entry's overrides applied
     raw: dict[str, Any] = field(default_factory=dict)
+    params_by_size: dict[int, Any] = field(default_factory=dict)   # ``per_size:`` overrides, validated
 
-    def params_dict(self) -> dict[str, Any]:
-        if hasattr(self.params, "model_dump"):
-            return self.params.model_dump(mode="json")
-        return dict(self.params or {})
+    def params_for(self, size: Optional[int]) -> Any:
+        return self.params_by_size.get(size, self.params) if size is not None else self.params
+
+    def params_dict(self, size: Optional[int] = None) -> dict[str, Any]:
+        p = self.params_for(size)
+        if hasattr(p, "model_dump"):
+            return p.model_dump(mode="json")
+        return dict(p or {})
 
 
 @dataclass
@@ -366,7 +372,7 @@ def format_validation_error(exc: ValidationError, prefix: str = "",
 
 # --------------------------------------------------------------------------- loading
 
-ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology")
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size")
 
 
 def method_registry() -> dict[str, Any]:
@@ -479,8 +485,24 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
                 problems += format_validation_error(e, prefix=where, model=model,
                                                     extra_allowed=ENGINE_TEST_KEYS)
                 continue
+        by_size: dict[int, Any] = {}
+        per_size = entry.get("per_size")
+        if per_size is not None:
+            if not isinstance(per_size, dict) or not all(isinstance(v, dict) for v in per_size.values()):
+                problems.append(f"{where}.per_size: must map a frame size to params, e.g. {{64: {{max_load_pct: 10}}}}")
+                continue
+            for size_key, over in per_size.items():
+                if size_key not in sizes:
+                    problems.append(f"{where}.per_size.{size_key}: not one of this test's frame sizes {sizes}")
+                    continue
+                merged = _deep_merge(params_raw, over)
+                try:
+                    by_size[size_key] = model.model_validate(merged) if model is not None else merged
+                except ValidationError as e:
+                    problems += format_validation_error(e, prefix=f"{where}.per_size.{size_key}", model=model)
         tests.append(TestConfig(index=i, method=method, name=name, params=params,
-                                frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry)))
+                                frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry),
+                                params_by_size=by_size))
     if problems or spec is None:
         raise SuiteError(problems or ["(suite): invalid"], source)
     return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)

@@ -461,7 +461,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         profile = traffic_profile(test.traffic, size, suite)
                         ndir = directions(test.traffic, topo_spec.ports)
                         trow = store.start_test(run.id, name=test.name, method=test.method, frame_size_b=size,
-                                                params=test.params_dict(), traffic=profile.to_dict(),
+                                                params=test.params_dict(size), traffic=profile.to_dict(),
                                                 topology=dict(topo_row, directions=ndir))
                         current_test = trow.id
                         rec = Recorder(store, trow.id, interrupts, progress, label)
@@ -469,7 +469,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         try:
                             _params_model, run_fn = method_entry(test.method)
                             params = reuse_throughput(test, size, topo_spec, measured)
-                            if params is not test.params:
+                            if params is not test.params_for(size):
                                 store.update_test_params(trow.id, params_dump(params))
                                 progress.log(f"  {label}: using the Throughput measured earlier in this run "
                                              f"({params.throughput_pps:,.0f} fps per interface)")
@@ -569,7 +569,7 @@ def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: d
     forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
     size, topology and traffic, unless its entry sets ``throughput_pps``; its ``throughput:``
     block is then only the fallback when no earlier measurement exists."""
-    params = test.params
+    params = test.params_for(size)
     fields = getattr(type(params), "model_fields", {})
     if "throughput_pps" not in fields or getattr(params, "throughput_pps", None) is not None:
         return params

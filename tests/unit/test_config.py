@@ -195,3 +195,19 @@ def test_field_names_that_look_like_type_names_keep_their_path() -> None:
     assert any(p.startswith("tests[0].streams: got 0") for p in probs), probs
     assert any(p.startswith("tests[0].interval_s: unknown field") for p in probs), probs
     assert any(p.startswith("sim.capacity_pps") for p in probs), probs
+
+
+def test_per_size_params() -> None:
+    s = validate_suite(_suite(tests=[{"method": "throughput", "max_load_pct": 20,
+                                      "per_size": {64: {"max_load_pct": 10}}},
+                                     {"method": "latency", "name": "lat", "fractions": [0.5],
+                                      "per_size": {64: {"throughput": {"max_load_pct": 10}}}}]))
+    tp, lat = s.tests
+    assert tp.params_for(64).max_load_pct == 10 and tp.params_for(1518).max_load_pct == 20
+    assert tp.params_dict(64)["max_load_pct"] == 10
+    assert lat.params_for(64).throughput.max_load_pct == 10 and lat.params_for(64).fractions == [0.5]
+    assert lat.params_for(1518).throughput.max_load_pct == 100
+    probs = _problems(_suite(tests=[{"method": "throughput", "per_size": {128: {"max_load_pct": 10}}},
+                                    {"method": "throughput", "name": "b", "per_size": {64: {"max_load_pct": 0}}}]))
+    assert probs[0].startswith("tests[0].per_size.128: not one of this test's frame sizes [64, 1518]")
+    assert probs[1].startswith("tests[1].per_size.64.max_load_pct: got 0")
