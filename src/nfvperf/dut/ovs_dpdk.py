@@ -27,10 +27,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
+from nfvperf.host.cpu import cpu_mask
+from nfvperf.host.netns import add_address, netns_argv, set_link
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.base import DutFailure
 
@@ -61,13 +63,6 @@ def _find_vswitchd() -> str:
             return cand
     raise OvsError("ovs-vswitchd with DPDK not found (install openvswitch-switch-dpdk "
                    "or set NFVPERF_OVS_VSWITCHD)")
-
-
-def cpu_mask(cpus: Iterable[int]) -> str:
-    m = 0
-    for c in cpus:
-        m |= 1 << int(c)
-    return hex(m)
 
 
 @register_dut("ovs-dpdk")
@@ -133,9 +128,6 @@ class OvsDpdk(DutAdapter):
         for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
             e[k] = str(self.dir)
         return e
-
-    def _ns(self, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
 
     def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
         try:
@@ -225,7 +217,7 @@ class OvsDpdk(DutAdapter):
                     cfg["smc-enable"] = "true"
             self.vsctl("set", "Open_vSwitch", ".",
                        *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
-            self._spawn("ovs-vswitchd", self._ns([
+            self._spawn("ovs-vswitchd", netns_argv(self.netns, [
                 binary, f"unix:{self.db_sock}", f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
                 f"--unixctl={self.ctl}", f"--log-file={self.dir / 'ovs-vswitchd.log'}",
                 "-vconsole:off"]))
@@ -594,10 +586,8 @@ class OvsDpdk(DutAdapter):
         """Make ``bridge`` (holding the physical port) a VTEP underlay: the tunnel IP on its internal
         port (a tap in OVS's namespace), a route to the remote VTEP and its ARP entry in OVS's
         userspace tables (``ovs/route/add``, ``tnl/arp/set``)."""
-        ns = ["-n", self.netns] if self.netns else []
-        subprocess.run(["ip", *ns, "addr", "replace", f"{local_ip}/{prefix}", "dev", bridge],
-                       check=True, capture_output=True)
-        subprocess.run(["ip", *ns, "link", "set", bridge, "up"], check=True, capture_output=True)
+        add_address(bridge, f"{local_ip}/{prefix}", self.netns)
+        set_link(bridge, self.netns, state="up")
         try:
             self.appctl("ovs/route/add", f"{remote_ip}/32", bridge)
         except OvsError as e:
