@@ -584,16 +584,35 @@ def build(cache_dir: Optional[Path] = None, force: bool = False,
     (name -> version, e.g. :func:`load_lock` of an earlier manifest.json)."""
     t0 = time.monotonic()
     cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
+    memo_key = str(cache_dir)
+    if not force and not lock and memo_key in _MEMO and _MEMO[memo_key].manifest.exists():
+        return _MEMO[memo_key]          # one apt look-up per process (PVVP starts two VMs)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    versions = resolve_versions(lock)
+    try:
+        versions = resolve_versions(lock)
+    except (ImageError, subprocess.CalledProcessError, OSError) as e:
+        fallback = None if (force or lock) else newest_cached(cache_dir)
+        if fallback is None:
+            raise ImageError(f"cannot resolve package versions: {e}") from e
+        _log(f"apt unusable ({e}); using the newest cached image {fallback.directory}")
+        return fallback
     key = image_key(versions)
     final = cache_dir / key
     if (final / "manifest.json").exists() and not force:
         info = _load_info(final)
         _log(f"cached image {final}")
+        if not lock:
+            _MEMO[memo_key] = info
         return info
     _log(f"building image {key} ({len(versions)} packages)")
-    debs = download(versions, Path(deb_dir) if deb_dir else cache_dir / "debs")
+    try:
+        debs = download(versions, Path(deb_dir) if deb_dir else cache_dir / "debs")
+    except ImageError:
+        fallback = None if (force or lock) else newest_cached(cache_dir)
+        if fallback is None:
+            raise
+        _log(f"download failed; using the newest cached image {fallback.directory}")
+        return fallback
     t_dl = time.monotonic() - t0
     kernel, initrd, krel, meta = _assemble(versions, debs)
     content = hashlib.sha256(kernel + initrd).hexdigest()
@@ -625,8 +644,28 @@ def build(cache_dir: Optional[Path] = None, force: bool = False,
            deb_dir=None if deb_dir else cache_dir / "debs")
     info = _load_info(final)
     info.cached = False
+    if not lock:
+        _MEMO[memo_key] = info
     _log(f"built {final} in {build_s:.1f} s: {info.size_b / 1e6:.1f} MB, sha256 {content[:16]}")
     return info
+
+
+_MEMO: Dict[str, ImageInfo] = {}
+
+
+def newest_cached(cache_dir: Optional[Path] = None) -> Optional[ImageInfo]:
+    """The most recently built image in the cache, or None."""
+    cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
+    if not cache_dir.is_dir():
+        return None
+    imgs = sorted((d for d in cache_dir.iterdir() if (d / "manifest.json").exists()),
+                  key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in imgs:
+        try:
+            return _load_info(d)
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
 
 
 def _prune(cache_dir: Path, keep: Path, keep_debs: set, deb_dir: Optional[Path],
