@@ -143,3 +143,21 @@ def test_kill_vswitchd_mid_trial_raises_dutfailure(run_ctx) -> None:
         raised = time.monotonic()
         th.join()
         assert raised - killed_at[0] < 5.0
+
+
+@pytest.mark.parametrize("kind,ports,bidir,sw_ops,n_vnfs", [
+    ("p-ovs-p", 4, False, 1, 0),     # two independent pairs, unidirectional, 8 flows per port
+    ("pvvp", 2, True, 3, 2),         # two chained VNFs
+])
+def test_more_shapes_pass_traffic(run_ctx, kind, ports, bidir, sw_ops, n_vnfs) -> None:
+    with build(_spec(kind, ports=ports), run_ctx) as topo:
+        assert topo.switching_operations() == sw_ops and len(topo.vnfs) == n_vnfs
+        m = topo.measurer()
+        m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=8, bidirectional=bidir,
+                                     drain_s=0.5, learning=False))
+        m.measure(0.5, 500)           # warm-up
+        res = m.measure(1.0, 1000)
+        n_dirs = (ports // 2) * (2 if bidir else 1)
+        assert res.valid and len(res.streams) == n_dirs and res.sent == 1000 * n_dirs
+        assert res.received >= res.sent * 0.99
+        assert {(s.tx_port, s.rx_port) for s in res.streams} >= {(0, 1)}
