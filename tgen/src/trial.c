@@ -485,6 +485,8 @@ static json_t *latency_json(const hist_t *h, const seqacct_t *a)
 }
 
 /* merge per-worker accounting of trial stream i into out (lat/ipdv histograms into lh/ih) */
+static unsigned merged_lcores;
+
 static const seqacct_t *merge_acct(struct trial *t, unsigned i, seqacct_t *m, hist_t *lh, hist_t *ih)
 {
     const seqacct_t *best = NULL;
@@ -501,6 +503,7 @@ static const seqacct_t *merge_acct(struct trial *t, unsigned i, seqacct_t *m, hi
         if (a->lat) hist_merge(lh, a->lat);
         if (a->ipdv_abs) hist_merge(ih, a->ipdv_abs);
     }
+    merged_lcores = nw;
     if (!best) {
         for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].does_rx && g_workers[w].acct) { *m = g_workers[w].acct[i]; break; }
         return NULL;
@@ -567,6 +570,7 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     json_object_set_new(o, "reordered", json_integer((json_int_t)m.reordered));
     json_object_set_new(o, "reorder_extent_max", json_integer((json_int_t)m.reorder_extent_max));
     json_object_set_new(o, "seq_gaps", json_integer((json_int_t)m.seq_gaps));
+    json_object_set_new(o, "rx_lcores", json_integer(merged_lcores));
     int64_t fl = -1, ll = -1;
     if (final && lost) seqacct_loss_times(&m, sent, ts->first_tx_ns, ts->last_tx_ns, &fl, &ll);
     uint64_t t0 = t->t0_ns & ((1ULL << 48) - 1);

@@ -5,6 +5,7 @@
 #include <rte_mbuf.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
+#include <rte_prefetch.h>
 #include "tgen.h"
 
 #define MASK48 ((1ULL << 48) - 1)
@@ -107,7 +108,9 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
         total += n;
         if (t && (acct || ph == PH_DONE)) {
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
+            for (uint16_t i = 0; i < n && i < 4; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
             for (uint16_t i = 0; i < n; i++) {
+                if (i + 4 < n) rte_prefetch0(rte_pktmbuf_mtod(m[i + 4], void *));
                 tgsig_t sg;
                 if (!sig_parse(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
                     if (acct) w->non_test++;
