@@ -504,3 +504,6 @@ def test_merge_latency():
     assert m.percentiles_ns["50"] == pytest.approx(16 + (64 - 16) * (200 - 160) / 240)
     assert m.pdv_ns == {"min": 0, "avg": pytest.approx(17.5), "max": 55, "p99": 50}
     assert merge_latency([None]) is None
+    one = merge_latency([LatencySummary(count=10, min_ns=1, avg_ns=2, max_ns=3,
+                                        percentiles_ns={"50": 2.5}, histogram=[(4.0, 10)])])
+    assert one.percentiles_ns == {"50": 2.5} and one.histogram == [(4.0, 10)]

@@ -195,9 +195,10 @@ def merge_latency(summaries: Iterable[Optional[LatencySummary]]) -> Optional[Lat
     mx = max(s.max_ns for s in ls)
     avg = sum(s.avg_ns * s.count for s in ls) / count
     hist = merge_histograms(s.histogram for s in ls)
-    pct = percentiles_from_histogram(hist, min_ns=mn, max_ns=mx) if hist else {}
-    if not pct and len(ls) == 1:
-        pct = dict(ls[0].percentiles_ns)
+    if len(ls) == 1 and ls[0].percentiles_ns:
+        pct = dict(ls[0].percentiles_ns)     # one stream: the generator's own figures
+    else:
+        pct = percentiles_from_histogram(hist, min_ns=mn, max_ns=mx) if hist else {}
     return LatencySummary(count=count, min_ns=mn, avg_ns=avg, max_ns=mx, percentiles_ns=pct,
                           histogram=hist,
                           pdv_ns=_merge_var([(s.count, s.pdv_ns) for s in ls]),
