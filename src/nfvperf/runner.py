@@ -435,8 +435,11 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     status, reason = "completed", None
     factory = measurer_factory or measurer_for
     measured: dict[str, float] = {}      # zero-loss throughput found so far, for prerequisite reuse
+    # the handler stays installed until the books are closed: a second Ctrl-C while the topology
+    # is released or the run is marked must not cut that short (Interrupts ignores it)
+    interrupts.__enter__()
     try:
-        with interrupts, progress:
+        with progress:
             env["host"] = host_environment()
             for topo_spec, group in groups:
                 if status != "completed":
@@ -512,6 +515,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         progress.unit_done()
     except KeyboardInterrupt:
         _only_owner(interrupts.owner)
+        interrupts.hit = True          # from now on further signals are only noted
         status, reason = "interrupted", "interrupted by signal (Ctrl-C)"
         with contextlib.suppress(Exception):
             if current_test is not None:
@@ -524,10 +528,6 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
         progress.log(f"run set-up failed: {reason} (details in {run_dir / 'errors.log'})")
     finally:
         _only_owner(interrupts.owner)
-        # one more interrupt while closing the books must not lose the status
-        old = signal.getsignal(signal.SIGINT)
-        with contextlib.suppress(ValueError):
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             if status == "completed" and outcome.failed_tests:
                 status = "failed"
@@ -539,8 +539,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                 headline = headline_of_run(store.load_run(run.id))
             store.finish_run(run.id, status, reason, headline)
         finally:
-            with contextlib.suppress(ValueError):
-                signal.signal(signal.SIGINT, old)
+            interrupts.__exit__(None, None, None)
     outcome.status = status
     outcome.reason = reason
     say(f"run {run.id} ({run.tag}) {status}" + (f": {reason}" if reason else ""))
