@@ -138,3 +138,22 @@ def test_resolve_url(monkeypatch, tmp_path) -> None:
 
 def test_models_are_sqlalchemy_2() -> None:
     assert Run.__tablename__ == "runs" and Trial.__table__.c.detail.type.__class__.__name__ == "JSON"
+
+
+def test_full_run_and_report_on_the_store(store: Store, tmp_path) -> None:
+    """The runner, the report and compare work the same on SQLite and PostgreSQL."""
+    from nfvperf.config import validate_suite
+    from nfvperf.report.compare import compare_runs
+    from nfvperf.report.tables import build
+    from nfvperf.runner import execute
+    suite = validate_suite({"name": "pg", "profile": "quick", "traffic": {"frame_sizes": [64, 512]},
+                            "sim": {"capacity_pps": 2e6},
+                            "tests": [{"method": "throughput", "resolution_pct": 1},
+                                      {"method": "latency", "fractions": [1.0], "repetitions": 1}]})
+    outs = [execute(suite, store=store, tg="sim", out_dir=tmp_path, show_progress=False, log=lambda s: None)
+            for _ in range(2)]
+    assert [o.status for o in outs] == ["completed", "completed"]
+    a, b = (store.load_run(o.run_id) for o in outs)
+    assert len(a.tests) == 4 and all(t.trials for t in a.tests)
+    assert any(t.key == "throughput" and len(t.rows) == 2 for t in build(a).tables)
+    assert not compare_runs(a, b).flagged
