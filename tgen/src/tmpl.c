@@ -30,7 +30,7 @@ int parse_mac(const char *s, uint8_t mac[6])
 
 unsigned tmpl_min_size(const tmpl_cfg_t *c)
 {
-    unsigned h = 14 + (c->vlan >= 0 ? 4 : 0) + (c->ipv6 ? 40 : 20) + 8 + SIG_LEN + 4;
+    unsigned h = 14 + (c->vlan >= 0 ? 4 : 0) + (c->ipv6 ? 40 : 20) + 8 + SIG_LEN_C + 4;
     return h < 64 ? 64 : h;
 }
 
@@ -130,11 +130,19 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
         s += 17 + l4len;
     }
     s += l4len;                                   /* UDP length field */
-    s += (SIG_MAGIC >> 16) + (SIG_MAGIC & 0xffff) + c->stream_id;   /* constant signature words */
-    t->udp_sum_base = csum_add_bytes(s, t->data + t->sig_off + SIG_LEN, t->len - t->sig_off - SIG_LEN);
-    /* magic and stream id are the same in every frame: put them in the template */
-    put32(t->data + t->sig_off, SIG_MAGIC);
-    put16(t->data + t->sig_off + 4, c->stream_id);
+    t->compact = (uint16_t)(l4len - 8 < SIG_LEN);
+    /* magic and stream id are the same in every frame: put them in the template and the base sum */
+    if (t->compact) {
+        s += SIG_MAGIC_C + c->stream_id;
+        put16(t->data + t->sig_off, SIG_MAGIC_C);
+        put16(t->data + t->sig_off + 2, c->stream_id);
+        t->udp_sum_base = csum_add_bytes(s, t->data + t->sig_off + SIG_LEN_C, t->len - t->sig_off - SIG_LEN_C);
+    } else {
+        s += (SIG_MAGIC >> 16) + (SIG_MAGIC & 0xffff) + c->stream_id;
+        put32(t->data + t->sig_off, SIG_MAGIC);
+        put16(t->data + t->sig_off + 4, c->stream_id);
+        t->udp_sum_base = csum_add_bytes(s, t->data + t->sig_off + SIG_LEN, t->len - t->sig_off - SIG_LEN);
+    }
     return 0;
 }
 
@@ -160,12 +168,21 @@ void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow
     }
     if (c->vxlan) st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
     uint8_t *sg = buf + t->sig_off;
+    uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
+    if (!c->ipv6) st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
+    if (t->compact) {
+        /* seq 40 bit at 4..8, timestamp 40 bit at 9..13 */
+        sg[4] = (uint8_t)(seq >> 32); st32(sg + 5, (uint32_t)seq);
+        sg[9] = (uint8_t)(tx_ns >> 32); st32(sg + 10, (uint32_t)tx_ns);
+        uint32_t s = csum_add_bytes(t->udp_sum_base + a + sp + dp, sg + 4, 10);
+        uint16_t ck = (uint16_t)~csum_fold(s);
+        st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
+        return;
+    }
     uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
     uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
     st16(sg + 6, s0); st16(sg + 8, s1); st16(sg + 10, s2);
     st16(sg + 12, t0); st16(sg + 14, t1); st16(sg + 16, t2);
-    uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
-    if (!c->ipv6) st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
     uint32_t s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
     uint16_t ck = (uint16_t)~csum_fold(s);
     if (ck == 0) ck = 0xffff;
@@ -213,10 +230,19 @@ int sig_parse(const uint8_t *buf, uint32_t len, tgsig_t *out)
         u = in + u2;
     }
     const uint8_t *sg = buf + u + 8;
-    if (len < u + 8 + SIG_LEN) return 0;
-    if (get32(sg) != SIG_MAGIC) return 0;
-    out->stream_id = get16(sg + 4);
-    out->seq = (uint64_t)get16(sg + 6) << 32 | get32(sg + 8);
-    out->tx_ns48 = (uint64_t)get16(sg + 12) << 32 | get32(sg + 14);
-    return 1;
+    if (len >= u + 8 + SIG_LEN && get32(sg) == SIG_MAGIC) {
+        out->stream_id = get16(sg + 4);
+        out->seq = (uint64_t)get16(sg + 6) << 32 | get32(sg + 8);
+        out->tx_ns48 = (uint64_t)get16(sg + 12) << 32 | get32(sg + 14);
+        out->ts_bits = 48;
+        return 1;
+    }
+    if (len >= u + 8 + SIG_LEN_C && get16(sg) == SIG_MAGIC_C) {
+        out->stream_id = get16(sg + 2);
+        out->seq = (uint64_t)sg[4] << 32 | get32(sg + 5);
+        out->tx_ns48 = (uint64_t)sg[9] << 32 | get32(sg + 10);
+        out->ts_bits = 40;
+        return 1;
+    }
+    return 0;
 }

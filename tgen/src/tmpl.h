@@ -4,8 +4,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define SIG_MAGIC 0x4E465047u   /* "NFPG" */
+#define SIG_MAGIC 0x4E465047u   /* "NFPG": full signature, 18 bytes */
 #define SIG_LEN 18
+#define SIG_MAGIC_C 0x6E66u     /* "nf": compact signature, 14 bytes, when the payload has < 18 */
+#define SIG_LEN_C 14
 #define VXLAN_PORT 4789
 #define VXLAN_OVERHEAD 50
 #define MAX_FRAME_B 9216        /* incl. FCS */
@@ -32,6 +34,7 @@ typedef struct {
     uint16_t len;              /* bytes in the buffer: size_b - 4 (+50 VXLAN) */
     uint8_t data[MAX_FRAME_B + VXLAN_OVERHEAD];
     uint16_t ip_off, udp_off, sig_off, oudp_off;
+    uint16_t compact;          /* compact 14-byte signature (40-bit seq and timestamp) */
     uint16_t sip_off, dip_off;  /* offsets of the varying 4 address bytes */
     uint32_t ip_sum_base;      /* IPv4 header sum without checksum and addresses */
     uint32_t udp_sum_base;     /* pseudo header + UDP + payload without varying fields/signature */
@@ -49,8 +52,9 @@ void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow
 
 typedef struct {
     uint16_t stream_id;
+    uint8_t ts_bits;           /* 48 (full) or 40 (compact) */
     uint64_t seq;
-    uint64_t tx_ns48;
+    uint64_t tx_ns48;          /* tx timestamp mod 2^ts_bits */
 } tgsig_t;
 /* 1 if buf holds a test frame (signature found), 0 otherwise. */
 int sig_parse(const uint8_t *buf, uint32_t len, tgsig_t *out);

@@ -119,7 +119,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 int32_t ti = t->sid_map[sg.stream_id];
                 if (ti < 0) { w->foreign_rx++; continue; }
                 if (!acct) { w->late_rx++; continue; }
-                uint64_t lat = (now_ns - sg.tx_ns48) & MASK48;
+                uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
                 seqacct_add(&w->acct[ti], sg.seq, now_ns - lat, (int64_t)lat);
             }
         }

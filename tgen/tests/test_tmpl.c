@@ -123,8 +123,14 @@ static void run(const char *what, tmpl_cfg_t c, unsigned size)
         /* signature round trip */
         tgsig_t sg;
         CHECK(sig_parse(buf, T.len, &sg) == 1, "%s: signature found", what);
-        CHECK(sg.stream_id == 7 && sg.seq == seq && sg.tx_ns48 == ts, "%s: signature fields", what);
-        CHECK(g16(udp + 8) == 0x4E46 && g16(udp + 10) == 0x5047, "%s: magic at UDP payload start", what);
+        if (T.compact) {
+            CHECK(sg.stream_id == 7 && sg.seq == (seq & 0xFFFFFFFFFFULL) && sg.tx_ns48 == (ts & 0xFFFFFFFFFFULL) && sg.ts_bits == 40,
+                  "%s: compact signature fields", what);
+            CHECK(g16(udp + 8) == 0x6E66, "%s: compact magic at UDP payload start", what);
+        } else {
+            CHECK(sg.stream_id == 7 && sg.seq == seq && sg.tx_ns48 == ts && sg.ts_bits == 48, "%s: signature fields", what);
+            CHECK(g16(udp + 8) == 0x4E46 && g16(udp + 10) == 0x5047, "%s: magic at UDP payload start", what);
+        }
     }
 }
 
@@ -135,19 +141,29 @@ int main(void)
     for (unsigned i = 0; i < 9; i++) run("ipv4", base(), sizes[i]);
     tmpl_cfg_t c = base();
     c.vlan = 100;
-    CHECK(tmpl_min_size(&c) == 68, "VLAN min size 68");
-    CHECK(tmpl_build(&c, 64, &T, err, sizeof(err)) == -1 && strncmp(err, "size_b:", 7) == 0, "VLAN 64 refused: %s", err);
+    CHECK(tmpl_min_size(&c) == 64, "VLAN min size 64 (compact signature)");
+    run("vlan", c, 64);
+    CHECK(T.compact == 1, "VLAN 64: compact signature");
+    run("vlan", c, 67);
+    CHECK(T.compact == 1, "VLAN 67: compact signature");
     run("vlan", c, 68);
+    CHECK(T.compact == 0, "VLAN 68: full signature");
     run("vlan", c, 1522);
     c = base();
     c.ipv6 = 1;
     inet_pton(AF_INET6, "2001:2::1", c.src_ip);
     inet_pton(AF_INET6, "2001:2:0:1::1", c.dst_ip);
     c.vary = VARY_SRC_IP | VARY_DST_IP | VARY_SRC_PORT | VARY_DST_PORT;
-    CHECK(tmpl_min_size(&c) == 84, "IPv6 min size %u", tmpl_min_size(&c));
+    CHECK(tmpl_min_size(&c) == 80, "IPv6 min size %u", tmpl_min_size(&c));
+    CHECK(tmpl_build(&c, 79, &T, err, sizeof(err)) == -1 && strncmp(err, "size_b:", 7) == 0, "IPv6 79 refused: %s", err);
+    run("ipv6", c, 80);
+    CHECK(T.compact == 1, "IPv6 80: compact");
     run("ipv6", c, 84);
+    CHECK(T.compact == 0, "IPv6 84: full");
     run("ipv6", c, 1518);
     c.vlan = 5;
+    CHECK(tmpl_min_size(&c) == 84, "IPv6+VLAN min size %u", tmpl_min_size(&c));
+    run("ipv6+vlan", c, 84);
     run("ipv6+vlan", c, 88);
     c = base();
     c.vxlan = 1;
@@ -161,6 +177,7 @@ int main(void)
     run("vxlan", c, 64);
     run("vxlan", c, 1518);
     c.vlan = 9;
+    run("vxlan+inner vlan", c, 64);
     run("vxlan+inner vlan", c, 68);
     /* sizes out of range */
     c = base();

@@ -18,11 +18,13 @@ EAL="--no-huge -m 512 --no-pci --file-prefix=$NS --lcores 0@0,1@0 --log-level 1"
 STREAMS=(--stream 'port=0,rx_port=1,size=64,flows=100,pps=20000'
          --stream 'port=0,rx_port=1,size=128,vlan=7,vary=src_port+dst_port,flows=10,pps=20000'
          --stream 'port=0,rx_port=1,size=200,ipv6=1,pps=20000'
+         --stream 'port=0,rx_port=1,size=64,vlan=9,pps=20000'
+         --stream 'port=0,rx_port=1,size=80,ipv6=1,pps=20000'
          --stream 'port=0,rx_port=1,size=300,vxlan=99,pps=20000')
 fail=0
 for pmd in net_af_packet net_af_xdp; do
     rm -f "$CAP"
-    ip netns exec "$NS" timeout 20 tshark -q -i tgvb -c 2000 -w "$CAP" 2>/dev/null &
+    ip netns exec "$NS" timeout 20 tshark -q -i tgvb -c 3000 -w "$CAP" 2>/dev/null &
     TS=$!
     sleep 2
     ip netns exec "$NS" timeout 60 "$BIN" $EAL --vdev ${pmd}0,iface=tgva --vdev ${pmd}1,iface=tgvb -- \
