@@ -132,7 +132,23 @@ def main() -> int:
         print(f"{name:<18}{mean(st['secs']):>15.1f}{max(st['secs']):>14.1f}"
               f"{mean(st['trials']):>8.1f}{mean(st['err_ndr']) * 100:>11.3f}"
               f"{mean(st['err_pdr']) * 100:>11.3f}{over * 100:>12.1f}{mean(st['cpu']) * 1e3:>8.1f}")
-    print(f"(bench wall time {wall:.1f} s; the simulated DUT never sleeps)")
+    # a second, deterministic DUT: hard limit (loses iff load > C), truth exactly known
+    hard: dict[str, list[float]] = {}
+    hard_err: dict[str, list[float]] = {}
+    for name, fn in searches:
+        for frac in CAP_FRACTIONS:
+            m = dut(frac, 1)
+            m.loss_model = "threshold"
+            C = m.capacity_pps()
+            secs, n, res = fn(m)
+            hard.setdefault(name, []).append(secs)
+            e = [abs((res.get("ndr") or 0) - C) / C, abs((res.get("pdr") or 0) - C / 0.995) / (C / 0.995)]
+            hard_err.setdefault(name, []).append(sum(e) / 2)
+    print(f"Hard-limit DUT (loses iff load > C), {len(CAP_FRACTIONS)} capacities:")
+    for name in hard:
+        print(f"{name:<18}{mean(hard[name]):>15.1f}{max(hard[name]):>14.1f}{'':>8}"
+              f"{'':>11}{'':>11}{'':>12}   mean err {mean(hard_err[name]) * 100:.3f} %")
+    print(f"(bench wall time {time.monotonic() - t0:.1f} s; the simulated DUT never sleeps)")
     ours = summary["ours (mlr)"]
     out = {"bench": "search_efficiency", "dut": "sim poisson", "goals": "csit_ndr_pdr",
            "runs_per_search": len(SEEDS) * len(CAP_FRACTIONS),
@@ -148,6 +164,9 @@ def main() -> int:
     out.update({"binary_trial_s": round(b["trial_s"], 2), "binary_err_pct": round(b["err"] * 100, 4),
                 "trial_s_ratio_ours_vs_binary": round(ours["trial_s"] / b["trial_s"], 4),
                 "err_ratio_ours_vs_binary": round(ours["err"] / b["err"], 4) if b["err"] else None})
+    if "MLRsearch 1.2.1" in hard:
+        out["hard_limit_trial_s_ratio_ours_vs_mlrsearch"] = round(
+            mean(hard["ours (mlr)"]) / mean(hard["MLRsearch 1.2.1"]), 4)
     print(json.dumps(out))
     return 0
 

@@ -33,14 +33,18 @@ from .goals import SearchGoal
 
 #: Load-selection strategy (tuned with bench/search_efficiency.py; the defaults are the best
 #: found on the stochastic sim DUT).  ``und``: which undecided load to measure again —
-#: "mostfinal" (final target: the load with the most trial time already, i.e. closest to a
-#: decision; preceding targets: the lowest), "low", "high", "most", "cheap", "cheapfinal".
+#: "interior" (default; final target: with three or more undecided loads in the interval, an
+#: inner one first; with two undecided loads wider apart than the goal width, first a new load
+#: between them placed so that either classification closes the width — then only one of the
+#: two outer loads has to be decided; otherwise the load with the most trial time, i.e. the
+#: closest to a decision; preceding targets: the lowest), "mostfinal", "low", "high", "most",
+#: "cheap", "cheapfinal", "interiorall", "interior_mid2", "interior_mid3".
 #: ``split``: "both" picks, when possible, a point that closes the goal width whichever way it
 #: is classified; "low" splits at RUB × (1 − width).  ``pick``: which target's proposal is
 #: measured — "low" (lowest load first, CSIT-like), "fine", "coarse", "high".
 #: ``hint``: use the RUB's forwarding rate as the next load (off: it cost time on the bench).
 #: ``mid_sum``: override the preceding targets' duration sums (None: geometric, like CSIT).
-STRATEGY = {"und": "mostfinal", "split": "both", "pick": "low", "hint": False, "mid_sum": None}
+STRATEGY = {"und": "interior", "split": "both", "pick": "low", "hint": False, "mid_sum": None}
 
 
 @dataclass
@@ -184,6 +188,23 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
                 return und[-1], dur
             if STRATEGY["und"] == "cheap":
                 return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
+            mode = STRATEGY["und"]
+            if (mode.startswith("interior") and t.index == 0) or mode == "interiorall" \
+                    or (mode in ("interior_mid3", "interior_mid2") and t.index == 1):
+                if len(und) >= 3 and mode != "interior_mid2":
+                    inner = und[1:-1]
+                    return max(inner, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
+                if len(und) == 2 and und[1] - und[0] > w * und[1] and (mode != "interior_mid3" or t.index == 0):
+                    a, b_ = und
+                    lo_m, hi_m = b_ * (1.0 - w), a / (1.0 - w)
+                    m = rnd(math.sqrt(lo_m * hi_m)) if lo_m <= hi_m else rnd(math.sqrt(a * b_))
+                    if a < m < b_:
+                        return m, dur
+                return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
+            if STRATEGY["und"].startswith("mostfinal") or STRATEGY["und"].startswith("interior"):
+                if t.index == 0:
+                    return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
+                return und[0], dur
             if STRATEGY["und"] == "cheapfinal":
                 if t.index == 0:
                     return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
