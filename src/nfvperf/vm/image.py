@@ -104,7 +104,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/hugepages /var/run /tmp
 mount -t hugetlbfs hugetlbfs /dev/hugepages
-log() { echo "NFVPERF-GUEST: $*" > /dev/ttyS0; }
+log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 
 FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""
 for kv in $(cat /proc/cmdline); do
