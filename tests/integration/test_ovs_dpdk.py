@@ -5,7 +5,6 @@ Kernel-side traffic only (raw AF_PACKET sockets in namespaces), so this runs wit
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys

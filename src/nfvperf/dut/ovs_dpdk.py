@@ -33,12 +33,12 @@ from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_
 from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import cpu_mask
 from nfvperf.host.netns import add_address, netns_argv, set_link
+from nfvperf.host.preflight import find_binary
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.base import DutFailure
 
 log = logging.getLogger(__name__)
 
-VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 _UNIX_PATH_MAX = 107
 
@@ -57,12 +57,11 @@ class OvsPort:
 
 
 def _find_vswitchd() -> str:
-    env = os.environ.get("NFVPERF_OVS_VSWITCHD")
-    for cand in (env, VSWITCHD_DPDK, shutil.which("ovs-vswitchd-dpdk")):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    raise OvsError("ovs-vswitchd with DPDK not found (install openvswitch-switch-dpdk "
-                   "or set NFVPERF_OVS_VSWITCHD)")
+    path = find_binary("ovs-vswitchd-dpdk")       # also honours $NFVPERF_OVS_VSWITCHD
+    if not path:
+        raise OvsError("ovs-vswitchd with DPDK not found (apt-get install openvswitch-switch-dpdk, "
+                       "or set NFVPERF_OVS_VSWITCHD)")
+    return path
 
 
 @register_dut("ovs-dpdk")
