@@ -78,3 +78,8 @@ def test_any_loss_goal():
 def test_bad_args():
     with pytest.raises(ValueError):
         binary_search(TrialRunner(sim()), 0.0)
+
+
+def test_nothing_passes_is_irregular():
+    r = binary_search(TrialRunner(sim(0.5)), LINE_64)
+    assert r.load_pps == 0.0 and r.goals[0].irregular and r.goals[0].irregular_reason == "no load passed"

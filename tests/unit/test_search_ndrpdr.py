@@ -33,3 +33,26 @@ def test_ndrpdr_line_rate():
 def test_ndrpdr_bad_ratio():
     with pytest.raises(ValueError):
         ndrpdr_search(TrialRunner(sim()), LINE_64, pdr_loss_ratio=0.0)
+
+
+class FullLengthBroken(type(sim())):
+    """Forwards nothing in full-length trials (e.g. a leak that kills long runs)."""
+
+    def measure(self, duration_s, load_pps):
+        tr = super().measure(duration_s, load_pps)
+        if duration_s >= 10:
+            tr.received = 0
+        return tr
+
+
+def test_ndrpdr_verification_failing_everywhere_terminates():
+    m = FullLengthBroken(8e6)
+    m.set_profile(sim().profile)
+    r = ndrpdr_search(TrialRunner(m), LINE_64, trial_duration_s=1.0, final_duration_s=10.0)
+    assert r.goal("ndr").lower_bound_pps == 0.0 and r.trials_used < 200
+    assert r.goal("ndr").irregular and r.notes
+
+
+def test_ndrpdr_dut_losing_everything_terminates_irregular():
+    r = ndrpdr_search(TrialRunner(sim(0.5)), LINE_64)
+    assert r.goal("ndr").irregular and r.goal("pdr").irregular and r.trials_used < 100

@@ -93,8 +93,10 @@ def binary_search(runner: Any, max_load_pps: float, *, trial_duration_s: float =
                                 relative_width=res / max_load_pps, final_trial_duration_s=final,
                                 duration_sum_s=final, lower_bound_pps=state["lo"],
                                 upper_bound_pps=state["hi"], conditional_throughput_pps=state["lo"],
-                                irregular=state["lo"] >= max_load_pps,
-                                irregular_reason="max load passed" if state["lo"] >= max_load_pps else ""))
+                                irregular=state["lo"] >= max_load_pps or state["lo"] <= 0.0,
+                                irregular_reason="max load passed" if state["lo"] >= max_load_pps
+                                else "no load passed" if state["lo"] <= 0.0 else ""))
+    out.irregular = out.goals[0].irregular
     if state["lo"] >= max_load_pps:
         out.upper_bound_pps = None
     return out

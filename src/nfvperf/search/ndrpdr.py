@@ -30,15 +30,18 @@ def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0
     out = SearchResult(kind="ndrpdr", load_pps=None, max_load_pps=max_load_pps)
     iv = {"ndr": [min_load_pps, max_load_pps], "pdr": [min_load_pps, max_load_pps]}
     seen_ub = {"ndr": False, "pdr": False}
+    seen_lb = {"ndr": False, "pdr": False}
 
     def update(load: float, tr: Any) -> None:
         if passes(tr, 0.0):
             iv["ndr"][0] = max(iv["ndr"][0], load)
+            seen_lb["ndr"] = True
         else:
             iv["ndr"][1] = min(iv["ndr"][1], load)
             seen_ub["ndr"] = True
         if passes(tr, pdr_loss_ratio):
             iv["pdr"][0] = max(iv["pdr"][0], load)
+            seen_lb["pdr"] = True
         else:
             iv["pdr"][1] = min(iv["pdr"][1], load)
             seen_ub["pdr"] = True
@@ -50,18 +53,22 @@ def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0
                     iv[k][0] = min_load_pps
 
     def trial(load: float, dur: float, phase: str) -> Any:
+        verifying = phase.startswith("verify")
         check_budget(out.total_trial_s, dur, time_budget_s, "ndrpdr search")
         tr = runner.measure(dur, load, phase=phase, search="ndrpdr",
                             ndr_interval=list(iv["ndr"]), pdr_interval=list(iv["pdr"]), **context)
         out.trials.append(record(tr, phase, passes(tr, 0.0)))
         out.total_trial_s += tr.duration_s
         out.wall_s += tr.duration_s + overhead_s
-        update(load, tr)
+        if not verifying:
+            update(load, tr)
         return tr
+
+    floor = max(min_load_pps, max_load_pps * 1e-6)
 
     def done(k: str) -> bool:
         lo, hi = iv[k]
-        if lo >= max_load_pps:
+        if lo >= max_load_pps or hi <= floor:
             return True
         return hi - lo <= relative_width * hi
 
@@ -82,37 +89,57 @@ def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0
             if hi - lo > 2 * relative_width * hi:
                 # external search around the last trial (MRR hint), doubling the step
                 if lo <= min_load_pps or last == hi:
-                    cand = hi * (1 - min(0.5, relative_width * 2 ** steps[k][1]))
+                    cand = hi * (1 - min(0.5, relative_width * 2 ** min(60, steps[k][1])))
                     steps[k] = [0, steps[k][1] + 1]
                     if cand > nxt:
                         nxt = cand
                 elif last == lo:
-                    cand = lo * (1 + relative_width * 2 ** steps[k][0])
+                    cand = lo * (1 + relative_width * 2 ** min(60, steps[k][0]))
                     steps[k] = [steps[k][0] + 1, 0]
                     if cand < nxt:
                         nxt = cand
         if progress:
             progress(0.5, f"ndrpdr: {k} interval {lo:,.0f}..{hi:,.0f} pps")
         trial(nxt, trial_duration_s, "search")
+    no_pass: set[str] = set()
     if final > trial_duration_s:
+        # G10: verify each result with a full-length trial; on failure search below at full length
         for k, lr in (("ndr", 0.0), ("pdr", pdr_loss_ratio)):
-            while iv[k][0] > min_load_pps:
-                tr = trial(iv[k][0], final, f"verify-{k}")
-                if passes(tr, lr):
+            lo = iv[k][0]
+            if lo <= min_load_pps or passes(trial(lo, final, f"verify-{k}"), lr):
+                continue
+            hi, step, good = lo, 4 * relative_width, None
+            while good is None:
+                cand = hi * (1 - step)
+                if cand < max(min_load_pps, max_load_pps * 1e-4):
                     break
-                # failed at full length: the interval re-opens below
-                iv[k] = [max(min_load_pps, iv[k][0] * (1 - 4 * relative_width)), iv[k][0]]
-                while not done(k):
-                    t2 = trial((iv[k][0] + iv[k][1]) / 2.0, final, f"verify-{k}")
-                    del t2
+                if passes(trial(cand, final, f"verify-{k}"), lr):
+                    good = cand
+                else:
+                    hi, step = cand, min(0.5, step * 2)
+            if good is None:
+                iv[k] = [min_load_pps, hi]
+                out.notes.append(f"{k}: no load passed a full-length verification trial")
+                no_pass.add(k)
+                continue
+            while hi - good > relative_width * hi:
+                mid = (good + hi) / 2.0
+                if passes(trial(mid, final, f"verify-{k}"), lr):
+                    good = mid
+                else:
+                    hi = mid
+            iv[k] = [good, hi]
     for k, lr in (("ndr", 0.0), ("pdr", pdr_loss_ratio)):
         lo, hi = iv[k]
-        irr = lo >= max_load_pps
+        irr = lo >= max_load_pps or k in no_pass or (lo <= min_load_pps and not seen_lb[k])
+        why = ("max load is a lower bound" if lo >= max_load_pps else
+               "no load passed" if irr else "")
         out.goals.append(GoalResult(name=k, loss_ratio=lr, relative_width=relative_width,
                                     final_trial_duration_s=final, duration_sum_s=final,
-                                    lower_bound_pps=lo, upper_bound_pps=None if irr else hi,
+                                    lower_bound_pps=lo, upper_bound_pps=None if lo >= max_load_pps else hi,
                                     conditional_throughput_pps=lo, irregular=irr,
-                                    irregular_reason="max load is a lower bound" if irr else ""))
+                                    irregular_reason=why))
+    out.irregular = any(g.irregular for g in out.goals)
     out.load_pps = out.goals[0].lower_bound_pps
     out.lower_bound_pps = out.goals[0].lower_bound_pps
     out.upper_bound_pps = out.goals[0].upper_bound_pps
