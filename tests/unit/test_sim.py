@@ -132,3 +132,12 @@ def test_no_queueing_at_line_rate_when_capacity_is_higher():
     lat = m.measure(1.0, LINE_64).latency
     assert lat.avg_ns < m.base_latency_ns + m.jitter_ns + 10 * m.queue_scale_ns
     assert m.capacity_pps() == pytest.approx(LINE_64) and m.raw_capacity_pps() == 30e6
+
+
+def test_time_scale_sleeps_scaled():
+    m = sim(8e6, time_scale=0.001)
+    t0 = time.monotonic()
+    m.measure(50.0, 1e6)
+    assert time.monotonic() - t0 >= 0.045
+    with pytest.raises(ValueError):
+        SimMeasurer(1e6, time_scale=-1)

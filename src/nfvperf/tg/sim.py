@@ -1,6 +1,7 @@
 """SimMeasurer: a modelled DUT behind the Measurer boundary.
 
-Nothing sleeps: trials return at once and *report* their intended durations; the measurer keeps
+Nothing sleeps (unless ``time_scale`` > 0: then a trial sleeps duration × time_scale): trials
+return at once and *report* their intended durations; the measurer keeps
 ``total_trial_s`` (traffic time) and ``wall_s`` (traffic + RFC 2544 §23 learning/drain/settle)
 so searches can be costed.  Every trial draws from its own ``random.Random`` derived from the
 seed and the trial counter, so a run is reproducible.
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any, Callable, Optional, Union
 
 from nfvperf import units
@@ -95,7 +97,8 @@ class SimMeasurer(Measurer):
                  queue_scale_ns: float = 200.0, latency_samples: int = 1000,
                  mac_table_size: int = 8192, learning_rate_pps: float = 50000.0,
                  tcp_capacity_bps: float = 9.4e9, invalid_rate: float = 0.0,
-                 router: bool = False, profile: Optional[TrafficProfile] = None) -> None:
+                 router: bool = False, time_scale: float = 0.0,
+                 profile: Optional[TrafficProfile] = None) -> None:
         if loss_model not in LOSS_MODELS:
             raise ValueError(f"loss_model must be one of {LOSS_MODELS}, got {loss_model!r}")
         if loss_model == "spikes" and spike_rate_per_s == 0.0:
@@ -121,6 +124,9 @@ class SimMeasurer(Measurer):
         self.tcp_capacity_bps = tcp_capacity_bps
         self.invalid_rate = invalid_rate
         self.router = router
+        if time_scale < 0:
+            raise ValueError("time_scale must be >= 0")
+        self.time_scale = time_scale
         self.profile = profile or TrafficProfile()
         self.trials = 0
         self.invalid_trials = 0
@@ -178,6 +184,8 @@ class SimMeasurer(Measurer):
     def _account(self, duration_s: float) -> None:
         p = self.profile
         self.total_trial_s += duration_s
+        if self.time_scale > 0:      # optional: let a trial take scaled wall time (demo, Ctrl-C tests)
+            time.sleep(duration_s * self.time_scale)
         self.wall_s += (duration_s + (2.0 if p.learning else 0.0) + p.drain_s + p.settle_s
                         + (2.0 if self.router else 0.0))
 
