@@ -73,3 +73,15 @@ def test_max_load_pct_and_budget():
     r2 = run(sim(8e6, loss_model="poisson"), m.profile,
              ThroughputParams(search="mlr", preset="csit_ndr_pdr", time_budget_s=10), None)
     assert r2.total_trial_s <= 10 and r2.irregular
+
+
+def test_vxlan_rates_report_inner_and_outer():
+    from nfvperf.tg.base import TrafficProfile
+    from nfvperf.tg.sim import SimMeasurer
+    prof = TrafficProfile(frame_size_b=64, vxlan=True, bidirectional=False)
+    m = SimMeasurer(20e6)
+    m.set_profile(prof)
+    r = run(m, prof, ThroughputParams(trial_duration_s=1.0), None)
+    assert round(r.line_rate_pps, 2) == 9_328_358.21          # TV3
+    assert r.rates["frame_size_b"] == 64 and r.rates["wire_size_b"] == 114
+    assert r.rates["l1_pct"] == pytest.approx(100.0)

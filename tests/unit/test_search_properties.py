@@ -72,3 +72,16 @@ def test_mlr_stochastic_dut_pdr_within_goal(frac, seed):
     g = r.goals[0]
     assert g.lower_bound_pps <= C / 0.995 * (1 + 1e-9)
     assert g.lower_bound_pps >= C / 0.995 * (1 - 2 * 0.005)
+
+
+@S
+@given(cap_frac, st.floats(min_value=1.0, max_value=700.0))
+def test_binary_budget_never_exceeded(frac, budget):
+    from nfvperf.search.common import BudgetExceeded
+    m = sim(LINE_64 * frac)
+    try:
+        r = binary_search(TrialRunner(m), LINE_64, trial_duration_s=60.0, time_budget_s=budget)
+        assert r.total_trial_s <= budget
+    except BudgetExceeded:
+        pass
+    assert m.total_trial_s <= budget

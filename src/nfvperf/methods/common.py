@@ -75,7 +75,9 @@ def rates(fps: Optional[float], profile: TrafficProfile) -> dict[str, Optional[f
     size = profile.wire_size_b
     return {"fps": fps, "l1_mbps": units.l1_bps(fps, size) / 1e6,
             "l1_pct": units.pct_line_rate(fps, size, profile.link_speed_bps),
-            "l2_mbps": units.l2_bps(fps, size) / 1e6}
+            "l2_mbps": units.l2_bps(fps, size) / 1e6,
+            "frame_size_b": profile.frame_size_b,      # inner size for VXLAN
+            "wire_size_b": size}                       # outer size on the wire (A4)
 
 
 def is_line_rate(pps: float, profile: TrafficProfile, rel_tol: float = 1e-6) -> bool:
