@@ -132,13 +132,35 @@ def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, i
             str(tp.get("kind") or ""))
 
 
+def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
+    """``name [kind, what differs from the suite's traffic, OVS rules/PMD mask]`` for a table title."""
+    tr = (group[0].traffic or {}) if group else {}
+    ovs = ((group[0].topology or {}).get("ovs") or {}) if group else {}
+    bits = [kind] if kind else []
+    if ovs.get("pmd_cpu_mask"):
+        bits.append(f"pmd-cpu-mask {ovs['pmd_cpu_mask']}")
+    if ovs.get("n_rxq", 1) != 1:
+        bits.append(f"{ovs['n_rxq']} rxq")
+    if ovs.get("rules"):
+        bits.append(f"{ovs['rules']:,} rules")
+    flows = tr.get("flows_per_port")
+    if flows and flows != suite_traffic.get("flows_per_port", 1):
+        bits.append(f"{flows:,} flows/port")
+    if tr.get("vxlan"):
+        bits.append("VXLAN, inner sizes")
+    if tr.get("vlan"):
+        bits.append(f"VLAN {tr['vlan']}")
+    if tr.get("bidirectional") is False and suite_traffic.get("bidirectional", True):
+        bits.append("unidirectional")
+    return f"{name} [{', '.join(bits)}]" if bits else name
+
+
 def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
     for name, group in _by_name(tests, THROUGHPUT_METHODS).items():
         ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
-        if kind:
-            name = f"{name} [{kind}]"
+        name = _label(name, kind, group, traffic)
         tt = Table(f"{name}: zero-loss throughput (RFC 2544 §26.1)",
                    _dir_note(traffic.get("bidirectional", True), ports, ndir) +
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1.",
@@ -196,8 +218,7 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> l
     run_ndir, run_ports = ndir, ports
     for name, group in _by_name(tests, ("latency",)).items():
         ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
-        if kind:
-            name = f"{name} [{kind}]"
+        name = _label(name, kind, group, traffic)
         definition = ""
         lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "% of Throughput", "Load fps / interface",
                                                              "Repetitions", "Samples", "Min µs", "Avg µs", "Max µs",
