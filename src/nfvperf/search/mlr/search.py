@@ -105,6 +105,44 @@ def _to_decide(t: Target, pairs: list[tuple[float, float]], dur: float) -> float
     return best
 
 
+def _trial_time(db: _Db, load: float) -> float:
+    return sum(d for d, _ in db.pairs(load))
+
+
+def _pick_undecided(t: Target, und: list[float], db: _Db, dur: float, rnd: Any) -> float:
+    """Which undecided load (sorted ``und``, all inside the target's interval) to measure next,
+    or a new load between two of them (see :data:`STRATEGY`)."""
+    mode = STRATEGY["und"]
+    w = t.relative_width
+    most = max(und, key=lambda l: (_trial_time(db, l), -l))
+    if mode == "low":
+        return und[0]
+    if mode == "high":
+        return und[-1]
+    if mode == "most":
+        return most
+    if mode == "cheap":
+        return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l))
+    if t.index != 0 and mode in ("mostfinal", "interior", "cheapfinal"):
+        return und[0]             # preceding targets: lowest load first
+    if mode == "mostfinal":
+        return most
+    if mode == "cheapfinal":
+        return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l))
+    # "interior" (final target) and its variants
+    use_inner = not (mode == "interior_mid2" and t.index == 1)
+    use_split = not (mode == "interior_mid3" and t.index == 1)
+    if use_inner and len(und) >= 3:
+        return max(und[1:-1], key=lambda l: (_trial_time(db, l), -l))
+    if use_split and len(und) == 2 and und[1] - und[0] > w * und[1]:
+        a, b = und
+        lo_m, hi_m = b * (1.0 - w), a / (1.0 - w)   # either class of m then closes the width
+        m = rnd(math.sqrt(lo_m * hi_m)) if lo_m <= hi_m else rnd(math.sqrt(a * b))
+        if a < m < b:
+            return m
+    return most
+
+
 def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[float, str]]:
     cls = {load: classify(t, db.pairs(load)) for load in db.trials}
     ubs = [l for l, c in cls.items() if c == UPPER]
@@ -160,7 +198,10 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             if mrr < max_load_pps and budget_ok(init_dur):
                 trial(mrr, init_dur, "initial-mrr")
 
-    def propose(t: Target, prev: Optional[Target]) -> Optional[tuple[float, float]]:
+    def propose(t: Target, prev: Optional[Target]) -> Optional[tuple[float, float, Optional[str]]]:
+        """(load, duration, move) this target wants measured next; no side effects except
+        marking the target done.  ``move`` ("up", "down", "split") updates the target's
+        expansion counters only if this proposal is the one measured."""
         rlb, rub, cls = _bounds(db, t)
         w = t.relative_width
         dur = t.final_trial_duration
@@ -182,40 +223,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             hi = min(hi, (pub if pub is not None else math.inf) + 1e-6)
         und = sorted(l for l, c in cls.items() if c == UNDECIDED and lo < l < hi)
         if und:
-            if STRATEGY["und"] == "low":
-                return und[0], dur
-            if STRATEGY["und"] == "high":
-                return und[-1], dur
-            if STRATEGY["und"] == "cheap":
-                return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
-            mode = STRATEGY["und"]
-            if (mode.startswith("interior") and t.index == 0) or mode == "interiorall" \
-                    or (mode in ("interior_mid3", "interior_mid2") and t.index == 1):
-                if len(und) >= 3 and mode != "interior_mid2":
-                    inner = und[1:-1]
-                    return max(inner, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
-                if len(und) == 2 and und[1] - und[0] > w * und[1] and (mode != "interior_mid3" or t.index == 0):
-                    a, b_ = und
-                    lo_m, hi_m = b_ * (1.0 - w), a / (1.0 - w)
-                    m = rnd(math.sqrt(lo_m * hi_m)) if lo_m <= hi_m else rnd(math.sqrt(a * b_))
-                    if a < m < b_:
-                        return m, dur
-                return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
-            if STRATEGY["und"].startswith("mostfinal") or STRATEGY["und"].startswith("interior"):
-                if t.index == 0:
-                    return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
-                return und[0], dur
-            if STRATEGY["und"] == "cheapfinal":
-                if t.index == 0:
-                    return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l)), dur
-                return und[0], dur
-            if STRATEGY["und"] == "mostfinal":
-                if t.index == 0:
-                    return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
-                return und[0], dur
-            if STRATEGY["und"] == "most":
-                return max(und, key=lambda l: (sum(d for d, _ in db.pairs(l)), -l)), dur
-            return und[0], dur
+            return _pick_undecided(t, und, db, dur, rnd), dur, None
         hint = None
         if rub is not None and STRATEGY["hint"]:
             # forwarding-rate hint: where the RUB's forwarded rate would meet the goal loss
@@ -225,7 +233,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             if h < rub * (1.0 - w / 2) and h not in db.trials and (rlb is None or h > rlb):
                 hint = h
         if hint is not None and (rlb is None or rub - rlb > w * rub):
-            return hint, dur
+            return hint, dur, None
         if rlb is not None and rub is not None:
             mid = rnd(math.sqrt(rlb * rub))
             if rub - rlb > 2 * w * rub:
@@ -234,17 +242,12 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
                 coef = t.goal.expansion_coefficient
                 if order[rlb] > order[rub]:
                     cand = rnd(rlb * (1.0 + w * coef ** t.expand_up))
-                    t.expand_up += 1
-                    t.expand_down = 0
                     if rlb < cand < mid:
-                        return cand, dur
+                        return cand, dur, "up"
                 else:
                     cand = rnd(rub * (1.0 - min(0.9, w * coef ** t.expand_down)))
-                    t.expand_down += 1
-                    t.expand_up = 0
                     if mid < cand < rub:
-                        return cand, dur
-            t.expand_up = t.expand_down = 0
+                        return cand, dur, "down"
             # uneven split: if the interval is just above the width, land on it exactly
             if rub - rlb <= 2 * w * rub:
                 mid = rnd(rub * (1.0 - w) + 1e-3)
@@ -255,19 +258,17 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             if mid <= rlb or mid >= rub:
                 t.done = True
                 return None
-            return mid, dur
+            return mid, dur, "split"
         if rub is None:   # expand up from the RLB
             step = w * (t.goal.expansion_coefficient ** t.expand_up)
-            t.expand_up += 1
-            return rnd(rlb * (1.0 + step)), dur
+            return rnd(rlb * (1.0 + step)), dur, "up"
         if rlb is None:   # expand down from the RUB
             if rub <= min_load_pps:
                 t.done = True
                 return None
             step = w * (t.goal.expansion_coefficient ** t.expand_down)
-            t.expand_down += 1
-            return rnd(rub * (1.0 - min(0.9, step))), dur
-        return rnd(max_load_pps), dur
+            return rnd(rub * (1.0 - min(0.9, step))), dur, "down"
+        return rnd(max_load_pps), dur, None
 
     # 3. main loop
     guard = 0
@@ -276,7 +277,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
         if guard > 100000:
             out.notes.append("search loop guard hit")
             break
-        cands: list[tuple[float, float, Target]] = []
+        cands: list[tuple[float, float, Target, Optional[str]]] = []
         for gname, chain in chains.items():
             if gname in stopped:
                 continue
@@ -286,7 +287,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
                 p = propose(t, chain[i - 1] if i else None)
                 if p is None:
                     continue
-                cands.append((p[0], p[1], t))
+                cands.append((p[0], p[1], t, p[2]))
                 break
             final = chain[-1]
             if final.done:
@@ -298,13 +299,13 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
         if not cands:
             break
         if STRATEGY["pick"] == "low":
-            load, dur, t = min(cands, key=lambda c: (c[0], -c[1]))
+            load, dur, t, move = min(cands, key=lambda c: (c[0], -c[1]))
         elif STRATEGY["pick"] == "fine":
-            load, dur, t = min(cands, key=lambda c: (c[2].index, c[0]))
+            load, dur, t, move = min(cands, key=lambda c: (c[2].index, c[0]))
         elif STRATEGY["pick"] == "high":
-            load, dur, t = max(cands, key=lambda c: (c[0], c[1]))
+            load, dur, t, move = max(cands, key=lambda c: (c[0], c[1]))
         else:
-            load, dur, t = min(cands, key=lambda c: (-c[2].index, c[0]))
+            load, dur, t, move = min(cands, key=lambda c: (-c[2].index, c[0]))
         if not budget_ok(dur):
             out.notes.append("trial-time budget used up before all goals were reached")
             out.irregular = True
@@ -313,6 +314,12 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             done_n = sum(1 for c in chains.values() for x in c if x.done)
             total_n = sum(len(c) for c in chains.values())
             progress(done_n / total_n, f"mlr: target {t.goal.name}#{t.index} at {load:,.0f} pps")
+        if move == "up":
+            t.expand_up, t.expand_down = t.expand_up + 1, 0
+        elif move == "down":
+            t.expand_up, t.expand_down = 0, t.expand_down + 1
+        elif move == "split":
+            t.expand_up = t.expand_down = 0
         trial(load, dur, "search", goal=t.goal.name, target=t.index)
 
     # 4. results per goal
