@@ -7,10 +7,12 @@ a field.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Iterable, Optional
 
 from nfvperf import units
+from nfvperf.tg.base import TrafficProfile
 
 # in order of preference: what "the" result of a test is, in frames/s per interface
 HEADLINE_KEYS = ("throughput_pps", "rlb_pps", "lower_bound_pps", "conditional_throughput_pps",
@@ -147,23 +149,21 @@ def fmt_num(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
+def traffic_profile(d: dict[str, Any]) -> TrafficProfile:
+    """The stored ``tests.traffic`` dict back as a TrafficProfile (wire size, max load)."""
+    known = {f.name for f in dataclasses.fields(TrafficProfile)}
+    return TrafficProfile(**{k: v for k, v in (d or {}).items() if k in known})
+
+
 def size_of(profile: dict[str, Any]) -> float:
-    """Mean L2 size on the wire (outer size for VXLAN), from a TrafficProfile dict."""
-    imix = profile.get("imix")
-    if imix:
-        tot = sum(w for _, w in imix) or 1
-        size = sum(s * w for s, w in imix) / tot
-    else:
-        size = float(profile.get("frame_size_b") or 64)
-    return size + (units.VXLAN_OVERHEAD_IPV4_B if profile.get("vxlan") else 0)
+    """Mean L2 size on the wire (outer size for VXLAN), from a stored TrafficProfile dict."""
+    return traffic_profile(profile).wire_size_b
 
 
 def rates(pps: float, profile: dict[str, Any]) -> dict[str, float]:
-    """fps, L1/L2 Mbps and % line rate (L1) per interface for one rate."""
-    size = size_of(profile)
-    link = float(profile.get("link_speed_bps") or 10e9)
-    return {"fps": pps, "l1_mbps": units.l1_bps(pps, size) / 1e6, "l2_mbps": units.l2_bps(pps, size) / 1e6,
-            "l1_pct": units.pct_line_rate(pps, size, link), "max_fps": units.max_fps(size, link)}
+    """fps, L1/L2 Mbps and % line rate (L1) per interface for one rate (units.rate_summary)."""
+    tp = traffic_profile(profile)
+    return dict(units.rate_summary(pps, tp.wire_size_b, tp.link_speed_bps), max_fps=tp.max_load_pps)
 
 
 # methods whose result *is* a rate in fps per interface (stored as Result.value_pps)
