@@ -13,6 +13,7 @@ Needs root, tgen/build/tgen and dpdk-testpmd; skipped otherwise.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 from nfvperf.tg.base import DutFailure, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
 from tgen_fixtures import (TestpmdPeer, link_stats, start_tgen, tag, need_testpmd,
                            tgen_binary_or_skip, veth_pair, wait_link_up)
 

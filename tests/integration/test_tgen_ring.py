@@ -4,6 +4,7 @@ Needs root and tgen/build/tgen; skipped otherwise.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 from nfvperf.tg.base import Segment, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
-from tgen_fixtures import start_tgen, tag
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
+from tgen_fixtures import start_tgen, tag, until_generator_on_time
 
 pytestmark = pytest.mark.root
 
@@ -83,7 +85,7 @@ def test_measurer_measure_ring(ring_tgen):
     m = TgenMeasurer(ring_tgen, [(0, 0), (1, 1)])
     m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=16, bidirectional=False,
                                  learning=False, drain_s=0.2))
-    r = m.measure(1.0, 50000)
+    r = until_generator_on_time(lambda: m.measure(1.0, 50000))
     assert r.valid, r.invalid_reasons
     assert r.expected == 2 * 50000
     assert r.sent == r.received == 2 * 50000
@@ -109,7 +111,7 @@ def test_measurer_burst_and_segments(ring_tgen):
     m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=False, learning=False, drain_s=0.2))
     r = m.measure_burst(5000, 1_000_000, drain_s=0.2)
     assert r.expected == 5000 and r.sent == 5000 and r.received == 5000, r.to_dict()
-    r = m.measure_segments([Segment(0.4, 20000), Segment(0.3, 60000)])
+    r = until_generator_on_time(lambda: m.measure_segments([Segment(0.4, 20000), Segment(0.3, 60000)]))
     assert r.expected == 8000 + 18000
     assert r.sent == r.received == 26000, r.to_dict()
     assert r.valid, r.invalid_reasons
@@ -120,7 +122,7 @@ def test_measurer_burst_and_segments(ring_tgen):
 def test_learning_frames_are_not_test_frames(ring_tgen):
     m = TgenMeasurer(ring_tgen, [(0, 0)], learning_wait_s=0.2, learning_frames=3)
     m.set_profile(TrafficProfile(bidirectional=False, learning=True, drain_s=0.2))
-    r = m.measure(0.5, 10000)
+    r = until_generator_on_time(lambda: m.measure(0.5, 10000))
     assert r.valid, r.invalid_reasons
     assert r.sent == r.received == 5000
     # the three learning frames come back on the ring but carry no signature
@@ -133,7 +135,12 @@ def test_measure_reset_calls_hook_mid_trial(ring_tgen):
     m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
     fired = []
     m.reset_hook = lambda: fired.append(ring_tgen.rpc("trial.status"))
-    r = m.measure_reset(1.0, 20000, 0.5)
+
+    def run():
+        fired.clear()
+        return m.measure_reset(1.0, 20000, 0.5)
+
+    r = until_generator_on_time(run)
     assert len(fired) == 1
     # the hook ran while traffic was flowing, about half-way through
     assert fired[0]["state"] == "running" and 0.3 < fired[0]["elapsed_s"] < 0.9, fired

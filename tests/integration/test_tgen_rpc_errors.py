@@ -5,6 +5,8 @@ Needs root and tgen/build/tgen; skipped otherwise.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import shutil
 import subprocess
 
@@ -12,6 +14,7 @@ import pytest
 
 from nfvperf.tg.tgen import PortSpec, TgenError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
 from tgen_fixtures import start_tgen, tag, tgen_binary_or_skip
 
 pytestmark = pytest.mark.root
@@ -47,7 +50,7 @@ def test_bad_json(tg):
     ("stream.add", {"port": 0, "size_b": "big"}, -32602, ["size_b"]),
     ("stream.add", {"port": 0, "size_b": 40}, -32602, ["size_b", "40"]),     # below minimum
     ("stream.add", {"port": 0, "size_b": 63}, -32602, ["size_b"]),
-    ("stream.add", {"port": 0, "ipv6": True, "size_b": 80}, -32602, ["size_b"]),
+    ("stream.add", {"port": 0, "ipv6": True, "size_b": 79}, -32602, ["size_b"]),  # IPv6 min 80
     ("stream.add", {"port": 0, "flows": 0}, -32602, ["flows"]),              # zero flows
     ("stream.add", {"port": 0, "flows": 2_000_000}, -32602, ["flows"]),
     ("stream.add", {"port": 9}, -32001, ["port"]),                           # unknown port

@@ -5,6 +5,7 @@ Needs root, tgen/build/tgen and tshark; skipped otherwise.
 """
 from __future__ import annotations
 
+import sys
 import json
 import time
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 from nfvperf.tg.base import MeasurerError, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
-from tgen_fixtures import Capture, link_stats, start_tgen, tag, tgen_binary_or_skip, veth_pair, wait_link_up
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
+from tgen_fixtures import until_generator_on_time, Capture, link_stats, start_tgen, tag, tgen_binary_or_skip, veth_pair, wait_link_up
 
 pytestmark = pytest.mark.root
 
@@ -180,7 +182,7 @@ def test_measurer_over_afpacket(afp):
     m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=100, bidirectional=True,
                                  learning=True, drain_s=0.3, link_speed_bps=1e9))
     kb = link_stats(b)
-    r = m.measure(1.0, 10000)
+    r = until_generator_on_time(lambda: m.measure(1.0, 10000))
     db = _kernel_delta(kb, link_stats(b))
     assert r.valid, r.invalid_reasons
     assert r.expected == 20000 and r.sent == 20000
@@ -242,7 +244,7 @@ def test_tgen_in_netns(tmp_path: Path):
         try:
             m = TgenMeasurer(proc, [(0, 1)])
             m.set_profile(TrafficProfile(bidirectional=True, learning=False, drain_s=0.3))
-            r = m.measure(0.5, 4000)
+            r = until_generator_on_time(lambda: m.measure(0.5, 4000))
             assert r.valid, r.invalid_reasons
             assert r.sent == r.received == 4000
             assert m.environment()["netns"] == ns

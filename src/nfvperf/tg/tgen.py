@@ -373,7 +373,7 @@ class TgenProcess:
         except OSError:
             return ""
 
-    def stop(self, timeout_s: float = 5.0) -> Optional[int]:
+    def stop(self, timeout_s: float = 10.0) -> Optional[int]:
         """Ask tgen to shut down, then SIGTERM, then SIGKILL.  Returns the exit status."""
         rc = None
         if self.proc is not None:
