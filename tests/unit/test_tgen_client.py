@@ -251,7 +251,7 @@ def make_proc(fake_bin: Path, tmp_path: Path, nports: int = 2, **kw) -> TgenProc
 # -- command line -------------------------------------------------------------------------------
 
 def test_argv_vdev_and_pci(tmp_path: Path):
-    ports = [PortSpec("net_af_packet0,iface=nfvt1a", speed_bps=10e9, rxd=512, promisc=False),
+    ports = [PortSpec("net_af_packet0,iface=nfvt1a", speed_bps=10e9, rxd=512, promisc=False, rx=False),
              PortSpec("0000:3b:00.1", mtu=9000)]
     p = TgenProcess(ports, lcores="0@0,1@1", run_dir=tmp_path, tag="t-42", binary=Path("/bin/tgen"),
                     hugepages=False, extra_eal=["--log-level", "pmd:debug"])
@@ -268,7 +268,8 @@ def test_argv_vdev_and_pci(tmp_path: Path):
     assert app[app.index("--socket") + 1].endswith("tgen-t-42.sock")
     port_opts = [app[i + 1] for i, a in enumerate(app) if a == "--port"]
     assert port_opts[0].startswith("0:speed=10000000000,")
-    assert "rxd=512" in port_opts[0] and "promisc=0" in port_opts[0]
+    assert "rxd=512" in port_opts[0] and "promisc=0" in port_opts[0] and "rx=0" in port_opts[0]
+    assert "rx=" not in port_opts[1]
     assert port_opts[1].startswith("1:") and "mtu=9000" in port_opts[1] and "speed" not in port_opts[1]
 
 

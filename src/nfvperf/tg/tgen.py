@@ -103,6 +103,7 @@ class PortSpec:
     txd: int = 1024
     mtu: int = 1500
     promisc: bool = True
+    rx: Optional[bool] = None      # poll this port's RX queues (None: tgen's default - off for net_null)
 
     @property
     def is_pci(self) -> bool:
@@ -278,6 +279,8 @@ class TgenProcess:
                   f"mtu={p.mtu}", f"promisc={1 if p.promisc else 0}"]
             if p.speed_bps:
                 kv.insert(0, f"speed={int(p.speed_bps)}")
+            if p.rx is not None:
+                kv.append(f"rx={1 if p.rx else 0}")
             args += ["--port", f"{i}:" + ",".join(kv)]
         return args
 
