@@ -319,6 +319,7 @@ int main(int argc, char **argv)
         unsigned room = RTE_PKTMBUF_HEADROOM + 2048;
         for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD > room - RTE_PKTMBUF_HEADROOM)
             room = RTE_PKTMBUF_HEADROOM + g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD;
+        room += 64;   /* the frame builder copies in 32-byte blocks */
         g_pool = rte_pktmbuf_pool_create("tgen_pool", mbufs, 256, 0, (uint16_t)room, (int)rte_socket_id());
         if (!g_pool) { fprintf(stderr, "tgen: --mbufs: cannot create a pool of %u mbufs: %s\n", mbufs, rte_strerror(rte_errno)); rte_eal_cleanup(); return 1; }
     }

@@ -34,7 +34,8 @@ int ports_init(char *err, size_t errlen)
         need += (size_t)pt->rxq * pt->rxd + (size_t)pt->txq * (pt->txd + BURST);
     }
     need += 8192 + (size_t)rte_lcore_count() * 512;
-    unsigned room = RTE_PKTMBUF_HEADROOM + (max_frame < 2048 ? 2048 : max_frame);
+    /* +64: the frame builder copies in 32-byte blocks past the frame end */
+    unsigned room = RTE_PKTMBUF_HEADROOM + (max_frame < 2048 ? 2048 : max_frame) + 64;
     if (room > UINT16_MAX) room = UINT16_MAX;
     if (!g_pool) {
         g_pool = rte_pktmbuf_pool_create("tgen_pool", (unsigned)need, 256, 0, (uint16_t)room, (int)rte_socket_id());

@@ -146,49 +146,6 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
     return 0;
 }
 
-static inline void st16(uint8_t *p, uint16_t v) { v = __builtin_bswap16(v); memcpy(p, &v, 2); }
-static inline void st32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
-static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
-
-void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns)
-{
-    memcpy(buf, t->data, t->len);
-    uint32_t sip = ld32(t->data + t->sip_off), dip = ld32(t->data + t->dip_off);
-    uint32_t sp = c->src_port, dp = c->dst_port;
-    if (flow) {
-        uint32_t v = c->vary;
-        if (v & VARY_SRC_IP) { sip += flow; st32(buf + t->sip_off, sip); }
-        if (v & VARY_DST_IP) { dip += flow; st32(buf + t->dip_off, dip); }
-        if (v & VARY_SRC_PORT) { sp = (sp - 1 + flow) % 65535 + 1; st16(buf + t->udp_off, (uint16_t)sp); }
-        if (v & VARY_DST_PORT) {
-            dp = (dp - 1 + flow) % 65535 + 1;
-            if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
-            st16(buf + t->udp_off + 2, (uint16_t)dp);
-        }
-    }
-    if (c->vxlan) st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
-    uint8_t *sg = buf + t->sig_off;
-    uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
-    if (!c->ipv6) st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
-    if (t->compact) {
-        /* seq 40 bit at 4..8, timestamp 40 bit at 9..13 */
-        sg[4] = (uint8_t)(seq >> 32); st32(sg + 5, (uint32_t)seq);
-        sg[9] = (uint8_t)(tx_ns >> 32); st32(sg + 10, (uint32_t)tx_ns);
-        uint32_t s = csum_add_bytes(t->udp_sum_base + a + sp + dp, sg + 4, 10);
-        uint16_t ck = (uint16_t)~csum_fold(s);
-        st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
-        return;
-    }
-    uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
-    uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
-    st16(sg + 6, s0); st16(sg + 8, s1); st16(sg + 10, s2);
-    st16(sg + 12, t0); st16(sg + 14, t1); st16(sg + 16, t2);
-    uint32_t s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
-    uint16_t ck = (uint16_t)~csum_fold(s);
-    if (ck == 0) ck = 0xffff;
-    st16(buf + t->udp_off + 6, ck);
-}
-
 static int parse_l2l4(const uint8_t *buf, uint32_t len, uint32_t *udp)
 {
     uint32_t o = 12;

@@ -3,6 +3,7 @@
 #define TGEN_TMPL_H
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #define SIG_MAGIC 0x4E465047u   /* "NFPG": full signature, 18 bytes */
 #define SIG_LEN 18
@@ -32,7 +33,7 @@ typedef struct {
 typedef struct {
     uint16_t size_b;           /* L2 size incl. FCS (inner size for VXLAN) */
     uint16_t len;              /* bytes in the buffer: size_b - 4 (+50 VXLAN) */
-    uint8_t data[MAX_FRAME_B + VXLAN_OVERHEAD];
+    uint8_t data[MAX_FRAME_B + VXLAN_OVERHEAD + 32];   /* +32: tmpl_fill copies in 32-byte blocks */
     uint16_t ip_off, udp_off, sig_off, oudp_off;
     uint16_t compact;          /* compact 14-byte signature (40-bit seq and timestamp) */
     uint16_t sip_off, dip_off;  /* offsets of the varying 4 address bytes */
@@ -47,8 +48,6 @@ static inline unsigned tmpl_wire_size(const tmpl_cfg_t *c, unsigned size_b)
 { return size_b + (c->vxlan ? VXLAN_OVERHEAD : 0); }
 
 int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_t errlen);
-/* Write frame (t->len bytes) for flow/seq/tx timestamp into buf. */
-void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns);
 
 typedef struct {
     uint16_t stream_id;
@@ -67,4 +66,48 @@ static inline uint16_t csum_fold(uint32_t s)
     return (uint16_t)s;
 }
 int parse_mac(const char *s, uint8_t mac[6]);
+
+static inline void tm_st16(uint8_t *p, uint16_t v) { v = __builtin_bswap16(v); memcpy(p, &v, 2); }
+static inline void tm_st32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
+static inline uint32_t tm_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
+
+/* Write the frame (t->len bytes) for flow/seq/tx timestamp into buf.  buf must have room for
+ * t->len rounded up to a multiple of 32 (the copy runs in 32-byte blocks). */
+static inline void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq,
+                             uint64_t tx_ns)
+{
+    for (unsigned o = 0; o < t->len; o += 32) memcpy(buf + o, t->data + o, 32);
+    uint32_t sip = tm_ld32(t->data + t->sip_off), dip = tm_ld32(t->data + t->dip_off);
+    uint32_t sp = c->src_port, dp = c->dst_port;
+    if (flow) {
+        uint32_t v = c->vary;
+        if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + t->sip_off, sip); }
+        if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + t->dip_off, dip); }
+        if (v & VARY_SRC_PORT) { sp = (sp - 1 + flow) % 65535 + 1; tm_st16(buf + t->udp_off, (uint16_t)sp); }
+        if (v & VARY_DST_PORT) {
+            dp = (dp - 1 + flow) % 65535 + 1;
+            if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
+            tm_st16(buf + t->udp_off + 2, (uint16_t)dp);
+        }
+    }
+    if (c->vxlan) tm_st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
+    uint8_t *sg = buf + t->sig_off;
+    uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
+    if (!c->ipv6) tm_st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
+    uint32_t s;
+    if (t->compact) {
+        /* seq 40 bit at 4..8, timestamp 40 bit at 9..13 */
+        sg[4] = (uint8_t)(seq >> 32); tm_st32(sg + 5, (uint32_t)seq);
+        sg[9] = (uint8_t)(tx_ns >> 32); tm_st32(sg + 10, (uint32_t)tx_ns);
+        s = csum_add_bytes(t->udp_sum_base + a + sp + dp, sg + 4, 10);
+    } else {
+        uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
+        uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
+        tm_st16(sg + 6, s0); tm_st16(sg + 8, s1); tm_st16(sg + 10, s2);
+        tm_st16(sg + 12, t0); tm_st16(sg + 14, t1); tm_st16(sg + 16, t2);
+        s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
+    }
+    uint16_t ck = (uint16_t)~csum_fold(s);
+    tm_st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
+}
 #endif

@@ -38,25 +38,37 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
     int finished = 0;
     while (n < BURST) {
         const struct seg *sg = &t->segs[seg];
-        uint64_t dl = pace_deadline(sg->start_tsc, k, ts->gap_fp[seg]);
-        if (k >= ts->seg_max[seg] || dl >= sg->end_tsc || now >= sg->cut_tsc) {
+        uint64_t lim = ts->seg_max[seg], gap = ts->gap_fp[seg];
+        uint64_t dl = pace_deadline(sg->start_tsc, k, gap);
+        if (k >= lim || dl >= sg->end_tsc || now >= sg->cut_tsc) {
             if (++seg >= (int)t->nsegs) { finished = 1; break; }
             k = 0;
             continue;
         }
         if (dl > now) break;
         if (n == 0) oldest = dl;
-        n++;
-        k++;
+        /* frames k.. with deadline <= now and < segment end, at most what is left of the burst */
+        uint64_t upto = now < sg->end_tsc ? now : sg->end_tsc - 1;
+        uint64_t want = BURST - n;
+        if (want > lim - k) want = lim - k;
+        if (pace_deadline(sg->start_tsc, k + want - 1, gap) > upto) {
+            uint64_t due = pace_due(sg->start_tsc, upto, gap);   /* > k, since dl(k) <= upto */
+            if (due - k < want) want = due - k;
+        }
+        n += (unsigned)want;
+        k += want;
     }
     if (n) {
         struct rte_mbuf *m[BURST];
-        if (rte_pktmbuf_alloc_bulk(g_pool, m, n) != 0) { ts->nombuf++; return; }
+        /* raw get: pool mbufs already have refcnt 1, nb_segs 1, next NULL; set what TX needs */
+        if (rte_mempool_get_bulk(g_pool, (void **)m, n) != 0) { ts->nombuf++; return; }
         const struct stream *st = ts->st;
         uint64_t tx_ns = tsc_to_ns(rte_rdtsc()) & MASK48;
         for (unsigned i = 0; i < n; i++) {
             const tmpl_t *tp = &st->tmpls[st->pattern[ts->pat_pos]];
             if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
+            m[i]->data_off = RTE_PKTMBUF_HEADROOM;
+            m[i]->ol_flags = 0;
             m[i]->data_len = tp->len;
             m[i]->pkt_len = tp->len;
             tmpl_fill(tp, &st->sc.cfg, rte_pktmbuf_mtod(m[i], uint8_t *), ts->flow, ts->seq, tx_ns);
