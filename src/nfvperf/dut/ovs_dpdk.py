@@ -169,6 +169,11 @@ class OvsDpdk(DutAdapter):
                 raise OvsError(f"OVS runs in one namespace; its veth ports are in {sorted(map(str, spaces))}")
             if spaces:
                 self.netns = spaces.pop()
+        if self.tracker is not None and self._own_dir and \
+                ("dir", str(self.vhost_dir)) not in self.tracker.items():
+            # the /tmp fallback dir goes at the end of the run, after the VNFs using it
+            self.tracker.add("dir", str(self.vhost_dir),
+                             lambda: shutil.rmtree(self.vhost_dir, ignore_errors=True))
         if not self._attached:
             self._start_daemons()
         self.started = True
@@ -327,10 +332,7 @@ class OvsDpdk(DutAdapter):
                 except OvsError as e:
                     log.warning("could not delete bridge %s: %s", br, e)
             self.bridges.clear()
-            for p in self.vhost_dir.glob("vhu*"):
-                p.unlink(missing_ok=True)
-            if self._own_dir:
-                shutil.rmtree(self.vhost_dir, ignore_errors=True)
+            self._release_dir()
             self.started = False
             return
         vsd = self._procs.get("ovs-vswitchd")
@@ -348,20 +350,24 @@ class OvsDpdk(DutAdapter):
         for f in self._logs:
             f.close()
         self._logs.clear()
-        # sockets and pidfiles; logs and the flow files stay in the run directory for the record
-        for pat in ("*.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid", "vhu*"):
+        # OVS's sockets and pidfiles; logs and flow files stay in the run directory for the record.
+        # The VNFs' vhost-user sockets are theirs (a reset() keeps the VNFs running).
+        for pat in ("db.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid"):
             for p in self.dir.glob(pat):
                 try:
                     p.unlink()
                 except OSError:
                     pass
         hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
-        if self._own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            shutil.rmtree(self.vhost_dir, ignore_errors=True)
+        self._release_dir()
         self.bridges.clear()
         self.ovs_ports.clear()
         self.started = False
+
+    def _release_dir(self) -> None:
+        """Remove the /tmp fallback directory unless VNF sockets still live in it (reset())."""
+        if self._own_dir and not any(self.vhost_dir.glob("vhu-*")):
+            shutil.rmtree(self.vhost_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ topology
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None) -> str:

@@ -86,6 +86,13 @@ class OvsTopology(Topology):
         self.vnfs.append(vnf)
         return idx[0], idx[1]
 
+    def reset_dut(self) -> None:
+        """RFC 6201 reset: OVS restarts with its ports and rules; the VNFs keep running and OVS
+        reconnects to their sockets (waited for here)."""
+        super().reset_dut()
+        if self.vnfs and self.dut is not None:
+            self.wait_vhost_up(self.dut)
+
     def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
         """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""
         deadline = time.monotonic() + timeout_s
