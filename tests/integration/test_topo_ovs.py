@@ -161,3 +161,17 @@ def test_more_shapes_pass_traffic(run_ctx, kind, ports, bidir, sw_ops, n_vnfs) -
         assert res.valid and len(res.streams) == n_dirs and res.sent == 1000 * n_dirs
         assert res.received >= res.sent * 0.99
         assert {(s.tx_port, s.rx_port) for s in res.streams} >= {(0, 1)}
+
+
+def test_pvp_reset_reconnects_vnf(run_ctx) -> None:
+    """RFC 6201 reset hook: OVS restarts, reconnects to the running VNF, forwards again."""
+    with build(_spec("pvp"), run_ctx) as topo:
+        m = topo.measurer()
+        m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, drain_s=0.5,
+                                     learning=False))
+        old = topo.dut.pids()["ovs-vswitchd"]
+        topo.reset_dut()
+        assert topo.dut.pids()["ovs-vswitchd"] != old
+        m.measure(0.5, 500)           # warm-up after the restart
+        res = m.measure(1.0, 1000)
+        assert res.valid and res.sent == 2000 and res.received >= 1980
