@@ -111,11 +111,9 @@ def send_and_count(net: Net, tx: str, rx: str, count: int, nflows: int = 1,
 
 
 @pytest.fixture
-def run(tmp_path: Path):
-    r = RunContext(run_dir=tmp_path)
-    tracker = ResourceTracker(r, install_signal_handlers=False)
-    yield r
-    tracker.release_all()
+def run(run_ctx) -> RunContext:
+    """conftest's RunContext: its leak_check asserts the test left nothing of the run behind."""
+    return run_ctx
 
 
 @pytest.fixture
