@@ -89,7 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out or suite.spec.output or "results")
     store = Store(url)
     try:
-        outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress)
+        outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
+                          exiting=True)
         run = store.load_run(outcome.run_id)
         if args.report and outcome.status != "interrupted":
             from nfvperf.report.terminal import print_report
@@ -141,7 +142,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ids: list[int] = []
     try:
         for suite in suites:
-            outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress)
+            outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
+                          exiting=True)
             run = store.load_run(outcome.run_id)
             if outcome.status == "interrupted":
                 return EXIT_INTERRUPTED

@@ -65,6 +65,7 @@ class Interrupts:
         self.pending = False
         self.hit = False
         self.extra = 0
+        self.keep_ignoring = False
         self._old: dict[int, Any] = {}
         self.owner = os.getpid()
 
@@ -110,7 +111,9 @@ class Interrupts:
 
     def __exit__(self, *exc: object) -> None:
         for sig, h in self._old.items():
-            signal.signal(sig, h)
+            # a process that exits after an interrupted run keeps ignoring Ctrl-C until it has
+            # said so (exit 130), instead of dying by the signal half-way through its last lines
+            signal.signal(sig, signal.SIG_IGN if self.hit and self.keep_ignoring else h)
 
 
 # --------------------------------------------------------------------------- progress
@@ -397,8 +400,10 @@ def directions(traffic: dict[str, Any], ports: int) -> int:
 
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
             show_progress: bool = True, log: Callable[[str], None] | None = None,
-            measurer_factory: Optional[Callable[..., Any]] = None) -> RunOutcome:
-    """Run the suite; returns the outcome (never raises KeyboardInterrupt)."""
+            measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False) -> RunOutcome:
+    """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
+    Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
+    Ctrl-Cs stay ignored."""
     from nfvperf.report.extract import headline_of_run, summarize_result
 
     spec = suite.spec
@@ -431,6 +436,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
         f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={timing.name}, "
         f"run dir {run_dir}")
     interrupts = Interrupts()
+    interrupts.keep_ignoring = exiting
     current_test: Optional[int] = None
     status, reason = "completed", None
     factory = measurer_factory or measurer_for
