@@ -55,6 +55,39 @@ static void note_delay(seqacct_t *a, int64_t d)
     a->prev_delay = d;
 }
 
+static void note_lost(seqacct_t *a, const seq_gap_t *g)
+{
+    if (!a->first_lost.valid) a->first_lost = *g;
+    a->last_lost = *g;
+}
+
+static void gap_push(seqacct_t *a, const seq_gap_t *g)
+{
+    if (a->gap_n == SEQ_MAX_GAPS) {          /* the oldest open gap is taken as lost */
+        uint32_t old = (a->gap_head + SEQ_MAX_GAPS - a->gap_n) % SEQ_MAX_GAPS;
+        if (a->gaps[old].missing) note_lost(a, &a->gaps[old]);
+        a->gap_n--;
+    }
+    a->gaps[a->gap_head] = *g;
+    a->gap_head = (a->gap_head + 1) % SEQ_MAX_GAPS;
+    a->gap_n++;
+}
+
+/* a late frame: if it belongs to an open gap, that gap misses one frame less */
+static void gap_fill(seqacct_t *a, uint64_t s)
+{
+    uint32_t lo = 0, hi = a->gap_n;
+    uint32_t oldest = (a->gap_head + SEQ_MAX_GAPS - a->gap_n) % SEQ_MAX_GAPS;
+    while (lo < hi) {                        /* first gap whose end (seq) is > s */
+        uint32_t mid = (lo + hi) / 2;
+        if (a->gaps[(oldest + mid) % SEQ_MAX_GAPS].seq > s) hi = mid; else lo = mid + 1;
+    }
+    if (lo >= a->gap_n) return;
+    seq_gap_t *g = &a->gaps[(oldest + lo) % SEQ_MAX_GAPS];
+    uint64_t first_missing = g->head ? a->first_expected : g->prev_seq + 1;
+    if (s >= first_missing && s < g->seq && g->missing) g->missing--;
+}
+
 static uint64_t extent_for(const seqacct_t *a, uint64_t s, uint64_t i)
 {
     /* earliest advance with seq > s; ring entries are in increasing seq order */
@@ -77,6 +110,7 @@ void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns)
             if (seq < a->first_expected || win_test(a, seq)) { a->duplicates++; return; }
             win_set(a, seq);
         }
+        gap_fill(a, seq);
         uint64_t i = ++a->arrivals;
         a->received++;
         a->reordered++;
@@ -95,8 +129,8 @@ void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns)
         g.prev_tx_ns = a->max_tx_ns;
         g.seq = seq;
         g.tx_ns = tx_ns;
-        if (!a->first_gap.valid) a->first_gap = g;
-        a->last_gap = g;
+        g.missing = seq - a->next_exp;
+        gap_push(a, &g);
     }
     if (a->have_max && tx_ns > a->max_tx_ns && tx_ns - a->max_tx_ns > a->max_rx_gap_ns)
         a->max_rx_gap_ns = tx_ns - a->max_tx_ns;
@@ -142,12 +176,19 @@ void seqacct_loss_times(const seqacct_t *a, uint64_t sent, uint64_t first_tx_ns,
     if (a->received >= sent) return;
     if (!a->have_max) { *first_loss_ns = (int64_t)first_tx_ns; *last_loss_ns = (int64_t)last_tx_ns; return; }
     double f = -1, l = -1, tf, tl;
-    if (a->first_gap.valid) {
-        gap_times(&a->first_gap, first_tx_ns, a->first_expected, &tf, &tl);
-        f = tf;
-        gap_times(&a->last_gap, first_tx_ns, a->first_expected, &tf, &tl);
-        l = tl;
+    /* earliest loss: a gap taken as lost earlier, else the oldest open gap still missing frames;
+     * latest: the newest open gap still missing frames, else the newest gap taken as lost */
+    const seq_gap_t *fg = a->first_lost.valid ? &a->first_lost : NULL, *lg = NULL;
+    uint32_t oldest = (a->gap_head + SEQ_MAX_GAPS - a->gap_n) % SEQ_MAX_GAPS;
+    for (uint32_t i = 0; i < a->gap_n; i++) {
+        const seq_gap_t *g = &a->gaps[(oldest + i) % SEQ_MAX_GAPS];
+        if (!g->missing) continue;
+        if (!fg) fg = g;
+        lg = g;
     }
+    if (!lg && a->last_lost.valid) lg = &a->last_lost;
+    if (fg) { gap_times(fg, first_tx_ns, a->first_expected, &tf, &tl); f = tf; }
+    if (lg) { gap_times(lg, first_tx_ns, a->first_expected, &tf, &tl); l = tl; }
     if (a->next_exp < end) {   /* tail loss */
         double s0 = (double)a->next_exp - 1, t0 = (double)a->max_tx_ns;
         double s1 = (double)end - 1, t1 = (double)last_tx_ns;

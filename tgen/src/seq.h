@@ -13,11 +13,14 @@
 #define SEQ_WIN 65536u
 #define SEQ_ADV_RING 256u
 
+#define SEQ_MAX_GAPS 128u
+
 typedef struct {
     int valid;
     int head;              /* gap starts at the stream's first frame (nothing received before) */
     uint64_t prev_seq, prev_tx_ns;   /* last in-order frame before the gap (if !head) */
     uint64_t seq, tx_ns;             /* frame after the gap */
+    uint64_t missing;                /* sequence numbers of the gap not (yet) received */
 } seq_gap_t;
 
 typedef struct {
@@ -32,7 +35,11 @@ typedef struct {
     uint64_t max_rx_gap_ns;
     int have_max;
     uint64_t max_tx_ns;    /* tx time of seq next_exp-1 */
-    seq_gap_t first_gap, last_gap;
+    /* open gaps (newest SEQ_MAX_GAPS, ordered by sequence); a late frame that fills a gap
+     * completely makes it not a loss.  Older gaps are taken as losses (first/last_lost). */
+    seq_gap_t gaps[SEQ_MAX_GAPS];
+    uint32_t gap_head, gap_n;
+    seq_gap_t first_lost, last_lost;
     /* extent ring: each NextExp advance (seq, arrival index), increasing seq */
     uint64_t adv_seq[SEQ_ADV_RING], adv_idx[SEQ_ADV_RING];
     uint32_t adv_head, adv_n;

@@ -74,6 +74,28 @@ int main(void)
     seqacct_loss_times(&A, 10, 100, 9100, &f, &l);
     CHECK(f == 100 && l == 9100, "all lost");
 
+    /* a reordered frame that fills a gap is not a loss: 0..99, 20 arrives after 21, 50 lost */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 100; s++) {
+        if (s == 20 || s == 50) continue;
+        seqacct_add(&A, s, s * 1000, 0);
+        if (s == 21) seqacct_add(&A, 20, 20 * 1000, 0);
+    }
+    seqacct_loss_times(&A, 100, 0, 99000, &f, &l);
+    CHECK(A.received == 99 && A.reordered == 1 && A.seq_gaps == 2, "fill: rx %llu", (unsigned long long)A.received);
+    CHECK(f == 50000 && l == 50000, "filled gap is not a loss: %lld..%lld", (long long)f, (long long)l);
+    /* partially filled gap stays a loss */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 100; s++) if (s < 30 || s > 32) seqacct_add(&A, s, s * 1000, 0);
+    seqacct_add(&A, 31, 31000, 0);
+    seqacct_loss_times(&A, 100, 0, 99000, &f, &l);
+    CHECK(f == 30000 && l == 32000, "partial fill %lld..%lld", (long long)f, (long long)l);
+    /* more open gaps than the list holds: the oldest are taken as losses */
+    seqacct_reset(&A, 0, NULL, NULL);
+    for (uint64_t s = 0; s < 10 * SEQ_MAX_GAPS; s++) if (s % 5 != 2) seqacct_add(&A, s, s * 1000, 0);
+    seqacct_loss_times(&A, 10 * SEQ_MAX_GAPS, 0, (10 * SEQ_MAX_GAPS - 1) * 1000, &f, &l);
+    CHECK(f == 2000 && l == (int64_t)((10 * SEQ_MAX_GAPS - 3) * 1000), "many gaps %lld..%lld", (long long)f, (long long)l);
+
     /* window: a frame 70000 behind NextExp is counted (not a dup), duplicates inside the window found */
     seqacct_reset(&A, 0, NULL, NULL);
     for (uint64_t s = 0; s < 100000; s++) if (s != 5) seqacct_add(&A, s, s, 0);
