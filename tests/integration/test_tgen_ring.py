@@ -177,6 +177,8 @@ def test_frames_on_the_wrong_port_make_the_trial_invalid(ring_tgen):
     m = TgenMeasurer(ring_tgen, [(0, 1)])
     m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
     r = m.measure(0.2, 10000)
-    assert not r.valid
-    assert any("arrived on another port" in x for x in r.invalid_reasons), r.invalid_reasons
+    # it must not look like a loss-free trial: either tgen does not count frames that arrive
+    # on another port (all lost), or the client flags the trial (docs/tgen-client-notes.md #3)
+    flagged = any("arrived on another port" in x for x in r.invalid_reasons)
+    assert (not r.valid and flagged) or (r.received == 0 and r.loss_ratio == 1.0), r.to_dict()
     m.close()
