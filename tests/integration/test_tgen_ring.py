@@ -182,3 +182,30 @@ def test_frames_on_the_wrong_port_make_the_trial_invalid(ring_tgen):
     flagged = any("arrived on another port" in x for x in r.invalid_reasons)
     assert (not r.valid and flagged) or (r.received == 0 and r.loss_ratio == 1.0), r.to_dict()
     m.close()
+
+
+def test_oneshot_cli(tmp_path):
+    """tgen --oneshot: one trial from the command line, the trial.result JSON on stdout, exit 0."""
+    import json
+    import shutil
+    import subprocess
+
+    from tgen_fixtures import tgen_binary_or_skip
+
+    t = tag()
+    argv = [str(tgen_binary_or_skip()), "--no-huge", "-m", "256", "--no-pci", "--file-prefix",
+            f"nfvperf-{t}", "--lcores", "0@0,1@0", "--log-level", "lib.eal:warning",
+            "--vdev", "net_ring0", "--vdev", "net_ring1", "--",
+            "--oneshot", "--stream", "port=0,rx_port=0,size=128,flows=8,pps=50000",
+            "--stream", "port=1,rx_port=1,imix=64:7/570:4/1518:1,pps=20000",
+            "--frames", "12000", "--drain", "0.2"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/nfvperf-{t}", ignore_errors=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads(p.stdout)
+    assert res["state"] == "done" and len(res["streams"]) == 2
+    for s in res["streams"]:
+        assert s["sent"] == s["received"] == 12000 and s["lost"] == 0, s
+    assert res["streams"][0]["latency"]["count"] == 12000
