@@ -456,7 +456,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     if args.cmd == "calc" and not getattr(args, "calc", None):
-        parser.parse_args(["calc", "--help"])
+        _err("calc: choose what to calculate: rate, socket-mem, pmd-mask or buffer (see nfvperf calc --help)")
+        return EXIT_USAGE
     try:
         return args.func(args)
     except SuiteError as e:
