@@ -149,7 +149,9 @@ int worker_main(void *arg)
         __atomic_store_n(&w->seen_phase, ph, __ATOMIC_RELEASE);
         if (ph == PH_RUNNING && t && w->does_tx && !w->tx_done) do_tx(w, t);
         unsigned got = w->does_rx ? do_rx(w, ph == PH_IDLE ? NULL : t, ph) : 0;
-        if ((ph == PH_IDLE || ph == PH_DONE) && got == 0) rte_delay_us_sleep(1000);
+        int tx_busy = ph == PH_RUNNING && w->does_tx && !w->tx_done;
+        if (got == 0 && (ph == PH_IDLE || ph == PH_DONE || (w->nrxq == 0 && !tx_busy)))
+            rte_delay_us_sleep(1000);   /* nothing to poll: do not burn a shared CPU */
     }
     __atomic_store_n(&w->seen_phase, -1, __ATOMIC_RELEASE);
     return 0;
