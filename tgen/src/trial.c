@@ -554,7 +554,8 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
         ifr += (double)ts->seg_max[s];
         idur += t->segs[s].duration_s > 0 ? t->segs[s].duration_s : (double)ts->seg_max[s] / pps;
     }
-    double ipps = idur > 0 ? ifr / idur : ts->seg_pps[0];
+    /* burst and frame-count trials: the rate inside the burst; timed segments: the mean */
+    double ipps = (t->segs[0].max_frames || idur <= 0) ? ts->seg_pps[0] : ifr / idur;
     json_object_set_new(o, "intended_pps", json_real(ipps));
     json_object_set_new(o, "intended_frames", json_integer((json_int_t)ifr));
     double span_ns = 0;
