@@ -209,3 +209,31 @@ def test_oneshot_cli(tmp_path):
     for s in res["streams"]:
         assert s["sent"] == s["received"] == 12000 and s["lost"] == 0, s
     assert res["streams"][0]["latency"]["count"] == 12000
+
+
+@pytest.mark.parametrize("kw", [
+    dict(imix=[(64, 7), (570, 4), (1518, 1)]),
+    dict(frame_size_b=256, vlan=42),
+    dict(frame_size_b=128, ip_version=6),
+    dict(frame_size_b=128, vxlan=True),
+])
+def test_profile_variants_end_to_end(ring_tgen, kw):
+    """Every profile field maps onto the stream and the frames come back as test frames."""
+    m = TgenMeasurer(ring_tgen, [(0, 0), (1, 1)])
+    m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2,
+                                 flows_per_port=10, **kw))
+    streams = ring_tgen.rpc("stream.list")
+    assert len(streams) == 2
+    for st in streams:
+        if "imix" in kw:
+            assert [list(x) for x in st["imix"]] == [[64, 7], [570, 4], [1518, 1]]
+        if kw.get("vlan"):
+            assert st["vlan"] == 42
+        if kw.get("ip_version") == 6:
+            assert st["ipv6"] is True
+        if kw.get("vxlan"):
+            assert st["vxlan"] and st["wire_size_b"] == 128 + 50
+    r = m.measure_frames(6000, 30000)
+    assert r.sent == r.received == 12000, r.to_dict()
+    assert r.valid and r.non_test_rx == 0, r.invalid_reasons
+    m.close()

@@ -259,3 +259,27 @@ def test_tgen_in_netns(tmp_path: Path):
             proc.stop()
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_measurer_vxlan_stream_params_on_the_wire(afp, tmp_path: Path):
+    """A topology's stream_params (VXLAN endpoints, inner addresses) reach the wire."""
+    proc, a, b = afp
+    params = [{"src_ip": "172.16.0.1", "dst_ip": "172.16.1.1",
+               "vxlan": {"vni": 777, "outer_src_ip": "10.7.0.1", "outer_dst_ip": "10.7.0.2",
+                         "outer_dst_mac": "02:00:00:00:07:02"}}]
+    m = TgenMeasurer(proc, [(0, 1)], stream_params=params)
+    m.set_profile(TrafficProfile(frame_size_b=128, vxlan=True, flows_per_port=4,
+                                 bidirectional=False, learning=False, drain_s=0.2))
+    n = 40
+    with Capture(b, n, tmp_path / "m-vxlan.pcap") as cap:
+        r = m.measure_frames(n, 2000)
+        cap.wait()
+    assert r.sent == r.received == n and r.valid, r.to_dict()
+    rows = cap.fields("frame.len", "eth.dst", "vxlan.vni", "ip.src", "ip.dst")
+    assert len(rows) == n
+    for flen, edst, vni, ipsrc, ipdst in rows:
+        assert flen == str(128 - 4 + 50) and vni == "777"
+        assert edst.split(",")[0] == "02:00:00:00:07:02"
+        assert ipsrc.split(",")[0] == "10.7.0.1" and ipdst.split(",")[0] == "10.7.0.2"
+        assert ipsrc.split(",")[1].startswith("172.16.0.") and ipdst.split(",")[1].startswith("172.16.1.")
+    m.close()
