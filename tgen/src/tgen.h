@@ -36,7 +36,7 @@ struct port {
 struct stream {
     json_t *input;          /* user's object, kept for stream.modify */
     streamcfg_t sc;
-    tmpl_t *tmpls;          /* one per size */
+    tmpl_t *tmpls[MAX_IMIX];   /* one per size */
     uint16_t *pattern;      /* imix: size index per frame */
     unsigned plen;
     uint16_t txq;

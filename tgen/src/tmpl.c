@@ -79,7 +79,7 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
         snprintf(err, errlen, "size_b: %u is outside %u..%u for this header stack", size_b, min, MAX_FRAME_B);
         return -1;
     }
-    memset(t, 0, sizeof(*t));
+    memset(t, 0, tmpl_alloc_size(c, size_b));
     t->size_b = (uint16_t)size_b;
     unsigned inner_len = size_b - 4;
     uint8_t *in = t->data;

@@ -33,12 +33,12 @@ typedef struct {
 typedef struct {
     uint16_t size_b;           /* L2 size incl. FCS (inner size for VXLAN) */
     uint16_t len;              /* bytes in the buffer: size_b - 4 (+50 VXLAN) */
-    uint8_t data[MAX_FRAME_B + VXLAN_OVERHEAD + 32];   /* +32: tmpl_fill copies in 32-byte blocks */
     uint16_t ip_off, udp_off, sig_off, oudp_off;
     uint16_t compact;          /* compact 14-byte signature (40-bit seq and timestamp) */
     uint16_t sip_off, dip_off;  /* offsets of the varying 4 address bytes */
     uint32_t ip_sum_base;      /* IPv4 header sum without checksum and addresses */
     uint32_t udp_sum_base;     /* pseudo header + UDP + payload without varying fields/signature */
+    uint8_t data[] __attribute__((aligned(32)));   /* len + 32 bytes (tmpl_fill copies 32-byte blocks) */
 } tmpl_t;
 
 /* smallest legal size_b for this header stack (incl. FCS, inner for VXLAN) */
@@ -47,6 +47,10 @@ unsigned tmpl_min_size(const tmpl_cfg_t *c);
 static inline unsigned tmpl_wire_size(const tmpl_cfg_t *c, unsigned size_b)
 { return size_b + (c->vxlan ? VXLAN_OVERHEAD : 0); }
 
+/* bytes to allocate for the template of a frame of size_b */
+static inline size_t tmpl_alloc_size(const tmpl_cfg_t *c, unsigned size_b)
+{ return sizeof(tmpl_t) + (size_b + (c->vxlan ? VXLAN_OVERHEAD : 0)) + 64; }
+/* t must point to at least tmpl_alloc_size(c, size_b) bytes */
 int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_t errlen);
 
 typedef struct {

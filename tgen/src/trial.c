@@ -19,22 +19,27 @@ void stream_free(struct stream *s)
 {
     if (!s) return;
     if (s->input) json_decref(s->input);
-    free(s->tmpls);
+    for (int i = 0; i < MAX_IMIX; i++) free(s->tmpls[i]);
     free(s->pattern);
     free(s);
 }
 
 int stream_build(struct stream *s, char *err, size_t errlen)
 {
-    free(s->tmpls);
+    for (int i = 0; i < MAX_IMIX; i++) { free(s->tmpls[i]); s->tmpls[i] = NULL; }
     free(s->pattern);
-    s->tmpls = calloc((size_t)s->sc.nsizes, sizeof(tmpl_t));
-    s->pattern = calloc(MAX_IMIX_WEIGHT, sizeof(uint16_t));
-    if (!s->tmpls || !s->pattern) { snprintf(err, errlen, "out of memory"); return -1; }
-    for (int i = 0; i < s->sc.nsizes; i++)
-        if (tmpl_build(&s->sc.cfg, s->sc.sizes[i], &s->tmpls[i], err, errlen)) return -1;
+    s->pattern = NULL;
+    unsigned tw = 0;
+    for (int i = 0; i < s->sc.nsizes; i++) tw += s->sc.weights[i];
+    s->pattern = calloc(tw ? tw : 1, sizeof(uint16_t));
+    if (!s->pattern) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (int i = 0; i < s->sc.nsizes; i++) {
+        s->tmpls[i] = aligned_alloc(64, (tmpl_alloc_size(&s->sc.cfg, s->sc.sizes[i]) + 63) / 64 * 64);
+        if (!s->tmpls[i]) { snprintf(err, errlen, "out of memory"); return -1; }
+        if (tmpl_build(&s->sc.cfg, s->sc.sizes[i], s->tmpls[i], err, errlen)) return -1;
+    }
     if (s->sc.nsizes == 1) { s->pattern[0] = 0; s->plen = 1; }
-    else s->plen = streamcfg_imix_pattern(&s->sc, s->pattern, MAX_IMIX_WEIGHT);
+    else s->plen = streamcfg_imix_pattern(&s->sc, s->pattern, tw);
     return 0;
 }
 
@@ -320,6 +325,17 @@ int trial_start(json_t *p, rpc_err_t *e)
                 EFAIL(-32602, "%s: port %u would be offered %.0f b/s (L1), above its line rate %.0f b/s%s",
                       fld, q, load_bps[q], sp, multi ? " in some segment" : "");
             }
+        }
+    }
+    /* receive accounting memory: per stream and RX lcore */
+    {
+        unsigned nrx = 0;
+        for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].does_rx) nrx++;
+        double need = (double)n * nrx * ((double)sizeof(seqacct_t) + (t->latency ? 2.0 * sizeof(hist_t) : 0));
+        if (need > 2.0 * 1024 * 1024 * 1024) {
+            trial_free(t);
+            EFAIL(-32602, "streams: %u streams x %u RX lcores need %.0f MB of receive accounting (limit 2048 MB); "
+                  "use fewer streams, fewer RX lcores or latency=false", n, nrx, need / 1048576);
         }
     }
     /* all checks passed: stop old trial state, publish the new one */

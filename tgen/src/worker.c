@@ -65,7 +65,7 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         const struct stream *st = ts->st;
         uint64_t tx_ns = tsc_to_ns(rte_rdtsc()) & MASK48;
         for (unsigned i = 0; i < n; i++) {
-            const tmpl_t *tp = &st->tmpls[st->pattern[ts->pat_pos]];
+            const tmpl_t *tp = st->tmpls[st->pattern[ts->pat_pos]];
             if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
             m[i]->data_off = RTE_PKTMBUF_HEADROOM;
             m[i]->ol_flags = 0;

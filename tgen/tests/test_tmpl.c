@@ -67,7 +67,8 @@ static tmpl_cfg_t base(void)
     return c;
 }
 
-static tmpl_t T;
+static union { tmpl_t t; uint8_t raw[sizeof(tmpl_t) + MAX_FRAME_B + 200]; } TU;
+#define T (TU.t)
 static uint8_t buf[MAX_FRAME_B + 100];
 
 static void run(const char *what, tmpl_cfg_t c, unsigned size)
