@@ -224,7 +224,7 @@ int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t i
         s->sizes[0] = 64;
         if (get_int(obj, "size_b", -((long long)1 << 40), (long long)1 << 40, &v, &pr, err, errlen)) return -1;
         if (pr) {
-            if (v < min) FAIL("size_b: %lld is below the minimum %u for this header stack (headers + 18 B signature + FCS)", v, min);
+            if (v < min) FAIL("size_b: %lld is below the minimum %u for this header stack (headers + 14-byte signature + FCS)", v, min);
             if (v > MAX_FRAME_B) FAIL("size_b: %lld is above the maximum %d", v, MAX_FRAME_B);
             s->sizes[0] = (uint16_t)v;
         } else if (min > 64) {
