@@ -406,44 +406,30 @@ class OvsDpdk(DutAdapter):
             index_or_name = self.ports[index_or_name].name
         return self.ovs_ports[index_or_name].ofport
 
-    def add_ovs_port(self, bridge: str, name: str, kind: str = "dpdk", *, iface: Optional[str] = None,
-                 driver: str = "af_packet", devargs: Optional[str] = None, sock: Optional[str] = None,
-                 ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None) -> int:
-        """Add a port; return its OpenFlow port number.
+    def add_ovs_port(self, bridge: str, name: str, kind: str = "dpdk", *,
+                     devargs: Optional[str] = None, sock: Optional[str] = None,
+                     ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None) -> int:
+        """Add a port to ``bridge``; return its OpenFlow port number.
 
-        kind ``dpdk``: a veth (``iface``) through ``driver`` af_packet (default) / af_xdp, or any
-        DPDK ``devargs`` (e.g. a PCI address).  kind ``dpdkvhostuserclient``: OVS connects to the
-        vhost-user server socket ``sock`` (the VNF's virtio-user, ``server=1``).  kind ``vxlan``:
-        ``options`` give ``remote_ip``, ``key``, ``local_ip``...
+        kind ``dpdk``: ``devargs`` as from :meth:`PortRef.dpdk_devargs` (af_packet / af_xdp vdev
+        on a veth, or a PCI address), with the spec's n_rxq / descriptor counts.  kind
+        ``dpdkvhostuserclient``: OVS connects to the vhost-user server socket ``sock`` (the VNF's
+        virtio-user, ``server=1``).  kind ``vxlan``: ``options`` give ``remote_ip``, ``key``,
+        ``local_ip``...
         """
         opts: dict[str, str] = {k: str(v) for k, v in (options or {}).items()}
-        n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
         if kind == "dpdk":
-            if devargs is None:
-                if iface is None:
-                    raise OvsError("a dpdk port needs iface= or devargs=")
-                idx = len([p for p in self.ovs_ports.values() if p.kind == "dpdk"])
-                if driver == "af_packet":
-                    devargs = f"net_af_packet{idx},iface={iface}"
-                    if n_rxq > 1:
-                        devargs += f",qpairs={n_rxq}"
-                elif driver == "af_xdp":
-                    devargs = f"net_af_xdp{idx},iface={iface}"
-                    if n_rxq > 1:
-                        devargs += f",queue_count={n_rxq}"
-                else:
-                    raise OvsError(f"unknown dpdk port driver {driver!r}")
+            if not devargs:
+                raise OvsError("a dpdk port needs devargs=")
             opts.setdefault("dpdk-devargs", devargs)
             if self.spec is not None:
-                opts.setdefault("n_rxq", str(n_rxq))
+                opts.setdefault("n_rxq", str(self.spec.n_rxq))
                 opts.setdefault("n_rxq_desc", str(self.spec.n_rxq_desc))
                 opts.setdefault("n_txq_desc", str(self.spec.n_txq_desc))
         elif kind == "dpdkvhostuserclient":
             if not sock:
                 raise OvsError("a dpdkvhostuserclient port needs sock=")
             opts.setdefault("vhost-server-path", str(sock))
-            if self.spec is not None and n_rxq > 1:
-                opts.setdefault("n_rxq", str(n_rxq))
         elif kind not in ("vxlan", "internal", "patch", "geneve", "gre"):
             raise OvsError(f"unknown port kind {kind!r}")
         args = ["--may-exist", "add-port", bridge, name, "--", "set", "Interface", name, f"type={kind}"]
