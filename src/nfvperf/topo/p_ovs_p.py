@@ -48,8 +48,16 @@ def _vnf_class() -> type:
 class OvsTopology(Topology):
     """Shared by the OVS topologies: DUT namespace, veth PHY ports, the OVS-DPDK adapter."""
 
+    #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
+    n_vnfs = 0
+
     def cpu_demands(self) -> dict[str, int]:
-        return {"dut": 1, "tgen": 1}
+        """One polling CPU for the OVS PMD, one per VNF, one for tgen (in that priority)."""
+        d = {"dut": 1}
+        for j in range(self.n_vnfs * max(1, self.spec.ports // 2)):
+            d[f"vnf{j}"] = 1
+        d["tgen"] = 1
+        return d
 
     def ovs_spec(self) -> Any:
         return getattr(self.spec, "ovs", None)

@@ -25,13 +25,6 @@ class Pvp(OvsTopology):
     def base_switching_operations(self) -> int:   # type: ignore[override]
         return self.n_vnfs + 1
 
-    def cpu_demands(self) -> dict[str, int]:
-        d = {"dut": 1}
-        for j in range(self.n_vnfs * max(1, self.spec.ports // 2)):
-            d[f"vnf{j}"] = 1
-        d["tgen"] = 1
-        return d
-
     def vnf_chain(self, pair: int, dut: Any) -> list[tuple[int, int]]:
         """The VNFs of one port pair, each as (in port index, out port index) on the bridge."""
         return [self.add_vnf(dut, f"vnf{pair * self.n_vnfs + k}") for k in range(self.n_vnfs)]

@@ -36,13 +36,7 @@ class Vxlan(OvsTopology):
     """PHY-OVS(VTEP)-VNF-OVS(VTEP)-PHY with VXLAN on the PHY side."""
 
     base_switching_operations = 2
-
-    def cpu_demands(self) -> dict[str, int]:
-        d = {"dut": 1}
-        for j in range(max(1, self.spec.ports // 2)):
-            d[f"vnf{j}"] = 1
-        d["tgen"] = 1
-        return d
+    n_vnfs = 1
 
     def vtep_mac(self, i: int) -> str:
         t = self.run.tag[3:]
