@@ -175,3 +175,18 @@ def test_pvp_reset_reconnects_vnf(run_ctx) -> None:
         m.measure(0.5, 500)           # warm-up after the restart
         res = m.measure(1.0, 1000)
         assert res.valid and res.sent == 2000 and res.received >= 1980
+
+
+def test_pvp_with_vm_vnf(run_ctx) -> None:
+    """vnf: vm — testpmd in a QEMU guest on the same dpdkvhostuserclient ports."""
+    import shutil
+    if not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 not installed")
+    with build(_spec("pvp", vnf="vm"), run_ctx) as topo:
+        assert type(topo.vnfs[0]).__name__ == "VmVnf" and topo.switching_operations() == 2
+        m = topo.measurer()
+        m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, drain_s=0.5,
+                                     learning=False))
+        m.measure(0.5, 500)
+        res = m.measure(1.0, 1000)
+        assert res.valid and res.sent == 2000 and res.received >= 1980

@@ -81,25 +81,37 @@ class OvsTopology(Topology):
         return dut
 
     def add_vnf(self, dut: Any, name: str) -> tuple[int, int]:
-        """A testpmd container VNF (``TestpmdVnf``, vhost-user server) on two
-        ``dpdkvhostuserclient`` ports of the first bridge; returns their port indices."""
+        """A VNF on two ``dpdkvhostuserclient`` ports of the first bridge, as vhost-user server:
+        testpmd in a container (``TestpmdVnf``) or, with ``vnf: vm``, in a QEMU guest (``VmVnf``,
+        which boots once OVS has connected: see :meth:`wait_vnfs_ready`).  Returns the two port
+        indices."""
         socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
         # OVS first: virtio-user in server mode waits for its client while it starts
         idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
                for k, s in enumerate(socks)]
-        tp = getattr(self.spec, "testpmd", None)
-        vnf = _vnf_class()(self.run, self.tracker, sockets=socks, server=True, name=name,
-                         plan=self.plan, spec=self.spec, forward_mode=tp.forward_mode if tp else "io")
+        if getattr(self.spec, "vnf", "container") == "vm":
+            from nfvperf.vm.qemu import VmVnf as cls
+        else:
+            cls = _vnf_class()
+        vnf = cls(self.run, self.tracker, sockets=socks, server=True, name=name,
+                  plan=self.plan, spec=self.spec)
         vnf.start()
         self.vnfs.append(vnf)
         return idx[0], idx[1]
+
+    def wait_vnfs_ready(self, dut: Any) -> None:
+        """VM VNFs boot after OVS connected to them; then every vhost port must come up."""
+        for v in self.vnfs:
+            if hasattr(v, "wait_ready"):
+                v.wait_ready()
+        self.wait_vhost_up(dut)
 
     def reset_dut(self) -> None:
         """RFC 6201 reset: OVS restarts with its ports and rules; the VNFs keep running and OVS
         reconnects to their sockets (waited for here)."""
         super().reset_dut()
         if self.vnfs and self.dut is not None:
-            self.wait_vhost_up(self.dut)
+            self.wait_vnfs_ready(self.dut)
 
     def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
         """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""

@@ -46,4 +46,4 @@ class Pvp(OvsTopology):
             flows += self.path_flows(fwd, p)
             flows += self.path_flows(rev, len(pairs) + p)
         dut.program(flows)
-        self.wait_vhost_up(dut)
+        self.wait_vnfs_ready(dut)

@@ -64,7 +64,7 @@ class Vxlan(OvsTopology):
             for src, dst in ((f"vx{a}", v0), (v1, f"vx{b}"), (f"vx{b}", v1), (v0, f"vx{a}")):
                 rules.append(f"priority=100,in_port={src},idle_timeout=0,actions=output:{dst}")
         dut.program(rules, bridge=brint)
-        self.wait_vhost_up(dut)
+        self.wait_vnfs_ready(dut)
 
     def stream_params(self) -> Optional[list[dict[str, Any]]]:
         out = super().stream_params() or []
