@@ -670,9 +670,9 @@ class TgenMeasurer(Measurer):
                 raise
             self._abort()               # a previous trial is still winding down
             self.proc.call("trial.start", trial)
-        budget = (expect_s * 1.5 + float(trial.get("drain_s", 2.0))
-                  + (float(trial.get("learning_wait_s", 2.0)) if trial.get("learning") else 0.0)
-                  + 15.0)
+        learn_s = float(trial.get("learning_wait_s", 2.0)) if trial.get("learning") else 0.0
+        # tgen's watchdog ends a trial at the latest max(5 s, its length) after the schedule
+        budget = expect_s * 2.2 + float(trial.get("drain_s", 2.0)) + learn_s + 20.0
         deadline = time.monotonic() + budget
         try:
             while True:
@@ -683,7 +683,8 @@ class TgenMeasurer(Measurer):
                 if state == "idle":
                     raise MeasurerError("tgen: trial went idle without finishing")
                 if on_running is not None and state in ("running", "draining"):
-                    on_running(float(st.get("elapsed_s") or 0.0))
+                    # elapsed_s counts from trial.start, learning included
+                    on_running(max(0.0, float(st.get("elapsed_s") or 0.0) - learn_s))
                 if dut_checks is None or dut_checks():
                     self._check_dut()
                 if time.monotonic() > deadline:
