@@ -325,27 +325,32 @@ def cmd_calc(args: argparse.Namespace) -> int:
     raise CliError("calc: choose rate, socket-mem, pmd-mask or buffer")
 
 
-def _delegate(modname: str, args: argparse.Namespace) -> int:
+# Commands whose options belong to another module: their argv is handed over untouched
+# (argparse's REMAINDER would refuse leading options such as `cleanup --tag X`).
+DELEGATES = {
+    "preflight": ("nfvperf.host.preflight", "check the host (hugepages, cores, DPDK, OVS)"),
+    "cleanup": ("nfvperf.host.cleanup", "remove leftovers of killed runs (netns, veth, processes)"),
+    "image": ("nfvperf.vm.image", "build the VM VNF guest image (nfvperf image build)"),
+}
+
+
+def _delegate(name: str, rest: Sequence[str]) -> int:
     import importlib
+    modname = DELEGATES[name][0]
     try:
-        mod = importlib.import_module(f"nfvperf.host.{modname}")
-    except ImportError:
-        _err(f"`{modname}` is not available in this build (nfvperf.host.{modname} is missing)")
+        mod = importlib.import_module(modname)
+    except ImportError as e:
+        _err(f"`{name}` is not available in this build ({modname}: {e})")
         return EXIT_USAGE
-    fn = getattr(mod, "main", None) or getattr(mod, "run", None) or getattr(mod, modname, None)
+    fn = getattr(mod, "main", None)
     if fn is None:
-        _err(f"`{modname}` is not available: nfvperf.host.{modname} has no main()")
+        _err(f"`{name}` is not available: {modname} has no main()")
         return EXIT_USAGE
-    rc = fn(list(args.rest or []))
+    try:
+        rc = fn(list(rest))
+    except SystemExit as e:   # the module's argparse: 2 on bad usage, 0 on --help
+        return int(e.code or 0)
     return int(rc or 0)
-
-
-def cmd_preflight(args: argparse.Namespace) -> int:
-    return _delegate("preflight", args)
-
-
-def cmd_cleanup(args: argparse.Namespace) -> int:
-    return _delegate("cleanup", args)
 
 
 # --------------------------------------------------------------------------- parser
@@ -437,16 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
 
-    for name, fn, text in (("preflight", cmd_preflight, "check the host (hugepages, cores, DPDK, OVS)"),
-                           ("cleanup", cmd_cleanup, "remove leftovers of killed runs (netns, veth, processes)")):
-        sp = sub.add_parser(name, help=text, description=f"{text}; delegates to nfvperf.host.{name}")
+    for name, (modname, text) in DELEGATES.items():
+        sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
+                            add_help=False)
         sp.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed on")
-        sp.set_defaults(func=fn)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from nfvperf.config import SuiteError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATES:
+        return _delegate(argv[0], argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -153,3 +153,12 @@ def test_closed_output_does_not_fail_the_run(tmp_path, monkeypatch, capsys) -> N
         assert run.status == "completed" and all(t.status == "passed" for t in run.tests)
     finally:
         s.close()
+
+
+def test_delegated_commands_take_their_own_options(capsys) -> None:
+    # `cleanup --tag X` used to be refused by argparse (REMAINDER does not take leading options).
+    assert main(["cleanup", "--tag", "nfv000000", "--dry-run"]) == 0
+    assert main(["preflight", "--no-such-option"]) == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+    assert main(["image", "--help"]) == 0
+    assert "nfvperf image" in capsys.readouterr().out

@@ -691,7 +691,7 @@ def load_lock(path: Path) -> Dict[str, str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m nfvperf.vm.image",
+    ap = argparse.ArgumentParser(prog="nfvperf image",
                                  description="Build the nfvperf VM VNF guest image.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build (or reuse) the guest image")
