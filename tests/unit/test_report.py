@@ -131,3 +131,14 @@ def test_compare_flags_only_real_changes(runs) -> None:
     assert ("throughput", 1518) not in flagged      # line rate either way
     r = next(r for r in diff.flagged if r.test == "throughput")
     assert r.delta == pytest.approx(-0.25, abs=0.02) and r.threshold >= 0.02
+
+
+def test_result_notes_reach_the_report_once_each() -> None:
+    from types import SimpleNamespace as NS
+
+    from nfvperf.report.tables import result_notes
+    cap = "generator-limited: max load capped at 553,767 fps"
+    t64 = NS(name="throughput", frame_size_b=64, results=[
+        NS(data={"notes": [cap]}), NS(data={"throughput": {"notes": [cap, "irregular"]}})])
+    t512 = NS(name="latency", frame_size_b=512, results=[NS(data={"notes": []})])
+    assert result_notes([t64, t512]) == [f"throughput 64 B: {cap}", "throughput 64 B: irregular"]

@@ -49,6 +49,10 @@ class ThroughputParams(MethodParams):
     preset: Optional[PresetName] = Field(None, description="mlr/mlrsearch goal preset")
     goals: Optional[list[GoalParams]] = Field(None, min_length=1, description="mlr/mlrsearch explicit goals")
     time_budget_s: Optional[float] = Field(None, gt=0.0, description="cap on total trial seconds")
+    calibrate: bool = Field(True, description="with a generator that can fall short of the intended load "
+                            "(tgen), first measure what it can offer and cap the max load below that")
+    calibration_margin: float = Field(0.9, gt=0.0, le=1.0,
+                                      description="max load = this × the rate the generator achieved")
 
     @model_validator(mode="after")
     def _check(self) -> "ThroughputParams":
@@ -103,10 +107,44 @@ class ThroughputResult(ResultBase):
         return None
 
 
+def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams,
+                       **context: Any) -> tuple[float, Optional[str]]:
+    """One short trial at ``max_load``: if the generator sent less than intended, return a max
+    load of ``calibration_margin`` × what it achieved, and a note saying so.
+
+    The trial is recorded (phase ``calibration``, never used for a decision): a search whose
+    max load the generator cannot offer would see only invalid trials and fail, which tells the
+    user nothing about the DUT."""
+    duration = min(1.0, params.trial_duration_s)
+    tr = runner.measurer.measure(duration, max_load)
+    if runner.on_trial:
+        runner.on_trial(tr, dict(context, phase="calibration", attempt=1, used=False))
+    intended = tr.expected or round(max_load * duration)
+    if intended <= 0 or tr.sent >= 0.999 * intended:
+        return max_load, None
+    achieved = max_load * tr.sent / intended
+    capped = achieved * params.calibration_margin
+    return capped, (f"generator-limited: at {max_load:,.0f} fps per interface the generator sent "
+                    f"{tr.sent:,} of {intended:,} frames ({achieved:,.0f} fps); max load capped at "
+                    f"{capped:,.0f} fps ({params.calibration_margin:.0%} of that). A result at the cap "
+                    f"means the DUT is faster than this generator set-up can show")
+
+
 def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
            progress: Any = None, **context: Any) -> SearchResult:
     """Run the chosen search (used by other methods as their throughput prerequisite)."""
     max_load = profile.max_load_pps * params.max_load_pct / 100.0
+    note = None
+    if params.calibrate and getattr(runner.measurer, "rate_limited", False):
+        max_load, note = calibrate_max_load(runner, max_load, params, **context)
+    sr = _search(runner, profile, params, max_load, progress, **context)
+    if note:
+        sr.notes.insert(0, note)
+    return sr
+
+
+def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_load: float,
+            progress: Any = None, **context: Any) -> SearchResult:
     final = params.final_trial_duration_s
     kind = params.search
     if kind == "binary":

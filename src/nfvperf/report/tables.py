@@ -84,8 +84,9 @@ def build(run: Any) -> ReportData:
                      "of what dedicated cores would give.")
     if run.tg == "sim":
         notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
-    tables: list[Table] = []
     tests = list(run.tests)
+    notes += result_notes(tests)
+    tables: list[Table] = []
     tables += _throughput_tables(tests, ndir, ports, traffic, sw)
     tables += _latency_tables(tests, ndir, ports, traffic)
     tables += _loss_tables(tests)
@@ -96,6 +97,20 @@ def build(run: Any) -> ReportData:
                             [[t.name, fmt_num(t.frame_size_b), t.status, t.reason or ""] for t in failed],
                             key="failed"))
     return ReportData(run=run, header=header, tables=tables, directions=ndir, switching_ops=sw, notes=notes)
+
+
+def result_notes(tests: list[Any]) -> list[str]:
+    """What the methods and searches said about their own results (generator-limited max load,
+    irregular bounds, skipped sizes...), once per distinct text, prefixed with test and size."""
+    from nfvperf.report.extract import walk
+    seen: dict[str, None] = {}
+    for t in tests:
+        for r in t.results:
+            for d in walk(r.data):
+                for n in d.get("notes") or []:
+                    if isinstance(n, str) and n:
+                        seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: {n}", None)
+    return list(seen)
 
 
 def _dt(v: Any) -> str:

@@ -169,6 +169,9 @@ class Measurer(abc.ABC):
     """The boundary.  Implementations: tg.sim.SimMeasurer, tg.tgen.TgenMeasurer, tg.iperf3."""
 
     name: str = "abstract"
+    #: True for a software generator that may offer less than the intended load (shared cores,
+    #: kernel-backed ports).  The throughput search then calibrates its max load first.
+    rate_limited: bool = False
     #: set by the runner; a measurer may call it before a reset trial (RFC 6201)
     reset_hook: Optional[Callable[[], None]] = None
 

@@ -562,6 +562,7 @@ class TgenMeasurer(Measurer):
     """
 
     name = "tgen"
+    rate_limited = True
     LATENCY_DEFINITION = ("tgen: tx timestamp (TSC, written as the frame is queued for TX) to rx "
                           "poll time on the generator clock; includes both generator ports' "
                           "queueing; RFC 1242 store-and-forward approximation")

@@ -1,0 +1,91 @@
+"""Throughput search against a generator that cannot offer the intended load (tgen on veth)."""
+from __future__ import annotations
+
+import pytest
+
+from nfvperf.methods import throughput
+from nfvperf.search.validity import InvalidTrialsError
+from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult
+
+
+class ShortGenerator(Measurer):
+    """DUT loses iff load > dut_pps; the generator sends at most gen_pps per interface and says
+    so the way tgen does (sent < intended -> invalid)."""
+
+    name = "short-generator"
+    rate_limited = True
+
+    def __init__(self, dut_pps: float, gen_pps: float) -> None:
+        self.dut_pps = dut_pps
+        self.gen_pps = gen_pps
+        self.loads: list[float] = []
+
+    def set_profile(self, profile: TrafficProfile) -> None:
+        self.profile = profile
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        self.loads.append(load_pps)
+        n = 2 if self.profile.bidirectional else 1
+        intended = round(load_pps * duration_s) * n
+        offered = min(load_pps, self.gen_pps)
+        sent = round(offered * duration_s) * n
+        received = round(min(offered, self.dut_pps) * duration_s) * n
+        tr = TrialResult(duration_s=duration_s, load_pps=load_pps, sent=sent, received=received,
+                         expected=intended)
+        if sent < 0.999 * intended:
+            tr.valid = False
+            tr.invalid_reasons = [f"sent {sent} < 99.9 % of intended {intended}"]
+        return tr
+
+
+class Rec:
+    def __init__(self) -> None:
+        self.trials: list[tuple[TrialResult, dict]] = []
+
+    def trial(self, test: str, tr: TrialResult, **ctx) -> None:
+        self.trials.append((tr, ctx))
+
+
+PROFILE = TrafficProfile(frame_size_b=64, link_speed_bps=1e9)   # 1,488,095 fps line rate
+LINE = PROFILE.max_load_pps
+
+
+def _params(**kw) -> throughput.ThroughputParams:
+    return throughput.ThroughputParams(search="binary", trial_duration_s=1.0, resolution_pct=0.5, **kw)
+
+
+def test_dut_slower_than_generator_is_found_below_the_calibrated_cap() -> None:
+    m = ShortGenerator(dut_pps=0.3 * LINE, gen_pps=0.5 * LINE)
+    m.set_profile(PROFILE)
+    rec = Rec()
+    res = throughput.run(m, PROFILE, _params(), rec)
+    assert m.loads[0] == pytest.approx(LINE)                     # calibration at max load
+    assert rec.trials[0][1]["phase"] == "calibration" and rec.trials[0][1]["used"] is False
+    assert max(m.loads[1:]) <= 0.9 * 0.5 * LINE * 1.0001         # the search stays under the cap
+    assert 0.3 * LINE - 0.005 * LINE < res.throughput_pps <= 0.3 * LINE
+    assert any("generator-limited" in n for n in res.notes)
+    assert all(ctx["used"] for _, ctx in rec.trials[1:])         # no invalid trial after the cap
+
+
+def test_dut_faster_than_generator_reports_the_cap_not_a_dut_figure() -> None:
+    m = ShortGenerator(dut_pps=0.8 * LINE, gen_pps=0.2 * LINE)
+    m.set_profile(PROFILE)
+    res = throughput.run(m, PROFILE, _params(), Rec())
+    assert res.throughput_pps == pytest.approx(0.9 * 0.2 * LINE, rel=1e-3)
+    assert res.max_load_pps == pytest.approx(0.9 * 0.2 * LINE, rel=1e-3)
+    assert any("DUT is faster than this generator" in n for n in res.notes)
+
+
+def test_generator_that_keeps_up_is_not_capped() -> None:
+    m = ShortGenerator(dut_pps=0.3 * LINE, gen_pps=2 * LINE)
+    m.set_profile(PROFILE)
+    res = throughput.run(m, PROFILE, _params(), Rec())
+    assert res.max_load_pps == pytest.approx(LINE)
+    assert not any("generator-limited" in n for n in res.notes)
+
+
+def test_without_calibration_a_short_generator_fails_loudly() -> None:
+    m = ShortGenerator(dut_pps=0.3 * LINE, gen_pps=0.5 * LINE)
+    m.set_profile(PROFILE)
+    with pytest.raises(InvalidTrialsError, match="99.9 % of intended"):
+        throughput.run(m, PROFILE, _params(calibrate=False), Rec())
