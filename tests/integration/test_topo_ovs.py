@@ -156,11 +156,26 @@ def test_more_shapes_pass_traffic(run_ctx, kind, ports, bidir, sw_ops, n_vnfs) -
         m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=8, bidirectional=bidir,
                                      drain_s=0.5, learning=False))
         m.measure(0.5, 500)           # warm-up
+        before = topo.dut_counters()
         res = m.measure(1.0, 1000)
         n_dirs = (ports // 2) * (2 if bidir else 1)
         assert res.valid and len(res.streams) == n_dirs and res.sent == 1000 * n_dirs
         assert res.received >= res.sent * 0.99
         assert {(s.tx_port, s.rx_port) for s in res.streams} >= {(0, 1)}
+        if n_vnfs:
+            # one entry per VNF, under its own name, and every VNF of the chain forwarded frames
+            names = [f"vnf{j}" for j in range(n_vnfs)]
+            assert [v.vnf_name for v in topo.vnfs] == names
+            after = res.dut_counters
+            assert sorted(before["vnfs"]) == sorted(after["vnfs"]) == names
+            for name in names:
+                assert after["vnfs"][name]["vnf"] == name
+                for key in ("rx_packets", "tx_packets"):
+                    fwd = after["vnfs"][name]["total"][key] - before["vnfs"][name]["total"][key]
+                    assert fwd >= res.received, (name, key, fwd, res.received)
+        # the VNFs' virtqueues: testpmd.vnf_queue_size (default 1024) in their devargs
+        for v in topo.vnfs:
+            assert v.queue_size == 1024 and "queue_size=1024" in " ".join(v.proc.argv)
 
 
 def test_pvp_reset_reconnects_vnf(run_ctx) -> None:

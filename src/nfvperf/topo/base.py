@@ -320,7 +320,10 @@ class Topology:
         if self.dut is not None:
             out = dict(self.dut.counters())
         if self.vnfs:
-            out["vnfs"] = {getattr(v, "name", f"vnf{i}"): v.counters() for i, v in enumerate(self.vnfs)}
+            # keyed by each VNF's own name (vnf0, vnf1, ...); the class-level ``name``
+            # ("testpmd-vnf", "vm-vnf") is the same for all of them
+            out["vnfs"] = {getattr(v, "vnf_name", None) or f"vnf{i}": v.counters()
+                           for i, v in enumerate(self.vnfs)}
         return out
 
     def port_counters(self) -> dict[str, Any]:
