@@ -222,3 +222,33 @@ def test_testpmd_argv_for_pci_and_vhost_ports(run_ctx):
     assert "--single-file-segments" in argv and "--no-pci" in argv
     assert "net_virtio_user0,path=/tmp/a.sock,queues=1,server=1" in argv
     assert argv[argv.index("--file-prefix") + 1] == f"{run_ctx.tag}vnf0"
+
+
+def test_testpmd_vnf_queue_size(run_ctx):
+    """queue_size is an option of TestpmdVnf: DPDK's default (no devarg) unless given, or taken
+    from the spec's testpmd.vnf_queue_size (1024 by default); anything but a power of two in
+    64..4096 is refused, by the adapter and by the spec."""
+    from pydantic import ValidationError
+
+    from nfvperf.topo.spec import TopologySpec
+    socks = ["/tmp/a.sock", "/tmp/b.sock"]
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, server=True)
+    assert vnf.queue_size is None and not any("queue_size" in a for a in vnf.argv())
+    assert vnf.environment()["queue_size"] == 256
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, server=True, queue_size=1024)
+    assert "net_virtio_user1,path=/tmp/b.sock,queues=1,server=1,queue_size=1024" in vnf.argv()
+    assert vnf.environment()["queue_size"] == 1024
+    spec = TopologySpec(kind="pvp")
+    assert spec.testpmd.vnf_queue_size == 1024
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, server=False, spec=spec)
+    assert "net_virtio_user0,path=/tmp/a.sock,queues=1,queue_size=1024" in vnf.argv()
+    spec = TopologySpec(kind="pvp", testpmd={"vnf_queue_size": 512})
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, spec=spec)
+    assert vnf.queue_size == 512
+    vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, spec=spec, queue_size=2048)
+    assert vnf.queue_size == 2048          # an explicit argument wins over the spec
+    for bad in (1000, 32, 8192, 0):
+        with pytest.raises(ValueError):
+            TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, queue_size=bad)
+        with pytest.raises(ValidationError):
+            TopologySpec(kind="pvp", testpmd={"vnf_queue_size": bad})

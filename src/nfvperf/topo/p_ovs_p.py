@@ -30,21 +30,6 @@ def flow_ips(n: int, src: str = SRC_IP, dst: str = DST_IP) -> list[tuple[str, st
     return [(str(s + i), str(d + i)) for i in range(n)]
 
 
-#: virtqueue size of the VNF's virtio-user ports (DPDK's default is 256): a VNF that shares a CPU
-#: is descheduled for milliseconds, and the vring is what OVS can queue to it meanwhile
-VHOST_QUEUE_SIZE = 1024
-
-
-def _vnf_class() -> type:
-    from nfvperf.dut.testpmd import TestpmdVnf
-
-    class Vnf(TestpmdVnf):
-        def port_devargs(self, index: int, port: PortRef) -> str:
-            return super().port_devargs(index, port) + f",queue_size={VHOST_QUEUE_SIZE}"
-
-    return Vnf
-
-
 class OvsTopology(Topology):
     """Shared by the OVS topologies: DUT namespace, veth PHY ports, the OVS-DPDK adapter."""
 
@@ -90,11 +75,16 @@ class OvsTopology(Topology):
         idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
                for k, s in enumerate(socks)]
         if getattr(self.spec, "vnf", "container") == "vm":
-            from nfvperf.vm.qemu import VmVnf as cls
+            from nfvperf.vm.qemu import VmVnf
+            vnf = VmVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
+                        plan=self.plan, spec=self.spec)
         else:
-            cls = _vnf_class()
-        vnf = cls(self.run, self.tracker, sockets=socks, server=True, name=name,
-                  plan=self.plan, spec=self.spec)
+            from nfvperf.dut.testpmd import TestpmdVnf
+            # virtqueues of testpmd.vnf_queue_size (default 1024, DPDK's own is 256): a VNF on a
+            # shared CPU is descheduled for milliseconds, the vring is what OVS queues meanwhile
+            vnf = TestpmdVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
+                             queue_size=self.spec.testpmd.vnf_queue_size, plan=self.plan,
+                             spec=self.spec)
         vnf.start()
         self.vnfs.append(vnf)
         return idx[0], idx[1]

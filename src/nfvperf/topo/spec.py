@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
@@ -40,6 +40,17 @@ class TestpmdSpec(_Strict):
     queues: int = Field(1, ge=1, le=16, description="rx/tx queues per port")
     rxd: int = Field(1024, ge=64, le=8192)
     txd: int = Field(1024, ge=64, le=8192)
+    vnf_queue_size: int = Field(
+        1024, ge=64, le=4096, description="virtqueue size of the container VNF's virtio-user ports "
+        "(a power of two; DPDK's default is 256): a VNF sharing a CPU is descheduled for "
+        "milliseconds, and the vring is what the switch can queue to it meanwhile")
+
+    @field_validator("vnf_queue_size")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"vnf_queue_size must be a power of two, not {v}")
+        return v
 
 
 class LinuxBridgeSpec(_Strict):
