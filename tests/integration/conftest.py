@@ -37,6 +37,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _hugepages_ready():
+    """A fresh machine has no hugetlbfs mount and no 2 MB pages; the DUT tests that start DPDK
+    processes without a Topology (which prepares its own) need them.  Never shrinks the pool."""
+    if IS_ROOT:
+        from nfvperf.host import hugepages as hp
+        hp.prepare(3072)
+    yield
+
+
 # ------------------------------------------------------------------------------ leak check
 def _listing() -> dict[str, set[str]]:
     from nfvperf.host import hugepages as hp

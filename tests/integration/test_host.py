@@ -254,3 +254,20 @@ def test_cleanup_spares_a_live_run(run_ctx):
     rep = C.cleanup(None, dry_run=True)
     assert ns not in rep.netns and run_ctx.tag in rep.spared_live
     assert N.netns_exists(ns)
+
+
+@pytest.mark.root
+def test_prepare_hugepages_grows_the_pool_to_the_demand_and_never_shrinks_it() -> None:
+    from nfvperf.host import hugepages as hp
+    pool = {p.size_kb: p for p in hp.pools()}[2048]
+    want_mb = pool.free * 2 + 64                       # more than is free now
+    try:
+        r = hp.prepare(want_mb)
+        assert r["enough"] and r["free_mb"] >= want_mb and r["added_pages"] > 0
+        assert any(m.pagesize_kb == 2048 for m in hp.hugetlbfs_mounts())
+        after = {p.size_kb: p for p in hp.pools()}[2048].total
+        again = hp.prepare(64)                         # a smaller demand keeps the pool as it is
+        assert again["added_pages"] == 0
+        assert {p.size_kb: p for p in hp.pools()}[2048].total == after
+    finally:
+        (hp.SYS_HUGEPAGES / "hugepages-2048kB" / "nr_hugepages").write_text(str(pool.total))

@@ -89,3 +89,39 @@ def test_without_calibration_a_short_generator_fails_loudly() -> None:
     m.set_profile(PROFILE)
     with pytest.raises(InvalidTrialsError, match="99.9 % of intended"):
         throughput.run(m, PROFILE, _params(calibrate=False), Rec())
+
+
+class SlowingGenerator(ShortGenerator):
+    """Keeps up at calibration, then loses half its capacity (other work took its core)."""
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        if len(self.loads) == 1:
+            self.gen_pps /= 2
+        return super().measure(duration_s, load_pps)
+
+
+def test_generator_that_slows_down_mid_search_lowers_the_cap_and_restarts() -> None:
+    m = SlowingGenerator(dut_pps=0.3 * LINE, gen_pps=1.5 * LINE)
+    m.set_profile(PROFILE)
+    rec = Rec()
+    res = throughput.run(m, PROFILE, _params(), rec)
+    assert any("generator-limited during the search" in n for n in res.notes), res.notes
+    assert res.max_load_pps <= 0.9 * 0.75 * LINE * 1.0001
+    assert 0.3 * LINE - 0.005 * LINE < res.throughput_pps <= 0.3 * LINE
+
+
+class BrokenCounters(ShortGenerator):
+    """Invalid for a reason that is not the generator's rate: never retried into a result."""
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        tr = super().measure(duration_s, load_pps)
+        tr.valid = False
+        tr.invalid_reasons = ["counters not settled"]
+        return tr
+
+
+def test_other_invalid_trials_still_fail_the_test() -> None:
+    m = BrokenCounters(dut_pps=0.3 * LINE, gen_pps=2 * LINE)
+    m.set_profile(PROFILE)
+    with pytest.raises(InvalidTrialsError, match="counters not settled"):
+        throughput.run(m, PROFILE, _params(), Rec())

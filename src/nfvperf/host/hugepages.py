@@ -120,6 +120,34 @@ def ensure_mount(path: str = "/dev/hugepages", pagesize: str = "2M") -> str:
     return path
 
 
+def prepare(min_free_mb: int, size_kb: int = 2048, path: str = "/dev/hugepages") -> dict:
+    """Make a fresh host ready for DPDK: mount hugetlbfs for ``size_kb`` pages unless mounted, and
+    grow that pool until at least ``min_free_mb`` are free (never shrinks it, never touches pages
+    in use).  Returns what it found and did; raises OSError (with what to do) when it cannot."""
+    pagesize = {2048: "2M", 1048576: "1G"}[size_kb]
+    try:
+        mount = ensure_mount(path, pagesize)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise OSError(f"cannot mount hugetlbfs at {path} ({e}); run as root, or mount it: "
+                      f"mount -t hugetlbfs -o pagesize={pagesize} nodev {path}") from e
+    pool = {p.size_kb: p for p in pools()}.get(size_kb)
+    total, free = (pool.total, pool.free) if pool else (0, 0)
+    need_pages = -(-min_free_mb * 1024 // size_kb)
+    added = 0
+    if free < need_pages:
+        want = total + (need_pages - free)
+        try:
+            got = reserve(want, size_kb)
+        except OSError as e:
+            raise OSError(f"cannot reserve {want} hugepages of {size_kb} kB ({e}); run as root, or: "
+                          f"echo {want} > {SYS_HUGEPAGES}/hugepages-{size_kb}kB/nr_hugepages") from e
+        added = got - total
+        pool = {p.size_kb: p for p in pools()}.get(size_kb)
+        free = pool.free if pool else 0
+    return {"mount": mount, "size_kb": size_kb, "free_mb": free * size_kb // 1024,
+            "added_pages": added, "enough": free >= need_pages}
+
+
 # --------------------------------------------------------------------------------- leftovers
 def tag_files(tag: Optional[str] = None) -> list[Path]:
     """Files in hugetlbfs mounts whose name carries ``tag`` (or any run tag when None)."""

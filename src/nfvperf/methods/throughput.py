@@ -7,6 +7,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nfvperf.search.result import SearchResult
+from nfvperf.search.validity import InvalidTrialsError
 from nfvperf.tg.base import Measurer, TrafficProfile
 
 from .common import MethodParams, ResultBase, rates, setup
@@ -107,6 +108,9 @@ class ThroughputResult(ResultBase):
         return None
 
 
+MAX_RECALIBRATIONS = 3
+
+
 def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams,
                        **context: Any) -> tuple[float, Optional[str]]:
     """One short trial at ``max_load``: if the generator sent less than intended, return a max
@@ -134,12 +138,28 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
            progress: Any = None, **context: Any) -> SearchResult:
     """Run the chosen search (used by other methods as their throughput prerequisite)."""
     max_load = profile.max_load_pps * params.max_load_pct / 100.0
-    note = None
-    if params.calibrate and getattr(runner.measurer, "rate_limited", False):
+    limited = params.calibrate and getattr(runner.measurer, "rate_limited", False)
+    notes: list[str] = []
+    if limited:
         max_load, note = calibrate_max_load(runner, max_load, params, **context)
-    sr = _search(runner, profile, params, max_load, progress, **context)
-    if note:
-        sr.notes.insert(0, note)
+        notes += [note] if note else []
+    for restart in range(MAX_RECALIBRATIONS + 1):
+        try:
+            sr = _search(runner, profile, params, max_load, progress, **context)
+            break
+        except InvalidTrialsError as e:
+            # The generator's capacity moves with what else runs on its cores: a load it offered
+            # at calibration may be out of reach later.  Lower the cap below what it achieved
+            # and search again, a bounded number of times; any other invalidity is fatal.
+            achieved = e.generator_achieved_pps() if limited else None
+            if achieved is None or restart == MAX_RECALIBRATIONS:
+                raise
+            new_max = min(achieved * params.calibration_margin, e.load_pps * params.calibration_margin)
+            notes.append(f"generator-limited during the search: at {e.load_pps:,.0f} fps it reached only "
+                         f"{achieved:,.0f} fps; max load lowered to {new_max:,.0f} fps and the search "
+                         f"restarted")
+            max_load = min(max_load, new_max)
+    sr.notes[:0] = notes
     return sr
 
 

@@ -21,15 +21,29 @@ OnTrial = Callable[[TrialResult, dict], None]
 class InvalidTrialsError(MeasurerError):
     """A trial stayed invalid after all retries; the test cannot continue."""
 
-    def __init__(self, duration_s: float, load_pps: float, attempts: int, reasons: list[list[str]]):
+    def __init__(self, duration_s: float, load_pps: float, attempts: int, reasons: list[list[str]],
+                 trials: Optional[list[TrialResult]] = None):
         self.duration_s = duration_s
         self.load_pps = load_pps
         self.attempts = attempts
         self.reasons = reasons
+        self.trials = list(trials or [])      # the invalid attempts, in order
         flat = "; ".join(f"attempt {i + 1}: {', '.join(r) or 'no reason given'}"
                          for i, r in enumerate(reasons))
         super().__init__(f"trial at {load_pps:,.2f} pps for {duration_s:g} s was invalid "
                          f"{attempts} times in a row, giving up: {flat}")
+
+    def generator_achieved_pps(self) -> Optional[float]:
+        """If every attempt failed because the generator sent less than intended, the best
+        per-interface load it achieved; else None (the trials failed for another reason)."""
+        best = None
+        for tr in self.trials:
+            exp = tr.expected or 0
+            if exp <= 0 or tr.sent >= 0.999 * exp:
+                return None
+            got = tr.load_pps * tr.sent / exp
+            best = got if best is None else max(best, got)
+        return best
 
 
 def check_valid(tr: TrialResult) -> list[str]:
@@ -64,6 +78,7 @@ class TrialRunner:
     def _run(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
              context: dict[str, Any]) -> TrialResult:
         reasons_all: list[list[str]] = []
+        invalid: list[TrialResult] = []
         for attempt in range(1, self.retries + 2):
             tr = fn()
             reasons = check_valid(tr)
@@ -75,6 +90,7 @@ class TrialRunner:
                 self.invalid_trials += 1
                 self.total_invalid_s += tr.duration_s
                 reasons_all.append(reasons)
+                invalid.append(tr)
                 if self.on_trial:
                     self.on_trial(tr, ctx)
                 continue
@@ -83,7 +99,7 @@ class TrialRunner:
             if self.on_trial:
                 self.on_trial(tr, ctx)
             return tr
-        raise InvalidTrialsError(duration_s, load_pps, len(reasons_all), reasons_all)
+        raise InvalidTrialsError(duration_s, load_pps, len(reasons_all), reasons_all, invalid)
 
     def measure(self, duration_s: float, load_pps: float, **context: Any) -> TrialResult:
         """A valid constant-load trial (retried while invalid)."""

@@ -131,6 +131,7 @@ class Topology:
         try:
             self.run.run_dir.mkdir(parents=True, exist_ok=True)
             self.plan = self.plan_cpus()
+            self.prepare_hugepages()
             if self.do_preflight:
                 self.preflight()
             self.setup()
@@ -179,7 +180,26 @@ class Topology:
         so ``bidirectional`` does not change it; aggregate switching rate = throughput x this."""
         return int(self.base_switching_operations)
 
+    def hugepage_demand_mb(self) -> int:
+        """Hugepage memory this topology's DPDK processes need: the generator, the DUT (OVS
+        socket memory) and each VNF (a container testpmd, or a guest's RAM)."""
+        kinds_vnfs = {"pvp": 1, "vxlan": 1, "pvvp": 2}
+        n_vnfs = kinds_vnfs.get(self.spec.kind, 0) * max(1, self.spec.ports // 2)
+        dut = self.spec.ovs.socket_mem_mb if self.spec.dut == "ovs-dpdk" else 512
+        vnf = 1280 if self.spec.vnf == "vm" else 512
+        return 512 + dut + n_vnfs * vnf
+
     # ------------------------------------------------------------------------------ building blocks
+    def prepare_hugepages(self) -> None:
+        """On a fresh host: mount hugetlbfs and reserve 2 MB pages for this topology (never
+        shrinking the pool).  Failure is left to preflight, which says what to do."""
+        from nfvperf.host import hugepages as hp
+        self.hugepages: dict[str, Any] = {"demand_mb": self.hugepage_demand_mb()}
+        try:
+            self.hugepages.update(hp.prepare(self.hugepages["demand_mb"]))
+        except OSError as e:
+            self.hugepages["error"] = str(e)
+
     def preflight(self) -> None:
         from nfvperf.host import preflight as pf
         required = [c for c in self.required_checks() if self.want_tgen or c != "tgen"]
@@ -365,6 +385,7 @@ class Topology:
                            "argv": getattr(self.tgen, "argv_used", None),
                            "info": getattr(self.tgen, "info", None)}
         env["preflight"] = self.preflight_results
+        env["hugepages"] = getattr(self, "hugepages", {})
         bad = [r for r in self.preflight_results if r.get("status") == "warn"]
         if bad:
             env.setdefault("warnings", []).extend(f"preflight {r['name']}: {r['detail']}" for r in bad)

@@ -1,0 +1,55 @@
+"""`make demo` end to end: the shipped quick suites through OVS-DPDK on veth with tgen.
+
+This is the README's first command (less the install and build steps, which `make test` has
+already done): it must finish, print the throughput tables, write an HTML report per run, and
+leave nothing behind.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) -> None:
+    if not (REPO / "tgen" / "build" / "tgen").exists():
+        pytest.fail("tgen is not built: `make test` builds it before pytest runs")
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "nfvperf", "demo", "--db", db, "--out", str(tmp_path / "out"),
+                           "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, COLUMNS="200"))
+    wall = time.monotonic() - t0
+    out = proc.stdout
+    assert proc.returncode == 0, f"demo failed ({proc.returncode}):\n{out[-4000:]}\n{proc.stderr[-4000:]}"
+    assert wall < 600, f"demo took {wall:.0f} s; the README promises under 10 minutes"
+
+    # One zero-loss throughput table per topology, each with a row per demo frame size whose
+    # rate is a positive number of frames per second.
+    for topo in ("p-ovs-p", "pvp"):
+        m = re.search(rf"throughput \[{topo}\]: zero-loss throughput.*?\n(.*?)\n\s*Rates are per interface",
+                      out, re.S)
+        assert m, f"no throughput table for {topo} in the demo output:\n{out[-3000:]}"
+        rows = {int(r.group(1).replace(",", "")): float(r.group(2).replace(",", ""))
+                for r in re.finditer(r"│\s*([\d,]+)\s*│\s*([\d,]+)\s*│", m.group(1))}
+        assert set(rows) == {64, 512, 1518}, rows
+        assert all(v > 0 for v in rows.values()), rows
+        assert "L1 Mbps" in m.group(1) and "L2 Mbps" in m.group(1)
+
+    reports = re.findall(r"HTML report: (\S+)", out)
+    assert len(reports) == 2, out[-2000:]
+    for r in reports:
+        html = Path(r).read_text()
+        assert "data:image/png;base64," in html and "zero-loss throughput" in html.lower()
+
+    hist = subprocess.run([sys.executable, "-m", "nfvperf", "history", "--db", db], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert hist.returncode == 0 and hist.stdout.count("completed") == 2, hist.stdout
