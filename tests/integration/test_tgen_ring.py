@@ -55,6 +55,13 @@ def test_frame_count_trial_exact(ring_tgen):
     assert res["non_test_rx"] == 0
     # the rate was kept: n frames at 200 kpps take ~0.5 s
     assert 0.45 < res["effective_duration_s"] < 0.6, res["effective_duration_s"]
+    # a frame-count trial's duration_s is the intended one, frames / rate (was 0.0)
+    assert res["duration_s"] == pytest.approx(n / 200000), res["duration_s"]
+    assert s["misrouted"] == 0 and res["misrouted"] == 0 and port0_misrouted(res) == 0
+
+
+def port0_misrouted(res: dict) -> int:
+    return next(p for p in res["ports"] if p["id"] == 0)["misrouted"]
 
 
 def test_imix_all_sizes_arrive(ring_tgen):
@@ -173,16 +180,16 @@ def test_tgen_death_is_reported(tmp_path):
         proc.stop()
 
 
-def test_frames_on_the_wrong_port_make_the_trial_invalid(ring_tgen):
+def test_frames_on_the_wrong_port_are_lost(ring_tgen):
     # each net_ring port loops back to itself: a 0->1 stream comes back on port 0, as from a
-    # DUT that sends frames out of the wrong port
+    # DUT that sends frames out of the wrong port.  tgen counts them as misrouted, not
+    # received: all lost (more in test_tgen_misrouted.py)
     m = TgenMeasurer(ring_tgen, [(0, 1)])
     m.set_profile(TrafficProfile(bidirectional=False, learning=False, drain_s=0.2))
     r = m.measure(0.2, 10000)
-    # it must not look like a loss-free trial: either tgen does not count frames that arrive
-    # on another port (all lost), or the client flags the trial (docs/tgen-client-notes.md #3)
-    flagged = any("arrived on another port" in x for x in r.invalid_reasons)
-    assert (not r.valid and flagged) or (r.received == 0 and r.loss_ratio == 1.0), r.to_dict()
+    assert r.received == 0 and r.loss_ratio == 1.0, r.to_dict()
+    assert r.streams[0].misrouted == r.sent > 0
+    assert any("misrouted" in x for x in r.extra["notes"]), r.extra
     m.close()
 
 
@@ -209,8 +216,12 @@ def test_oneshot_cli(tmp_path):
     res = json.loads(p.stdout)
     assert res["state"] == "done" and len(res["streams"]) == 2
     for s in res["streams"]:
-        assert s["sent"] == s["received"] == 12000 and s["lost"] == 0, s
+        assert s["sent"] == s["received"] == 12000 and s["lost"] == 0 and s["misrouted"] == 0, s
     assert res["streams"][0]["latency"]["count"] == 12000
+    # the slower stream (12000 frames at 20 kpps) sets the intended duration
+    assert res["duration_s"] == pytest.approx(0.6), res["duration_s"]
+    # only the two ports that exist are looked at (was: "Invalid port_id=2" ... "31")
+    assert "Invalid port_id" not in p.stderr, p.stderr[-2000:]
 
 
 @pytest.mark.parametrize("kw", [

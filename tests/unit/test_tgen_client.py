@@ -44,7 +44,8 @@ SENT_RATIO = float(env.get("FAKE_SENT_RATIO", "1"))
 STRETCH = float(env.get("FAKE_STRETCH", "1"))
 EXTRA_RX = int(env.get("FAKE_EXTRA_RX", "0"))
 LOSE_N = int(env.get("FAKE_LOSE_N", "0"))
-WRONG_PORT = env.get("FAKE_WRONG_PORT") == "1"
+WRONG_PORT = env.get("FAKE_WRONG_PORT") == "1"   # an old tgen: no `misrouted`, counted on any port
+MISROUTED = int(env.get("FAKE_MISROUTED", "0"))   # per stream, arrived on another port
 STOPPED_BY = env.get("FAKE_STOPPED_BY") or None
 DIE_IN_TRIAL = env.get("FAKE_DIE_IN_TRIAL") == "1"
 IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
@@ -105,7 +106,7 @@ def result():
         pps = trial["pps"].get(sid, s["rate"]["pps"])
         intended = trial["frames"] if trial.get("frames") else math.ceil(pps * dur - 1e-9)
         sent = int(intended * SENT_RATIO)
-        rec = int(round(sent * (1 - DROP))) + EXTRA_RX - LOSE_N
+        rec = int(round(sent * (1 - DROP))) + EXTRA_RX - LOSE_N - MISROUTED
         hist = [[1000, rec // 2], [2000, rec - rec // 2]] if rec else []
         out.append({"id": sid, "name": s["name"], "tx_port": s["port"], "rx_port": s["rx_port"],
                     "intended_pps": pps, "intended_frames": intended, "achieved_pps": sent / dur / STRETCH, "sent": sent,
@@ -114,6 +115,7 @@ def result():
                     "first_loss_ns": 1000.0 if rec < sent else None,
                     "last_loss_ns": 5000.0 if rec < sent else None,
                     "max_rx_gap_ns": 100.0, "pacer_late_max_ns": 10, "tx_retries": 0,
+                    **({} if WRONG_PORT else {"misrouted": MISROUTED}),
                     "latency": None if not trial["latency"] else {
                         "count": rec, "min_ns": 500.0 + sid, "avg_ns": 1200.0, "max_ns": 1900.0 + sid,
                         "percentiles_ns": {"50": 1000.0, "90": 1800.0, "99": 1900.0,
@@ -418,6 +420,32 @@ def test_measure_invalid(fake_bin: Path, tmp_path: Path, monkeypatch, knob, valu
         r = m.measure(0.2, 10000)
         assert not r.valid
         assert any(reason in x for x in r.invalid_reasons), r.invalid_reasons
+
+
+def test_misrouted_frames_are_loss_and_noted(fake_bin: Path, tmp_path: Path, monkeypatch):
+    # tgen counts a stream's frames that came back on another port as `misrouted`, not
+    # received: the trial is valid, the frames are lost, and the notes say so
+    monkeypatch.setenv("FAKE_MISROUTED", "7")
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.2, 10000)
+        assert r.valid, r.invalid_reasons
+        (s,) = r.streams
+        assert s.misrouted == 7 and s.lost == 7 and s.received == s.sent - 7
+        assert r.lost == 7 and r.loss_ratio > 0
+        assert r.extra["misrouted"] == 7
+        assert any("7 frames misrouted" in n for n in r.extra["notes"]), r.extra["notes"]
+        assert r.to_dict()["streams"][0]["misrouted"] == 7
+
+
+def test_no_misrouted_no_note(fake_bin: Path, tmp_path: Path):
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.2, 10000)
+        assert r.valid and r.extra["misrouted"] == 0 and r.extra["notes"] == []
+        assert r.streams[0].misrouted == 0
 
 
 def test_expected_is_the_generators_intended_frames(fake_bin: Path, tmp_path: Path, monkeypatch):

@@ -260,6 +260,13 @@ int main(int argc, char **argv)
         pt->txd = popt[p].txd ? popt[p].txd : 1024;
         pt->mtu = popt[p].mtu ? popt[p].mtu : 1500;
         pt->promisc = popt[p].promisc ? popt[p].promisc - 1 : 1;
+        if (p >= g_nports) continue;
+        if (!rte_eth_dev_is_valid_port((uint16_t)p)) {
+            /* tgen numbers ports 0..N-1 and uses the DPDK port id as its port id */
+            fprintf(stderr, "tgen: DPDK port ids are not 0..%u (port %u is missing); cannot run\n", g_nports - 1, p);
+            rte_eal_cleanup();
+            return 2;
+        }
         if (popt[p].rx) pt->rx_poll = (int)popt[p].rx - 1;
         else {
             struct rte_eth_dev_info di;

@@ -89,6 +89,8 @@ struct worker {
     seqacct_t *acct;        /* one per trial stream */
     hist_t *lat, *ipdv;     /* one per trial stream if latency */
     uint64_t non_test, late_rx, foreign_rx;
+    uint64_t *misrouted;    /* one per trial stream: its frames that arrived on another port than its rx_port */
+    uint64_t misrouted_port[MAX_PORTS];   /* test frames of trial streams received on the wrong port, by port */
     volatile int seen_phase;
     volatile int tx_done;
 } __rte_cache_aligned;
@@ -97,6 +99,7 @@ struct trial {
     unsigned nstreams;
     struct tx_stream *ts;
     int32_t *sid_map;           /* MAX_STREAM_ID entries, -1 = not in trial */
+    uint8_t *rx_port_of;        /* per trial stream: its rx_port (read-only copy for the RX path) */
     struct seg segs[MAX_SEGS];
     unsigned nsegs;
     int learning, latency;

@@ -71,6 +71,7 @@ static void trial_free(struct trial *t)
     if (!t) return;
     free(t->ts);
     free(t->sid_map);
+    free(t->rx_port_of);
     if (t->result) json_decref(t->result);
     free(t);
 }
@@ -83,6 +84,8 @@ static void workers_free_trial_state(void)
         free(w->acct); w->acct = NULL;
         free(w->lat); w->lat = NULL;
         free(w->ipdv); w->ipdv = NULL;
+        free(w->misrouted); w->misrouted = NULL;
+        memset(w->misrouted_port, 0, sizeof(w->misrouted_port));
         w->non_test = w->late_rx = w->foreign_rx = 0;
     }
 }
@@ -300,7 +303,8 @@ int trial_start(json_t *p, rpc_err_t *e)
     /* per stream rates, line-rate checks per port and segment */
     t->ts = aligned_alloc(RTE_CACHE_LINE_SIZE, ((sizeof(struct tx_stream) * n + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE) * RTE_CACHE_LINE_SIZE);
     t->sid_map = malloc(sizeof(int32_t) * MAX_STREAM_ID);
-    if (!t->ts || !t->sid_map) TFAIL(-32603, "out of memory");
+    t->rx_port_of = malloc(n);
+    if (!t->ts || !t->sid_map || !t->rx_port_of) TFAIL(-32603, "out of memory");
     memset(t->ts, 0, sizeof(struct tx_stream) * n);
     for (unsigned i = 0; i < MAX_STREAM_ID; i++) t->sid_map[i] = -1;
     t->nstreams = n;
@@ -326,6 +330,17 @@ int trial_start(json_t *p, rpc_err_t *e)
                       fld, q, load_bps[q], sp, multi ? " in some segment" : "");
             }
         }
+    }
+    /* intended duration: timed segments their length; frame-count segments (frames, bursts) the
+     * time the slowest stream needs for its frames at its rate */
+    t->duration_s = 0;
+    for (unsigned s = 0; s < t->nsegs; s++) {
+        double d = t->segs[s].duration_s;
+        if (!(d > 0))
+            for (unsigned i = 0; i < n; i++)
+                if (t->ts[i].seg_pps[s] > 0 && (double)t->ts[i].seg_max[s] / t->ts[i].seg_pps[s] > d)
+                    d = (double)t->ts[i].seg_max[s] / t->ts[i].seg_pps[s];
+        t->duration_s += d;
     }
     /* receive accounting memory: per stream and RX lcore */
     {
@@ -358,6 +373,7 @@ int trial_start(json_t *p, rpc_err_t *e)
         ts->queue = st->txq;
         ts->worker = g_ports[ts->port].tx_lcore[ts->queue];
         t->sid_map[ids[i]] = (int32_t)i;
+        t->rx_port_of[i] = (uint8_t)st->sc.rx_port;
         t->port_used[st->sc.port] = 1;
         t->port_used[st->sc.rx_port] = 1;
     }
@@ -365,11 +381,12 @@ int trial_start(json_t *p, rpc_err_t *e)
         struct worker *w = &g_workers[wi];
         w->tx = calloc(n, sizeof(*w->tx));
         w->acct = malloc(sizeof(seqacct_t) * n);
+        w->misrouted = calloc(n, sizeof(uint64_t));
         if (t->latency && w->does_rx) {
             w->lat = malloc(sizeof(hist_t) * n);
             w->ipdv = malloc(sizeof(hist_t) * n);
         }
-        if (!w->tx || !w->acct || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
+        if (!w->tx || !w->acct || !w->misrouted || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
             trial_free(t);
             workers_free_trial_state();
             EFAIL(-32603, "out of memory for %u streams", n);
@@ -583,6 +600,9 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     json_object_set_new(o, "received", json_integer((json_int_t)m.received));
     uint64_t lost = sent > m.received ? sent - m.received : 0;
     json_object_set_new(o, "lost", json_integer((json_int_t)lost));
+    uint64_t mis = 0;
+    for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].misrouted) mis += g_workers[w].misrouted[i];
+    json_object_set_new(o, "misrouted", json_integer((json_int_t)mis));
     json_object_set_new(o, "duplicates", json_integer((json_int_t)m.duplicates));
     json_object_set_new(o, "reordered", json_integer((json_int_t)m.reordered));
     json_object_set_new(o, "reorder_extent_max", json_integer((json_int_t)m.reorder_extent_max));
@@ -618,13 +638,18 @@ static json_t *build_result(struct trial *t)
         if (t->ts[i].late_max_cyc > late_max) late_max = t->ts[i].late_max_cyc;
         json_array_append_new(ss, s);
     }
-    uint64_t nt = 0, late = 0, foreign = 0;
-    for (unsigned w = 0; w < g_nworkers; w++) { nt += g_workers[w].non_test; late += g_workers[w].late_rx; foreign += g_workers[w].foreign_rx; }
+    uint64_t nt = 0, late = 0, foreign = 0, mis = 0;
+    uint64_t mis_port[MAX_PORTS] = { 0 };
+    for (unsigned w = 0; w < g_nworkers; w++) {
+        nt += g_workers[w].non_test; late += g_workers[w].late_rx; foreign += g_workers[w].foreign_rx;
+        for (unsigned q = 0; q < MAX_PORTS; q++) { mis_port[q] += g_workers[w].misrouted_port[q]; mis += g_workers[w].misrouted_port[q]; }
+    }
     json_object_set_new(o, "effective_duration_s", json_real(eff));
     json_object_set_new(o, "pacer_late_max_ns", json_real(cyc_to_ns(late_max)));
     json_object_set_new(o, "non_test_rx", json_integer((json_int_t)nt));
     json_object_set_new(o, "late_rx", json_integer((json_int_t)late));
     json_object_set_new(o, "foreign_test_rx", json_integer((json_int_t)foreign));
+    json_object_set_new(o, "misrouted", json_integer((json_int_t)mis));
     json_object_set_new(o, "sent", json_integer((json_int_t)sent));
     json_object_set_new(o, "received", json_integer((json_int_t)recv));
     json_object_set_new(o, "tsc_hz", json_integer((json_int_t)g_tsc_hz));
@@ -634,9 +659,10 @@ static json_t *build_result(struct trial *t)
     json_object_set_new(o, "streams", ss);
     json_t *pl = json_array();
     for (unsigned q = 0; q < g_nports; q++) {
-        if (!t->port_used[q]) continue;
+        if (!t->port_used[q] && !mis_port[q]) continue;
         json_t *po = json_object();
         json_object_set_new(po, "id", json_integer(q));
+        json_object_set_new(po, "misrouted", json_integer((json_int_t)mis_port[q]));
         json_object_set_new(po, "stats", port_stats_json(q));
         json_object_set_new(po, "xstats", port_xstats_json(q));
         json_array_append_new(pl, po);

@@ -129,8 +129,13 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                     continue;
                 }
                 int32_t ti = t->sid_map[sg.stream_id];
-                if (ti < 0) { w->foreign_rx++; continue; }
-                if (!acct) { w->late_rx++; continue; }
+                uint16_t port = w->rxq[q].port;
+                switch (rx_classify(ti, acct, t->rx_port_of, port)) {
+                case RX_FOREIGN: w->foreign_rx++; continue;
+                case RX_LATE: w->late_rx++; continue;
+                case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
+                case RX_ACCOUNT: break;
+                }
                 uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
                 seqacct_add(&w->acct[ti], sg.seq, now_ns - lat, (int64_t)lat);
             }

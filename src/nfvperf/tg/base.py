@@ -109,6 +109,9 @@ class StreamResult:
     last_loss_ns: Optional[float] = None
     # Largest tx-time gap between two consecutively received frames (reset, timestamp method).
     max_rx_gap_ns: Optional[float] = None
+    # Test frames of this stream that arrived on another port than rx_port (a misforwarding DUT);
+    # not in `received`, so they count as lost.  Copies count too (a flooded frame can be both).
+    misrouted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -733,7 +733,8 @@ class TgenMeasurer(Measurer):
                 seq_gaps=int(s.get("seq_gaps") or 0), latency=_latency_from_wire(s.get("latency")),
                 first_loss_ns=_opt_float(s.get("first_loss_ns")),
                 last_loss_ns=_opt_float(s.get("last_loss_ns")),
-                max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")))
+                max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")),
+                misrouted=int(s.get("misrouted") or 0))
             streams.append(sr)
             # The frames the generator's schedule asked for (PROTOCOL.md §6: ceil(duration x
             # rate) per timed segment) are what was offered; it differs from round(load x
@@ -749,17 +750,28 @@ class TgenMeasurer(Measurer):
                                "(negative loss)")
             if sr.duplicates > 0:
                 reasons.append(f"{sr.name}: {sr.duplicates} duplicate frames")
-        # tgen accounts a test frame by its signature, whatever port it arrived on; a DUT that
-        # sends frames out of the wrong port would look loss-free.  A port cannot have received
-        # fewer frames than the streams that expect it say they received.
-        port_rx = {int(p["id"]): p.get("stats", {}).get("ipackets")
-                   for p in raw.get("ports") or [] if "id" in p}
-        for rxp in sorted({sr.rx_port for sr in streams}):
-            got = port_rx.get(rxp)
-            want = sum(sr.received for sr in streams if sr.rx_port == rxp)
-            if got is not None and want > int(got):
-                reasons.append(f"streams to port {rxp} received {want} test frames but the port "
-                               f"received only {int(got)} frames: frames arrived on another port")
+        # tgen counts a stream's frames that arrive on another port than its rx_port as
+        # `misrouted`, not received (PROTOCOL.md §6): they are loss, and the trial stays valid;
+        # the notes say so, for the report.
+        notes: list[str] = []
+        misrouted = sum(sr.misrouted for sr in streams)
+        if misrouted:
+            per = ", ".join(f"{sr.name}: {sr.misrouted}" for sr in streams if sr.misrouted)
+            notes.append(f"{misrouted} frames misrouted (arrived on another port than the stream's "
+                         f"rx port; counted as lost): {per}")
+        if any("misrouted" not in s for s in raw.get("streams") or []):
+            # a tgen older than the `misrouted` field counted a frame on whatever port it
+            # arrived: a port cannot have received fewer frames than the streams expecting it
+            # say they received.
+            port_rx = {int(p["id"]): p.get("stats", {}).get("ipackets")
+                       for p in raw.get("ports") or [] if "id" in p}
+            for rxp in sorted({sr.rx_port for sr in streams}):
+                got = port_rx.get(rxp)
+                want = sum(sr.received for sr in streams if sr.rx_port == rxp)
+                if got is not None and want > int(got):
+                    reasons.append(f"streams to port {rxp} received {want} test frames but the "
+                                   f"port received only {int(got)} frames: frames arrived on "
+                                   "another port")
         eff = float(raw.get("effective_duration_s") or 0.0)
         if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH):
             reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
@@ -793,7 +805,7 @@ class TgenMeasurer(Measurer):
                    "foreign_test_rx": int(raw.get("foreign_test_rx") or 0),
                    "tx_retries": sum(int(s.get("tx_retries") or 0) for s in raw.get("streams") or []),
                    "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in raw.get("streams") or []),
-                   "tsc_hz": raw.get("tsc_hz")})
+                   "tsc_hz": raw.get("tsc_hz"), "misrouted": misrouted, "notes": notes})
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         profile = self._need_profile()
