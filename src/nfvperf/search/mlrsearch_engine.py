@@ -90,12 +90,7 @@ def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
         why = "" if not irr else ("search did not finish" if res is None else
                                   "max load is a lower bound" if rub is None and rlb is not None
                                   else "min load is an upper bound")
-        out.goals.append(GoalResult(name=g.name, loss_ratio=g.loss_ratio,
-                                    exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
-                                    final_trial_duration_s=g.final_trial_duration,
-                                    duration_sum_s=g.duration_sum, lower_bound_pps=rlb,
-                                    upper_bound_pps=rub, conditional_throughput_pps=ct,
-                                    irregular=irr, irregular_reason=why))
+        out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, irr, why))
     first = out.goals[0]
     out.load_pps = first.lower_bound_pps
     out.lower_bound_pps, out.upper_bound_pps = first.lower_bound_pps, first.upper_bound_pps

@@ -34,6 +34,15 @@ class GoalResult:
     irregular: bool = False
     irregular_reason: str = ""
 
+    @classmethod
+    def of_goal(cls, g: Any, rlb: Optional[float], rub: Optional[float], ct: Optional[float],
+                irregular: bool, reason: str) -> "GoalResult":
+        """From an MLR SearchGoal (ours or MLRsearch's: same attribute names) and its bounds."""
+        return cls(name=g.name, loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
+                   relative_width=g.relative_width, final_trial_duration_s=g.final_trial_duration,
+                   duration_sum_s=g.duration_sum, lower_bound_pps=rlb, upper_bound_pps=rub,
+                   conditional_throughput_pps=ct, irregular=irregular, irregular_reason=reason)
+
     @property
     def width_pps(self) -> Optional[float]:
         if self.lower_bound_pps is None or self.upper_bound_pps is None:

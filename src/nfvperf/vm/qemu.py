@@ -44,6 +44,8 @@ from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupport
     run_version
 from nfvperf.host.run import ResourceTracker, RunContext
 
+from nfvperf.dut.testpmd import parse_port_stats  # testpmd prints the same stats in the guest
+
 from . import image as vm_image
 
 log = logging.getLogger(__name__)
@@ -51,23 +53,9 @@ log = logging.getLogger(__name__)
 PROMPT = r"testpmd> "
 QEMU = "qemu-system-x86_64"
 
-_STATS_RE = re.compile(
-    r"NIC statistics for port (\d+).*?RX-packets:\s*(\d+)\s+RX-missed:\s*(\d+)\s+RX-bytes:\s*(\d+)"
-    r".*?RX-errors:\s*(\d+).*?RX-nombuf:\s*(\d+).*?TX-packets:\s*(\d+)\s+TX-errors:\s*(\d+)\s+"
-    r"TX-bytes:\s*(\d+)", re.S)
 _FWD_RE = re.compile(
     r"Forward statistics for port (\d+).*?RX-packets:\s*(\d+)\s+RX-dropped:\s*(\d+).*?"
     r"TX-packets:\s*(\d+)\s+TX-dropped:\s*(\d+)", re.S)
-
-
-def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
-    out = {}
-    for m in _STATS_RE.finditer(text):
-        pid, rxp, miss, rxb, rxe, nombuf, txp, txe, txb = (int(x) for x in m.groups())
-        out[pid] = {"rx_packets": rxp, "rx_missed": miss, "rx_bytes": rxb, "rx_errors": rxe,
-                    "rx_nombuf": nombuf, "tx_packets": txp, "tx_errors": txe, "tx_bytes": txb,
-                    "rx_dropped": miss + nombuf, "tx_dropped": txe}
-    return out
 
 
 def parse_fwd_stats(text: str) -> dict[int, dict[str, int]]:

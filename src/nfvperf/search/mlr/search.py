@@ -336,12 +336,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
         elif rlb is None or rub is None or rub - rlb > g.relative_width * rub + 1e-6:
             irr, why = True, "goal width not reached"
         ct = conditional_throughput(g, rlb, db.pairs(rlb)) if rlb is not None else None
-        out.goals.append(GoalResult(name=g.name, loss_ratio=g.loss_ratio,
-                                    exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
-                                    final_trial_duration_s=g.final_trial_duration,
-                                    duration_sum_s=g.duration_sum, lower_bound_pps=rlb,
-                                    upper_bound_pps=rub, conditional_throughput_pps=ct,
-                                    irregular=irr, irregular_reason=why))
+        out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, irr, why))
     first = out.goals[0]
     out.load_pps = first.lower_bound_pps
     out.lower_bound_pps = first.lower_bound_pps
