@@ -85,6 +85,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         problem = _tgen_problem()
         if problem:
             raise CliError(problem)
+    if args.tg == "iperf3":
+        problem = _iperf3_problem()
+        if problem:
+            raise CliError(problem)
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
     store = Store(url)
@@ -104,6 +108,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return outcome.exit_code
     finally:
         store.close()
+
+
+def _iperf3_problem() -> Optional[str]:
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return ("--tg iperf3 needs root (netns, the DUT): run it with sudo, or try --tg sim")
+    import shutil
+    if not shutil.which("iperf3"):
+        return "--tg iperf3 needs iperf3 (apt-get install iperf3)"
+    return None
 
 
 def _tgen_problem() -> Optional[str]:
@@ -369,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", parents=[db], help="run a suite", description="Run a suite and store every trial.")
     r.add_argument("suite", help="suite YAML path, or a shipped suite name (quick, sim-tour, ...)")
-    r.add_argument("--tg", choices=("sim", "tgen"), default="tgen", help="traffic generator: tgen (real, root) "
-                   "or sim (modelled DUT, runs anywhere); default tgen")
+    r.add_argument("--tg", choices=("sim", "tgen", "iperf3"), default="tgen", help="traffic generator: tgen (real, "
+                   "root), sim (modelled DUT, runs anywhere) or iperf3 (tcp method only: iperf3 through the "
+                   "topology's DUT, root); default tgen")
     r.add_argument("--quick", action="store_true", help="apply the quick profile (short trials; not RFC 2544)")
     r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
     r.add_argument("--report", action="store_true", help="print the report when the run ends")

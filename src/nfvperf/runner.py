@@ -4,7 +4,8 @@ The runner owns the life cycle around the methods:
 
 * a run row (status ``running``) and a run directory tagged ``nfv<uid>`` exist before the first
   trial; every trial is committed as it ends (``Recorder.trial``), so Ctrl-C or a crash keeps it;
-* the measurer comes from :func:`measurer_for` (``sim`` or ``tgen`` through ``nfvperf.topo``),
+* the measurer comes from :func:`measurer_for` (``sim``, or ``tgen`` / ``iperf3`` through
+  ``nfvperf.topo``; ``iperf3`` runs only the ``tcp`` method, on ``Topology.tcp_endpoints()``),
   entered as a context manager so the topology is released on every exit path;
 * an error in one test marks that test ``failed`` with the reason and the run goes on, except a
   :class:`DutFailure`, which ends the run (``failed``);
@@ -336,10 +337,12 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
         with m:
             yield m
         return
-    if tg != "tgen":
-        raise ValueError(f"--tg {tg!r}: allowed sim, tgen")
+    if tg not in ("tgen", "iperf3"):
+        raise ValueError(f"--tg {tg!r}: allowed sim, tgen, iperf3")
     import nfvperf.topo as topo  # lazily: needs root and the topology code
-    with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir)) as topology:
+    build_kw: dict[str, Any] = {"start_tgen": False} if tg == "iperf3" else {}
+    with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir), **build_kw) as topology:
+        ends = topology.tcp_endpoints() if tg == "iperf3" else None
         try:
             info["environment"] = topology.environment()
         except Exception as e:  # noqa: BLE001 - environment is best effort
@@ -350,9 +353,36 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
         except Exception:  # noqa: BLE001
             info["switching_operations"] = DEFAULT_SWITCHING_OPS.get(spec.kind, 1)
             info["switching_operations_source"] = f"default for topology kind {spec.kind}"
-        m = topology.measurer()
+        if ends is not None:
+            m = iperf3_measurer(topology, ends, info)
+        else:
+            m = topology.measurer()
         with m:
             yield m
+
+
+def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -> Measurer:
+    """``--tg iperf3``: an Iperf3Measurer on the topology's TCP endpoints (client on port 0's
+    generator end, server on port 1's), so the ``tcp`` method's traffic crosses the DUT."""
+    from nfvperf.tg.iperf3 import Iperf3Measurer
+    dut = topology.dut
+    dut_name = getattr(dut, "name", None) or topology.spec.dut
+    dut_version = None
+    with contextlib.suppress(Exception):
+        dut_version = (info.get("environment") or {}).get("dut", {}).get("version")
+    path = dict(ends, topology=topology.kind, dut=dut_name, dut_version=dut_version,
+                tag=topology.run.tag,
+                note="iperf3 client/server on the generator ends of ports 0/1; the DUT forwards "
+                     "between them")
+    info["tcp_endpoints"] = path
+    return Iperf3Measurer.in_namespaces(ends["client_ns"], ends["server_ns"], ends["server_ip"],
+                                        path=path, dut_counters=topology.dut_counters,
+                                        dut_alive=topology.dut_alive,
+                                        workdir=topology.run.run_dir)
+
+
+#: the only method ``--tg iperf3`` runs
+IPERF3_METHODS = ("tcp",)
 
 
 # --------------------------------------------------------------------------- the run
@@ -476,6 +506,10 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         rec = Recorder(store, trow.id, interrupts, progress, label)
                         t0 = time.monotonic()
                         try:
+                            if tg == "iperf3" and test.method not in IPERF3_METHODS:
+                                from nfvperf.tg.base import Unsupported
+                                raise Unsupported(f"method {test.method} needs --tg tgen or sim "
+                                                  "(--tg iperf3 runs only the tcp method)")
                             _params_model, run_fn = method_entry(test.method)
                             params = reuse_throughput(test, size, topo_spec, measured)
                             if params is not test.params_for(size):

@@ -137,6 +137,10 @@ class TcpResult:
     started_at: float = 0.0          # unix time the clients were launched
     wall_s: float = 0.0              # wall time of the whole trial (servers up to all down)
     iperf3_version: str = ""
+    # where it ran (Iperf3Measurer.in_namespaces: topology, DUT, offloads) and the DUT's
+    # counters before/after the trial; empty for the standalone topology
+    path: dict[str, Any] = field(default_factory=dict)
+    dut_counters: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_bps(self) -> float:
@@ -471,6 +475,9 @@ class Iperf3Measurer(Measurer):
         self._workdir = workdir
         self._procs: list[_Proc] = []
         self.version = self._version()
+        self.path_info: dict[str, Any] = {}          # set by in_namespaces()
+        self.dut_counters_fn: Optional[Any] = None   # callable -> dict, read around each trial
+        self.dut_alive_fn: Optional[Any] = None      # callable, raises DutFailure
 
     # -- construction ---------------------------------------------------------------------
 
@@ -486,6 +493,26 @@ class Iperf3Measurer(Measurer):
         except BaseException:
             topo.delete()
             raise
+
+    @classmethod
+    def in_namespaces(cls, client_ns: str, server_ns: str, server_ip: str, *,
+                      path: Optional[dict[str, Any]] = None, dut_counters: Optional[Any] = None,
+                      dut_alive: Optional[Any] = None, **kw: Any) -> "Iperf3Measurer":
+        """A measurer on namespaces a topology built (``Topology.tcp_endpoints()``), which
+        stays the topology's to remove.  ``path`` (topology, DUT, offloads ...) goes into
+        ``environment()`` and every result; ``dut_counters()`` is read before and after each
+        trial; ``dut_alive()`` is checked after each trial (raises DutFailure)."""
+        m = cls(server_ns, client_ns, server_ip, **kw)
+        m.path_info = dict(path or {})
+        m.dut_counters_fn = dut_counters
+        m.dut_alive_fn = dut_alive
+        return m
+
+    def _read_dut_counters(self) -> Any:
+        try:
+            return self.dut_counters_fn() if self.dut_counters_fn else None
+        except Exception as e:  # noqa: BLE001 - counters are best effort
+            return {"error": str(e)}
 
     def _version(self) -> str:
         try:
@@ -514,6 +541,8 @@ class Iperf3Measurer(Measurer):
                                "cpus": os.cpu_count()}
         if self.topology is not None:
             env["topology"] = self.topology.describe()
+        if self.path_info:
+            env["path"] = self.path_info
         if (os.cpu_count() or 1) <= 2:
             env["warning"] = ("client, server and the kernel's softirq work share "
                               f"{os.cpu_count()} CPU(s): figures are CPU-bound, not link-bound")
@@ -578,7 +607,8 @@ class Iperf3Measurer(Measurer):
         res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,
                         reverse=reverse, bidir=bidir, server=self.server_ip,
                         client_ns=self.client_ns, server_ns=self.server_ns,
-                        iperf3_version=self.version)
+                        iperf3_version=self.version, path=dict(self.path_info))
+        before = self._read_dut_counters()
         cores = list(pin_cores) if pin_cores else []
         t0 = time.monotonic()
         tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
@@ -637,6 +667,10 @@ class Iperf3Measurer(Measurer):
                     self._procs.remove(p)
             tmp.cleanup()
             res.wall_s = time.monotonic() - t0
+            if self.dut_counters_fn is not None:
+                res.dut_counters = {"before": before, "after": self._read_dut_counters()}
+        if self.dut_alive_fn is not None:
+            self.dut_alive_fn()
         ok = [p for p in res.per_process if p.error is None]
         if not ok:
             where = f" (client netns {self.client_ns}, server netns {self.server_ns})" \

@@ -327,6 +327,77 @@ class Topology:
             raise TopologyError("no DUT to reset")
         self.dut.reset()
 
+    # ------------------------------------------------------------------------------ TCP endpoints
+    def tcp_endpoints(self, net: str = "198.18.0", client_port: int = 0,
+                      server_port: int = 1) -> dict[str, Any]:
+        """Turn the generator ends of ports ``client_port``/``server_port`` into TCP endpoints
+        (for iperf3, instead of tgen; build the topology with ``start_tgen=False``).
+
+        Each veth end moves into a namespace of the run (``<tag>-tcpc`` / ``<tag>-tcps``,
+        released by the tracker), gets ``<net>.1/24`` (client) / ``<net>.2/24`` (server) and a
+        permanent neighbour entry for the other side (the OVS topologies forward IPv4 only,
+        ``dl_type=0x800``, so ARP would not pass), and is brought up.  MTU and offloads stay as
+        the topology set them (``create_veth`` turns offloads off: TCP goodput is lower than with
+        TSO/GSO on); the state in force is in the returned ``offloads``.
+
+        Returns ``{"client_ns", "server_ns", "server_ip", "client_ip", "client_if", "server_if",
+        "mtu", "offloads"}``."""
+        if not self.up or self.tracker is None:
+            raise TopologyError("tcp_endpoints(): the topology is not up")
+        if self.tgen is not None:
+            raise TopologyError("tcp_endpoints(): tgen holds the generator ports "
+                                "(build the topology with start_tgen=False)")
+        if self.spec.port_kind == "pci":
+            raise TopologyError("TCP endpoints need veth ports (port_kind af_packet/af_xdp), not pci")
+        if self.kind == "vxlan":
+            raise TopologyError("vxlan expects VXLAN-encapsulated traffic from the generator; "
+                                "TCP endpoints work on p2p, p-ovs-p, pvp, pvvp")
+        if int(getattr(getattr(self.spec, "ovs", None), "rules", 0) or 0):
+            raise TopologyError("ovs.rules matches tgen's flow addresses only; TCP endpoints need "
+                                "the in_port cross-connect (ovs.rules: 0)")
+        if max(client_port, server_port) >= len(self.ports):
+            raise TopologyError(f"tcp_endpoints(): ports {client_port}/{server_port} do not exist")
+        cp, sp = self.ports[client_port], self.ports[server_port]
+        ends = []
+        for role, port, host in (("tcpc", cp, 1), ("tcps", sp, 2)):
+            if port.kind != "veth" or not port.tg_ifname:
+                raise TopologyError(f"port {port.index} is not a veth port")
+            ns = self.make_netns(role)
+            N.run_in_netns(ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                                "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+            N.run_in_netns(port.tg_netns, ["ip", "link", "set", "dev", port.tg_ifname,
+                                           "netns", ns])
+            port.tg_netns = ns
+            if port.veth is not None:
+                port.veth.ns_a = ns
+            ends.append((ns, port, f"{net}.{host}"))
+        for (ns, port, ip), (_, peer, peer_ip) in zip(ends, reversed(ends)):
+            N.add_address(port.tg_ifname, f"{ip}/24", ns)
+            N.set_link(port.tg_ifname, ns, state="up")
+            mac = peer.tg_mac or N.link_mac(peer.tg_ifname, peer.tg_netns)
+            N.run_in_netns(ns, ["ip", "neigh", "replace", peer_ip, "lladdr", mac, "nud",
+                                "permanent", "dev", port.tg_ifname])
+        offloads: dict[str, dict[str, str]] = {}
+        want = ("tcp-segmentation-offload", "generic-segmentation-offload",
+                "generic-receive-offload", "tx-checksumming", "rx-checksumming")
+        for port in (cp, sp):
+            for ifname, ns in ((port.tg_ifname, port.tg_netns), (port.dut_ifname, port.dut_netns)):
+                try:
+                    out = N.run_in_netns(ns, ["ethtool", "-k", ifname], check=False).stdout
+                except Exception as e:  # noqa: BLE001 - best effort
+                    offloads[f"{ns}/{ifname}"] = {"error": str(e)}
+                    continue
+                st = {}
+                for line in out.splitlines():
+                    k, _, v = line.partition(":")
+                    if k.strip() in want:
+                        st[k.strip()] = v.strip()
+                offloads[f"{ns}/{ifname}"] = st
+        self.tcp = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
+                    "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
+                    "mtu": cp.mtu, "offloads": offloads}
+        return dict(self.tcp)
+
     # ------------------------------------------------------------------------------ DUT views
     def dut_alive(self) -> None:
         """Raise DutFailure if the DUT or any VNF died."""
