@@ -8,9 +8,7 @@ misforwarding DUT); a veth pair in a network namespace made here is the correct 
 """
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,18 +17,9 @@ from nfvperf.tg.base import TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
-from tgen_fixtures import start_tgen, tag, tgen_binary_or_skip
+from tgen_fixtures import netns_veth_pair, start_tgen, tag, tgen_binary_or_skip, wait_result
 
 pytestmark = pytest.mark.root
-
-
-def _run(proc, timeout_s: float = 30.0) -> dict:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if proc.rpc("trial.status")["state"] == "done":
-            return proc.rpc("trial.result")
-        time.sleep(0.1)
-    raise AssertionError(f"trial not done: {proc.rpc('trial.status')}")
 
 
 def _port(res: dict, pid: int) -> dict:
@@ -46,7 +35,7 @@ def test_ring_loopback_frames_are_misrouted_not_received(tmp_path, lcores):
         good = proc.rpc("stream.add", port=1, rx_port=1, size_b=64, rate={"pps": 50000})["stream_id"]
         n = 10000
         proc.rpc("trial.start", streams=[bad, good], frames=n, drain_s=0.2)
-        res = _run(proc)
+        res = wait_result(proc)
         s = {x["id"]: x for x in res["streams"]}
         b, g = s[bad], s[good]
         # the 0 -> 1 stream's frames all came back on port 0: lost, not received
@@ -93,22 +82,14 @@ def test_veth_pair_in_netns_correct_and_misrouted(tmp_path):
     same trial arrives on port 1: misrouted."""
     tgen_binary_or_skip()
     t = tag()
-    ns, a, b = f"{t}n", f"{t}a", f"{t}b"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        ip = ["ip", "-n", ns]
-        subprocess.run(ip + ["link", "add", a, "type", "veth", "peer", "name", b], check=True)
-        for i in (a, b):
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
-                            f"net.ipv6.conf.{i}.disable_ipv6=1"], check=True)
-            subprocess.run(ip + ["link", "set", i, "up"], check=True)
+    with netns_veth_pair(t) as (ns, a, b):
         proc = start_tgen([PortSpec(f"net_af_packet0,iface={a}"), PortSpec(f"net_af_packet1,iface={b}")],
                           tmp_path, t, netns=ns)
         try:
             ok = proc.rpc("stream.add", port=0, rx_port=1, size_b=128, rate={"pps": 10000})["stream_id"]
             bad = proc.rpc("stream.add", port=0, rx_port=0, size_b=128, rate={"pps": 5000})["stream_id"]
             proc.rpc("trial.start", streams=[ok, bad], frames=4000, drain_s=0.3)
-            res = _run(proc)
+            res = wait_result(proc)
             s = {x["id"]: x for x in res["streams"]}
             assert s[ok]["sent"] == s[ok]["received"] == 4000, s[ok]
             assert s[ok]["misrouted"] == 0 and s[ok]["lost"] == 0
@@ -118,5 +99,3 @@ def test_veth_pair_in_netns_correct_and_misrouted(tmp_path):
             assert res["duration_s"] == pytest.approx(4000 / 5000)   # the slower stream
         finally:
             proc.stop()
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -14,7 +14,7 @@ from nfvperf.tg.base import Segment, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
-from tgen_fixtures import start_tgen, tag, until_generator_on_time
+from tgen_fixtures import start_tgen, tag, until_generator_on_time, wait_result
 
 pytestmark = pytest.mark.root
 
@@ -44,7 +44,7 @@ def test_frame_count_trial_exact(ring_tgen):
     sid = ring_tgen.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": 200000})["stream_id"]
     n = 100003
     ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2)
-    res = _wait_result(ring_tgen)
+    res = wait_result(ring_tgen)
     (s,) = res["streams"]
     assert s["sent"] == n and s["received"] == n
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["reordered"] == 0 and s["seq_gaps"] == 0
@@ -70,22 +70,12 @@ def test_imix_all_sizes_arrive(ring_tgen):
     sid = ring_tgen.rpc("stream.add", port=1, rx_port=1, imix=imix, rate={"pps": 100000})["stream_id"]
     n = 12 * 2000
     ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2, latency=False)
-    res = _wait_result(ring_tgen)
+    res = wait_result(ring_tgen)
     (s,) = res["streams"]
     assert s["sent"] == s["received"] == n
     assert s["latency"] is None
     wire = ring_tgen.rpc("stream.list")[0]["wire_size_b"]
     assert abs(wire - (7 * 64 + 4 * 570 + 1518) / 12) < 0.01, wire
-
-
-def _wait_result(proc, timeout_s: float = 30.0) -> dict:
-    import time
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if proc.rpc("trial.status")["state"] == "done":
-            return proc.rpc("trial.result")
-        time.sleep(0.1)
-    raise AssertionError(f"trial not done: {proc.rpc('trial.status')}")
 
 
 def test_measurer_measure_ring(ring_tgen):

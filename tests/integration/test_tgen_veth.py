@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,13 @@ from nfvperf.tg.base import MeasurerError, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
-from tgen_fixtures import until_generator_on_time, Capture, link_stats, start_tgen, tag, tgen_binary_or_skip, veth_pair, wait_link_up
+from tgen_fixtures import (until_generator_on_time, Capture, link_stats, netns_veth_pair, start_tgen, tag,
+                           tgen_binary_or_skip, veth_pair, wait_link_up, wait_result)
 
 pytestmark = pytest.mark.root
 
 # Wireshark's checksum status values (proto.h: BAD 0, GOOD 1, UNVERIFIED 2, NOT_PRESENT 3)
 GOOD, UNVERIFIED = "1", "2"
-
-
-def _run(proc, timeout_s: float = 30.0) -> dict:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if proc.rpc("trial.status")["state"] == "done":
-            return proc.rpc("trial.result")
-        time.sleep(0.1)
-    raise AssertionError(f"trial not done: {proc.rpc('trial.status')}")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +52,7 @@ def test_afpacket_counts_agree_with_kernel(afp, size_b):
     ka, kb = link_stats(a), link_stats(b)
     n = 10000
     proc.rpc("trial.start", frames=n, drain_s=0.3)
-    res = _run(proc)
+    res = wait_result(proc)
     da, db = _kernel_delta(ka, link_stats(a)), _kernel_delta(kb, link_stats(b))
     (s,) = res["streams"]
     assert s["sent"] == n
@@ -86,7 +77,7 @@ def test_imix_bytes_match_kernel(afp):
     n = 12 * reps
     ka, kb = link_stats(a), link_stats(b)
     proc.rpc("trial.start", frames=n, drain_s=0.3, latency=False)
-    res = _run(proc)
+    res = wait_result(proc)
     da, db = _kernel_delta(ka, link_stats(a)), _kernel_delta(kb, link_stats(b))
     want_bytes = reps * (7 * 60 + 4 * 566 + 1 * 1514)       # sizes without FCS
     assert da["tx_packets"] == n and da["tx_bytes"] == want_bytes, da
@@ -105,7 +96,7 @@ def test_capture_headers_checksums_and_flows(afp, tmp_path: Path):
              dst_mac="02:00:00:00:00:bb", src_port=1111, dst_port=2222)
     with Capture(b, n, tmp_path / "ipv4.pcap") as cap:
         proc.rpc("trial.start", frames=n, drain_s=0.2)
-        _run(proc)
+        wait_result(proc)
         cap.wait()
     rows = cap.fields("frame.len", "eth.src", "eth.dst", "eth.type", "ip.version", "ip.len",
                       "ip.src", "ip.dst", "ip.checksum.status", "udp.srcport", "udp.dstport",
@@ -137,7 +128,7 @@ def test_capture_vlan_ipv6(afp, tmp_path: Path):
              rate={"pps": 2000})
     with Capture(b, n, tmp_path / "ipv6.pcap") as cap:
         proc.rpc("trial.start", frames=n, drain_s=0.2)
-        res = _run(proc)
+        res = wait_result(proc)
         cap.wait()
     assert res["streams"][0]["received"] == n
     rows = cap.fields("frame.len", "vlan.id", "ipv6.src", "ipv6.dst", "udp.checksum.status",
@@ -157,7 +148,7 @@ def test_capture_vxlan(afp, tmp_path: Path):
              src_ip="192.168.1.1", dst_ip="192.168.2.1")
     with Capture(b, n, tmp_path / "vxlan.pcap") as cap:
         proc.rpc("trial.start", frames=n, drain_s=0.2)
-        res = _run(proc)
+        res = wait_result(proc)
         cap.wait()
     assert res["streams"][0]["received"] == n        # tgen parses its own VXLAN frames
     rows = cap.fields("frame.len", "udp.dstport", "vxlan.vni", "ip.src", "ip.dst",
@@ -210,7 +201,7 @@ def test_afxdp_traffic_and_kernel_counts(tmp_path: Path):
             ka, kb = link_stats(a), link_stats(b)
             n = 10000
             proc.rpc("trial.start", frames=n, drain_s=0.3)
-            res = _run(proc)
+            res = wait_result(proc)
             da, db = _kernel_delta(ka, link_stats(a)), _kernel_delta(kb, link_stats(b))
             (s,) = res["streams"]
             assert s["sent"] == n
@@ -233,15 +224,8 @@ def test_tgen_in_netns(tmp_path: Path):
 
     tgen_binary_or_skip()
     t = tag()
-    ns, a, b = f"{t}n", f"{t}a", f"{t}b"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
+    with netns_veth_pair(t) as (ns, a, b):
         ip = ["ip", "-n", ns]
-        subprocess.run(ip + ["link", "add", a, "type", "veth", "peer", "name", b], check=True)
-        for i in (a, b):
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
-                            f"net.ipv6.conf.{i}.disable_ipv6=1"], check=True)
-            subprocess.run(ip + ["link", "set", i, "up"], check=True)
         proc = start_tgen([PortSpec(f"net_af_packet0,iface={a}"), PortSpec(f"net_af_packet1,iface={b}")],
                           tmp_path, t, netns=ns)
         try:
@@ -257,8 +241,6 @@ def test_tgen_in_netns(tmp_path: Path):
             assert st["tx"]["packets"] >= 2000 and st["rx"]["packets"] >= 2000
         finally:
             proc.stop()
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def test_measurer_vxlan_stream_params_on_the_wire(afp, tmp_path: Path):

@@ -97,6 +97,34 @@ def veth_pair(a: str, b: str, mtu: int = 1500) -> Iterator[tuple[str, str]]:
         subprocess.run(["ip", "link", "del", a], capture_output=True)
 
 
+@contextlib.contextmanager
+def netns_veth_pair(t: str) -> Iterator[tuple[str, str, str]]:
+    """A fresh namespace ``<t>n`` holding a veth pair ``<t>a``/``<t>b``, up, IPv6 off;
+    yields (netns, a, b) and deletes the namespace (and so the pair) afterwards."""
+    ns, a, b = f"{t}n", f"{t}a", f"{t}b"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        ip = ["ip", "-n", ns]
+        subprocess.run(ip + ["link", "add", a, "type", "veth", "peer", "name", b], check=True)
+        for i in (a, b):
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                            f"net.ipv6.conf.{i}.disable_ipv6=1"], check=True)
+            subprocess.run(ip + ["link", "set", i, "up"], check=True)
+        yield ns, a, b
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def wait_result(proc, timeout_s: float = 30.0) -> dict:
+    """Poll trial.status until the trial is done; return trial.result."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.rpc("trial.status")["state"] == "done":
+            return proc.rpc("trial.result")
+        time.sleep(0.1)
+    raise AssertionError(f"trial not done: {proc.rpc('trial.status')}")
+
+
 def link_stats(ifname: str) -> dict[str, int]:
     """Kernel counters of an interface (``ip -s -j link``): rx/tx packets, bytes, dropped."""
     out = subprocess.run(["ip", "-s", "-j", "link", "show", "dev", ifname], check=True,
