@@ -62,6 +62,14 @@ _STATS_RE = re.compile(
     r"TX-bytes:\s*(\d+)", re.S)
 
 
+def parse_banner(text: str) -> tuple[str, list[str]]:
+    """testpmd's start-up output: (DPDK version, port MACs in port order, lower case)."""
+    m = re.search(r"RTE Version: '([^']+)'", text)
+    macs = re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})", text, re.M)
+    return (m.group(1) if m else "",
+            [mac.lower() for _, mac in sorted(macs, key=lambda x: int(x[0]))])
+
+
 def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
     out = {}
     for m in _STATS_RE.finditer(text):
@@ -188,10 +196,7 @@ class _TestpmdProcess(DutAdapter):
             out = self.proc.expect(PROMPT, self.start_timeout_s)
         except ProcessError as e:
             raise DutFailure(str(e)) from None
-        m = re.search(r"RTE Version: '([^']+)'", out)
-        self.rte_version = m.group(1) if m else ""
-        macs = re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})", out, re.M)
-        self.port_macs = [mac.lower() for _, mac in sorted(macs, key=lambda x: int(x[0]))]
+        self.rte_version, self.port_macs = parse_banner(out)
         if len(self.port_macs) < len(self.ports):
             raise DutFailure(f"{self.proc_name}: {len(self.port_macs)} of {len(self.ports)} ports "
                              f"came up; log {self.proc.log_path}:\n{self.proc.log_tail(30)}")

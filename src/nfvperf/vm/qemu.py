@@ -44,7 +44,7 @@ from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupport
     run_version
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from nfvperf.dut.testpmd import parse_port_stats  # testpmd prints the same stats in the guest
+from nfvperf.dut.testpmd import parse_banner, parse_port_stats  # the guest runs testpmd too
 
 from . import image as vm_image
 
@@ -456,10 +456,7 @@ class VmVnf(DutAdapter):
                         f"testpmd log {self.testpmd_log}:\n{text[-1500:]}{hint}")
                 time.sleep(0.2)
             self.boot_s = round(time.monotonic() - self._t_start, 2)
-            m = re.search(r"RTE Version: '([^']+)'", text)
-            self.guest_dpdk = m.group(1) if m else ""
-            macs = re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})", text, re.M)
-            self.port_macs = [mac.lower() for _, mac in sorted(macs, key=lambda x: int(x[0]))]
+            self.guest_dpdk, self.port_macs = parse_banner(text)
             if len(self.port_macs) < len(self.ports):
                 raise DutFailure(f"{self.vnf_name}: {len(self.port_macs)} of {len(self.ports)} "
                                  f"guest NICs came up in testpmd; log {self.testpmd_log}")
