@@ -7,7 +7,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nfvperf.search.result import SearchResult
-from nfvperf.search.validity import InvalidTrialsError
+from nfvperf.search.validity import InvalidTrialsError, generator_shortfall
 from nfvperf.tg.base import Measurer, TrafficProfile
 
 from .common import MethodParams, ResultBase, rates, setup
@@ -123,13 +123,12 @@ def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams,
     tr = runner.measurer.measure(duration, max_load)
     if runner.on_trial:
         runner.on_trial(tr, dict(context, phase="calibration", attempt=1, used=False))
-    intended = tr.expected or round(max_load * duration)
-    if intended <= 0 or tr.sent >= 0.999 * intended:
+    achieved = generator_shortfall(tr)
+    if achieved is None:
         return max_load, None
-    achieved = max_load * tr.sent / intended
     capped = achieved * params.calibration_margin
     return capped, (f"generator-limited: at {max_load:,.0f} fps per interface the generator sent "
-                    f"{tr.sent:,} of {intended:,} frames ({achieved:,.0f} fps); max load capped at "
+                    f"{tr.sent:,} of {tr.expected:,} frames ({achieved:,.0f} fps); max load capped at "
                     f"{capped:,.0f} fps ({params.calibration_margin:.0%} of that). A result at the cap "
                     f"means the DUT is faster than this generator set-up can show")
 
@@ -154,7 +153,7 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
             achieved = e.generator_achieved_pps() if limited else None
             if achieved is None or restart == MAX_RECALIBRATIONS:
                 raise
-            new_max = min(achieved * params.calibration_margin, e.load_pps * params.calibration_margin)
+            new_max = achieved * params.calibration_margin      # achieved < the trial's load
             notes.append(f"generator-limited during the search: at {e.load_pps:,.0f} fps it reached only "
                          f"{achieved:,.0f} fps; max load lowered to {new_max:,.0f} fps and the search "
                          f"restarted")

@@ -36,14 +36,19 @@ class InvalidTrialsError(MeasurerError):
     def generator_achieved_pps(self) -> Optional[float]:
         """If every attempt failed because the generator sent less than intended, the best
         per-interface load it achieved; else None (the trials failed for another reason)."""
-        best = None
-        for tr in self.trials:
-            exp = tr.expected or 0
-            if exp <= 0 or tr.sent >= 0.999 * exp:
-                return None
-            got = tr.load_pps * tr.sent / exp
-            best = got if best is None else max(best, got)
-        return best
+        got = [generator_shortfall(tr) for tr in self.trials]
+        if not got or any(g is None for g in got):
+            return None
+        return max(got)
+
+
+def generator_shortfall(tr: TrialResult) -> Optional[float]:
+    """The per-interface load the generator actually offered, if it sent less than 99.9 % of the
+    intended frames; None if it kept up (or the trial says nothing about it)."""
+    exp = tr.expected or 0
+    if exp <= 0 or tr.sent >= 0.999 * exp:
+        return None
+    return tr.load_pps * tr.sent / exp
 
 
 def check_valid(tr: TrialResult) -> list[str]:
