@@ -52,6 +52,13 @@ IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
 if IGNORE_SHUTDOWN:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 sys.stderr.write("EAL: fake tgen starting\n")
+FANOUT = env.get("FAKE_FANOUT_CLASHES")            # file holding how many starts still clash
+if FANOUT and int(open(FANOUT).read()) > 0:
+    left = int(open(FANOUT).read())
+    open(FANOUT, "w").write(str(left - 1))
+    sys.stderr.write("rte_pmd_init_internals(): net_af_packet0: could not set PACKET_FANOUT on "
+                     "AF_PACKET socket for veth0:Invalid argument\n")
+    sys.exit(2)
 if env.get("FAKE_DIE_AT_START") == "1":
     sys.stderr.write("EAL: Error - exiting with code: 1\n  Cause: fake failure at start\n")
     sys.exit(1)
@@ -328,6 +335,23 @@ def test_start_failure_reports_stderr(fake_bin: Path, tmp_path: Path, monkeypatc
     monkeypatch.setenv("FAKE_DIE_AT_START", "1")
     with pytest.raises(MeasurerError, match="fake failure at start"):
         make_proc(fake_bin, tmp_path).start()
+
+
+@pytest.mark.parametrize("clashes, starts", [(2, True), (3, False)])
+def test_start_again_after_af_packet_fanout_clash(fake_bin: Path, tmp_path: Path, monkeypatch,
+                                                 clashes: int, starts: bool):
+    counter = tmp_path / "clashes"
+    counter.write_text(str(clashes))
+    monkeypatch.setenv("FAKE_FANOUT_CLASHES", str(counter))
+    p = make_proc(fake_bin, tmp_path)
+    if starts:                                  # FANOUT_RETRIES = 2: the third start succeeds
+        with p:
+            assert p.rpc("ping")
+        assert counter.read_text() == "0"
+    else:
+        with pytest.raises(MeasurerError, match="PACKET_FANOUT"):
+            p.start()
+        assert counter.read_text() == "0"       # three starts tried, then the error is the user's
 
 
 def test_stop_escalates_to_kill(fake_bin: Path, tmp_path: Path, monkeypatch):

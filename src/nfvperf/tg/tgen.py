@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import os
 import re
@@ -35,6 +36,8 @@ from .base import (
     TrialResult,
     Unsupported,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "TgenError",
@@ -290,7 +293,23 @@ class TgenProcess:
         return pre + [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
 
     # -- life cycle -------------------------------------------------------------------------
+    #: DPDK 22.11's af_packet PMD derives its PACKET_FANOUT group id from the pid and the
+    #: interface index; another process's group with the same id makes the socket option fail
+    #: with EINVAL and the port does not probe.  A new process gets a new pid, so start again.
+    FANOUT_RETRIES = 2
+
     def start(self) -> "TgenProcess":
+        for attempt in range(self.FANOUT_RETRIES + 1):
+            try:
+                return self._start()
+            except MeasurerError as e:
+                if "could not set PACKET_FANOUT" not in str(e) or attempt == self.FANOUT_RETRIES:
+                    raise
+                log.warning("tgen: af_packet PACKET_FANOUT group clash at start, starting again")
+                self.proc = None             # _start() already stopped and cleaned up that one
+        raise AssertionError("unreachable")
+
+    def _start(self) -> "TgenProcess":
         if self.proc is not None:
             return self
         self.run_dir.mkdir(parents=True, exist_ok=True)
