@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from nfvperf.search.binary import binary_search  # noqa: E402
 from nfvperf.search.mlr import PRESETS, mlr_search  # noqa: E402
 from nfvperf.search.validity import TrialRunner  # noqa: E402
-from nfvperf.tg.base import TrafficProfile  # noqa: E402
+from nfvperf.trial import TrafficProfile  # noqa: E402
 from nfvperf.tg.sim import SimMeasurer  # noqa: E402
 
 try:

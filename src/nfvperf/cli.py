@@ -209,7 +209,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     t = Table(title="nfvperf runs (newest first)", title_justify="left")
     for c in ("ID", "Run", "Date (UTC)", "Suite", "Topology", "DUT", "TG", "Status", "Headline"):
         t.add_column(c)
-    from nfvperf.runner import run_liveness
+    from nfvperf.store.db import run_liveness
     for r in runs:
         status = r.status + (" (killed?)" if run_liveness(r) else "")
         t.add_row(str(r.id), r.tag, r.started_at.strftime("%Y-%m-%d %H:%M"), r.suite, r.topology, r.dut, r.tg,

@@ -30,10 +30,8 @@ from typing import Any, Callable, Iterator, Optional
 from nfvperf.config import Suite, format_link_speed
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable
-from nfvperf.tg.base import DutFailure, Measurer, TrafficProfile
-
-# seed 000 §5.2 / Table 5-1: switching operations per direction for each topology kind
-DEFAULT_SWITCHING_OPS = {"p2p": 1, "p-ovs-p": 1, "pvp": 2, "pvvp": 3, "vxlan": 2}
+from nfvperf.units import directions
+from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -332,8 +330,8 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
     bidir = bool(suite.spec.traffic.bidirectional)
     if tg == "sim":
         m = make_sim_measurer(suite)
-        info["switching_operations"] = DEFAULT_SWITCHING_OPS.get(spec.kind, 1)
-        info["switching_operations_source"] = f"default for topology kind {spec.kind}"
+        info["switching_operations"] = topology_switching_operations(spec)
+        info["switching_operations_source"] = f"declared by topology kind {spec.kind}"
         with m:
             yield m
         return
@@ -351,14 +349,20 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
             info["switching_operations"] = int(topology.switching_operations(bidir))
             info["switching_operations_source"] = "topology"
         except Exception:  # noqa: BLE001
-            info["switching_operations"] = DEFAULT_SWITCHING_OPS.get(spec.kind, 1)
-            info["switching_operations_source"] = f"default for topology kind {spec.kind}"
+            info["switching_operations"] = topology_switching_operations(spec)
+            info["switching_operations_source"] = f"declared by topology kind {spec.kind}"
         if ends is not None:
             m = iperf3_measurer(topology, ends, info)
         else:
             m = topology.measurer()
         with m:
             yield m
+
+
+def topology_switching_operations(spec: Any) -> int:
+    """Switching operations per frame that the topology class for ``spec.kind`` declares."""
+    import nfvperf.topo as topo
+    return topo.switching_operations(spec)
 
 
 def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -> Measurer:
@@ -421,11 +425,6 @@ def result_dict(res: Any) -> dict[str, Any]:
     d = jsonable(res)
     return d if isinstance(d, dict) else {"value": d}
 
-
-def directions(traffic: dict[str, Any], ports: int) -> int:
-    """Transmitting interfaces: aggregate = per-interface load x this (METHODOLOGY G7)."""
-    pairs = max(1, ports // 2)
-    return pairs * (2 if traffic.get("bidirectional", True) else 1)
 
 
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
@@ -507,7 +506,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         t0 = time.monotonic()
                         try:
                             if tg == "iperf3" and test.method not in IPERF3_METHODS:
-                                from nfvperf.tg.base import Unsupported
+                                from nfvperf.trial import Unsupported
                                 raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                                                   "(--tg iperf3 runs only the tcp method)")
                             _params_model, run_fn = method_entry(test.method)
@@ -639,22 +638,6 @@ def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> lis
             groups.append((spec, [(test, size)]))
     return groups
 
-
-def run_liveness(run: Any) -> Optional[str]:
-    """For a run still marked running: None if its process lives, else a note (killed/crashed)."""
-    if run.status != "running":
-        return None
-    env = run.environment or {}
-    pid, host = env.get("pid"), env.get("hostname")
-    if not pid or host != platform.node():
-        return None
-    try:
-        os.kill(int(pid), 0)
-        return None
-    except ProcessLookupError:
-        return f"its process {pid} is gone: the run was killed or crashed; its trials are kept"
-    except PermissionError:
-        return None
 
 
 def _only_owner(owner: int) -> None:

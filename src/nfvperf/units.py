@@ -9,7 +9,7 @@ header − 4 B FCS).
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 #: preamble + SFD (8 B) + minimum inter-frame gap (12 B)
 L1_OVERHEAD_B = 20
@@ -289,3 +289,9 @@ def reorder_stats(seqs: Sequence[int]) -> dict[str, float]:
     n = len(arrivals)
     return {"received": n, "reordered": reordered,
             "ratio_pct": (reordered / n * 100.0) if n else 0.0, "extent_max": extent_max}
+
+
+def directions(traffic: "Mapping[str, object]", ports: int) -> int:
+    """Transmitting interfaces: aggregate = per-interface load x this (METHODOLOGY G7)."""
+    pairs = max(1, ports // 2)
+    return pairs * (2 if traffic.get("bidirectional", True) else 1)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from nfvperf.tg.base import MeasurerError, Unsupported
+from nfvperf.trial import MeasurerError, Unsupported
 from nfvperf.tg.iperf3 import LAYER, Iperf3Measurer, VethTopology
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")

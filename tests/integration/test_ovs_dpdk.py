@@ -22,7 +22,7 @@ if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs
 from nfvperf.dut.base import Flow, PortRef  # noqa: E402
 from nfvperf.dut.ovs_dpdk import OvsDpdk  # noqa: E402
 from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
-from nfvperf.tg.base import DutFailure  # noqa: E402
+from nfvperf.trial import DutFailure  # noqa: E402
 from nfvperf.topo.spec import OvsSpec  # noqa: E402
 
 MAGIC = b"NFVPERF-OVS-TEST"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvperf.tg.base import DutFailure, TrafficProfile
+from nfvperf.trial import DutFailure, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode

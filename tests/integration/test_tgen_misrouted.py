@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvperf.tg.base import TrafficProfile
+from nfvperf.trial import TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode

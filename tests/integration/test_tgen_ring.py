@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvperf.tg.base import Segment, TrafficProfile
+from nfvperf.trial import Segment, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
@@ -153,7 +153,7 @@ def test_tgen_death_is_reported(tmp_path):
     import signal
     import threading
 
-    from nfvperf.tg.base import MeasurerError
+    from nfvperf.trial import MeasurerError
 
     proc = start_tgen([PortSpec("net_ring0")], tmp_path, tag())
     try:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.root
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
-from nfvperf.tg.base import DutFailure, TrafficProfile  # noqa: E402
+from nfvperf.trial import DutFailure, TrafficProfile  # noqa: E402
 from nfvperf.topo import build  # noqa: E402
 from nfvperf.topo.spec import TopologySpec  # noqa: E402
 

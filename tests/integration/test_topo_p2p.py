@@ -8,7 +8,7 @@ import pytest
 
 import nfvperf.topo as topo_pkg
 from nfvperf.host.run import RunContext
-from nfvperf.tg.base import DutFailure, TrafficProfile
+from nfvperf.trial import DutFailure, TrafficProfile
 from nfvperf.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.root

@@ -1,5 +1,5 @@
 """Helpers shared by the methodology-core unit tests (not a conftest: other suites own that)."""
-from nfvperf.tg.base import TrafficProfile
+from nfvperf.trial import TrafficProfile
 from nfvperf.tg.sim import SimMeasurer
 
 LINE_64 = 10e9 / (84 * 8)

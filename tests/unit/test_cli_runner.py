@@ -9,7 +9,7 @@ from nfvperf.config import validate_suite
 from nfvperf.report.tables import build
 from nfvperf.runner import execute
 from nfvperf.store import Store
-from nfvperf.tg.base import DutFailure
+from nfvperf.trial import DutFailure
 from nfvperf.tg.sim import SimMeasurer
 
 

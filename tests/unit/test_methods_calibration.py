@@ -5,7 +5,7 @@ import pytest
 
 from nfvperf.methods import throughput
 from nfvperf.search.validity import InvalidTrialsError
-from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 
 class ShortGenerator(Measurer):

@@ -5,7 +5,7 @@ import pydantic
 import pytest
 
 from nfvperf.methods import REGISTRY
-from nfvperf.tg.base import Unsupported
+from nfvperf.trial import Unsupported
 
 from _core_helpers import Recorder, sim
 

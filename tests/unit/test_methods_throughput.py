@@ -76,7 +76,7 @@ def test_max_load_pct_and_budget():
 
 
 def test_vxlan_rates_report_inner_and_outer():
-    from nfvperf.tg.base import TrafficProfile
+    from nfvperf.trial import TrafficProfile
     from nfvperf.tg.sim import SimMeasurer
     prof = TrafficProfile(frame_size_b=64, vxlan=True, bidirectional=False)
     m = SimMeasurer(20e6)

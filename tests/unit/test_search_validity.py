@@ -3,7 +3,7 @@ import pytest
 
 from nfvperf.search.binary import binary_search
 from nfvperf.search.validity import InvalidTrialsError, TrialRunner, check_valid
-from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 from _core_helpers import LINE_64, Recorder, sim
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from nfvperf.tg.base import Segment, TrafficProfile
+from nfvperf.trial import Segment, TrafficProfile
 from nfvperf.tg.sim import SimMeasurer, summarize_latency
 
 from _core_helpers import LINE_64, sim

@@ -10,7 +10,7 @@ import pytest
 
 from nfvperf.store import Result, Run, Store, Test, Trial, resolve_url
 from nfvperf.store.db import CSV_COLUMNS, RunNotFound, run_to_csv_rows, run_to_dict
-from nfvperf.tg.base import LatencySummary, StreamResult, TrialResult
+from nfvperf.trial import LatencySummary, StreamResult, TrialResult
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvperf.tg.base import DutFailure, LatencySummary, MeasurerError, Segment, TrafficProfile, Unsupported
+from nfvperf.trial import DutFailure, LatencySummary, MeasurerError, Segment, TrafficProfile, Unsupported
 from nfvperf.tg.tgen import (PortSpec, TgenError, TgenMeasurer, TgenProcess, _lcore_cpus,
                              merge_latency, percentiles_from_histogram)
 

@@ -34,7 +34,7 @@ from typing import Any, Optional, Sequence
 
 from nfvperf.host.netns import netns_argv
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.tg.base import DutFailure, Unsupported
+from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
 

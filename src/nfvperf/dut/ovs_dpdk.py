@@ -35,7 +35,7 @@ from nfvperf.host.cpu import cpu_mask
 from nfvperf.host.netns import add_address, netns_argv, set_link
 from nfvperf.host.preflight import find_binary
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.tg.base import DutFailure
+from nfvperf.trial import DutFailure
 
 log = logging.getLogger(__name__)
 

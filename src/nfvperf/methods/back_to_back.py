@@ -18,7 +18,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from nfvperf import units
-from nfvperf.tg.base import Measurer, TrafficProfile
+from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import ResultBase, is_line_rate, setup
 from .throughput import ThroughputPrereq, prerequisite

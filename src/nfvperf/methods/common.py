@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nfvperf import units
 from nfvperf.search.validity import DEFAULT_RETRIES, TrialRunner
-from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 
 class MethodParams(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from nfvperf.tg.base import Measurer, TrafficProfile
+from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import MethodParams, ResultBase, setup
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
-from nfvperf.tg.base import LatencySummary, Measurer, TrafficProfile
+from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
 from .common import ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite

@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from nfvperf.tg.base import Measurer, TrafficProfile
+from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pydantic import Field, model_validator
 
-from nfvperf.tg.base import Measurer, TrafficProfile, TrialResult, Unsupported
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
 from .common import MethodParams, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite

@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from nfvperf.tg.base import Measurer, Segment, TrafficProfile
+from nfvperf.trial import Measurer, Segment, TrafficProfile
 
 from .common import ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from nfvperf.tg.base import Measurer, TrafficProfile, Unsupported
+from nfvperf.trial import Measurer, TrafficProfile, Unsupported
 
 from .common import MethodParams, ResultBase, setup
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nfvperf.search.result import SearchResult
 from nfvperf.search.validity import InvalidTrialsError, generator_shortfall
-from nfvperf.tg.base import Measurer, TrafficProfile
+from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import MethodParams, ResultBase, rates, setup
 

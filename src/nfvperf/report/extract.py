@@ -12,7 +12,7 @@ import math
 from typing import Any, Iterable, Optional
 
 from nfvperf import units
-from nfvperf.tg.base import TrafficProfile
+from nfvperf.trial import TrafficProfile
 
 # in order of preference: what "the" result of a test is, in frames/s per interface
 HEADLINE_KEYS = ("throughput_pps", "rlb_pps", "lower_bound_pps", "conditional_throughput_pps",

@@ -11,8 +11,8 @@ from typing import Any, Optional
 
 from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, scalars, size_of)
-from nfvperf.runner import DEFAULT_SWITCHING_OPS, directions
-from nfvperf.units import switching_ops_pps
+from nfvperf.store.db import run_liveness
+from nfvperf.units import directions, switching_ops_pps
 
 THROUGHPUT_METHODS = ("throughput", "rfc2889_forwarding")
 PCTS = ("50", "90", "99", "99.9", "99.99")
@@ -54,7 +54,7 @@ def build(run: Any) -> ReportData:
     traffic = cfg.get("traffic") or {}
     ports = int(topo.get("ports") or env.get("ports") or 2)
     ndir = directions(traffic, ports)
-    sw = int(env.get("switching_operations") or DEFAULT_SWITCHING_OPS.get(run.topology, 1))
+    sw = int(env.get("switching_operations") or 1)
     prof = cfg.get("profile") or {}
     header = [
         ("Run", f"{run.id} ({run.tag})"), ("Suite", run.suite), ("Status", run.status +
@@ -72,7 +72,6 @@ def build(run: Any) -> ReportData:
             for i in env.get("topologies") or [])) or f"{sw} per direction"),
     ]
     notes = []
-    from nfvperf.runner import run_liveness
     dead = run_liveness(run)
     if dead:
         notes.append(f"This run is marked running but {dead}.")
@@ -143,7 +142,7 @@ def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, i
     """(directions, ports, switching ops, kind) of a test group, from its stored topology."""
     tp = (group[0].topology or {}) if group else {}
     return (int(tp.get("directions") or ndir), int(tp.get("ports") or ports),
-            int(tp.get("switching_operations") or DEFAULT_SWITCHING_OPS.get(tp.get("kind"), sw)),
+            int(tp.get("switching_operations") or sw),
             str(tp.get("kind") or ""))
 
 

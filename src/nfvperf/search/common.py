@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from nfvperf.tg.base import TrialResult
+from nfvperf.trial import TrialResult
 
 from .result import TrialRecord
 

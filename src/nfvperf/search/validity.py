@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from nfvperf.tg.base import Measurer, MeasurerError, TrialResult
+from nfvperf.trial import Measurer, MeasurerError, TrialResult
 
 DEFAULT_RETRIES = 3
 

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
@@ -258,6 +259,23 @@ RUN_FIELDS = ("id", "uid", "tag", "suite", "suite_path", "topology", "dut", "tg"
               "reason", "run_dir", "headline")
 TEST_FIELDS = ("id", "name", "method", "frame_size_b", "status", "reason")
 TRIAL_FIELDS = ("seq", "duration_s", "load_pps", "sent", "received", "loss_ratio", "valid")
+
+def run_liveness(run: Any) -> Optional[str]:
+    """For a run still marked running: None if its process lives, else a note (killed/crashed)."""
+    if run.status != "running":
+        return None
+    env = run.environment or {}
+    pid, host = env.get("pid"), env.get("hostname")
+    if not pid or host != socket.gethostname():
+        return None
+    try:
+        os.kill(int(pid), 0)
+        return None
+    except ProcessLookupError:
+        return f"its process {pid} is gone: the run was killed or crashed; its trials are kept"
+    except PermissionError:
+        return None
+
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .base import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
+from nfvperf.trial import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
 
 LAYER = "tcp_payload_goodput"
 LAYER_NOTE = ("iperf3 bit rates are TCP payload goodput (application bytes per second through the "

@@ -38,7 +38,7 @@ import time
 from typing import Any, Callable, Optional, Union
 
 from nfvperf import units
-from nfvperf.tg.base import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
+from nfvperf.trial import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
                              TrialResult, Unsupported)
 
 Capacity = Union[float, int, dict, Callable[[int], float]]

@@ -2,7 +2,7 @@
 
 * :class:`TgenProcess` starts ``tgen`` (argument list, never a shell string), waits until its
   JSON-RPC socket answers, and is the RPC client (:meth:`TgenProcess.rpc`).
-* :class:`TgenMeasurer` is the :class:`~nfvperf.tg.base.Measurer` on top of it: one stream per
+* :class:`TgenMeasurer` is the :class:`~nfvperf.trial.Measurer` on top of it: one stream per
   direction, a trial per ``measure()``, results converted to :class:`TrialResult`.
 
 Wire protocol: ``tgen/PROTOCOL.md`` (JSON-RPC 2.0, one JSON object per line, Unix socket).
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .base import (
+from nfvperf.trial import (
     DutFailure,
     LatencySummary,
     Measurer,

@@ -25,7 +25,7 @@ from .spec import TopologySpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["build", "register", "REGISTRY", "RunContext", "ResourceTracker", "TopologySpec",
+__all__ = ["build", "register", "topology_class", "switching_operations", "REGISTRY", "RunContext", "ResourceTracker", "TopologySpec",
            "load_topologies"]
 
 #: kind -> Topology subclass (or any callable (spec, run, **kw) -> Topology)
@@ -56,6 +56,22 @@ def load_topologies() -> None:
             log.warning("topology module %s failed to import: %s", mod.name, e)
 
 
+def topology_class(kind: str) -> Callable[..., Any]:
+    """The class registered for topology ``kind`` (imports the topology modules on demand)."""
+    if kind not in REGISTRY:
+        load_topologies()
+    try:
+        return REGISTRY[kind]
+    except KeyError:
+        raise ValueError(f"no topology registered for kind {kind!r}; known: {sorted(REGISTRY)}") from None
+
+
+def switching_operations(spec: TopologySpec) -> int:
+    """Switching operations per frame (seed 000 Table 5-1) that ``spec.kind``'s class declares,
+    without building it (the simulated DUT and reports use it)."""
+    return int(getattr(topology_class(spec.kind), "base_switching_operations", 1))
+
+
 def build(spec: TopologySpec, run: Any, **kwargs: Any):
     """The Topology for ``spec`` (not yet up: enter it, ``with build(spec, run) as topo:``).
 
@@ -65,11 +81,4 @@ def build(spec: TopologySpec, run: Any, **kwargs: Any):
         spec = TopologySpec.model_validate(spec)
     if not isinstance(run, RunContext):
         run = RunContext(getattr(run, "tag", None), getattr(run, "run_dir", None))
-    if spec.kind not in REGISTRY:
-        load_topologies()
-    try:
-        cls = REGISTRY[spec.kind]
-    except KeyError:
-        raise ValueError(f"no topology registered for kind {spec.kind!r}; known: "
-                         f"{sorted(REGISTRY)}") from None
-    return cls(spec, run, **kwargs)
+    return topology_class(spec.kind)(spec, run, **kwargs)

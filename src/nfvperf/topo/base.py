@@ -30,7 +30,7 @@ from nfvperf.dut.base import DutAdapter, PortRef, create_dut
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.tg.base import DutFailure, Measurer
+from nfvperf.trial import DutFailure, Measurer
 
 from .spec import TopologySpec
 

@@ -20,10 +20,7 @@ class Pvp(OvsTopology):
     """PHY-OVS-VNF-OVS-PHY."""
 
     n_vnfs = 1
-
-    @property
-    def base_switching_operations(self) -> int:   # type: ignore[override]
-        return self.n_vnfs + 1
+    base_switching_operations = n_vnfs + 1     # phy -> VNF, VNF -> phy
 
     def vnf_chain(self, pair: int, dut: Any) -> list[tuple[int, int]]:
         """The VNFs of one port pair, each as (in port index, out port index) on the bridge."""

@@ -14,3 +14,4 @@ class Pvvp(Pvp):
     """PHY-OVS-VNF-OVS-VNF-OVS-PHY."""
 
     n_vnfs = 2
+    base_switching_operations = n_vnfs + 1
