@@ -3,8 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(dpdk dpdk-dev libdpdk-dev openvswitch-switch-dpdk iperf3 meson ninja-build pkg-config
-          tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps qemu-system-x86 gcc make)
+# Every program the code, tests and scripts run comes from one of these (or the base system):
+# tests/unit/test_install_deps.py scans the tree and fails when one is missing here.
+APT_PKGS=(dpdk dpdk-dev libdpdk-dev openvswitch-common openvswitch-switch openvswitch-switch-dpdk
+          iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
+          ethtool qemu-system-x86 gcc make python3 postgresql)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

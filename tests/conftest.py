@@ -25,13 +25,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _pg_binary(name: str):
+    """A PostgreSQL server program: on PATH, or where Debian's postgresql package puts it
+    (/usr/lib/postgresql/<version>/bin, newest first)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    cands = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+                   key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0, reverse=True)
+    return str(cands[0]) if cands else None
+
+
 @pytest.fixture(scope="session")
 def pg_url():
     """A throw-away PostgreSQL cluster (initdb + pg_ctl as an unprivileged user, Unix socket only).
 
     Skips with the reason when the server binaries are missing or it cannot start.
     """
-    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    initdb, pg_ctl = _pg_binary("initdb"), _pg_binary("pg_ctl")
     if not initdb or not pg_ctl:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found")
     try:
