@@ -16,8 +16,8 @@ tgen:
 	@if [ ! -f $(TGEN_BUILD)/build.ninja ]; then meson setup $(TGEN_BUILD) tgen --buildtype=release; fi
 	ninja -C $(TGEN_BUILD)
 
-# The whole suite: C unit tests of the generator, then pytest (unit, integration as root, e2e).
-test: deps build test-c test-py
+# The whole suite: lint, C unit tests of the generator, then pytest (unit, integration as root, e2e).
+test: deps build lint test-c test-py
 
 test-c: tgen
 	meson test -C $(TGEN_BUILD) --print-errorlogs
@@ -32,8 +32,10 @@ demo: deps build
 bench: deps build
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# ruff (pyflakes, pycodestyle, bugbear) and mypy on src/, both configured in pyproject.toml
 lint:
-	$(PY) -m compileall -q src tests bench
+	$(PY) -m ruff check src
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(TGEN_BUILD)

@@ -93,9 +93,9 @@ def _latencies(run: Any) -> list[tuple[str, dict[str, Any]]]:
     if not out:   # fall back to throughput results' latency
         for t in run.tests:
             if t.results:
-                lat = latency_of(t.results[-1].data or {})
-                if lat and lat.get("percentiles_ns"):
-                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", lat))
+                own = latency_of(t.results[-1].data or {})
+                if own and own.get("percentiles_ns"):
+                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", own))
     return out
 
 

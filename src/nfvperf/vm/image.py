@@ -320,7 +320,8 @@ def _extract_deb(deb: Path, want=None) -> Dict[str, _Entry]:
                 elif m.issym():
                     out[p] = _Entry("symlink", mode=0o777, target=m.linkname)
     finally:
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         if proc.wait() != 0:
             raise ImageError(f"dpkg-deb failed on {deb.name}")
     return out
