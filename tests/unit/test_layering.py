@@ -1,0 +1,95 @@
+"""Imports run downward between the packages of nfvperf (issue 7): a lower layer never imports a
+higher one, not even lazily inside a function.  The layers, lowest first:
+
+    units, trial                the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer
+    host, store                 the machine (processes, netns, hugepages, preflight) and the database
+    search, tg                  searches over measure(); the measurers (sim, tgen, iperf3)
+    dut, methods, report        DUT adapters; test methods; tables/plots from stored runs
+    vm                          the QEMU VNF (a DUT-shaped adapter)
+    topo                        topologies built from host ports, DUTs, VNFs and the generator
+    config                      the suite schema (uses topo's spec and methods' registry)
+    runner                      runs a suite
+    cli, __main__               the command line
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
+
+LAYER = {
+    "units": 0, "trial": 0, "__init__": 0,
+    "host": 1, "store": 1,
+    "search": 2, "tg": 2,
+    "dut": 3, "methods": 3, "report": 3,
+    "vm": 4,
+    "topo": 5,
+    "config": 6,
+    "runner": 7,
+    "cli": 8, "__main__": 9,
+}
+
+
+def _top(path: Path) -> str:
+    rel = path.relative_to(PKG)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(top-level nfvperf component, line) of every import in the file, nested ones included."""
+    tree = ast.parse(path.read_text(), str(path))
+    rel = path.relative_to(PKG)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:   # relative: resolve against the file's package
+                base = list(rel.parts[:-1])[: len(rel.parts) - node.level]
+                mod = ".".join(["nfvperf", *base] + ([node.module] if node.module else []))
+                names = [mod] if node.module or base else [f"nfvperf.{a.name}" for a in node.names]
+            else:
+                names = [node.module or ""]
+        else:
+            continue
+        for n in names:
+            parts = n.split(".")
+            if parts[0] == "nfvperf" and len(parts) > 1:
+                out.append((parts[1], node.lineno))
+            elif parts[0] == "nfvperf" and isinstance(node, ast.ImportFrom):
+                out += [(a.name, node.lineno) for a in node.names]
+    return out
+
+
+def upward_imports() -> list[str]:
+    bad = []
+    for f in sorted(PKG.rglob("*.py")):
+        me = _top(f)
+        for comp, line in _imports(f):
+            if comp == me or comp not in LAYER:
+                continue
+            if LAYER[comp] > LAYER[me] or (LAYER[comp] == LAYER[me] and comp != me and LAYER[me] > 0):
+                bad.append(f"{f.relative_to(PKG.parent)}:{line}: {me} (layer {LAYER[me]}) imports "
+                           f"{comp} (layer {LAYER[comp]})")
+    return bad
+
+
+def test_every_component_has_a_layer():
+    comps = {_top(f) for f in PKG.rglob("*.py")}
+    assert comps <= set(LAYER), f"give these a layer in tests/unit/test_layering.py: {sorted(comps - set(LAYER))}"
+
+
+def test_no_import_runs_upward_or_sideways():
+    bad = upward_imports()
+    assert not bad, "imports that run upward (or between peers of one layer):\n" + "\n".join(bad)
+
+
+def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
+    fake = tmp_path / "nfvperf"
+    (fake / "report").mkdir(parents=True)
+    (fake / "report" / "x.py").write_text("def f():\n    from nfvperf.runner import execute\n")
+    (fake / "report" / "y.py").write_text("from ..units import max_fps\n")
+    monkeypatch.setattr(f"{__name__}.PKG", fake)
+    bad = upward_imports()
+    assert len(bad) == 1 and "report (layer 3) imports runner (layer 7)" in bad[0]
