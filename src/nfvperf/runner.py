@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import Suite, format_link_speed
 from nfvperf.store import Store
-from nfvperf.store.db import jsonable
+from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
@@ -457,7 +457,8 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                            "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
                            "ports": spec.topology.ports,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
-                           "topologies": [], "pid": os.getpid(), "hostname": platform.node()}
+                           "topologies": [], "pid": os.getpid(), "hostname": platform.node(),
+                           "pid_starttime": process_starttime(os.getpid())}
     store.update_run(run.id, environment=env)     # pid first: a killed run is recognisable
     progress = Progress(len(units), enabled=show_progress)
     say = log or progress.log
