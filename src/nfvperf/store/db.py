@@ -115,7 +115,10 @@ class Store:
         self.update_run(run_id, status=status, reason=reason, headline=headline, finished_at=utcnow())
 
     def start_test(self, run_id: int, *, name: str, method: str, frame_size_b: Optional[int],
-                   params: dict, traffic: dict, topology: Optional[dict] = None) -> Test:
+                   params: dict, traffic: Any, topology: Optional[dict] = None) -> Test:
+        """``traffic``: the unit's TrafficProfile (stored as its ``to_dict()``) or that dict;
+        ``topology``: kind, ports, switching_operations, directions and the ``overrides`` of the
+        suite's topology (the spec itself is in the run's config)."""
         with self.session() as s:
             t = Test(run_id=run_id, name=name, method=method, frame_size_b=frame_size_b,
                      status="running", params=jsonable(params), traffic=jsonable(traffic),
