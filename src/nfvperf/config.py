@@ -468,85 +468,118 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
     tests: list[TestConfig] = []
     raw_tests = data.get("tests") if isinstance(data.get("tests"), list) else []
     names: dict[str, int] = {}
-    suite_traffic = spec.traffic if spec else None
     for i, entry in enumerate(raw_tests):
-        where = f"tests[{i}]"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: each test must be a mapping like {{method: throughput, ...}}")
-            continue
-        method = entry.get("method")
-        if not method:
-            problems.append(f"{where}.method: required; one of: {', '.join(sorted(registry)) or '(methods)'}")
-            continue
-        if registry and method not in registry:
-            problems.append(f"{where}.method: unknown method {method!r}; allowed: {', '.join(sorted(registry))}")
-            continue
-        name = entry.get("name") or method
-        if not isinstance(name, str):
-            problems.append(f"{where}.name: must be a string")
-            continue
-        if name in names:
-            problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
-                            "give each test a distinct name")
-        names[name] = i
-        params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
-        sizes = suite_traffic.frame_sizes if suite_traffic else []
-        if "frame_sizes" in entry:
-            try:
-                sizes = TrafficSpec(frame_sizes=entry["frame_sizes"]).frame_sizes
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=where)
-        traffic = suite_traffic or TrafficSpec()
-        if "traffic" in entry:
-            try:
-                traffic = traffic.with_overrides(TrafficOverride.model_validate(entry["traffic"]))
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
-        topology = spec.topology if spec else None
-        if "topology" in entry:
-            if not isinstance(entry["topology"], dict):
-                problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
-            elif spec is not None:
-                merged = _deep_merge(spec.topology.model_dump(), entry["topology"])
-                try:
-                    topology = TopologySpec.model_validate(merged)
-                except ValidationError as e:
-                    problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
-        params: Any = params_raw
-        model = _params_model(registry[method]) if registry else None
-        if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
-            params_raw["name"] = name
-        if model is not None and spec is not None:
-            apply_timing(params_raw, model, spec.timing, force=quick)
-        if model is not None:
-            try:
-                params = model.model_validate(params_raw)
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=where, model=model,
-                                                    extra_allowed=ENGINE_TEST_KEYS)
-                continue
-        by_size: dict[int, Any] = {}
-        per_size = entry.get("per_size")
-        if per_size is not None:
-            if not isinstance(per_size, dict) or not all(isinstance(v, dict) for v in per_size.values()):
-                problems.append(f"{where}.per_size: must map a frame size to params, e.g. {{64: {{max_load_pct: 10}}}}")
-                continue
-            for size_key, over in per_size.items():
-                if size_key not in sizes:
-                    problems.append(f"{where}.per_size.{size_key}: not one of this test's frame sizes {sizes}")
-                    continue
-                merged = _deep_merge(params_raw, over)
-                try:
-                    by_size[size_key] = model.model_validate(merged) if model is not None else merged
-                except ValidationError as e:
-                    problems += format_validation_error(e, prefix=f"{where}.per_size.{size_key}", model=model)
-        traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
-        tests.append(TestConfig(index=i, method=method, name=name, params=params,
-                                frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry),
-                                params_by_size=by_size))
+        test = _validate_test(i, entry, spec, registry, names, quick, problems)
+        if test is not None:
+            tests.append(test)
     if problems or spec is None:
         raise SuiteError(problems or ["(suite): invalid"], source)
     return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)
+
+
+def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict[str, Any],
+                   names: dict[str, int], quick: bool, problems: list[str]) -> Optional[TestConfig]:
+    """One ``tests[i]`` entry; appends its problems (and returns None when it cannot go on)."""
+    where = f"tests[{i}]"
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: each test must be a mapping like {{method: throughput, ...}}")
+        return None
+    method = entry.get("method")
+    if not method:
+        problems.append(f"{where}.method: required; one of: {', '.join(sorted(registry)) or '(methods)'}")
+        return None
+    if registry and method not in registry:
+        problems.append(f"{where}.method: unknown method {method!r}; allowed: {', '.join(sorted(registry))}")
+        return None
+    name = entry.get("name") or method
+    if not isinstance(name, str):
+        problems.append(f"{where}.name: must be a string")
+        return None
+    if name in names:
+        problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
+                        "give each test a distinct name")
+    names[name] = i
+    sizes = _test_sizes(where, entry, spec, problems)
+    traffic = _test_traffic(where, entry, spec, problems)
+    topology = _test_topology(where, entry, spec, problems)
+    params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
+    params: Any = params_raw
+    model = _params_model(registry[method]) if registry else None
+    if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
+        params_raw["name"] = name
+    if model is not None and spec is not None:
+        apply_timing(params_raw, model, spec.timing, force=quick)
+    if model is not None:
+        try:
+            params = model.model_validate(params_raw)
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=where, model=model, extra_allowed=ENGINE_TEST_KEYS)
+            return None
+    by_size = _per_size_params(where, entry, sizes, params_raw, model, problems)
+    if by_size is None:
+        return None
+    traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
+    return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
+                      traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size)
+
+
+def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:
+    sizes = spec.traffic.frame_sizes if spec else []
+    if "frame_sizes" in entry:
+        try:
+            sizes = TrafficSpec(frame_sizes=entry["frame_sizes"]).frame_sizes
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=where)
+    return sizes
+
+
+def _test_traffic(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
+                  problems: list[str]) -> TrafficSpec:
+    traffic = spec.traffic if spec else TrafficSpec()
+    if "traffic" in entry:
+        try:
+            traffic = traffic.with_overrides(TrafficOverride.model_validate(entry["traffic"]))
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
+    return traffic
+
+
+def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
+                   problems: list[str]) -> Optional[TopologySpec]:
+    topology = spec.topology if spec else None
+    if "topology" not in entry:
+        return topology
+    if not isinstance(entry["topology"], dict):
+        problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
+    elif spec is not None:
+        merged = deep_merge(spec.topology.model_dump(), entry["topology"])
+        try:
+            topology = TopologySpec.model_validate(merged)
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
+    return topology
+
+
+def _per_size_params(where: str, entry: dict[str, Any], sizes: list[int], params_raw: dict[str, Any],
+                     model: Optional[type[BaseModel]], problems: list[str]) -> Optional[dict[int, Any]]:
+    """``per_size:`` params, validated; None when the block is malformed."""
+    by_size: dict[int, Any] = {}
+    per_size = entry.get("per_size")
+    if per_size is None:
+        return by_size
+    if not isinstance(per_size, dict) or not all(isinstance(v, dict) for v in per_size.values()):
+        problems.append(f"{where}.per_size: must map a frame size to params, e.g. {{64: {{max_load_pct: 10}}}}")
+        return None
+    for size_key, over in per_size.items():
+        if size_key not in sizes:
+            problems.append(f"{where}.per_size.{size_key}: not one of this test's frame sizes {sizes}")
+            continue
+        merged = deep_merge(params_raw, over)
+        try:
+            by_size[size_key] = model.model_validate(merged) if model is not None else merged
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.per_size.{size_key}", model=model)
+    return by_size
 
 
 DURATION_FIELD = "trial_duration_s"
@@ -598,8 +631,6 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
-
-_deep_merge = deep_merge
 
 
 def dict_diff(d: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
