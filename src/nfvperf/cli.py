@@ -193,15 +193,19 @@ def cmd_history(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from nfvperf.report.terminal import console_for
+    from nfvperf.store.db import aborted_notice
     store = _open_store(args)
     try:
+        aborted = store.mark_aborted_runs()
         runs = store.list_runs(args.limit)
     finally:
         store.close()
+    for r, note in aborted:      # on stderr with --json: stdout stays one JSON document
+        print(aborted_notice(r, note), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps([{"id": r.id, "tag": r.tag, "started_at": r.started_at.isoformat(), "suite": r.suite,
                            "topology": r.topology, "dut": r.dut, "tg": r.tg, "status": r.status,
-                           "headline": r.headline} for r in runs], indent=2))
+                           "reason": r.reason, "headline": r.headline} for r in runs], indent=2))
         return EXIT_OK
     if not runs:
         print("no runs in the store yet")

@@ -21,6 +21,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from nfvperf.topo.spec import TopologySpec
+from nfvperf.trial import TrafficProfile
+from nfvperf.units import RFC2544_FRAME_SIZES_B
 
 
 class _Strict(BaseModel):
@@ -65,19 +67,28 @@ class ImixEntry(_Strict):
     weight: int = Field(..., ge=1, le=1_000_000)
 
 
+#: The traffic defaults live in one place, the measurer boundary's TrafficProfile; the suite's
+#: ``traffic:`` fields take theirs from it.
+_DEFAULT = TrafficProfile()
+
+
 class TrafficSpec(_Strict):
-    frame_sizes: list[int] = Field(default_factory=lambda: [64, 128, 256, 512, 1024, 1280, 1518],
+    """The suite's ``traffic:`` (and, with a test's ``traffic:`` overrides applied, one test's:
+    ``TestConfig.traffic``).  :meth:`profile` turns it into the per-unit TrafficProfile."""
+
+    frame_sizes: list[int] = Field(default_factory=lambda: list(RFC2544_FRAME_SIZES_B),
                                    description="L2 frame sizes incl. FCS (inner size for VXLAN)")
     imix: Optional[list[ImixEntry]] = Field(None, description="run one IMIX profile instead of the sizes")
-    flows_per_port: int = Field(1, ge=1, le=16_777_216)
-    bidirectional: bool = True
-    link_speed: Union[str, float] = Field("10G", description="per-port line rate: '10G', '25G', or bit/s")
-    vxlan: bool = False
-    vlan: Optional[int] = Field(None, ge=1, le=4094)
-    ip_version: Literal[4, 6] = 4
+    flows_per_port: int = Field(_DEFAULT.flows_per_port, ge=1, le=16_777_216)
+    bidirectional: bool = _DEFAULT.bidirectional
+    link_speed: Union[str, float] = Field(format_link_speed(_DEFAULT.link_speed_bps),
+                                          description="per-port line rate: '10G', '25G', or bit/s")
+    vxlan: bool = _DEFAULT.vxlan
+    vlan: Optional[int] = Field(_DEFAULT.vlan, ge=1, le=4094)
+    ip_version: Literal[4, 6] = _DEFAULT.ip_version
     rate_unit: Literal["pps", "l1_mbps", "l2_mbps", "percent"] = Field(
         "pps", description="unit of the headline result in history/compare")
-    latency: bool = True
+    latency: bool = _DEFAULT.latency
 
     @field_validator("frame_sizes")
     @classmethod
@@ -100,6 +111,32 @@ class TrafficSpec(_Strict):
     @property
     def link_speed_bps(self) -> float:
         return parse_link_speed(self.link_speed)
+
+    def with_overrides(self, over: "TrafficOverride") -> "TrafficSpec":
+        """This traffic with the fields ``over`` sets replaced (a test's ``traffic:``)."""
+        return self.model_copy(update={k: getattr(over, k) for k in over.model_fields_set})
+
+    def profile(self, size: Optional[int], timing: "ProfileSpec") -> TrafficProfile:
+        """The TrafficProfile of one test unit: ``size`` B frames (None: IMIX / size-less, the
+        profile's default size), learning/drain/settle from the timing profile."""
+        kw: dict[str, Any] = {} if size is None else {"frame_size_b": int(size)}
+        return TrafficProfile(
+            imix=[(e.size_b, e.weight) for e in self.imix] if self.imix else None,
+            flows_per_port=self.flows_per_port, bidirectional=self.bidirectional,
+            link_speed_bps=self.link_speed_bps, vxlan=self.vxlan, vlan=self.vlan,
+            ip_version=self.ip_version, latency=self.latency,
+            learning=(timing.learning_s or 0) > 0, drain_s=float(timing.drain_s or 0.0),
+            settle_s=float(timing.settle_s or 0.0), **kw)
+
+    # read access by key, as the per-test traffic dict this model replaced (``t.traffic["vxlan"]``,
+    # ``units.directions(t.traffic, ports)``)
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
 
 
 class TrafficOverride(_Strict):
@@ -234,7 +271,7 @@ class TestConfig:
     name: str
     params: Any                       # the method's params model instance (or dict if no REGISTRY)
     frame_sizes: list[int]
-    traffic: dict[str, Any]           # the suite traffic with the entry's overrides applied
+    traffic: TrafficSpec              # the suite traffic with the entry's overrides and sizes applied
     topology: Optional[TopologySpec] = None   # the suite topology with the entry's overrides applied
     raw: dict[str, Any] = field(default_factory=dict)
     params_by_size: dict[int, Any] = field(default_factory=dict)   # ``per_size:`` overrides, validated
@@ -268,6 +305,10 @@ class Suite:
         d = self.spec.model_dump(mode="json")
         d["profile"] = self.timing.model_dump(mode="json")
         return d
+
+    def traffic_profile(self, test: TestConfig, size: Optional[int]) -> TrafficProfile:
+        """The TrafficProfile of one (test, frame size) unit."""
+        return test.traffic.profile(size, self.timing)
 
 
 class SuiteError(ValueError):
@@ -427,85 +468,118 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
     tests: list[TestConfig] = []
     raw_tests = data.get("tests") if isinstance(data.get("tests"), list) else []
     names: dict[str, int] = {}
-    suite_traffic = spec.traffic if spec else None
     for i, entry in enumerate(raw_tests):
-        where = f"tests[{i}]"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: each test must be a mapping like {{method: throughput, ...}}")
-            continue
-        method = entry.get("method")
-        if not method:
-            problems.append(f"{where}.method: required; one of: {', '.join(sorted(registry)) or '(methods)'}")
-            continue
-        if registry and method not in registry:
-            problems.append(f"{where}.method: unknown method {method!r}; allowed: {', '.join(sorted(registry))}")
-            continue
-        name = entry.get("name") or method
-        if not isinstance(name, str):
-            problems.append(f"{where}.name: must be a string")
-            continue
-        if name in names:
-            problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
-                            "give each test a distinct name")
-        names[name] = i
-        params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
-        sizes = suite_traffic.frame_sizes if suite_traffic else []
-        if "frame_sizes" in entry:
-            try:
-                sizes = TrafficSpec(frame_sizes=entry["frame_sizes"]).frame_sizes
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=where)
-        traffic = suite_traffic.model_dump() if suite_traffic else {}
-        if "traffic" in entry:
-            try:
-                ov = TrafficOverride.model_validate(entry["traffic"])
-                traffic.update({k: v for k, v in ov.model_dump().items() if k in ov.model_fields_set})
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
-        topology = spec.topology if spec else None
-        if "topology" in entry:
-            if not isinstance(entry["topology"], dict):
-                problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
-            elif spec is not None:
-                merged = _deep_merge(spec.topology.model_dump(), entry["topology"])
-                try:
-                    topology = TopologySpec.model_validate(merged)
-                except ValidationError as e:
-                    problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
-        params: Any = params_raw
-        model = _params_model(registry[method]) if registry else None
-        if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
-            params_raw["name"] = name
-        if model is not None and spec is not None:
-            apply_timing(params_raw, model, spec.timing, force=quick)
-        if model is not None:
-            try:
-                params = model.model_validate(params_raw)
-            except ValidationError as e:
-                problems += format_validation_error(e, prefix=where, model=model,
-                                                    extra_allowed=ENGINE_TEST_KEYS)
-                continue
-        by_size: dict[int, Any] = {}
-        per_size = entry.get("per_size")
-        if per_size is not None:
-            if not isinstance(per_size, dict) or not all(isinstance(v, dict) for v in per_size.values()):
-                problems.append(f"{where}.per_size: must map a frame size to params, e.g. {{64: {{max_load_pct: 10}}}}")
-                continue
-            for size_key, over in per_size.items():
-                if size_key not in sizes:
-                    problems.append(f"{where}.per_size.{size_key}: not one of this test's frame sizes {sizes}")
-                    continue
-                merged = _deep_merge(params_raw, over)
-                try:
-                    by_size[size_key] = model.model_validate(merged) if model is not None else merged
-                except ValidationError as e:
-                    problems += format_validation_error(e, prefix=f"{where}.per_size.{size_key}", model=model)
-        tests.append(TestConfig(index=i, method=method, name=name, params=params,
-                                frame_sizes=list(sizes), traffic=traffic, topology=topology, raw=dict(entry),
-                                params_by_size=by_size))
+        test = _validate_test(i, entry, spec, registry, names, quick, problems)
+        if test is not None:
+            tests.append(test)
     if problems or spec is None:
         raise SuiteError(problems or ["(suite): invalid"], source)
     return Suite(spec=spec, tests=tests, source=Path(source) if source else None, raw=data)
+
+
+def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict[str, Any],
+                   names: dict[str, int], quick: bool, problems: list[str]) -> Optional[TestConfig]:
+    """One ``tests[i]`` entry; appends its problems (and returns None when it cannot go on)."""
+    where = f"tests[{i}]"
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: each test must be a mapping like {{method: throughput, ...}}")
+        return None
+    method = entry.get("method")
+    if not method:
+        problems.append(f"{where}.method: required; one of: {', '.join(sorted(registry)) or '(methods)'}")
+        return None
+    if registry and method not in registry:
+        problems.append(f"{where}.method: unknown method {method!r}; allowed: {', '.join(sorted(registry))}")
+        return None
+    name = entry.get("name") or method
+    if not isinstance(name, str):
+        problems.append(f"{where}.name: must be a string")
+        return None
+    if name in names:
+        problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
+                        "give each test a distinct name")
+    names[name] = i
+    sizes = _test_sizes(where, entry, spec, problems)
+    traffic = _test_traffic(where, entry, spec, problems)
+    topology = _test_topology(where, entry, spec, problems)
+    params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
+    params: Any = params_raw
+    model = _params_model(registry[method]) if registry else None
+    if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
+        params_raw["name"] = name
+    if model is not None and spec is not None:
+        apply_timing(params_raw, model, spec.timing, force=quick)
+    if model is not None:
+        try:
+            params = model.model_validate(params_raw)
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=where, model=model, extra_allowed=ENGINE_TEST_KEYS)
+            return None
+    by_size = _per_size_params(where, entry, sizes, params_raw, model, problems)
+    if by_size is None:
+        return None
+    traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
+    return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
+                      traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size)
+
+
+def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:
+    sizes = spec.traffic.frame_sizes if spec else []
+    if "frame_sizes" in entry:
+        try:
+            sizes = TrafficSpec(frame_sizes=entry["frame_sizes"]).frame_sizes
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=where)
+    return sizes
+
+
+def _test_traffic(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
+                  problems: list[str]) -> TrafficSpec:
+    traffic = spec.traffic if spec else TrafficSpec()
+    if "traffic" in entry:
+        try:
+            traffic = traffic.with_overrides(TrafficOverride.model_validate(entry["traffic"]))
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.traffic", model=TrafficOverride)
+    return traffic
+
+
+def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
+                   problems: list[str]) -> Optional[TopologySpec]:
+    topology = spec.topology if spec else None
+    if "topology" not in entry:
+        return topology
+    if not isinstance(entry["topology"], dict):
+        problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
+    elif spec is not None:
+        merged = deep_merge(spec.topology.model_dump(), entry["topology"])
+        try:
+            topology = TopologySpec.model_validate(merged)
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.topology", model=TopologySpec)
+    return topology
+
+
+def _per_size_params(where: str, entry: dict[str, Any], sizes: list[int], params_raw: dict[str, Any],
+                     model: Optional[type[BaseModel]], problems: list[str]) -> Optional[dict[int, Any]]:
+    """``per_size:`` params, validated; None when the block is malformed."""
+    by_size: dict[int, Any] = {}
+    per_size = entry.get("per_size")
+    if per_size is None:
+        return by_size
+    if not isinstance(per_size, dict) or not all(isinstance(v, dict) for v in per_size.values()):
+        problems.append(f"{where}.per_size: must map a frame size to params, e.g. {{64: {{max_load_pct: 10}}}}")
+        return None
+    for size_key, over in per_size.items():
+        if size_key not in sizes:
+            problems.append(f"{where}.per_size.{size_key}: not one of this test's frame sizes {sizes}")
+            continue
+        merged = deep_merge(params_raw, over)
+        try:
+            by_size[size_key] = model.model_validate(merged) if model is not None else merged
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix=f"{where}.per_size.{size_key}", model=model)
+    return by_size
 
 
 DURATION_FIELD = "trial_duration_s"
@@ -551,11 +625,35 @@ def apply_timing(raw: dict[str, Any], model: type[BaseModel], timing: ProfileSpe
             raw[fname] = val
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+
+def dict_diff(d: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """What ``d`` changes in ``base`` (nested), so that ``deep_merge(base, dict_diff(d, base)) == d``
+    for dicts with the same keys (validated models)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        b = base.get(k, _MISSING)
+        if isinstance(v, dict) and isinstance(b, dict):
+            sub = dict_diff(v, b)
+            if sub:
+                out[k] = sub
+        elif b is _MISSING or v != b:
+            out[k] = v
+    return out
+
+
+_MISSING = object()
+
+
+def topology_overrides(spec: TopologySpec, base: TopologySpec) -> dict[str, Any]:
+    """The fields of a test's topology that differ from the suite's (JSON), e.g. ``{"kind": "pvp"}``."""
+    return dict_diff(spec.model_dump(mode="json"), base.model_dump(mode="json"))
 
 
 def load_suite(path: Union[str, Path], quick: bool = False) -> Suite:

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from nfvperf.config import Suite, format_link_speed
+from nfvperf.config import Suite, format_link_speed, topology_overrides
 from nfvperf.store import Store
-from nfvperf.store.db import jsonable
+from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
@@ -391,26 +391,6 @@ IPERF3_METHODS = ("tcp",)
 
 # --------------------------------------------------------------------------- the run
 
-def traffic_profile(traffic: dict[str, Any], size: Optional[int], suite: Suite) -> TrafficProfile:
-    from nfvperf.config import parse_link_speed
-    timing = suite.timing
-    imix = traffic.get("imix")
-    return TrafficProfile(
-        frame_size_b=int(size or 64),
-        imix=[(int(e["size_b"]), int(e["weight"])) for e in imix] if imix else None,
-        flows_per_port=int(traffic.get("flows_per_port", 1)),
-        bidirectional=bool(traffic.get("bidirectional", True)),
-        link_speed_bps=parse_link_speed(traffic.get("link_speed", "10G")),
-        vxlan=bool(traffic.get("vxlan", False)),
-        vlan=traffic.get("vlan"),
-        ip_version=int(traffic.get("ip_version", 4)),
-        latency=bool(traffic.get("latency", True)),
-        learning=(timing.learning_s or 0) > 0,
-        drain_s=float(timing.drain_s),
-        settle_s=float(timing.settle_s),
-    )
-
-
 def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
     from nfvperf.methods import REGISTRY  # type: ignore[attr-defined]
     entry = REGISTRY[name]
@@ -426,6 +406,193 @@ def result_dict(res: Any) -> dict[str, Any]:
     return d if isinstance(d, dict) else {"value": d}
 
 
+def create_run(suite: Suite, store: Store, tg: str, out_dir: Path) -> tuple[Any, Path, dict[str, Any]]:
+    """The run row (status ``running``, the config, the pid that runs it) and the run directory
+    (a copy of the suite file and ``run.json``, a reference to the run in the store).  Returns
+    (run row, run dir, the environment dict the run keeps filling)."""
+    spec, timing = suite.spec, suite.timing
+    kinds = list(dict.fromkeys((t.topology or spec.topology).kind for t in suite.tests))
+    duts = list(dict.fromkeys((t.topology or spec.topology).dut for t in suite.tests))
+    # pid first: a killed run is recognisable (Store.mark_aborted_runs)
+    env: dict[str, Any] = {"host": {}, "tg": tg, "profile_deviations": timing.deviations(),
+                           "ports": spec.topology.ports,
+                           "link_speed": format_link_speed(spec.traffic.link_speed_bps),
+                           "topologies": [], "pid": os.getpid(), "hostname": platform.node(),
+                           "pid_starttime": process_starttime(os.getpid())}
+    run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
+                           topology="+".join(kinds), dut="+".join(duts) if tg != "sim" else
+                           f"sim ({'+'.join(duts)} model)", tg=tg, profile=timing.name,
+                           config=suite.to_dict(), environment=env)
+    env["tag"] = run.tag
+    run_dir = (out_dir / "runs" / run.tag).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if suite.source and Path(suite.source).exists():
+        shutil.copyfile(suite.source, run_dir / "suite.yaml")
+    (run_dir / "run.json").write_text(json.dumps(run_reference(store, run), indent=2) + "\n")
+    store.update_run(run.id, run_dir=str(run_dir), environment=env)
+    return run, run_dir, env
+
+
+def run_reference(store: Store, run: Any) -> dict[str, Any]:
+    """What ``<run dir>/run.json`` holds: where the run (its resolved config, every trial) is stored."""
+    from sqlalchemy.engine import make_url
+    url = make_url(store.url).render_as_string(hide_password=True)
+    return {"run_id": run.id, "uid": run.uid, "tag": run.tag, "store": url,
+            "export": ["nfvperf", "export", str(run.id), "--db", url]}
+
+
+def unit_label(test: Any, size: Optional[int]) -> str:
+    return (f"{test.name} {size} B" if size else test.name if test.method in SIZELESS_METHODS
+            else f"{test.name} IMIX")
+
+
+class RunLoop:
+    """One run while it executes: topology groups, test units, the books (see :func:`execute`)."""
+
+    def __init__(self, suite: Suite, store: Store, tg: str, run: Any, run_dir: Path, env: dict[str, Any],
+                 progress: Progress, interrupts: Interrupts, factory: Callable[..., Any]):
+        self.suite, self.store, self.tg, self.run, self.run_dir, self.env = suite, store, tg, run, run_dir, env
+        self.progress, self.interrupts, self.factory = progress, interrupts, factory
+        self.outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
+        self.status, self.reason = "completed", None
+        self.current_test: Optional[int] = None
+        self.measured: dict[str, float] = {}   # zero-loss throughput found so far, for prerequisite reuse
+
+    # ------------------------------------------------------------------ topology groups
+    def run_groups(self, groups: list[tuple[Any, list]]) -> None:
+        self.env["host"] = host_environment()
+        for topo_spec, group in groups:
+            if self.status != "completed":
+                break
+            self.run_group(topo_spec, group)
+
+    def run_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+        """Build one topology (the measurer's context), run its units, release it."""
+        info: dict[str, Any] = {"kind": topo_spec.kind,
+                                "overrides": topology_overrides(topo_spec, self.suite.spec.topology)}
+        self.env["topologies"].append(info)
+        with self.factory(self.suite, self.tg, self.run.tag, self.run_dir, info, topo_spec) as measurer:
+            self.record_measurer(info, measurer)
+            # the test rows keep what reports read; the spec itself is run.config.topology + overrides
+            topo_row = {"kind": topo_spec.kind, "ports": topo_spec.ports,
+                        "switching_operations": info.get("switching_operations"),
+                        "overrides": info["overrides"]}
+            for test, size in group:
+                if not self.run_unit(measurer, topo_spec, topo_row, test, size):
+                    break
+
+    def record_measurer(self, info: dict[str, Any], measurer: Measurer) -> None:
+        try:
+            info["measurer"] = measurer.environment()
+        except Exception as e:  # noqa: BLE001
+            info["measurer"] = {"error": str(e)}
+        env = self.env
+        env.setdefault("switching_operations", info.get("switching_operations"))
+        env.setdefault("switching_operations_source", info.get("switching_operations_source"))
+        env["measurer"] = info["measurer"]
+        env["cores_shared"] = _cores_shared(env)
+        self.store.update_run(self.run.id, environment=env)
+
+    # ------------------------------------------------------------------ one (test, size) unit
+    def run_unit(self, measurer: Measurer, topo_spec: Any, topo_row: dict[str, Any], test: Any,
+                 size: Optional[int]) -> bool:
+        """Run and store one unit.  An error fails this unit only; a DUT failure fails the run
+        (returns False); KeyboardInterrupt goes up to :func:`execute`."""
+        label = unit_label(test, size)
+        self.progress.unit(label)
+        profile = self.suite.traffic_profile(test, size)
+        ndir = directions(test.traffic, topo_spec.ports)
+        trow = self.store.start_test(self.run.id, name=test.name, method=test.method, frame_size_b=size,
+                                     params=test.params_dict(size), traffic=profile,
+                                     topology=dict(topo_row, directions=ndir))
+        self.current_test = trow.id
+        rec = Recorder(self.store, trow.id, self.interrupts, self.progress, label)
+        t0 = time.monotonic()
+        try:
+            text = self.measure_unit(measurer, topo_spec, test, size, profile, ndir, trow.id, rec, label)
+            self.progress.log(f"  {label}: {text} [{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
+        except DutFailure as e:
+            self.unit_failed(trow.id, label, f"DUT failure: {e}")
+            self.status, self.reason = "failed", f"DUT failure in {label}: {e}"
+            self.progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
+            return False
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - one test's error must not end the run
+            tb = traceback.format_exc(limit=8)
+            self.unit_failed(trow.id, label, f"{type(e).__name__}: {e}")
+            with (self.run_dir / "errors.log").open("a") as fh:
+                fh.write(f"== {label}\n{tb}\n")
+            self.progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
+        self.progress.unit_done()
+        return True
+
+    def measure_unit(self, measurer: Measurer, topo_spec: Any, test: Any, size: Optional[int],
+                     profile: TrafficProfile, ndir: int, test_id: int, rec: Recorder, label: str) -> str:
+        """The method's run and its stored result; returns the log text."""
+        from nfvperf.report.extract import summarize_result
+        if self.tg == "iperf3" and test.method not in IPERF3_METHODS:
+            from nfvperf.trial import Unsupported
+            raise Unsupported(f"method {test.method} needs --tg tgen or sim "
+                              "(--tg iperf3 runs only the tcp method)")
+        _params_model, run_fn = method_entry(test.method)
+        params = reuse_throughput(test, size, topo_spec, self.measured)
+        if params is not test.params_for(size):
+            self.store.update_test_params(test_id, params_dump(params))
+            self.progress.log(f"  {label}: using the Throughput measured earlier in this run "
+                              f"({params.throughput_pps:,.0f} fps per interface)")
+        measurer.set_profile(profile)
+        data = result_dict(run_fn(measurer, profile, params, rec))
+        summary = summarize_result(test.method, data, profile.to_dict(), ndir)
+        failed = data.get("passed") is False or data.get("status") == "failed"
+        if test.method == "throughput" and summary.get("value_pps") and zero_loss(data):
+            self.measured.setdefault(throughput_key(test, size, topo_spec), summary["value_pps"])
+        with self.interrupts.critical():
+            self.store.add_result(test_id, test.method, data, value_pps=summary.get("value_pps"))
+            self.store.finish_test(test_id, "failed" if failed else "passed",
+                                   str(data.get("reason") or "the method reported a failure")
+                                   if failed else None)
+        self.current_test = None
+        if failed:
+            self.outcome.failed_tests.append(label)
+        return summary.get("text", "done")
+
+    def unit_failed(self, test_id: int, label: str, reason: str) -> None:
+        with self.interrupts.critical():
+            self.store.finish_test(test_id, "failed", reason)
+        self.current_test = None
+        self.outcome.failed_tests.append(label)
+
+    # ------------------------------------------------------------------ endings
+    def interrupted(self) -> None:
+        self.status, self.reason = "interrupted", "interrupted by signal (Ctrl-C)"
+        with contextlib.suppress(Exception):
+            if self.current_test is not None:
+                self.store.finish_test(self.current_test, "interrupted", self.reason)
+
+    def setup_failed(self) -> None:
+        """Called in the ``except`` of a set-up failure (topology, measurer)."""
+        exc = sys.exc_info()[1]
+        self.status, self.reason = "failed", f"{type(exc).__name__}: {exc}"
+        with (self.run_dir / "errors.log").open("a") as fh:
+            fh.write(traceback.format_exc())
+        self.progress.log(f"run set-up failed: {self.reason} (details in {self.run_dir / 'errors.log'})")
+
+    def finish(self, n_units: int) -> None:
+        """Close the books: final status and reason, environment, headline."""
+        from nfvperf.report.extract import headline_of_run
+        failed = self.outcome.failed_tests
+        if self.status == "completed" and failed:
+            self.status = "failed"
+            self.reason = (f"{len(failed)} of {n_units} test unit(s) failed: "
+                           + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
+        self.store.update_run(self.run.id, environment=self.env)
+        headline = None
+        with contextlib.suppress(Exception):
+            headline = headline_of_run(self.store.load_run(self.run.id))
+        self.store.finish_run(self.run.id, self.status, self.reason, headline)
+        self.outcome.status, self.outcome.reason = self.status, self.reason
+
 
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
             show_progress: bool = True, log: Callable[[str], None] | None = None,
@@ -433,160 +600,43 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
     Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
     Ctrl-Cs stay ignored."""
-    from nfvperf.report.extract import headline_of_run, summarize_result
-
-    spec = suite.spec
-    timing = suite.timing
-    kinds = list(dict.fromkeys((t.topology or spec.topology).kind for t in suite.tests))
-    duts = list(dict.fromkeys((t.topology or spec.topology).dut for t in suite.tests))
-    run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
-                           topology="+".join(kinds), dut="+".join(duts) if tg != "sim" else
-                           f"sim ({'+'.join(duts)} model)", tg=tg, profile=timing.name,
-                           config=suite.to_dict())
-    run_dir = (out_dir / "runs" / run.tag).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if suite.source and Path(suite.source).exists():
-        shutil.copyfile(suite.source, run_dir / "suite.yaml")
-    (run_dir / "suite.resolved.json").write_text(json.dumps(jsonable(suite.to_dict()), indent=2))
-    store.update_run(run.id, run_dir=str(run_dir))
-
+    run, run_dir, env = create_run(suite, store, tg, out_dir)
     units = test_units(suite)
-    groups = topology_groups(units, spec.topology)
-    outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
-    env: dict[str, Any] = {"host": {}, "tg": tg, "tag": run.tag,
-                           "profile": timing.model_dump(), "profile_deviations": timing.deviations(),
-                           "ports": spec.topology.ports,
-                           "link_speed": format_link_speed(spec.traffic.link_speed_bps),
-                           "topologies": [], "pid": os.getpid(), "hostname": platform.node()}
-    store.update_run(run.id, environment=env)     # pid first: a killed run is recognisable
+    groups = topology_groups(units, suite.spec.topology)
     progress = Progress(len(units), enabled=show_progress)
     say = log or progress.log
-    say(f"run {run.id} ({run.tag}): suite {spec.name!r}, {len(units)} test unit(s) on "
-        f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={timing.name}, "
+    say(f"run {run.id} ({run.tag}): suite {suite.spec.name!r}, {len(units)} test unit(s) on "
+        f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={suite.timing.name}, "
         f"run dir {run_dir}")
     interrupts = Interrupts()
     interrupts.keep_ignoring = exiting
-    current_test: Optional[int] = None
-    status, reason = "completed", None
-    factory = measurer_factory or measurer_for
-    measured: dict[str, float] = {}      # zero-loss throughput found so far, for prerequisite reuse
+    loop = RunLoop(suite, store, tg, run, run_dir, env, progress, interrupts, measurer_factory or measurer_for)
     # the handler stays installed until the books are closed: a second Ctrl-C while the topology
     # is released or the run is marked must not cut that short (Interrupts ignores it)
     interrupts.__enter__()
     try:
         with progress:
-            env["host"] = host_environment()
-            for topo_spec, group in groups:
-                if status != "completed":
-                    break
-                info: dict[str, Any] = {"kind": topo_spec.kind, "spec": topo_spec.model_dump(mode="json")}
-                env["topologies"].append(info)
-                with factory(suite, tg, run.tag, run_dir, info, topo_spec) as measurer:
-                    try:
-                        info["measurer"] = measurer.environment()
-                    except Exception as e:  # noqa: BLE001
-                        info["measurer"] = {"error": str(e)}
-                    env.setdefault("switching_operations", info.get("switching_operations"))
-                    env.setdefault("switching_operations_source", info.get("switching_operations_source"))
-                    env["measurer"] = info["measurer"]
-                    env["cores_shared"] = _cores_shared(env)
-                    store.update_run(run.id, environment=env)
-                    topo_row = dict(info["spec"], switching_operations=info.get("switching_operations"))
-                    for test, size in group:
-                        label = (f"{test.name} {size} B" if size else test.name if test.method in SIZELESS_METHODS
-                                 else f"{test.name} IMIX")
-                        progress.unit(label)
-                        profile = traffic_profile(test.traffic, size, suite)
-                        ndir = directions(test.traffic, topo_spec.ports)
-                        trow = store.start_test(run.id, name=test.name, method=test.method, frame_size_b=size,
-                                                params=test.params_dict(size), traffic=profile.to_dict(),
-                                                topology=dict(topo_row, directions=ndir))
-                        current_test = trow.id
-                        rec = Recorder(store, trow.id, interrupts, progress, label)
-                        t0 = time.monotonic()
-                        try:
-                            if tg == "iperf3" and test.method not in IPERF3_METHODS:
-                                from nfvperf.trial import Unsupported
-                                raise Unsupported(f"method {test.method} needs --tg tgen or sim "
-                                                  "(--tg iperf3 runs only the tcp method)")
-                            _params_model, run_fn = method_entry(test.method)
-                            params = reuse_throughput(test, size, topo_spec, measured)
-                            if params is not test.params_for(size):
-                                store.update_test_params(trow.id, params_dump(params))
-                                progress.log(f"  {label}: using the Throughput measured earlier in this run "
-                                             f"({params.throughput_pps:,.0f} fps per interface)")
-                            measurer.set_profile(profile)
-                            res = run_fn(measurer, profile, params, rec)
-                            data = result_dict(res)
-                            summary = summarize_result(test.method, data, profile.to_dict(), ndir)
-                            failed = data.get("passed") is False or data.get("status") == "failed"
-                            if test.method == "throughput" and summary.get("value_pps") and zero_loss(data):
-                                measured.setdefault(throughput_key(test, size, topo_spec), summary["value_pps"])
-                            with interrupts.critical():
-                                store.add_result(trow.id, test.method, data, value_pps=summary.get("value_pps"))
-                                store.finish_test(trow.id, "failed" if failed else "passed",
-                                                  str(data.get("reason") or "the method reported a failure")
-                                                  if failed else None)
-                            current_test = None
-                            if failed:
-                                outcome.failed_tests.append(label)
-                            progress.log(f"  {label}: {summary.get('text', 'done')} "
-                                         f"[{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
-                        except DutFailure as e:
-                            with interrupts.critical():
-                                store.finish_test(trow.id, "failed", f"DUT failure: {e}")
-                            current_test = None
-                            outcome.failed_tests.append(label)
-                            status, reason = "failed", f"DUT failure in {label}: {e}"
-                            progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
-                            break
-                        except KeyboardInterrupt:
-                            raise
-                        except Exception as e:  # noqa: BLE001 - one test's error must not end the run
-                            tb = traceback.format_exc(limit=8)
-                            with interrupts.critical():
-                                store.finish_test(trow.id, "failed", f"{type(e).__name__}: {e}")
-                            current_test = None
-                            outcome.failed_tests.append(label)
-                            with (run_dir / "errors.log").open("a") as fh:
-                                fh.write(f"== {label}\n{tb}\n")
-                            progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
-                        progress.unit_done()
+            loop.run_groups(groups)
     except KeyboardInterrupt:
         _only_owner(interrupts.owner)
         interrupts.hit = True          # from now on further signals are only noted
-        status, reason = "interrupted", "interrupted by signal (Ctrl-C)"
-        with contextlib.suppress(Exception):
-            if current_test is not None:
-                store.finish_test(current_test, "interrupted", reason)
-    except Exception as e:  # noqa: BLE001 - set-up failed (topology, measurer)
+        loop.interrupted()
+    except Exception:  # noqa: BLE001 - set-up failed (topology, measurer)
         _only_owner(interrupts.owner)
-        status, reason = "failed", f"{type(e).__name__}: {e}"
-        with (run_dir / "errors.log").open("a") as fh:
-            fh.write(traceback.format_exc())
-        progress.log(f"run set-up failed: {reason} (details in {run_dir / 'errors.log'})")
+        loop.setup_failed()
     finally:
         _only_owner(interrupts.owner)
         try:
-            if status == "completed" and outcome.failed_tests:
-                status = "failed"
-                reason = (f"{len(outcome.failed_tests)} of {len(units)} test unit(s) failed: "
-                          + ", ".join(outcome.failed_tests[:5]) + (" ..." if len(outcome.failed_tests) > 5 else ""))
-            store.update_run(run.id, environment=env)
-            headline = None
-            with contextlib.suppress(Exception):
-                headline = headline_of_run(store.load_run(run.id))
-            store.finish_run(run.id, status, reason, headline)
+            loop.finish(len(units))
         finally:
             interrupts.__exit__(None, None, None)
-    outcome.status = status
-    outcome.reason = reason
-    say(f"run {run.id} ({run.tag}) {status}" + (f": {reason}" if reason else ""))
+    outcome = loop.outcome
+    say(f"run {run.id} ({run.tag}) {outcome.status}" + (f": {outcome.reason}" if outcome.reason else ""))
     return outcome
 
 
 def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:
-    traffic = {k: v for k, v in test.traffic.items() if k not in ("frame_sizes", "rate_unit", "latency")}
+    traffic = test.traffic.model_dump(exclude={"frame_sizes", "rate_unit", "latency"})
     return json.dumps([size, topo_spec.model_dump(mode="json"), traffic], sort_keys=True, default=str)
 
 

@@ -204,8 +204,19 @@ def test_kill_9_keeps_trials_and_history_says_killed(tmp_path) -> None:
         if p.poll() is None:
             p.kill()
     assert n >= 3
-    assert sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0] >= n
+    con = sqlite3.connect(db)
+    kept = con.execute("select count(*) from trials").fetchone()[0]
+    passed = con.execute("select count(*) from tests where status='passed'").fetchone()[0]
+    assert kept >= n
+    assert con.execute("select status from runs").fetchone()[0] == "running"    # nobody closed the books
     out = nfv("history", "--db", str(db)).stdout
     assert "running (killed?)" in out
+    # history marked it aborted (its pid is gone), with the reason; every stored trial stays
+    status, reason = con.execute("select status, reason from runs").fetchone()
+    assert status == "aborted" and "the run was killed or crashed" in reason
+    assert json.loads(nfv("history", "--json", "--db", str(db)).stdout)[0]["status"] == "aborted"
+    assert con.execute("select count(*) from trials").fetchone()[0] == kept
+    assert con.execute("select count(*) from tests where status='passed'").fetchone()[0] == passed
+    assert con.execute("select count(*) from tests where status='running'").fetchone()[0] == 0
     rep = nfv("report", "latest", "--db", str(db)).stdout
     assert "the run was killed or crashed" in rep

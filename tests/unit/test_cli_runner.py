@@ -126,3 +126,35 @@ def test_error_in_one_test_does_not_stop_the_run(monkeypatch, tmp_path) -> None:
     assert run.tests[0].reason == "ValueError: bad latency stream"
     assert "bad latency stream" in (out.run_dir / "errors.log").read_text()
     store.close()
+
+
+def test_stored_run_holds_the_config_once(tmp_path) -> None:
+    """run.config has the suite; environment.topologies[] and the test rows keep only what differs
+    (overrides) plus the small fields reports read; the report still sees the full topology."""
+    import json
+
+    from nfvperf.store.db import run_to_dict
+    mask = "0x5eed1e55"            # distinctive: appears in the suite's topology only
+    data = {"name": "once", "profile": "quick", "topology": {"ovs": {"pmd_cpu_mask": mask}},
+            "traffic": {"frame_sizes": [64, 512]}, "sim": {"capacity_pps": 1e6},
+            "tests": [{"method": "throughput", "resolution_pct": 5},
+                      {"method": "throughput", "name": "pvp", "topology": {"kind": "pvp"}, "resolution_pct": 5}]}
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    out = execute(validate_suite(data), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                  log=lambda s: None)
+    run = store.load_run(out.run_id)
+    doc = json.dumps(run_to_dict(run))
+    assert out.status == "completed" and doc.count(f'"{mask}"') == 1
+    assert run.config["topology"]["ovs"]["pmd_cpu_mask"] == mask
+    assert [t["overrides"] for t in run.environment["topologies"]] == [{}, {"kind": "pvp"}]
+    rows = [t.topology for t in run.tests]
+    assert rows[0] == {"kind": "p-ovs-p", "ports": 2, "switching_operations": 1, "directions": 2, "overrides": {}}
+    assert rows[2]["kind"] == "pvp" and rows[2]["overrides"] == {"kind": "pvp"}
+    assert all(t.traffic["frame_size_b"] == t.frame_size_b and t.traffic["link_speed_bps"] == 10e9
+               for t in run.tests)
+    titles = [t.title for t in build(run).tables if t.key == "throughput"]
+    assert titles and all(f"pmd-cpu-mask {mask}" in title for title in titles)
+    ref = json.loads((out.run_dir / "run.json").read_text())
+    assert ref["run_id"] == run.id and ref["tag"] == run.tag
+    assert not (out.run_dir / "suite.resolved.json").exists()
+    store.close()

@@ -155,6 +155,40 @@ def traffic_profile(d: dict[str, Any]) -> TrafficProfile:
     return TrafficProfile(**{k: v for k, v in (d or {}).items() if k in known})
 
 
+def test_topology(config_topology: Optional[dict[str, Any]], row: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A stored ``tests.topology`` row as the full topology the test ran on: the run config's
+    ``topology`` with the row's ``overrides``, plus the row's own fields (kind, ports,
+    switching_operations, directions).  A row without ``overrides`` (stored before they were
+    split out) already holds the full spec."""
+    row = row or {}
+    if "overrides" not in row:
+        return row
+    from nfvperf.config import deep_merge
+    full = deep_merge(config_topology or {}, row.get("overrides") or {})
+    full.update((k, v) for k, v in row.items() if k != "overrides")
+    return full
+
+
+class TestView:
+    """A stored test with ``topology`` resolved by :func:`test_topology`; everything else is the
+    test's own."""
+
+    __test__ = False          # not a pytest class
+
+    def __init__(self, test: Any, topology: dict[str, Any]):
+        self._test = test
+        self.topology = topology
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._test, name)
+
+
+def resolved_tests(run: Any) -> list[Any]:
+    """The run's tests, each with its full topology (see :func:`test_topology`)."""
+    cfg_topo = (run.config or {}).get("topology") or {}
+    return [TestView(t, test_topology(cfg_topo, t.topology)) for t in run.tests]
+
+
 def size_of(profile: dict[str, Any]) -> float:
     """Mean L2 size on the wire (outer size for VXLAN), from a stored TrafficProfile dict."""
     return traffic_profile(profile).wire_size_b

@@ -83,7 +83,8 @@ def build(run: Any) -> ReportData:
                      "of what dedicated cores would give.")
     if run.tg == "sim":
         notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
-    tests = list(run.tests)
+    from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's
+    tests = resolved_tests(run)
     notes += result_notes(tests)
     tables: list[Table] = []
     tables += _throughput_tables(tests, ndir, ports, traffic, sw)

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import create_engine, event, func, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
@@ -92,12 +92,13 @@ class Store:
     # ------------------------------------------------------------------ writing
     def create_run(self, *, suite: str, suite_path: Optional[str], topology: str, dut: str, tg: str,
                    profile: str, config: dict, run_dir: Optional[str] = None,
-                   uid: Optional[str] = None) -> Run:
+                   uid: Optional[str] = None, environment: Optional[dict] = None) -> Run:
         with self.session() as s:
             uid = uid or secrets.token_hex(3)
             run = Run(uid=uid, tag=f"nfv{uid}", suite=suite, suite_path=suite_path, topology=topology,
                       dut=dut, tg=tg, profile=profile, status="running", config=jsonable(config),
-                      environment={}, run_dir=run_dir, schema_version=SCHEMA_VERSION)
+                      environment=jsonable(environment or {}), run_dir=run_dir,
+                      schema_version=SCHEMA_VERSION)
             s.add(run)
             s.commit()
             return run
@@ -114,7 +115,10 @@ class Store:
         self.update_run(run_id, status=status, reason=reason, headline=headline, finished_at=utcnow())
 
     def start_test(self, run_id: int, *, name: str, method: str, frame_size_b: Optional[int],
-                   params: dict, traffic: dict, topology: Optional[dict] = None) -> Test:
+                   params: dict, traffic: Any, topology: Optional[dict] = None) -> Test:
+        """``traffic``: the unit's TrafficProfile (stored as its ``to_dict()``) or that dict;
+        ``topology``: kind, ports, switching_operations, directions and the ``overrides`` of the
+        suite's topology (the spec itself is in the run's config)."""
         with self.session() as s:
             t = Test(run_id=run_id, name=name, method=method, frame_size_b=frame_size_b,
                      status="running", params=jsonable(params), traffic=jsonable(traffic),
@@ -161,6 +165,30 @@ class Store:
             s.add(r)
             s.commit()
             return r.id
+
+    def stale_runs(self) -> list[tuple[Run, str]]:
+        """Runs marked ``running`` whose process is gone (this host only), with the reason."""
+        with self.session() as s:
+            runs = list(s.scalars(select(Run).where(Run.status == "running").order_by(Run.id)))
+        return [(r, note) for r in runs if (note := run_liveness(r))]
+
+    def mark_aborted_runs(self) -> list[tuple[Run, str]]:
+        """Mark every stale run (see :meth:`stale_runs`) and its running tests ``aborted`` with the
+        reason; their trials stay.  Returns the runs marked.  A run whose status changed meanwhile
+        is left alone."""
+        marked = []
+        for run, note in self.stale_runs():
+            with self.session() as s:
+                n = s.execute(update(Run).where(Run.id == run.id, Run.status == "running")
+                              .values(status="aborted", reason=note, finished_at=utcnow())).rowcount
+                if n:
+                    s.execute(update(Test).where(Test.run_id == run.id, Test.status == "running")
+                              .values(status="aborted", reason=note, finished_at=utcnow()))
+                s.commit()
+            if n:
+                run.status, run.reason = "aborted", note
+                marked.append((run, note))
+        return marked
 
     # ------------------------------------------------------------------ reading
     def list_runs(self, limit: int = 50) -> list[Run]:
@@ -261,21 +289,47 @@ TEST_FIELDS = ("id", "name", "method", "frame_size_b", "status", "reason")
 TRIAL_FIELDS = ("seq", "duration_s", "load_pps", "sent", "received", "loss_ratio", "valid")
 
 def run_liveness(run: Any) -> Optional[str]:
-    """For a run still marked running: None if its process lives, else a note (killed/crashed)."""
+    """For a run still marked running: None if its process lives (or cannot be judged: another
+    host, no pid recorded), else a note (killed/crashed).  A pid now used by another process (its
+    start time differs from the recorded ``pid_starttime``) counts as gone."""
     if run.status != "running":
         return None
     env = run.environment or {}
     pid, host = env.get("pid"), env.get("hostname")
     if not pid or host != socket.gethostname():
         return None
-    try:
-        os.kill(int(pid), 0)
+    if not process_gone(int(pid), env.get("pid_starttime")):
         return None
-    except ProcessLookupError:
-        return f"its process {pid} is gone: the run was killed or crashed; its trials are kept"
-    except PermissionError:
-        return None
+    return f"its process {pid} is gone: the run was killed or crashed; its trials are kept"
 
+
+def aborted_notice(run: Any, note: str) -> str:
+    """One line for a run just marked ``aborted`` (``nfvperf history``, ``nfvperf cleanup``)."""
+    return f"run {run.id} ({run.tag}) was still marked running (killed?): {note}; marked aborted"
+
+
+def process_gone(pid: int, starttime: Optional[int] = None) -> bool:
+    """True when ``pid`` is not running (a zombie counts as gone) or, given ``starttime`` (field 22
+    of /proc/<pid>/stat), has been reused by another process."""
+    if Path("/proc/self/stat").exists():
+        from nfvperf.host.run import pid_alive
+        return not pid_alive(pid, starttime)
+    try:                     # no /proc: only "no such process" is sure
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def process_starttime(pid: int) -> Optional[int]:
+    """Start time of ``pid`` (clock ticks since boot), recorded so a reused pid is recognised."""
+    from nfvperf.host.run import _proc_starttime
+    try:
+        return _proc_starttime(pid)
+    except (IndexError, ValueError):
+        return None
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
