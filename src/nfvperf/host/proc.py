@@ -143,7 +143,8 @@ class Process:
 
     * ``host``: where it runs (default :data:`LOCAL`);
     * ``log_path``: the log (default ``run.path(f"{name}.log")``); ``stdout_path``: stdout in its
-      own file (stderr then goes to ``log_path``); ``append``: False truncates them;
+      own file (stderr then goes to ``log_path``); ``append``: False truncates them; ``header``:
+      False leaves out the command line at the top of the log (a log that is parsed);
     * ``tag``: the run tag put in ``NFVPERF_TAG`` (default ``run.tag``; ignored unless it is a
       valid tag);
     * ``died``: the exception :meth:`check` / :meth:`expect` raise when the process exited
@@ -158,7 +159,7 @@ class Process:
                  env: Optional[dict[str, str]] = None, interactive: bool = False,
                  cwd: Optional[Path] = None, die_with_parent: bool = True, *,
                  host: Any = None, log_path: Optional[Path] = None,
-                 stdout_path: Optional[Path] = None, append: bool = True,
+                 stdout_path: Optional[Path] = None, append: bool = True, header: bool = True,
                  tag: Optional[str] = None, died: type = DutFailure):
         if isinstance(argv, (str, bytes)):
             raise TypeError(f"{name}: argv must be an argument list, not a string")
@@ -183,6 +184,7 @@ class Process:
         self.log_path = Path(log_path)
         self.stdout_path = Path(stdout_path) if stdout_path is not None else None
         self.append = append
+        self.header = header
         self.tag = tag if tag is not None else (run.tag if run is not None else None)
         self.died = died
         self.cmd: list[str] = self.host.wrap(self.argv, self.netns)
@@ -210,7 +212,8 @@ class Process:
         mode = "ab" if self.append else "wb"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._logf = open(self.log_path, mode, buffering=0)
-        self._logf.write(("$ " + " ".join(self.cmd) + "\n").encode())
+        if self.header:
+            self._logf.write(("$ " + " ".join(self.cmd) + "\n").encode())
         if self.stdout_path is not None:
             self._outf = open(self.stdout_path, mode, buffering=0)
         log.info("starting %s: %s", self.name, " ".join(self.cmd))
