@@ -177,3 +177,59 @@ def test_stalled_transfer_is_killed_not_hung():
     finally:
         m.close()
     assert not (set(topo.namespaces) & _netns())
+
+
+def test_names_carry_the_run_tag_and_a_given_tracker_releases_them(tmp_path):
+    from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext
+    run = RunContext(run_dir=tmp_path / "run")
+    tracker = ResourceTracker(run, install_signal_handlers=False)
+    try:
+        topo = VethTopology(bridge=True, run=run, tracker=tracker).create()
+        assert topo.tag == run.tag and TAG_RE.fullmatch(topo.tag)
+        assert all(ns.startswith(run.tag + "-") for ns in topo.namespaces)
+        assert set(topo.namespaces) <= _netns()
+        kinds = {k for k, _ in tracker.items()}
+        assert {"netns", "veth", "bridge"} <= kinds
+        m = Iperf3Measurer(topo.server_ns, topo.client_ns, topo.server_ip, topology=topo)
+        assert m.measure_tcp(1).receiver_bps > 0
+        m.close()                                     # releases through the run's tracker
+        assert tracker.items() == [] and not tracker.errors
+        assert not (set(topo.namespaces) & _netns())
+    finally:
+        tracker.release_all()
+
+
+def test_nfvperf_cleanup_finds_what_a_killed_run_left(tmp_path):
+    """A process that built a VethTopology is SIGKILLed: `nfvperf cleanup` finds the namespaces
+    (and its live-run registry entry) by the tag and removes them."""
+    import signal
+    import sys
+    from pathlib import Path
+
+    from nfvperf.host.cleanup import cleanup
+    script = tmp_path / "owner.py"
+    src = Path(__file__).resolve().parents[2] / "src"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(src)!r})\n"
+        "from nfvperf.tg.iperf3 import VethTopology\n"
+        "t = VethTopology(bridge=True).create()\n"
+        "print(t.tag, flush=True)\n"
+        "time.sleep(60)\n")
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        tag = owner.stdout.readline().strip()
+        assert tag, "the topology was not built"
+        names = {f"{tag}-tcpc", f"{tag}-tcps", f"{tag}-tcpb"}
+        assert names <= _netns()
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(5)
+        rep = cleanup(tag)
+        assert names <= set(rep.netns) and not rep.errors
+        assert tag in rep.registry
+        assert not (names & _netns())
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(5)
+        owner.stdout.close()

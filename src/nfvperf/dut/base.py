@@ -1,4 +1,4 @@
-"""The DUT adapter interface and the subprocess helper every adapter uses.
+"""The DUT adapter interface (``Process``, the subprocess helper, is :mod:`nfvperf.host.proc`).
 
 In the spirit of Open vSwitch's netdev provider table: one small interface, one file per
 implementation (``linux_bridge.py``, ``testpmd.py``, ``ovs_dpdk.py``, ...), and no
@@ -20,19 +20,14 @@ rx_dropped, tx_dropped, rx_errors, tx_errors}}, ...adapter extras}``.
 from __future__ import annotations
 
 import abc
-import contextlib
 import logging
-import os
 import re
-import signal
 import subprocess
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from nfvperf.host.netns import netns_argv
+from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure, Unsupported
 
@@ -40,30 +35,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
            "register_dut", "DUT_REGISTRY", "create_dut"]
-
-
-class ProcessError(RuntimeError):
-    """A helper process could not be started or did not come up."""
-
-
-def _load_prctl():
-    try:
-        import ctypes
-        import ctypes.util
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl
-    except Exception:  # noqa: BLE001
-        return None
-
-
-_PRCTL = _load_prctl()          # resolved before any fork: the child only calls it
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: SIGTERM this child when the process that started it dies (even by SIGKILL)."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 # ------------------------------------------------------------------------------------- ports
@@ -130,197 +101,6 @@ def cross_connect(n_ports: int) -> list[Flow]:
     for i in range(0, n_ports - 1, 2):
         flows += [Flow(i, i + 1), Flow(i + 1, i)]
     return flows
-
-
-# ----------------------------------------------------------------------------------- process
-class Process:
-    """A tagged subprocess: argument list (never a shell string), optional network namespace,
-    log file in the run directory, death detection, optional interactive console over a pty.
-
-    The child gets ``NFVPERF_TAG=<tag>`` in its environment (``nfvperf cleanup`` finds it by that
-    and by the tag in its command line), its own session (so stop() signals its whole group) and,
-    by default, SIGTERM when the process that started it dies (PR_SET_PDEATHSIG), so a run killed
-    with SIGKILL does not leave busy-polling DUTs behind.
-    """
-
-    def __init__(self, name: str, argv: Sequence[str], run: RunContext,
-                 tracker: Optional[ResourceTracker] = None, netns: Optional[str] = None,
-                 env: Optional[dict[str, str]] = None, interactive: bool = False,
-                 cwd: Optional[Path] = None, die_with_parent: bool = True):
-        self.name = name
-        self.argv = [str(a) for a in argv]
-        self.run = run
-        self.tracker = tracker
-        self.netns = netns
-        self.env = dict(env or {})
-        self.interactive = interactive
-        self.cwd = cwd
-        # PR_SET_PDEATHSIG follows the *thread* that forks: only from the main thread
-        self.die_with_parent = die_with_parent and \
-            threading.current_thread() is threading.main_thread()
-        self.log_path = run.path(f"{name}.log")
-        self.proc: Optional[subprocess.Popen] = None
-        self._master_fd: Optional[int] = None
-        self._buf = ""
-        self._buf_lock = threading.Condition()
-        self._reader: Optional[threading.Thread] = None
-        self._logf = None
-        self.stopping = False
-
-    @property
-    def pid(self) -> Optional[int]:
-        return self.proc.pid if self.proc else None
-
-    def start(self) -> "Process":
-        cmd = netns_argv(self.netns, self.argv)
-        env = dict(os.environ)
-        env.update(self.run.env())
-        env.update(self.env)
-        self._logf = open(self.log_path, "ab", buffering=0)
-        self._logf.write(("$ " + " ".join(cmd) + "\n").encode())
-        log.info("starting %s: %s", self.name, " ".join(cmd))
-        preexec = _die_with_parent if self.die_with_parent else None
-        if self.interactive:
-            import pty
-            import tty
-            master, slave = pty.openpty()
-            tty.setraw(slave)  # no echo, no line discipline surprises
-            self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                         cwd=self.cwd, start_new_session=True, close_fds=True,
-                                         preexec_fn=preexec)
-            os.close(slave)
-            self._master_fd = master
-            self._reader = threading.Thread(target=self._read_pty, name=f"{self.name}-pty",
-                                            daemon=True)
-            self._reader.start()
-        else:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._logf,
-                                         stderr=subprocess.STDOUT, env=env, cwd=self.cwd,
-                                         start_new_session=True, close_fds=True,
-                                         preexec_fn=preexec)
-        if self.tracker is not None:
-            self.tracker.add("process", f"{self.name}:{self.proc.pid}", self.stop)
-        return self
-
-    # -- interactive console ----------------------------------------------------------------
-    def _read_pty(self) -> None:
-        assert self._master_fd is not None
-        while True:
-            try:
-                data = os.read(self._master_fd, 65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            with contextlib.suppress(Exception):
-                self._logf.write(data)
-            with self._buf_lock:
-                self._buf += data.decode(errors="replace")
-                self._buf_lock.notify_all()
-        with self._buf_lock:
-            self._buf_lock.notify_all()
-
-    def send(self, line: str) -> None:
-        if self._master_fd is None:
-            raise ProcessError(f"{self.name} is not interactive")
-        os.write(self._master_fd, (line + "\n").encode())
-
-    def expect(self, pattern: str, timeout: float = 10.0, consume: bool = True) -> str:
-        """Wait until ``pattern`` (regex) appears in the console output; return the output up to
-        and including the match (and drop it from the buffer when ``consume``)."""
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._buf_lock:
-            while True:
-                m = rx.search(self._buf)
-                if m:
-                    out = self._buf[: m.end()]
-                    if consume:
-                        self._buf = self._buf[m.end():]
-                    return out
-                if not self.running():
-                    raise DutFailure(f"{self.name} exited ({self.returncode()}) while waiting for "
-                                     f"{pattern!r}; log {self.log_path}:\n{self.log_tail()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ProcessError(f"{self.name}: no {pattern!r} within {timeout:.0f} s; "
-                                       f"log {self.log_path}:\n{self.log_tail()}")
-                self._buf_lock.wait(min(left, 0.2))
-
-    def command(self, line: str, prompt: str, timeout: float = 10.0) -> str:
-        """Send a console command and return its output up to the next prompt."""
-        with self._buf_lock:
-            self._buf = ""
-        self.send(line)
-        return self.expect(prompt, timeout)
-
-    # -- state ---------------------------------------------------------------------------------
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def returncode(self) -> Optional[int]:
-        return None if self.proc is None else self.proc.poll()
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def check(self) -> None:
-        """Raise DutFailure when the process is not running (and was not stopped on purpose)."""
-        if self.proc is None:
-            raise DutFailure(f"{self.name} was never started")
-        rc = self.proc.poll()
-        if rc is not None:
-            how = f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
-            raise DutFailure(f"{self.name} (pid {self.proc.pid}) {how}; log {self.log_path}:\n"
-                             f"{self.log_tail()}")
-
-    def wait_for_log(self, pattern: str, timeout: float = 20.0) -> None:
-        """Wait until ``pattern`` appears in the log file (non-interactive processes)."""
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                if rx.search(self.log_path.read_text(errors="replace")):
-                    return
-            self.check()
-            time.sleep(0.05)
-        raise ProcessError(f"{self.name}: no {pattern!r} in its log within {timeout:.0f} s:\n"
-                           f"{self.log_tail()}")
-
-    def stop(self, timeout: float = 5.0, sig: int = signal.SIGTERM) -> Optional[int]:
-        """Signal the process group, wait, then SIGKILL.  Idempotent."""
-        self.stopping = True
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        # the group may hold children that outlived the leader
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        if self._master_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._master_fd)
-            self._master_fd = None
-        if self._reader is not None:
-            self._reader.join(2)
-        if self._logf is not None:
-            with contextlib.suppress(Exception):
-                self._logf.close()
-            self._logf = None
-        if self.tracker is not None:
-            self.tracker.forget("process", f"{self.name}:{self.proc.pid}")
-        return self.proc.returncode
 
 
 def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> str:

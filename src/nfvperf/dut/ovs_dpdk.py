@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -32,8 +31,9 @@ from typing import Any, Optional, Sequence, Union
 from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import cpu_mask
-from nfvperf.host.netns import add_address, netns_argv, set_link
+from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import find_binary
+from nfvperf.host.proc import LOCAL, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
 
@@ -112,8 +112,8 @@ class OvsDpdk(DutAdapter):
         self.db_ctl = d / "ovsdb-server.ctl"
         self.ovs_ports: dict[str, OvsPort] = {}
         self.bridges: list[str] = []
-        self._procs: dict[str, subprocess.Popen] = {}
-        self._logs: list[Any] = []
+        self._procs: dict[str, Process] = {}
+        self.host = LOCAL             # where the daemons run (nfvperf.host.proc; one host for now)
         self._attached = False
         self._flow_files = 0
         if spec is not None and getattr(spec, "existing_db", None):
@@ -221,10 +221,10 @@ class OvsDpdk(DutAdapter):
                     cfg["smc-enable"] = "true"
             self.vsctl("set", "Open_vSwitch", ".",
                        *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
-            self._spawn("ovs-vswitchd", netns_argv(self.netns, [
+            self._spawn("ovs-vswitchd", [
                 binary, f"unix:{self.db_sock}", f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
                 f"--unixctl={self.ctl}", f"--log-file={self.dir / 'ovs-vswitchd.log'}",
-                "-vconsole:off"]))
+                "-vconsole:off"], netns=self.netns)
             self._wait_path(self.ctl, "ovs-vswitchd")
             deadline = time.monotonic() + self.start_timeout_s
             while True:
@@ -276,19 +276,20 @@ class OvsDpdk(DutAdapter):
         ncpu = os.cpu_count() or 1
         return cpu_mask([ncpu - 1])
 
-    def _spawn(self, key: str, argv: list[str]) -> None:
-        out = open(self.dir / f"{key}.out", "ab")
-        self._logs.append(out)
-        p = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+    def _spawn(self, key: str, argv: list[str], netns: Optional[str] = None) -> None:
+        """Start one daemon (nfvperf.host.proc.Process): its console output in ``<key>.out``,
+        registered with the tracker, stopped by :meth:`stop`."""
+        p = Process(key, argv, self.run, self.tracker, netns=netns, env=self.env, host=self.host,
+                    log_path=self.dir / f"{key}.out", died=OvsError)
+        p.start()
         self._procs[key] = p
 
     def _wait_path(self, path: Path, what: str, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout
         while not path.exists():
             p = self._procs.get(what)
-            if p is not None and p.poll() is not None:
-                raise OvsError(f"{what} exited with {p.returncode} at start: {self.log_tail(what)}")
+            if p is not None and p.returncode() is not None:
+                raise OvsError(f"{what} exited with {p.returncode()} at start: {self.log_tail(what)}")
             if time.monotonic() > deadline:
                 raise OvsError(f"{what} did not create {path} in {timeout:.0f} s")
             time.sleep(0.05)
@@ -316,7 +317,7 @@ class OvsDpdk(DutAdapter):
 
     def _raise_if_dead(self, exc: type = OvsError) -> None:
         for key, p in self._procs.items():
-            rc = p.poll()
+            rc = p.returncode()
             if rc is not None:
                 how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
                 raise exc(f"{key} (pid {p.pid}) died ({how}); log: {self.log_tail(key, 4)}")
@@ -336,20 +337,18 @@ class OvsDpdk(DutAdapter):
             self.started = False
             return
         vsd = self._procs.get("ovs-vswitchd")
-        if vsd is not None and vsd.poll() is None:
+        if vsd is not None and vsd.running():
             try:
                 subprocess.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
                                env=self.env, capture_output=True, timeout=8)
             except (subprocess.TimeoutExpired, OSError):
                 pass
+        # ovs-vswitchd was asked to exit: a grace for that, then SIGTERM, then SIGKILL
         for key, grace in (("ovs-vswitchd", 5.0), ("ovsdb-server", 0.0)):
             p = self._procs.get(key)
             if p is not None:
-                _terminate(p, grace)
+                p.stop(timeout=5.0, grace=grace)
         self._procs.clear()
-        for f in self._logs:
-            f.close()
-        self._logs.clear()
         # OVS's sockets and pidfiles; logs and flow files stay in the run directory for the record.
         # The VNFs' vhost-user sockets are theirs (a reset() keeps the VNFs running).
         for pat in ("db.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid"):
@@ -585,23 +584,6 @@ class OvsDpdk(DutAdapter):
             if "exist" not in str(e).lower():
                 raise
         self.appctl("tnl/arp/set", bridge, remote_ip, remote_mac)
-
-
-def _terminate(p: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """Wait ``grace_s`` for a process asked to exit, then SIGTERM, then SIGKILL."""
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if p.poll() is not None:
-            return
-        if sig is not None:
-            try:
-                p.send_signal(sig)
-            except ProcessLookupError:
-                return
-        try:
-            p.wait(timeout=grace_s if sig is None else 5.0)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # ---------------------------------------------------------------------- parsers

@@ -242,9 +242,12 @@ class VethPair:
 def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] = None,
                 mtu: int = 1500, up: bool = True, ipv6: bool = False, offloads_off: bool = True,
                 tracker: Optional[ResourceTracker] = None, mac_a: Optional[str] = None,
-                mac_b: Optional[str] = None) -> VethPair:
+                mac_b: Optional[str] = None, queues: int = 1) -> VethPair:
     """Create veth ``a``<->``b`` in the root namespace, tune both ends, move them into ``ns_a`` /
-    ``ns_b`` (None = stay in the root namespace) and set them up."""
+    ``ns_b`` (None = stay in the root namespace) and set them up.  ``queues``: TX and RX queues
+    of each end (multi-queue veth)."""
+    if queues < 1:
+        raise NetnsError("queues must be >= 1")
     for n in (a, b):
         if len(n) > 15:
             raise NetnsError(f"interface name {n!r} longer than 15 characters")
@@ -252,7 +255,8 @@ def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] 
     with IPRoute() as h:
         if h.link_lookup(ifname=a) or h.link_lookup(ifname=b):
             raise NetnsError(f"link {a} or {b} already exists (leftover? try `nfvperf cleanup`)")
-        h.link("add", ifname=a, kind="veth", peer={"ifname": b})
+        q = {} if queues == 1 else {"num_tx_queues": queues, "num_rx_queues": queues}
+        h.link("add", ifname=a, kind="veth", peer={"ifname": b, **q}, **q)
     if tracker is not None:
         tracker.add("veth", a, pair.delete)
     try:
@@ -278,3 +282,24 @@ def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] 
             pair.delete()
         raise
     return pair
+
+
+# ---------------------------------------------------------------------------------------- bridge
+def create_bridge(name: str, ns: Optional[str] = None, ports: Sequence[str] = (), mtu: int = 1500,
+                  tracker: Optional[ResourceTracker] = None) -> str:
+    """A Linux bridge ``name`` in ``ns`` (STP off, no forward delay) with ``ports`` (links in the
+    same namespace) enslaved; all set to ``mtu`` and up.  Registered with ``tracker``."""
+    if len(name) > 15:
+        raise NetnsError(f"interface name {name!r} longer than 15 characters")
+    with ipr(ns) as h:
+        if h.link_lookup(ifname=name):
+            raise NetnsError(f"link {name} already exists (leftover? try `nfvperf cleanup`)")
+        h.link("add", ifname=name, kind="bridge", br_stp_state=0, br_forward_delay=0)
+    if tracker is not None:
+        tracker.add("bridge", name, lambda: delete_link(name, ns))
+    with ipr(ns) as h:
+        idx = _index(h, name)
+        for port in ports:
+            h.link("set", index=_index(h, port), master=idx, mtu=mtu, state="up")
+        h.link("set", index=idx, mtu=mtu, state="up")
+    return name

@@ -19,8 +19,13 @@ Servers and clients run in two network namespaces given by name (a topology buil
 or in a standalone topology this module builds itself (:class:`VethTopology`: two namespaces
 joined by one veth pair, or by two veth pairs and a Linux bridge in a third namespace, with
 TSO/GSO/GRO and the veth queue count as options; seed 001's TSO and multi-queue knobs).
+:class:`VethTopology` is built with :mod:`nfvperf.host.netns` and named with a run tag
+(``<tag>-tcpc`` / ``-tcps`` / ``-tcpb``, links ``<tag>c0`` ...); its namespaces, veths and bridge
+are registered with a :class:`~nfvperf.host.run.ResourceTracker`, so they are released like every
+other resource and ``nfvperf cleanup`` finds what a killed run left by the tag.
 
-Every subprocess gets an argument list (never a shell string)::
+Every subprocess is a :class:`nfvperf.host.proc.Process` with an argument list (never a shell
+string)::
 
     ip netns exec <srv-ns> [taskset -c CPU] iperf3 -s -p PORT -1 -J
     ip netns exec <cli-ns> [taskset -c CPU] iperf3 -c SERVER -p PORT -t DURATION -P STREAMS -J
@@ -30,14 +35,11 @@ Every subprocess gets an argument list (never a shell string)::
 """
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import itertools
 import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -45,32 +47,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from nfvperf.host import netns as N
+from nfvperf.host.proc import LOCAL, CommandError, Process, ProcessError
+from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext, normalize_tag
 from nfvperf.trial import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
 
 LAYER = "tcp_payload_goodput"
 LAYER_NOTE = ("iperf3 bit rates are TCP payload goodput (application bytes per second through the "
               "socket); TCP/IP/Ethernet headers, retransmissions and ACKs are not counted")
 
-DEFAULT_PREFIX = "nfvtcp"
-_counter = itertools.count()
 
-
-def _run(argv: Sequence[str], check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:
-    """Run a short helper command (ip, ethtool) from an argument list."""
-    cp = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        timeout=timeout)
-    if check and cp.returncode != 0:
-        raise MeasurerError(f"command failed ({cp.returncode}): {' '.join(argv)}: {cp.stderr.strip()}")
-    return cp
-
-
-def _ns_prefix(ns: Optional[str]) -> list[str]:
-    return ["ip", "netns", "exec", ns] if ns else []
-
-
-def default_tag() -> str:
-    """A unique, short tag: ``nfvtcp<pid%100000><n%10>`` (≤ 12 chars, leaving 3 for suffixes)."""
-    return f"{DEFAULT_PREFIX}{os.getpid() % 100000}{next(_counter) % 10}"
+def _run(argv: Sequence[str], check: bool = True, timeout: float = 20.0,
+         netns: Optional[str] = None, host: Any = None) -> subprocess.CompletedProcess:
+    """Run a short helper command (ethtool) from an argument list, in ``netns`` on ``host``."""
+    try:
+        return (host or LOCAL).run(argv, netns=netns, check=check, timeout=timeout)
+    except CommandError as e:
+        raise MeasurerError(str(e)) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,6 +189,12 @@ class VethTopology:
     ``tso``/``gso``/``gro``: None leaves the kernel default (on for veth), True/False sets it on
     every veth end.  ``queues`` sets numtxqueues/numrxqueues of every veth end (multi-queue).
     Addresses: client ``<net>.1``, server ``<net>.2`` in a /24 of 198.18.0.0/15.
+
+    Names come from the run tag (``run.tag``; or ``tag``, normalised to ``nfv`` + 6 hex; or a
+    new one): namespaces ``<tag>-tcpc``, ``<tag>-tcps``, ``<tag>-tcpb``, links ``<tag>c0``,
+    ``<tag>s0``, ``<tag>cb``, ``<tag>sb``, bridge ``<tag>br``.  Everything is registered with
+    ``tracker`` (a run's tracker; without one the topology has its own, which claims the tag as a
+    live run) and :meth:`delete` releases it through that tracker.
     """
 
     tag: str = ""
@@ -208,64 +207,83 @@ class VethTopology:
     net: str = "198.18.0"
     up: bool = False
     offload_state: dict[str, dict[str, str]] = field(default_factory=dict)
+    run: Optional[RunContext] = field(default=None, repr=False)
+    tracker: Optional[ResourceTracker] = field(default=None, repr=False)
+    host: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.tag:
-            self.tag = default_tag()
-        if len(self.tag) > 12:
-            raise ValueError(f"tag {self.tag!r} too long (max 12 chars; names get a 3-char suffix)")
         if self.queues < 1:
             raise ValueError("queues must be >= 1")
-        self.client_ns = f"{self.tag}c"
-        self.server_ns = f"{self.tag}s"
-        self.bridge_ns = f"{self.tag}b" if self.bridge else None
-        self.client_if = f"{self.tag}c0"
-        self.server_if = f"{self.tag}s0"
+        self._own_run = self.run is None
+        if self.run is None:
+            self.run = RunContext(tag=self.tag or None)
+        elif self.tag and normalize_tag(self.tag) != self.run.tag:
+            raise ValueError(f"tag {self.tag!r} is not the run's tag {self.run.tag!r}")
+        self.tag = self.run.tag
+        self.host = self.host or LOCAL
+        run = self.run
+        self.client_ns = run.netns("tcpc")
+        self.server_ns = run.netns("tcps")
+        self.bridge_ns = run.netns("tcpb") if self.bridge else None
+        self.client_if = run.ifname("c0")
+        self.server_if = run.ifname("s0")
+        self.bridge_if = run.ifname("br")
+        self.bridge_ports = (run.ifname("cb"), run.ifname("sb"))
         self.client_ip = f"{self.net}.1"
         self.server_ip = f"{self.net}.2"
+        self._tracker: Optional[ResourceTracker] = None
 
     # names of all namespaces this topology owns
     @property
     def namespaces(self) -> list[str]:
         return [n for n in (self.client_ns, self.server_ns, self.bridge_ns) if n]
 
-    def _veth(self, a: str, ns_a: str, b: str, ns_b: str) -> None:
-        q = [] if self.queues == 1 else ["numtxqueues", str(self.queues), "numrxqueues", str(self.queues)]
-        _run(["ip", "link", "add", "name", a, "netns", ns_a, *q, "type", "veth",
-              "peer", "name", b, "netns", ns_b, *q])
-
     def _ifaces(self) -> list[tuple[str, str]]:
         out = [(self.client_ns, self.client_if), (self.server_ns, self.server_if)]
         if self.bridge_ns:
-            out += [(self.bridge_ns, f"{self.tag}cb"), (self.bridge_ns, f"{self.tag}sb")]
+            out += [(self.bridge_ns, p) for p in self.bridge_ports]
+        return out
+
+    def _resources(self) -> list[tuple[str, str]]:
+        """(kind, name) of what create() registers, oldest first."""
+        out = [("netns", ns) for ns in self.namespaces]
+        out += [("veth", self.client_if), ("veth", self.server_if)]
+        if self.bridge_ns:
+            out.append(("bridge", self.bridge_if))
         return out
 
     def create(self) -> "VethTopology":
+        if self.up:
+            return self
+        if self.tracker is not None:
+            tr = self.tracker
+        else:
+            # its own tracker; it claims the tag as a live run only when the run is ours too
+            tr = ResourceTracker(self.run if self._own_run else None)
+        self._tracker = tr
+        veth = dict(mtu=self.mtu, up=True, ipv6=True, offloads_off=False, tracker=tr,
+                    queues=self.queues)
         try:
             for ns in self.namespaces:
-                _run(["ip", "netns", "add", ns])
-            _ALIVE.add(self)
+                N.create_netns(ns, tr)
             if self.bridge_ns:
-                br = f"{self.tag}br"
-                self._veth(self.client_if, self.client_ns, f"{self.tag}cb", self.bridge_ns)
-                self._veth(self.server_if, self.server_ns, f"{self.tag}sb", self.bridge_ns)
-                bx = _ns_prefix(self.bridge_ns)
-                _run(bx + ["ip", "link", "add", "name", br, "type", "bridge", "stp_state", "0",
-                           "forward_delay", "0"])
-                for port in (f"{self.tag}cb", f"{self.tag}sb"):
-                    _run(bx + ["ip", "link", "set", port, "master", br, "mtu", str(self.mtu), "up"])
-                _run(bx + ["ip", "link", "set", br, "mtu", str(self.mtu), "up"])
+                cb, sb = self.bridge_ports
+                N.create_veth(self.client_if, cb, self.client_ns, self.bridge_ns, **veth)
+                N.create_veth(self.server_if, sb, self.server_ns, self.bridge_ns, **veth)
+                N.create_bridge(self.bridge_if, self.bridge_ns, ports=(cb, sb), mtu=self.mtu,
+                                tracker=tr)
             else:
-                self._veth(self.client_if, self.client_ns, self.server_if, self.server_ns)
+                N.create_veth(self.client_if, self.server_if, self.client_ns, self.server_ns,
+                              **veth)
             for ns, ifc, ip in ((self.client_ns, self.client_if, self.client_ip),
                                 (self.server_ns, self.server_if, self.server_ip)):
-                x = _ns_prefix(ns)
-                _run(x + ["ip", "link", "set", "lo", "up"])
-                _run(x + ["ip", "addr", "add", f"{ip}/24", "dev", ifc])
-                _run(x + ["ip", "link", "set", ifc, "mtu", str(self.mtu), "up"])
+                N.add_address(ifc, f"{ip}/24", ns)
             self._set_offloads()
             self.up = True
             return self
+        except N.NetnsError as e:
+            self.delete()
+            raise MeasurerError(f"TCP topology {self.tag}: {e}") from e
         except BaseException:
             self.delete()
             raise
@@ -279,9 +297,9 @@ class VethTopology:
                 args = []
                 for k, v in feats:
                     args += [k, "on" if v else "off"]
-                _run(_ns_prefix(ns) + ["ethtool", "-K", ifc, *args])
+                _run(["ethtool", "-K", ifc, *args], netns=ns, host=self.host)
             if shutil.which("ethtool"):
-                cp = _run(_ns_prefix(ns) + ["ethtool", "-k", ifc], check=False)
+                cp = _run(["ethtool", "-k", ifc], check=False, netns=ns, host=self.host)
                 want = {"tcp-segmentation-offload", "generic-segmentation-offload",
                         "generic-receive-offload"}
                 st = {}
@@ -292,17 +310,23 @@ class VethTopology:
                 self.offload_state[f"{ns}/{ifc}"] = st
 
     def delete(self) -> None:
-        """Kill what still runs in our namespaces, then delete them (veths and bridge go too)."""
-        for ns in self.namespaces:
-            cp = _run(["ip", "netns", "pids", ns], check=False)
-            for tok in cp.stdout.split():
-                try:
-                    os.kill(int(tok), signal.SIGKILL)
-                except (ValueError, ProcessLookupError, PermissionError):
-                    pass
-            _run(["ip", "netns", "del", ns], check=False)
+        """Release what create() made through the tracker: deleting a namespace kills what still
+        runs in it and takes its veths and bridge along.  Idempotent."""
+        tr = self._tracker
+        self._tracker = None
         self.up = False
-        _ALIVE.discard(self)
+        if tr is None:
+            return
+        if tr is not self.tracker:
+            tr.release_all()                      # our own tracker: everything in it is ours
+            errors = tr.errors
+        else:
+            n = len(tr.errors)
+            for kind, name in reversed(self._resources()):
+                tr.release(kind, name)
+            errors = tr.errors[n:]
+        if errors:
+            raise MeasurerError(f"TCP topology {self.tag}: " + "; ".join(errors))
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "veth+linux-bridge" if self.bridge else "direct-veth",
@@ -320,41 +344,6 @@ class VethTopology:
 
     def __exit__(self, *exc: object) -> None:
         self.delete()
-
-
-_ALIVE: set = set()
-
-
-@atexit.register
-def _cleanup_alive() -> None:
-    for topo in list(_ALIVE):
-        try:
-            topo.delete()
-        except Exception:
-            pass
-
-
-def cleanup_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
-    """Delete namespaces named ``<prefix><pid%100000><n><c|s|b>`` whose creating process is gone
-    (for ``nfvperf cleanup``).  Returns the names removed."""
-    cp = _run(["ip", "netns", "list"], check=False)
-    live = {p % 100000 for p in (int(d) for d in os.listdir("/proc") if d.isdigit())}
-    removed = []
-    for line in cp.stdout.splitlines():
-        name = line.split()[0] if line.split() else ""
-        if not name.startswith(prefix) or name[-1:] not in "csb":
-            continue
-        digits = name[len(prefix):-2]
-        if not digits.isdigit() or int(digits) in live:
-            continue
-        for tok in _run(["ip", "netns", "pids", name], check=False).stdout.split():
-            try:
-                os.kill(int(tok), signal.SIGKILL)
-            except (ValueError, ProcessLookupError, PermissionError):
-                pass
-        _run(["ip", "netns", "del", name], check=False)
-        removed.append(name)
-    return removed
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,48 +369,36 @@ def _listening(pid: int, port: int) -> bool:
 
 
 class _Proc:
-    """One iperf3 subprocess with its output in files (no pipe can fill up and block it)."""
+    """One iperf3 subprocess (a :class:`nfvperf.host.proc.Process`) with its output in files (no
+    pipe can fill up and block it): stdout ``<name>.json``, stderr ``<name>.err``."""
 
-    def __init__(self, argv: list[str], workdir: Path, name: str) -> None:
+    def __init__(self, argv: list[str], workdir: Path, name: str, host: Any = None,
+                 tag: Optional[str] = None) -> None:
         self.argv = argv
         self.name = name
         self.killed = False
         self.out_path = workdir / f"{name}.json"
         self.err_path = workdir / f"{name}.err"
-        self._out = open(self.out_path, "wb")
-        self._err = open(self.err_path, "wb")
+        self.process = Process(f"iperf3-{name}", argv, host=host, log_path=self.err_path,
+                               stdout_path=self.out_path, append=False, header=False, tag=tag,
+                               died=MeasurerError)
         try:
-            self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._out,
-                                          stderr=self._err, start_new_session=True)
-        except OSError as e:
-            self._out.close()
-            self._err.close()
-            raise MeasurerError(f"cannot start {' '.join(argv)}: {e}") from e
+            self.process.start()
+        except ProcessError as e:
+            raise MeasurerError(str(e)) from None
+
+    @property
+    def popen(self) -> subprocess.Popen:
+        assert self.process.proc is not None
+        return self.process.proc
 
     def kill(self) -> None:
-        if self.popen.poll() is None:
+        """SIGTERM (its process group), 2 s, SIGKILL; then close the files."""
+        if self.process.running():
             self.killed = True
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                self.popen.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                self.popen.wait(timeout=5)
-        self.close_files()
-
-    def close_files(self) -> None:
-        for f in (self._out, self._err):
-            if not f.closed:
-                f.close()
+        self.process.stop(timeout=2.0)
 
     def output(self) -> tuple[str, str]:
-        self.close_files()
         return (self.out_path.read_text(errors="replace"), self.err_path.read_text(errors="replace"))
 
 
@@ -455,7 +432,7 @@ class Iperf3Measurer(Measurer):
                  base_port: int = 5201, iperf3: str = "iperf3", timeout_margin_s: float = 15.0,
                  connect_timeout_ms: int = 3000, ready_timeout_s: float = 5.0,
                  pin_servers: bool = True, topology: Optional[VethTopology] = None,
-                 workdir: Optional[Path] = None) -> None:
+                 workdir: Optional[Path] = None, host: Any = None) -> None:
         binary = shutil.which(iperf3)
         if not binary:
             raise MeasurerError(f"{iperf3} not found (apt-get install iperf3)")
@@ -471,6 +448,11 @@ class Iperf3Measurer(Measurer):
         self.ready_timeout_s = ready_timeout_s
         self.pin_servers = pin_servers
         self.topology = topology
+        self.host = host or (topology.host if topology is not None else None) or LOCAL
+        # the run tag (NFVPERF_TAG of every iperf3): the topology's, or the one in the names of
+        # the namespaces a topology built
+        m = TAG_RE.match(server_ns or client_ns or "")
+        self.tag = topology.tag if topology is not None else (m.group(0) if m else None)
         self.profile: Optional[TrafficProfile] = None
         self._workdir = workdir
         self._procs: list[_Proc] = []
@@ -484,9 +466,12 @@ class Iperf3Measurer(Measurer):
     @classmethod
     def standalone(cls, *, tag: str = "", bridge: bool = False, tso: Optional[bool] = None,
                    gso: Optional[bool] = None, gro: Optional[bool] = None, queues: int = 1,
-                   mtu: int = 1500, **kw: Any) -> "Iperf3Measurer":
-        """Build a :class:`VethTopology` and a measurer on it; ``close()`` removes both."""
-        topo = VethTopology(tag=tag, bridge=bridge, tso=tso, gso=gso, gro=gro, queues=queues, mtu=mtu)
+                   mtu: int = 1500, run: Optional[RunContext] = None,
+                   tracker: Optional[ResourceTracker] = None, **kw: Any) -> "Iperf3Measurer":
+        """Build a :class:`VethTopology` (named with ``run``'s tag, registered with ``tracker``)
+        and a measurer on it; ``close()`` removes both."""
+        topo = VethTopology(tag=tag, bridge=bridge, tso=tso, gso=gso, gro=gro, queues=queues, mtu=mtu,
+                            run=run, tracker=tracker, host=kw.get("host"))
         topo.create()
         try:
             return cls(topo.server_ns, topo.client_ns, topo.server_ip, topology=topo, **kw)
@@ -552,7 +537,7 @@ class Iperf3Measurer(Measurer):
 
     def server_cmd(self, port: int, cpu: Optional[int]) -> list[str]:
         pin = ["taskset", "-c", str(cpu)] if (cpu is not None and self.pin_servers) else []
-        return _ns_prefix(self.server_ns) + pin + [self.iperf3, "-s", "-p", str(port), "-1", "-J"]
+        return self.host.wrap(pin + [self.iperf3, "-s", "-p", str(port), "-1", "-J"], self.server_ns)
 
     def client_cmd(self, port: int, cpu: Optional[int], duration_s: float, streams: int,
                    reverse: bool, bidir: bool, length_b: Optional[int], mss: Optional[int],
@@ -560,7 +545,7 @@ class Iperf3Measurer(Measurer):
                    congestion: Optional[str]) -> list[str]:
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
         t = str(int(duration_s))
-        argv = _ns_prefix(self.client_ns) + pin + [
+        argv = pin + [
             self.iperf3, "-c", self.server_ip, "-p", str(port), "-t", t, "-P", str(streams), "-J",
             "-i", f"{interval_s:g}", "--connect-timeout", str(self.connect_timeout_ms)]
         if bidir:
@@ -577,7 +562,7 @@ class Iperf3Measurer(Measurer):
             argv += ["-O", str(int(omit_s))]
         if congestion:
             argv += ["-C", congestion]
-        return argv
+        return self.host.wrap(argv, self.client_ns)
 
     # -- the trial ------------------------------------------------------------------------
 
@@ -620,7 +605,7 @@ class Iperf3Measurer(Measurer):
             for i in range(processes):
                 port = self.base_port + i
                 cpu = cores[i % len(cores)] if cores else None
-                p = _Proc(self.server_cmd(port, cpu), wd, f"server{i}")
+                p = _Proc(self.server_cmd(port, cpu), wd, f"server{i}", self.host, self.tag)
                 self._procs.append(p)
                 servers.append(p)
                 res.commands.append(p.argv)
@@ -633,7 +618,7 @@ class Iperf3Measurer(Measurer):
                 cpu = cores[i % len(cores)] if cores else None
                 p = _Proc(self.client_cmd(port, cpu, duration_s, streams, reverse, bidir, length_b,
                                           mss, zerocopy, omit_s, interval_s, congestion),
-                          wd, f"client{i}")
+                          wd, f"client{i}", self.host, self.tag)
                 self._procs.append(p)
                 clients.append(p)
                 res.commands.append(p.argv)

@@ -16,7 +16,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from nfvperf.host.proc import LOCAL, Process, ProcessError
+from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import (
     DutFailure,
     LatencySummary,
@@ -218,7 +219,10 @@ class TgenProcess:
     """One tgen process in RPC mode.
 
     Every resource carries ``tag``: the EAL file prefix ``nfvperf-<tag>``, the control socket
-    ``<run_dir>/tgen-<tag>.sock`` and the log ``<run_dir>/tgen-<tag>.log`` (stdout+stderr).
+    ``<run_dir>/tgen-<tag>.sock``, the log ``<run_dir>/tgen-<tag>.log`` (stderr) and
+    ``<run_dir>/tgen-<tag>.out`` (stdout, the ready line).  The process itself is a
+    :class:`nfvperf.host.proc.Process` on ``host`` (default: this machine), registered with
+    ``tracker`` when one is given.
     """
 
     START_TIMEOUT_S = 60.0
@@ -227,7 +231,8 @@ class TgenProcess:
     def __init__(self, ports: list[PortSpec], lcores: str = "0@0,1@0", *, run_dir: Path,
                  tag: str, binary: Optional[Path] = None, hugepages: bool = True,
                  extra_eal: Sequence[str] = (), extra_args: Sequence[str] = (),
-                 mem_mb: int = 512, netns: Optional[str] = None):
+                 mem_mb: int = 512, netns: Optional[str] = None,
+                 tracker: Optional[ResourceTracker] = None, host: Any = None):
         if not ports:
             raise ValueError("TgenProcess needs at least one port")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
@@ -252,13 +257,13 @@ class TgenProcess:
         self.log_path = self.run_dir / f"tgen-{tag}.log"      # stderr (logs, DPDK messages)
         self.out_path = self.run_dir / f"tgen-{tag}.out"      # stdout (the ready line)
         self.ready: dict[str, Any] = {}
-        self.proc: Optional[subprocess.Popen] = None
+        self.tracker = tracker
+        self.host = host if host is not None else LOCAL
+        self.process: Optional[Process] = None
         self._sock: Optional[socket.socket] = None
         self._rbuf = b""
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
-        self._log = None
-        self._out = None
         self.info: dict[str, Any] = {}
 
     # -- command line -----------------------------------------------------------------------
@@ -287,10 +292,19 @@ class TgenProcess:
             args += ["--port", f"{i}:" + ",".join(kv)]
         return args
 
-    def argv(self) -> list[str]:
+    def base_argv(self) -> list[str]:
+        """tgen's own command line (without the namespace prefix)."""
         binary = self.binary or find_tgen_binary()
-        pre = ["ip", "netns", "exec", self.netns] if self.netns else []
-        return pre + [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
+        return [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
+
+    def argv(self) -> list[str]:
+        """The command line started (``ip netns exec <ns>`` first when ``netns`` is set)."""
+        return self.host.wrap(self.base_argv(), self.netns)
+
+    @property
+    def proc(self) -> Optional[subprocess.Popen]:
+        """The running tgen's Popen (pid, poll(), returncode), None before start()."""
+        return self.process.proc if self.process is not None else None
 
     # -- life cycle -------------------------------------------------------------------------
     #: DPDK 22.11's af_packet PMD derives its PACKET_FANOUT group id from the pid and the
@@ -306,23 +320,26 @@ class TgenProcess:
                 if "could not set PACKET_FANOUT" not in str(e) or attempt == self.FANOUT_RETRIES:
                     raise
                 log.warning("tgen: af_packet PACKET_FANOUT group clash at start, starting again")
-                self.proc = None             # _start() already stopped and cleaned up that one
+                self.process = None          # _start() already stopped and cleaned up that one
         raise AssertionError("unreachable")
 
     def _start(self) -> "TgenProcess":
-        if self.proc is not None:
+        if self.process is not None:
             return self
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.socket_path.unlink()
         except FileNotFoundError:
             pass
-        argv = self.argv()
-        self.argv_used = argv
-        self._log = open(self.log_path, "wb")
-        self._out = open(self.out_path, "wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._out,
-                                     stderr=self._log, start_new_session=True)
+        self.process = Process("tgen", self.base_argv(), None, self.tracker, netns=self.netns,
+                               host=self.host, log_path=self.log_path, stdout_path=self.out_path,
+                               append=False, tag=self.tag, died=MeasurerError)
+        self.argv_used = self.process.cmd
+        try:
+            self.process.start()
+        except ProcessError as e:
+            self.process = None
+            raise MeasurerError(str(e)) from None
         try:
             self._wait_ready(self.START_TIMEOUT_S)
             self._connect(10.0)
@@ -377,16 +394,18 @@ class TgenProcess:
                             f"({last}); log tail:\n{self.log_tail()}")
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process is not None and self.process.running()
 
     def check_alive(self) -> None:
-        if self.proc is None:
+        if self.process is None:
             raise MeasurerError("tgen is not started")
-        rc = self.proc.poll()
+        rc = self.process.returncode()
         if rc is not None:
             raise MeasurerError(f"tgen exited with status {rc}; log tail:\n{self.log_tail()}")
 
     def log_tail(self, nbytes: int = 3000) -> str:
+        if self.process is not None:
+            return self.process.log_tail(nbytes=nbytes)
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(0, os.SEEK_END)
@@ -398,35 +417,20 @@ class TgenProcess:
     def stop(self, timeout_s: float = 10.0) -> Optional[int]:
         """Ask tgen to shut down, then SIGTERM, then SIGKILL.  Returns the exit status."""
         rc = None
-        if self.proc is not None:
-            if self.proc.poll() is None and self._sock is not None:
+        if self.process is not None:
+            if self.process.running() and self._sock is not None:
                 try:
                     self.rpc("shutdown", _timeout=2.0)
                 except (MeasurerError, OSError):
                     pass
-            for sig, wait in ((None, timeout_s), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-                if self.proc.poll() is not None:
-                    break
-                if sig is not None:
-                    try:
-                        self.proc.send_signal(sig)
-                    except ProcessLookupError:
-                        pass
-                try:
-                    self.proc.wait(wait)
-                except subprocess.TimeoutExpired:
-                    pass
-            rc = self.proc.poll()
+            # asked to shut down: timeout_s for that, then SIGTERM (3 s), then SIGKILL
+            rc = self.process.stop(timeout=3.0, grace=timeout_s)
         if self._sock is not None:
             try:
                 self._sock.close()
             except OSError:
                 pass
             self._sock = None
-        for f in (self._log, self._out):
-            if f is not None:
-                f.close()
-        self._log = self._out = None
         try:
             self.socket_path.unlink()
         except FileNotFoundError:
@@ -506,11 +510,8 @@ class TgenProcess:
                 # a stale answer to an earlier, timed-out request: skip it
 
     def _died_or(self, msg: str) -> None:
-        if self.proc is not None:
-            try:
-                self.proc.wait(0.5)
-            except subprocess.TimeoutExpired:
-                pass
+        if self.process is not None:
+            self.process.wait(0.5)
         self.check_alive()
         raise MeasurerError(msg)
 

@@ -1,7 +1,8 @@
 """A small dpdk-testpmd driver used as an independent peer by tgen's tests and benchmark.
 
-testpmd runs in interactive mode (``-i``) and is driven over its stdin; each command's output is
-read up to the next ``testpmd> `` prompt.  This is deliberately independent of the tgen code: it is
+testpmd runs in interactive mode (``-i``) on a pty (:class:`nfvperf.host.proc.Process`, the
+helper every nfvperf process runs through); each command's output is read up to the next
+``testpmd> `` prompt.  This is deliberately independent of the tgen code: it is
 the "other instrument" whose counters the tgen counts are checked against (a receiver for rate
 accuracy, a forwarding DUT that drops, a txonly/rxonly reference for the benchmark).
 
@@ -13,10 +14,11 @@ import os
 import re
 import shutil
 import subprocess
-import threading
-import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
+
+from nfvperf.host.proc import LOCAL, Process, ProcessError
+from nfvperf.host.run import ResourceTracker
 
 PROMPT = "testpmd> "
 
@@ -39,7 +41,8 @@ class TestpmdPeer:
 
     def __init__(self, vdevs: list[str], tag: str, run_dir: Path, forward_mode: str = "io",
                  lcores: str = "0@0,1@0", hugepages: bool = False, app_args: tuple[str, ...] = (),
-                 binary: Optional[str] = None, mem_mb: int = 256):
+                 binary: Optional[str] = None, mem_mb: int = 256,
+                 tracker: Optional[ResourceTracker] = None, host: Any = None):
         self.vdevs = list(vdevs)
         self.tag = tag
         self.run_dir = Path(run_dir)
@@ -49,21 +52,23 @@ class TestpmdPeer:
         self.app_args = list(app_args)
         self.binary = binary or find_testpmd()
         self.mem_mb = mem_mb
-        self.proc: Optional[subprocess.Popen] = None
-        self._buf = ""
-        self._cv = threading.Condition()
-        self._reader: Optional[threading.Thread] = None
+        self.tracker = tracker
+        self.host = host if host is not None else LOCAL
+        self.process: Optional[Process] = None
         self.log_path = self.run_dir / f"testpmd-{tag}.log"
-        self._log = None
+
+    @property
+    def proc(self) -> Optional[subprocess.Popen]:
+        """testpmd's Popen (pid, poll(), kill()), None before start()."""
+        return self.process.proc if self.process is not None else None
 
     # -- life cycle -------------------------------------------------------------------------
     def argv(self) -> list[str]:
         if not self.binary:
             raise TestpmdError("dpdk-testpmd not found")
-        # testpmd's stdout is a pipe: stdio would block-buffer it and the output of a command
-        # would arrive after its prompt, so force it unbuffered.
-        pre = ["stdbuf", "-o0", "-e0"] if shutil.which("stdbuf") else []
-        eal = pre + [self.binary, "--lcores", self.lcores, "--file-prefix", f"nfvperf-tp-{self.tag}",
+        # testpmd's stdout is a pty (line-buffered stdio): a command's output arrives before
+        # its prompt
+        eal = [self.binary, "--lcores", self.lcores, "--file-prefix", f"nfvperf-tp-{self.tag}",
                "--no-pci", "--log-level", "lib.eal:warning"]
         if self.hugepages:
             eal += ["--in-memory"]
@@ -78,88 +83,53 @@ class TestpmdPeer:
 
     def start(self, timeout_s: float = 60.0) -> "TestpmdPeer":
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, bufsize=0)
-        self._reader = threading.Thread(target=self._read_loop, name=f"testpmd-{self.tag}", daemon=True)
-        self._reader.start()
-        self._wait_prompt(timeout_s)
+        self.process = Process("testpmd", self.argv(), None, self.tracker, host=self.host,
+                               interactive=True, log_path=self.log_path, append=False,
+                               tag=self.tag, died=TestpmdError)
+        try:
+            self.process.start()
+        except ProcessError as e:
+            self.process = None
+            raise TestpmdError(str(e)) from None
+        try:
+            self._wait_prompt(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
-    def _read_loop(self) -> None:
-        assert self.proc and self.proc.stdout
-        fd = self.proc.stdout.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            with self._cv:
-                if not chunk:
-                    self._cv.notify_all()
-                    return
-                text = chunk.decode(errors="replace")
-                self._buf += text
-                if self._log:
-                    self._log.write(text)
-                    self._log.flush()
-                self._cv.notify_all()
-
     def _wait_prompt(self, timeout_s: float) -> str:
-        deadline = time.monotonic() + timeout_s
-        with self._cv:
-            while PROMPT not in self._buf:
-                if self.proc is None or (self.proc.poll() is not None and not self._reader_alive()):
-                    raise TestpmdError(f"testpmd exited: {self.tail()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TestpmdError(f"testpmd: no prompt within {timeout_s} s: {self.tail()}")
-                self._cv.wait(min(left, 0.2))
-            out, _, rest = self._buf.partition(PROMPT)
-            self._buf = rest
-            return out
-
-    def _reader_alive(self) -> bool:
-        return bool(self._reader and self._reader.is_alive())
+        """The console output up to (not including) the next prompt."""
+        if self.process is None:
+            raise TestpmdError("testpmd is not started")
+        try:
+            out = self.process.expect(re.escape(PROMPT), timeout_s)
+        except ProcessError:
+            raise TestpmdError(f"testpmd: no prompt within {timeout_s} s: {self.tail()}") from None
+        return out[: -len(PROMPT)]
 
     def tail(self, n: int = 2000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-n:]
         except OSError:
-            return self._buf[-n:]
+            return self.process.buffer[-n:] if self.process is not None else ""
 
     def cmd(self, line: str, timeout_s: float = 20.0) -> str:
-        if self.proc is None or self.proc.poll() is not None:
+        if self.process is None or not self.process.running():
             raise TestpmdError(f"testpmd not running: {self.tail()}")
-        assert self.proc.stdin
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
+        self.process.send(line)
         return self._wait_prompt(timeout_s)
 
     def stop(self) -> None:
-        if self.proc is None:
+        if self.process is None:
             return
-        if self.proc.poll() is None:
+        if self.process.running():
             try:
-                assert self.proc.stdin
-                self.proc.stdin.write(b"quit\n")
-                self.proc.stdin.flush()
-            except (OSError, ValueError):
+                self.process.send("quit")
+            except (OSError, ProcessError):
                 pass
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        if self._reader:
-            self._reader.join(2)
-        if self._log:
-            self._log.close()
-            self._log = None
+        # quit asked it to exit: 10 s for that, then SIGTERM (5 s), then SIGKILL
+        self.process.stop(timeout=5.0, grace=10.0)
         shutil.rmtree(f"/var/run/dpdk/nfvperf-tp-{self.tag}", ignore_errors=True)
 
     def __enter__(self) -> "TestpmdPeer":
