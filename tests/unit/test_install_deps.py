@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: program -> the Debian package that ships it
 PROGRAM_PACKAGES = {
     "apt-cache": "apt", "apt-get": "apt",
-    "bash": "bash", "cat": "coreutils", "sleep": "coreutils", "stdbuf": "coreutils",
+    "bash": "bash", "sh": "dash", "cat": "coreutils", "true": "coreutils", "false": "coreutils", "sleep": "coreutils", "stdbuf": "coreutils",
     "timeout": "coreutils", "rm": "coreutils", "sort": "coreutils", "uniq": "coreutils",
     "head": "coreutils", "id": "coreutils", "touch": "coreutils", "wc": "coreutils", "dirname": "coreutils", "pwd": "coreutils",
     "sed": "sed", "grep": "grep",
@@ -54,7 +54,7 @@ PROGRAM_PACKAGES = {
 }
 
 #: always present on Debian (Essential: yes, or apt itself, which installs everything else)
-BASE_SYSTEM = {"apt", "bash", "debconf", "coreutils", "dpkg", "grep", "mount", "sed", "util-linux"}
+BASE_SYSTEM = {"apt", "bash", "dash", "debconf", "coreutils", "dpkg", "grep", "mount", "sed", "util-linux"}
 
 #: built by this project, not installed from a package
 BUILT_HERE = {"tgen"}
