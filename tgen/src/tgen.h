@@ -161,6 +161,9 @@ json_t *trial_stream_stats(int id, rpc_err_t *e);
 void trial_shutdown(void);
 
 /* ctl.c */
+#define CTL_AUTH_TIMEOUT_S 5.0      /* a TCP client must authenticate within this */
+#define CTL_IDLE_TIMEOUT_S 300.0    /* a TCP client silent this long is dropped (0 = never) */
+void ctl_set_timeouts(double auth_s, double idle_s);
 int ctl_listen_unix(const char *path, char *err, size_t errlen);
 int ctl_listen_tcp(const char *hostport, const char *token, char *err, size_t errlen);
 void ctl_loop(void);
