@@ -18,7 +18,8 @@
 
 #define MAX_LINE (1u << 20)
 #define MAX_CLIENTS 16
-#define MAX_TCP_CLIENTS (MAX_CLIENTS - 1)   /* one slot is kept for the Unix socket */
+#define UNIX_RESERVED 4                      /* slots only Unix-socket clients may use */
+#define MAX_TCP_CLIENTS (MAX_CLIENTS - UNIX_RESERVED)
 
 struct client {
     int fd;
