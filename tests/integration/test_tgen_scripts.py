@@ -39,6 +39,9 @@ DPDK_RUN_DIRS = {Path("/var/run/dpdk").resolve(), Path("/run/dpdk").resolve()}
 ], ids=["selftest", "fuzz_rpc", "impair_check", "veth_check"])
 def test_tgen_check_script(argv: list[str], prefix: str, leak_check) -> None:
     p = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the leak check looks at this script's own tag (its netns, tgen process, DPDK directory are
+    # named <prefix><pid>), not at whatever other sessions on the machine are doing
+    leak_check.watch(f"{prefix}{p.pid}")
     try:
         stdout, stderr = p.communicate(timeout=300)
     finally:
