@@ -95,8 +95,9 @@ def test_idle_tcp_peers_do_not_lock_out_the_controller(tcp_tgen):
     authed = Line(socket.AF_INET, ("127.0.0.1", port))
     assert authed.call("auth", token=TOKEN)["result"]["ok"] is True
     # then more idle, unauthenticated TCP connections than there are slots
-    peers = [Line(socket.AF_INET, ("127.0.0.1", port)) for _ in range(MAX_CLIENTS + 2)]
+    # (connect() can take a second when the listen backlog is full: t0 is taken before)
     t0 = time.monotonic()
+    peers = [Line(socket.AF_INET, ("127.0.0.1", port)) for _ in range(MAX_CLIENTS + 2)]
     try:
         # (a) the Unix-socket controller still gets in and is served: its open connection and a new one
         assert proc.rpc("ping")["pong"] is True
@@ -107,12 +108,12 @@ def test_idle_tcp_peers_do_not_lock_out_the_controller(tcp_tgen):
         # share at once, told that the slots are in use; the others when the auth timeout expires
         ends = []
         for p in peers:
-            closed, lines = p.closed_by_server(AUTH_TIMEOUT_S + 3.0)
+            closed, lines = p.closed_by_server(AUTH_TIMEOUT_S + 5.0)
             assert closed, "an unauthenticated TCP peer was not disconnected"
             assert len(lines) == 1 and lines[0]["id"] is None, lines
             ends.append(lines[0]["error"])
         waited = time.monotonic() - t0
-        assert AUTH_TIMEOUT_S - 0.2 <= waited < AUTH_TIMEOUT_S + 3.0, waited
+        assert AUTH_TIMEOUT_S - 0.2 <= waited < AUTH_TIMEOUT_S + 8.0, waited
         refused = [e for e in ends if "slots are in use" in e["message"]]
         evicted = [e for e in ends if "not authenticated within" in e["message"]]
         assert len(refused) == len(peers) - (MAX_TCP - 1) and len(evicted) == MAX_TCP - 1, ends

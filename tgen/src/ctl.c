@@ -422,12 +422,20 @@ static void client_read(struct client *c)
     }
 }
 
-/* tell a client why it is being closed (id null: not an answer to a request), then close */
+/* tell a client why it is being closed (id null: not an answer to a request), then close.
+ * Best effort and never blocking: a peer that does not read must not stall the control loop. */
 static void refuse(int fd, int code, const char *msg)
 {
     json_t *r = err_obj(NULL, code, msg);
-    send_line(fd, r);
+    char *s = json_dumps(r, JSON_COMPACT);
     json_decref(r);
+    if (s) {
+        size_t n = strlen(s);
+        s[n] = '\n';
+        ssize_t w = send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        free(s);
+    }
     close(fd);
 }
 
