@@ -26,15 +26,33 @@ def _built() -> None:
         pytest.fail("tgen is not built: `make test` builds it before pytest runs")
 
 
-@pytest.mark.parametrize("argv", [
-    [sys.executable, str(TESTS / "selftest.py")],
-    [sys.executable, str(TESTS / "fuzz_rpc.py"), "1500"],
-    ["bash", str(TESTS / "impair_check.sh")],
-    ["bash", str(TESTS / "veth_check.sh")],
+#: DPDK keeps a runtime directory per --file-prefix (/var/run/dpdk/<prefix>); each script names its
+#: tgen's prefix after its own pid.  tgen removes the directory when it exits.
+DPDK_RUN_DIRS = {Path("/var/run/dpdk").resolve(), Path("/run/dpdk").resolve()}
+
+
+@pytest.mark.parametrize("argv,prefix", [
+    ([sys.executable, str(TESTS / "selftest.py")], "tgst"),
+    ([sys.executable, str(TESTS / "fuzz_rpc.py"), "1500"], "tgfz"),
+    (["bash", str(TESTS / "impair_check.sh")], "tgenimp"),
+    (["bash", str(TESTS / "veth_check.sh")], "tgenchk"),
 ], ids=["selftest", "fuzz_rpc", "impair_check", "veth_check"])
-def test_tgen_check_script(argv: list[str], leak_check) -> None:
-    p = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
-    out = p.stdout + p.stderr
+def test_tgen_check_script(argv: list[str], prefix: str, leak_check) -> None:
+    p = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the leak check looks at this script's own tag (its netns, tgen process, DPDK directory are
+    # named <prefix><pid>), not at whatever other sessions on the machine are doing
+    leak_check.watch(f"{prefix}{p.pid}")
+    try:
+        stdout, stderr = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    out = stdout + stderr
     assert p.returncode == 0, out[-4000:]
     assert " 0 failed" in out or "OK" in out, out[-2000:]
-    assert "FAIL" not in p.stdout, out[-4000:]
+    assert "FAIL" not in stdout, out[-4000:]
+    # the script's prefix is <prefix><its pid>; other sessions may run the same scripts, so only
+    # this run's directory is checked
+    left = [str(d / f"{prefix}{p.pid}") for d in DPDK_RUN_DIRS if (d / f"{prefix}{p.pid}").exists()]
+    assert not left, f"DPDK runtime directories left behind: {left}"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <poll.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +18,8 @@
 
 #define MAX_LINE (1u << 20)
 #define MAX_CLIENTS 16
+#define UNIX_RESERVED 4                      /* slots only Unix-socket clients may use */
+#define MAX_TCP_CLIENTS (MAX_CLIENTS - UNIX_RESERVED)
 
 struct client {
     int fd;
@@ -24,13 +27,30 @@ struct client {
     int authed;
     char *buf;
     size_t len;
+    double since_s;         /* accepted at (monotonic) */
+    double last_s;          /* last bytes received at */
 };
+
+static double auth_timeout_s = CTL_AUTH_TIMEOUT_S, idle_timeout_s = CTL_IDLE_TIMEOUT_S;
 
 static int unix_fd = -1, tcp_fd = -1;
 static char unix_path[108];
 static char tcp_token[256];
 static struct client clients[MAX_CLIENTS];
 static int ctl_exit;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ctl_set_timeouts(double auth_s, double idle_s)
+{
+    auth_timeout_s = auth_s;
+    idle_timeout_s = idle_s;
+}
 
 #define RFAIL(c, ...) do { e->code = (c); snprintf(e->msg, sizeof(e->msg), __VA_ARGS__); return NULL; } while (0)
 
@@ -383,6 +403,7 @@ static void client_read(struct client *c)
     if (!c->buf) { drop_client(c); return; }
     ssize_t n = recv(c->fd, c->buf + c->len, MAX_LINE + 1 - c->len, 0);
     if (n <= 0) { if (n < 0 && (errno == EINTR || errno == EAGAIN)) return; drop_client(c); return; }
+    c->last_s = mono_s();
     c->len += (size_t)n;
     size_t start = 0;
     for (size_t i = c->len - (size_t)n; i < c->len; i++) {
@@ -401,22 +422,68 @@ static void client_read(struct client *c)
     }
 }
 
+/* tell a client why it is being closed (id null: not an answer to a request), then close.
+ * Best effort and never blocking: a peer that does not read must not stall the control loop. */
+static void refuse(int fd, int code, const char *msg)
+{
+    json_t *r = err_obj(NULL, code, msg);
+    char *s = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    if (s) {
+        size_t n = strlen(s);
+        s[n] = '\n';
+        ssize_t w = send(fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        free(s);
+    }
+    close(fd);
+}
+
 static void accept_on(int lfd, int is_tcp)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) return;
     struct timeval tv = { .tv_sec = 5, .tv_usec = 0 };
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int ntcp = 0, slot = -1;
     for (int i = 0; i < MAX_CLIENTS; i++) {
-        if (clients[i].fd == 0) {
-            clients[i].fd = fd;
-            clients[i].is_tcp = is_tcp;
-            clients[i].authed = !is_tcp;
-            clients[i].len = 0;
-            return;
-        }
+        if (clients[i].fd > 0) ntcp += clients[i].is_tcp;
+        else if (slot < 0) slot = i;
     }
-    close(fd);
+    if (slot < 0 || (is_tcp && ntcp >= MAX_TCP_CLIENTS)) {
+        char m[160];
+        snprintf(m, sizeof(m), "connections: all %d %s client slots are in use; closing the connection",
+                 is_tcp ? MAX_TCP_CLIENTS : MAX_CLIENTS, is_tcp ? "TCP" : "control");
+        refuse(fd, -32000, m);
+        return;
+    }
+    struct client *c = &clients[slot];
+    c->fd = fd;
+    c->is_tcp = is_tcp;
+    c->authed = !is_tcp;
+    c->len = 0;
+    c->since_s = c->last_s = mono_s();
+}
+
+/* TCP clients that did not authenticate in time, or stayed silent too long, give their slot back */
+static void evict_idle_clients(void)
+{
+    double now = mono_s();
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+        struct client *c = &clients[i];
+        if (c->fd <= 0 || !c->is_tcp) continue;
+        char m[160];
+        if (!c->authed && now - c->since_s >= auth_timeout_s)
+            snprintf(m, sizeof(m), "not authenticated within %g s (send auth {token} first); closing the connection", auth_timeout_s);
+        else if (idle_timeout_s > 0 && now - c->last_s >= idle_timeout_s)
+            snprintf(m, sizeof(m), "idle: no request for %g s; closing the connection", idle_timeout_s);
+        else
+            continue;
+        free(c->buf);
+        int fd = c->fd;
+        memset(c, 0, sizeof(*c));
+        refuse(fd, -32003, m);
+    }
 }
 
 void ctl_loop(void)
@@ -442,6 +509,7 @@ void ctl_loop(void)
                 if (ctl_exit) break;
             }
         }
+        evict_idle_clients();
         trial_tick();
     }
 }

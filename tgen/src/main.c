@@ -8,6 +8,9 @@
 #include <unistd.h>
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -33,6 +36,8 @@ static void usage(FILE *f)
         "  --tcp [HOST:]PORT --token T   also listen on TCP (127.0.0.1 by default; needs --token)\n"
         "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1,rx=1   (repeatable)\n"
         "  --tx-lcores L --rx-lcores L   worker lcores for TX / RX (default: all workers do both)\n"
+        "  --auth-timeout S         drop a TCP client that has not authenticated after S s (default 5)\n"
+        "  --idle-timeout S         drop a TCP client silent for S s (default 300; 0 = never)\n"
         "  --mbufs N                mbuf pool size\n"
         " one-shot trial (prints the trial.result JSON and exits):\n"
         "  --oneshot --stream 'port=0,rx_port=1,size=64,flows=1000,pps=1e6' [--stream ...]\n"
@@ -179,79 +184,155 @@ static json_t *stream_spec_json(const char *spec)
 
 static void on_signal(int s) { (void)s; __atomic_store_n(&g_quit, 1, __ATOMIC_RELEASE); }
 
-int main(int argc, char **argv)
+struct opts {
+    const char *sock, *tcp, *token;
+    unsigned txl[MAX_WORKERS], rxl[MAX_WORKERS];   /* --tx-lcores/--rx-lcores (lcore ids) */
+    int ntxl, nrxl;                                /* 0 = option not given */
+    unsigned mbufs;
+    int oneshot;
+    double auth_timeout_s, idle_timeout_s;
+    int have_auth_timeout, have_idle_timeout;
+    json_t *specs;          /* --stream objects (one-shot) */
+    json_t *tp;             /* trial.start params (one-shot) */
+};
+
+static const char *next_arg(int argc, char **argv, int *i)
 {
-    int sep = -1;
-    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--")) { sep = i; break; }
-    int eal_argc = sep < 0 ? argc : sep;
-    /* tgen options */
-    const char *sock = NULL, *tcp = NULL, *token = NULL, *txl = NULL, *rxl = NULL;
-    unsigned mbufs = 0;
-    int oneshot = 0;
-    json_t *specs = json_array();
-    json_t *tp = json_object();
-    for (int i = sep < 0 ? argc : sep + 1; i < argc; i++) {
-        const char *o = argv[i];
-#define NEXT() (i + 1 < argc ? argv[++i] : (die2(o, "needs a value"), (char *)NULL))
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(o, "--socket")) sock = NEXT();
-        else if (!strcmp(o, "--tcp")) tcp = NEXT();
-        else if (!strcmp(o, "--token")) token = NEXT();
-        else if (!strcmp(o, "--port")) parse_port_opt(NEXT());
-        else if (!strcmp(o, "--tx-lcores")) txl = NEXT();
-        else if (!strcmp(o, "--rx-lcores")) rxl = NEXT();
-        else if (!strcmp(o, "--mbufs")) mbufs = parse_uint(o, NEXT(), 1024, 1u << 24);
-        else if (!strcmp(o, "--oneshot")) oneshot = 1;
-        else if (!strcmp(o, "--stream")) json_array_append_new(specs, stream_spec_json(NEXT()));
-        else if (!strcmp(o, "--duration")) json_object_set_new(tp, "duration_s", json_real(parse_dbl(o, NEXT(), 1e-6, 1e6)));
-        else if (!strcmp(o, "--frames")) json_object_set_new(tp, "frames", json_integer((json_int_t)parse_dbl(o, NEXT(), 1, 1e15)));
-        else if (!strcmp(o, "--pps")) json_object_set_new(tp, "pps", json_real(parse_dbl(o, NEXT(), 1, 1e10)));
-        else if (!strcmp(o, "--drain")) json_object_set_new(tp, "drain_s", json_real(parse_dbl(o, NEXT(), 0, 3600)));
-        else if (!strcmp(o, "--learning")) json_object_set_new(tp, "learning", json_boolean(parse_uint(o, NEXT(), 0, 1)));
-        else if (!strcmp(o, "--learning-wait")) json_object_set_new(tp, "learning_wait_s", json_real(parse_dbl(o, NEXT(), 0, 3600)));
-        else if (!strcmp(o, "--no-latency")) json_object_set_new(tp, "latency", json_false());
-        else if (!strcmp(o, "--mode")) {
-            const char *m = NEXT();
-            if (strcmp(m, "burst") && strcmp(m, "continuous")) die2(o, "must be continuous or burst");
-            json_object_set_new(tp, "mode", json_string(m));
-        }
-        else if (!strcmp(o, "--burst-frames")) json_object_set_new(tp, "burst_frames", json_integer(parse_uint(o, NEXT(), 1, 4000000000u)));
-        else if (!strcmp(o, "--bursts")) json_object_set_new(tp, "bursts", json_integer(parse_uint(o, NEXT(), 1, MAX_SEGS)));
-        else if (!strcmp(o, "--burst-interval")) json_object_set_new(tp, "burst_interval_s", json_real(parse_dbl(o, NEXT(), 1e-6, 3600)));
-        else if (!strcmp(o, "--segments")) {
-            char buf[2048];
-            snprintf(buf, sizeof(buf), "%s", NEXT());
-            json_t *l = json_array();
-            char *save = NULL;
-            for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-                double d, s;
-                char tail;
-                if (sscanf(e, "%lf:%lf%c", &d, &s, &tail) != 2 || !(d > 0) || !(s > 0)) die2(o, "'%s' is not DURATION_S:SCALE", e);
-                json_array_append_new(l, json_pack("{sfsf}", "duration_s", d, "scale", s));
-            }
-            json_object_set_new(tp, "segments", l);
-        }
-        else die2(o, "unknown option (see --help)");
+    if (*i + 1 >= argc) die2(argv[*i], "needs a value");
+    return argv[++*i];
+}
+
+/* "5:1.1,5:0.5" -> [{duration_s, scale}, ...] */
+static json_t *segments_json(const char *opt, const char *arg)
+{
+    char buf[2048];
+    if (strlen(arg) >= sizeof(buf)) die2(opt, "list too long");
+    snprintf(buf, sizeof(buf), "%s", arg);
+    json_t *l = json_array();
+    char *save = NULL;
+    for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+        double d, s;
+        char tail;
+        if (sscanf(e, "%lf:%lf%c", &d, &s, &tail) != 2 || !(d > 0) || !(s > 0)) die2(opt, "'%s' is not DURATION_S:SCALE", e);
+        json_array_append_new(l, json_pack("{sfsf}", "duration_s", d, "scale", s));
     }
-    if (tcp && !token) die2("--tcp", "refusing to listen on TCP without --token");
-    if (token && !tcp) die2("--token", "only meaningful with --tcp");
-    if (oneshot && json_array_size(specs) == 0) die2("--oneshot", "needs at least one --stream");
-    if (!oneshot && (json_array_size(specs) || json_object_size(tp))) die2("--stream", "trial options need --oneshot");
+    return l;
+}
 
-    int rc = rte_eal_init(eal_argc, argv);
-    if (rc < 0) { fprintf(stderr, "tgen: EAL: initialisation failed: %s (check the EAL arguments)\n", rte_strerror(rte_errno)); return 2; }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
-    g_tsc_hz = rte_get_tsc_hz();
-    g_tsc0 = rte_rdtsc();
-    g_ns_mult = (uint64_t)(1e9 * 4294967296.0 / (double)g_tsc_hz);
+/* One-shot trial options -> trial.start params.  Returns 0 if argv[*i] is not one of them. */
+static int parse_trial_opt(int argc, char **argv, int *i, json_t *tp)
+{
+    const char *o = argv[*i];
+#define TPSET(k, v) json_object_set_new(tp, k, v)
+    if (!strcmp(o, "--duration")) TPSET("duration_s", json_real(parse_dbl(o, next_arg(argc, argv, i), 1e-6, 1e6)));
+    else if (!strcmp(o, "--frames")) TPSET("frames", json_integer((json_int_t)parse_dbl(o, next_arg(argc, argv, i), 1, 1e15)));
+    else if (!strcmp(o, "--pps")) TPSET("pps", json_real(parse_dbl(o, next_arg(argc, argv, i), 1, 1e10)));
+    else if (!strcmp(o, "--drain")) TPSET("drain_s", json_real(parse_dbl(o, next_arg(argc, argv, i), 0, 3600)));
+    else if (!strcmp(o, "--learning")) TPSET("learning", json_boolean(parse_uint(o, next_arg(argc, argv, i), 0, 1)));
+    else if (!strcmp(o, "--learning-wait")) TPSET("learning_wait_s", json_real(parse_dbl(o, next_arg(argc, argv, i), 0, 3600)));
+    else if (!strcmp(o, "--no-latency")) TPSET("latency", json_false());
+    else if (!strcmp(o, "--mode")) {
+        const char *m = next_arg(argc, argv, i);
+        if (strcmp(m, "burst") && strcmp(m, "continuous")) die2(o, "must be continuous or burst");
+        TPSET("mode", json_string(m));
+    }
+    else if (!strcmp(o, "--burst-frames")) TPSET("burst_frames", json_integer(parse_uint(o, next_arg(argc, argv, i), 1, 4000000000u)));
+    else if (!strcmp(o, "--bursts")) TPSET("bursts", json_integer(parse_uint(o, next_arg(argc, argv, i), 1, MAX_SEGS)));
+    else if (!strcmp(o, "--burst-interval")) TPSET("burst_interval_s", json_real(parse_dbl(o, next_arg(argc, argv, i), 1e-6, 3600)));
+    else if (!strcmp(o, "--segments")) TPSET("segments", segments_json(o, next_arg(argc, argv, i)));
+    else return 0;
+#undef TPSET
+    return 1;
+}
 
+/* tgen options (after "--"); exits 2 naming the option on any mistake.  Returns 1 for --help. */
+static int parse_args(int argc, char **argv, int first, struct opts *op)
+{
+    for (int i = first; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return 1;
+        else if (!strcmp(o, "--socket")) op->sock = next_arg(argc, argv, &i);
+        else if (!strcmp(o, "--tcp")) op->tcp = next_arg(argc, argv, &i);
+        else if (!strcmp(o, "--token")) op->token = next_arg(argc, argv, &i);
+        else if (!strcmp(o, "--auth-timeout")) { op->auth_timeout_s = parse_dbl(o, next_arg(argc, argv, &i), 0.1, 3600); op->have_auth_timeout = 1; }
+        else if (!strcmp(o, "--idle-timeout")) { op->idle_timeout_s = parse_dbl(o, next_arg(argc, argv, &i), 0, 1e6); op->have_idle_timeout = 1; }
+        else if (!strcmp(o, "--port")) parse_port_opt(next_arg(argc, argv, &i));
+        else if (!strcmp(o, "--tx-lcores")) op->ntxl = parse_lcore_list(o, next_arg(argc, argv, &i), op->txl, MAX_WORKERS);
+        else if (!strcmp(o, "--rx-lcores")) op->nrxl = parse_lcore_list(o, next_arg(argc, argv, &i), op->rxl, MAX_WORKERS);
+        else if (!strcmp(o, "--mbufs")) op->mbufs = parse_uint(o, next_arg(argc, argv, &i), 1024, 1u << 24);
+        else if (!strcmp(o, "--oneshot")) op->oneshot = 1;
+        else if (!strcmp(o, "--stream")) json_array_append_new(op->specs, stream_spec_json(next_arg(argc, argv, &i)));
+        else if (!parse_trial_opt(argc, argv, &i, op->tp)) die2(o, "unknown option (see --help)");
+    }
+    if (op->tcp && !op->token) die2("--tcp", "refusing to listen on TCP without --token");
+    if (op->token && !op->tcp) die2("--token", "only meaningful with --tcp");
+    if (op->have_auth_timeout && !op->tcp) die2("--auth-timeout", "only meaningful with --tcp");
+    if (op->have_idle_timeout && !op->tcp) die2("--idle-timeout", "only meaningful with --tcp");
+    if (op->oneshot && json_array_size(op->specs) == 0) die2("--oneshot", "needs at least one --stream");
+    if (!op->oneshot && (json_array_size(op->specs) || json_object_size(op->tp))) die2("--stream", "trial options need --oneshot");
+    return 0;
+}
+
+/* ---- EAL runtime directory ----
+ * EAL keeps /var/run/dpdk/<file-prefix> (config, fbarray files) after rte_eal_cleanup(); a test
+ * run would leave one per process.  tgen removes it on exit, but only when --file-prefix was given
+ * explicitly (the default "rte" directory may belong to another DPDK application) and the runtime
+ * directory EAL used is exactly <...>/dpdk/<that prefix>. */
+static char g_file_prefix[256];
+static char g_rundir[PATH_MAX];
+
+/* before rte_eal_init, which may reorder argv */
+static void note_file_prefix(int eal_argc, char **argv)
+{
+    for (int i = 1; i < eal_argc; i++) {
+        if (!strncmp(argv[i], "--file-prefix=", 14)) snprintf(g_file_prefix, sizeof(g_file_prefix), "%s", argv[i] + 14);
+        else if (!strcmp(argv[i], "--file-prefix") && i + 1 < eal_argc) snprintf(g_file_prefix, sizeof(g_file_prefix), "%s", argv[++i]);
+    }
+}
+
+/* after a successful rte_eal_init */
+static void note_runtime_dir(void)
+{
+    const char *d = rte_eal_get_runtime_dir();
+    if (!g_file_prefix[0] || !d || rte_eal_process_type() != RTE_PROC_PRIMARY) return;
+    const char *base = strrchr(d, '/');
+    if (!base || strcmp(base + 1, g_file_prefix) || strstr(d, "/dpdk/") == NULL) return;
+    snprintf(g_rundir, sizeof(g_rundir), "%s", d);
+}
+
+static void remove_runtime_dir(void)
+{
+    if (!g_rundir[0]) return;
+    DIR *dir = opendir(g_rundir);
+    if (!dir) return;
+    int dfd = dirfd(dir);
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (unlinkat(dfd, de->d_name, 0) && errno != ENOENT)
+            fprintf(stderr, "tgen: cannot remove %s/%s: %s\n", g_rundir, de->d_name, strerror(errno));
+    }
+    closedir(dir);
+    if (rmdir(g_rundir) && errno != ENOENT)
+        fprintf(stderr, "tgen: cannot remove EAL runtime directory %s: %s\n", g_rundir, strerror(errno));
+    g_rundir[0] = 0;
+}
+
+static void eal_teardown(void)
+{
+    rte_eal_cleanup();
+    remove_runtime_dir();
+}
+
+/* ---- ports and lcores (after EAL init; errors are printed, return 2) ---- */
+
+static int setup_ports(void)
+{
     g_nports = rte_eth_dev_count_avail();
-    if (g_nports == 0) { fprintf(stderr, "tgen: no DPDK ports (give -a PCI or --vdev ...)\n"); rte_eal_cleanup(); return 2; }
+    if (g_nports == 0) { fprintf(stderr, "tgen: no DPDK ports (give -a PCI or --vdev ...)\n"); return 2; }
     if (g_nports > MAX_PORTS) g_nports = MAX_PORTS;
     for (unsigned p = 0; p < MAX_PORTS; p++) {
-        if (popt[p].set && p >= g_nports) { fprintf(stderr, "tgen: --port: port %u does not exist (%u ports)\n", p, g_nports); rte_eal_cleanup(); return 2; }
+        if (popt[p].set && p >= g_nports) { fprintf(stderr, "tgen: --port: port %u does not exist (%u ports)\n", p, g_nports); return 2; }
         struct port *pt = &g_ports[p];
         pt->speed_decl = popt[p].speed;
         pt->rxq = popt[p].rxq ? popt[p].rxq : 1;
@@ -264,7 +345,6 @@ int main(int argc, char **argv)
         if (!rte_eth_dev_is_valid_port((uint16_t)p)) {
             /* tgen numbers ports 0..N-1 and uses the DPDK port id as its port id */
             fprintf(stderr, "tgen: DPDK port ids are not 0..%u (port %u is missing); cannot run\n", g_nports - 1, p);
-            rte_eal_cleanup();
             return 2;
         }
         if (popt[p].rx) pt->rx_poll = (int)popt[p].rx - 1;
@@ -274,39 +354,38 @@ int main(int argc, char **argv)
                             strstr(di.driver_name, "net_null"));
         }
     }
-    /* workers */
+    return 0;
+}
+
+/* --tx-lcores/--rx-lcores lcore ids -> worker indexes (all workers without a list) */
+static int worker_set(const char *opt, const unsigned *lcores, int cnt, unsigned *out, unsigned *n)
+{
+    *n = 0;
+    if (!cnt) { for (unsigned w = 0; w < g_nworkers; w++) out[(*n)++] = w; return 0; }
+    for (int i = 0; i < cnt; i++) {
+        unsigned w;
+        for (w = 0; w < g_nworkers; w++) if (g_workers[w].lcore == lcores[i]) break;
+        if (w == g_nworkers) { fprintf(stderr, "tgen: %s: lcore %u is not a worker lcore\n", opt, lcores[i]); return 2; }
+        out[(*n)++] = w;
+    }
+    return 0;
+}
+
+/* find the worker lcores and deal TX and RX queues to them round-robin */
+static int setup_workers(const struct opts *op)
+{
     unsigned lc;
     RTE_LCORE_FOREACH_WORKER(lc) {
         if (g_nworkers >= MAX_WORKERS) break;
-        g_workers[g_nworkers].lcore = lc;
-        g_nworkers++;
+        g_workers[g_nworkers++].lcore = lc;
     }
     if (g_nworkers == 0) {
         fprintf(stderr, "tgen: EAL: need at least one worker lcore besides the main one (e.g. --lcores 0@0,1@0 or -l 0,1)\n");
-        rte_eal_cleanup();
         return 2;
     }
-    unsigned txs[MAX_WORKERS], rxs[MAX_WORKERS];
-    unsigned ntx = 0, nrx = 0;
-    unsigned tmp[MAX_WORKERS];
-    if (txl) {
-        int n = parse_lcore_list("--tx-lcores", txl, tmp, MAX_WORKERS);
-        for (int i = 0; i < n; i++) {
-            unsigned w;
-            for (w = 0; w < g_nworkers; w++) if (g_workers[w].lcore == tmp[i]) break;
-            if (w == g_nworkers) die2("--tx-lcores", "lcore %u is not a worker lcore", tmp[i]);
-            txs[ntx++] = w;
-        }
-    } else for (unsigned w = 0; w < g_nworkers; w++) txs[ntx++] = w;
-    if (rxl) {
-        int n = parse_lcore_list("--rx-lcores", rxl, tmp, MAX_WORKERS);
-        for (int i = 0; i < n; i++) {
-            unsigned w;
-            for (w = 0; w < g_nworkers; w++) if (g_workers[w].lcore == tmp[i]) break;
-            if (w == g_nworkers) die2("--rx-lcores", "lcore %u is not a worker lcore", tmp[i]);
-            rxs[nrx++] = w;
-        }
-    } else for (unsigned w = 0; w < g_nworkers; w++) rxs[nrx++] = w;
+    unsigned txs[MAX_WORKERS], rxs[MAX_WORKERS], ntx, nrx;
+    if (worker_set("--tx-lcores", op->txl, op->ntxl, txs, &ntx) || worker_set("--rx-lcores", op->rxl, op->nrxl, rxs, &nrx))
+        return 2;
     unsigned ti = 0, ri = 0;
     for (unsigned p = 0; p < g_nports; p++) {
         for (unsigned q = 0; q < g_ports[p].txq; q++) {
@@ -322,69 +401,125 @@ int main(int argc, char **argv)
             w->does_rx = 1;
         }
     }
-    if (mbufs) {
-        unsigned room = RTE_PKTMBUF_HEADROOM + 2048;
-        for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD > room - RTE_PKTMBUF_HEADROOM)
-            room = RTE_PKTMBUF_HEADROOM + g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD;
-        room += 64;   /* the frame builder copies in 32-byte blocks */
-        g_pool = rte_pktmbuf_pool_create("tgen_pool", mbufs, 256, 0, (uint16_t)room, (int)rte_socket_id());
-        if (!g_pool) { fprintf(stderr, "tgen: --mbufs: cannot create a pool of %u mbufs: %s\n", mbufs, rte_strerror(rte_errno)); rte_eal_cleanup(); return 1; }
-    }
-    char err[512];
-    if (ports_init(err, sizeof(err))) { fprintf(stderr, "tgen: %s\n", err); ports_close(); rte_eal_cleanup(); return 1; }
+    return 0;
+}
+
+/* --mbufs: a pool of that size, data room for the largest port MTU (+VLAN, +VXLAN) */
+static int create_pool(unsigned mbufs)
+{
+    if (!mbufs) return 0;
+    unsigned room = RTE_PKTMBUF_HEADROOM + 2048;
+    for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD > room - RTE_PKTMBUF_HEADROOM)
+        room = RTE_PKTMBUF_HEADROOM + g_ports[p].mtu + 18 + 4 + VXLAN_OVERHEAD;
+    room += 64;   /* the frame builder copies in 32-byte blocks */
+    g_pool = rte_pktmbuf_pool_create("tgen_pool", mbufs, 256, 0, (uint16_t)room, (int)rte_socket_id());
+    if (!g_pool) { fprintf(stderr, "tgen: --mbufs: cannot create a pool of %u mbufs: %s\n", mbufs, rte_strerror(rte_errno)); return 1; }
+    return 0;
+}
+
+static void launch_workers(void)
+{
     for (unsigned w = 0; w < g_nworkers; w++) {
         g_workers[w].seen_phase = -2;
         rte_eal_remote_launch(worker_main, &g_workers[w], g_workers[w].lcore);
     }
-    int exit_code = 0;
-    if (oneshot) {
-        int authed = 1;
-        rpc_err_t e;
-        size_t i;
-        json_t *sp;
-        json_array_foreach(specs, i, sp) {
-            json_t *r = rpc_dispatch("stream.add", sp, &authed, 0, &e);
-            if (!r) { fprintf(stderr, "tgen: --stream #%zu: %s\n", i + 1, e.msg); exit_code = 2; goto out; }
-            json_decref(r);
-        }
-        if (trial_start(tp, &e)) { fprintf(stderr, "tgen: trial: %s\n", e.msg); exit_code = 2; goto out; }
-        while (!g_quit) {
-            trial_tick();
-            if (g_phase == PH_DONE) break;
-            rte_delay_us_sleep(1000);
-        }
-        if (g_quit) { fprintf(stderr, "tgen: interrupted\n"); exit_code = 1; goto out; }
-        json_t *r = trial_result(&e);
-        if (!r) { fprintf(stderr, "tgen: %s\n", e.msg); exit_code = 1; goto out; }
-        char *s = json_dumps(r, JSON_COMPACT);
-        printf("%s\n", s);
-        fflush(stdout);
-        free(s);
+}
+
+static void print_json_line(json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT);
+    printf("%s\n", s);
+    fflush(stdout);
+    free(s);
+}
+
+/* --oneshot: add the streams, run one trial, print its result */
+static int run_oneshot(const struct opts *op)
+{
+    int authed = 1;
+    rpc_err_t e;
+    size_t i;
+    json_t *sp;
+    json_array_foreach(op->specs, i, sp) {
+        json_t *r = rpc_dispatch("stream.add", sp, &authed, 0, &e);
+        if (!r) { fprintf(stderr, "tgen: --stream #%zu: %s\n", i + 1, e.msg); return 2; }
         json_decref(r);
-    } else {
-        char path[108];
-        if (!sock) { snprintf(path, sizeof(path), "/tmp/tgen.%d.sock", (int)getpid()); sock = path; }
-        if (ctl_listen_unix(sock, err, sizeof(err)) || (tcp && ctl_listen_tcp(tcp, token, err, sizeof(err)))) {
-            fprintf(stderr, "tgen: %s\n", err);
-            exit_code = 2;
-            goto out;
-        }
-        json_t *ready = json_pack("{sbssss?sisi}", "ready", 1, "socket", sock, "tcp", tcp, "pid", (int)getpid(), "ports", (int)g_nports);
-        char *s = json_dumps(ready, JSON_COMPACT);
-        printf("%s\n", s);
-        fflush(stdout);
-        free(s);
-        json_decref(ready);
-        ctl_loop();
     }
-out:
+    if (trial_start(op->tp, &e)) { fprintf(stderr, "tgen: trial: %s\n", e.msg); return 2; }
+    while (!g_quit) {
+        trial_tick();
+        if (g_phase == PH_DONE) break;
+        rte_delay_us_sleep(1000);
+    }
+    if (g_quit) { fprintf(stderr, "tgen: interrupted\n"); return 1; }
+    json_t *r = trial_result(&e);
+    if (!r) { fprintf(stderr, "tgen: %s\n", e.msg); return 1; }
+    print_json_line(r);
+    json_decref(r);
+    return 0;
+}
+
+/* RPC server: listen, print the ready line, serve until shutdown or a signal */
+static int run_server(const struct opts *op)
+{
+    char path[108], err[512];
+    const char *sock = op->sock;
+    if (!sock) { snprintf(path, sizeof(path), "/tmp/tgen.%d.sock", (int)getpid()); sock = path; }
+    ctl_set_timeouts(op->auth_timeout_s, op->idle_timeout_s);
+    if (ctl_listen_unix(sock, err, sizeof(err)) || (op->tcp && ctl_listen_tcp(op->tcp, op->token, err, sizeof(err)))) {
+        fprintf(stderr, "tgen: %s\n", err);
+        return 2;
+    }
+    json_t *ready = json_pack("{sbssss?sisi}", "ready", 1, "socket", sock, "tcp", op->tcp, "pid", (int)getpid(), "ports", (int)g_nports);
+    print_json_line(ready);
+    json_decref(ready);
+    ctl_loop();
+    return 0;
+}
+
+static void init_clock(void)
+{
+    g_tsc_hz = rte_get_tsc_hz();
+    g_tsc0 = rte_rdtsc();
+    g_ns_mult = (uint64_t)(1e9 * 4294967296.0 / (double)g_tsc_hz);
+}
+
+int main(int argc, char **argv)
+{
+    int sep = -1;
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--")) { sep = i; break; }
+    int eal_argc = sep < 0 ? argc : sep;
+    struct opts op = { .auth_timeout_s = CTL_AUTH_TIMEOUT_S, .idle_timeout_s = CTL_IDLE_TIMEOUT_S,
+                       .specs = json_array(), .tp = json_object() };
+    if (parse_args(argc, argv, sep < 0 ? argc : sep + 1, &op)) { usage(stdout); return 0; }
+
+    note_file_prefix(eal_argc, argv);
+    if (rte_eal_init(eal_argc, argv) < 0) {
+        fprintf(stderr, "tgen: EAL: initialisation failed: %s (check the EAL arguments)\n", rte_strerror(rte_errno));
+        return 2;
+    }
+    note_runtime_dir();
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    init_clock();
+
+    int rc = setup_ports();
+    if (!rc) rc = setup_workers(&op);
+    if (!rc) rc = create_pool(op.mbufs);
+    if (rc) { eal_teardown(); return rc; }
+    char err[512];
+    if (ports_init(err, sizeof(err))) { fprintf(stderr, "tgen: %s\n", err); ports_close(); eal_teardown(); return 1; }
+    launch_workers();
+    int exit_code = op.oneshot ? run_oneshot(&op) : run_server(&op);
+
     trial_shutdown();
     __atomic_store_n(&g_quit, 1, __ATOMIC_RELEASE);
     rte_eal_mp_wait_lcore();
     ctl_close();
     ports_close();
-    rte_eal_cleanup();
-    json_decref(specs);
-    json_decref(tp);
+    eal_teardown();
+    json_decref(op.specs);
+    json_decref(op.tp);
     return exit_code;
 }

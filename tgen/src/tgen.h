@@ -8,13 +8,12 @@
 #include "streamcfg.h"
 #include "seq.h"
 #include "hist.h"
+#include "trialcfg.h"
 
 #define TGEN_VERSION "1"
 #define MAX_PORTS 32
 #define MAX_QUEUES 16
 #define BURST 64
-#define MAX_STREAM_ID 65536
-#define MAX_SEGS 64
 #define MAX_WORKERS 64
 
 enum phase { PH_IDLE = 0, PH_LEARNING, PH_RUNNING, PH_DRAINING, PH_DONE };
@@ -40,15 +39,6 @@ struct stream {
     uint16_t *pattern;      /* imix: size index per frame */
     unsigned plen;
     uint16_t txq;
-};
-
-struct seg {
-    uint64_t start_tsc, end_tsc;   /* end UINT64_MAX = until max_frames */
-    uint64_t cut_tsc;              /* a late pacer stops sending this segment's frames here */
-    uint64_t max_frames;           /* 0 = unlimited inside the time window */
-    double scale;                  /* multiplies stream rate (if pps == 0) */
-    double pps;                    /* absolute per-stream rate if > 0 */
-    double duration_s;
 };
 
 struct tx_stream {
@@ -148,7 +138,6 @@ void ports_close(void);
 int worker_main(void *arg);
 
 /* trial.c */
-typedef struct { int code; char msg[512]; } rpc_err_t;
 int stream_build(struct stream *s, char *err, size_t errlen);
 void stream_free(struct stream *s);
 int trial_start(json_t *params, rpc_err_t *e);
@@ -161,6 +150,9 @@ json_t *trial_stream_stats(int id, rpc_err_t *e);
 void trial_shutdown(void);
 
 /* ctl.c */
+#define CTL_AUTH_TIMEOUT_S 5.0      /* a TCP client must authenticate within this */
+#define CTL_IDLE_TIMEOUT_S 300.0    /* a TCP client silent this long is dropped (0 = never) */
+void ctl_set_timeouts(double auth_s, double idle_s);
 int ctl_listen_unix(const char *path, char *err, size_t errlen);
 int ctl_listen_tcp(const char *hostport, const char *token, char *err, size_t errlen);
 void ctl_loop(void);

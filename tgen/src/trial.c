@@ -90,30 +90,6 @@ static void workers_free_trial_state(void)
     }
 }
 
-static int get_num(json_t *p, const char *k, double *v, int *present, rpc_err_t *e)
-{
-    json_t *j = json_object_get(p, k);
-    *present = 0;
-    if (!j || json_is_null(j)) return 0;
-    if (!json_is_number(j)) EFAIL(-32602, "%s: must be a number", k);
-    *v = json_number_value(j);
-    if (!isfinite(*v)) EFAIL(-32602, "%s: must be finite", k);
-    *present = 1;
-    return 0;
-}
-
-static int get_flag(json_t *p, const char *k, int *v, rpc_err_t *e)
-{
-    json_t *j = json_object_get(p, k);
-    if (!j || json_is_null(j)) return 0;
-    if (!json_is_boolean(j)) EFAIL(-32602, "%s: must be a boolean", k);
-    *v = json_is_true(j);
-    return 0;
-}
-
-static const char *trial_keys[] = { "streams", "duration_s", "frames", "pps", "mode", "burst_frames", "bursts",
-    "burst_interval_s", "segments", "learning", "learning_frames", "learning_wait_s", "drain_s", "latency", NULL };
-
 static void send_learning(struct trial *t)
 {
     for (unsigned i = 0; i < t->nstreams; i++) {
@@ -152,9 +128,7 @@ static void begin_running(struct trial *t)
         sg->end_tsc = sg->duration_s > 0 ? off + len : UINT64_MAX;
         /* a pacer that fell behind (shared CPU, slow PMD) may catch up for a while after the end of a
          * timed segment, then the rest is not sent: 10 % of the segment, at least 0.1 s, at most 1 s */
-        double grace = sg->duration_s * 0.1;
-        if (grace < 0.1) grace = 0.1;
-        if (grace > 1.0) grace = 1.0;
+        double grace = trial_seg_grace_s(sg->duration_s);
         sg->cut_tsc = sg->duration_s > 0 ? off + len + (uint64_t)(grace * (double)g_tsc_hz) : UINT64_MAX;
         off = sg->end_tsc == UINT64_MAX ? off : sg->end_tsc;
     }
@@ -169,199 +143,93 @@ static void begin_running(struct trial *t)
         }
         if (e > sched_end) sched_end = e;
     }
-    uint64_t slack = sched_end - start;
-    if (slack < 5 * g_tsc_hz) slack = 5 * g_tsc_hz;
-    t->watchdog_tsc = sched_end + slack;
+    t->watchdog_tsc = sched_end + trial_watchdog_slack(sched_end - start, g_tsc_hz);
     set_phase(PH_RUNNING);
 }
 
-int trial_start(json_t *p, rpc_err_t *e)
+static int stream_exists(unsigned id) { return g_streams[id] != NULL; }
+
+/* a trial for n streams from a validated request; its per-stream arrays are zeroed */
+static struct trial *trial_alloc(const trialcfg_t *tc, unsigned n, rpc_err_t *e)
 {
-    if (trial_active()) EFAIL(-32000, "state: a trial is already %s", phase_name[g_phase]);
-    if (!p) p = json_object();
-    if (!json_is_object(p)) EFAIL(-32602, "params: must be an object");
-    const char *key;
-    json_t *val;
-    json_object_foreach(p, key, val) {
-        int ok = 0;
-        for (int i = 0; trial_keys[i]; i++) if (!strcmp(key, trial_keys[i])) ok = 1;
-        if (!ok) EFAIL(-32602, "%.60s: unknown field", key);
-    }
-    /* streams */
-    static uint16_t ids[MAX_STREAM_ID];
-    unsigned n = 0;
-    json_t *sl = json_object_get(p, "streams");
-    if (sl && !json_is_null(sl)) {
-        if (!json_is_array(sl) || json_array_size(sl) == 0) EFAIL(-32602, "streams: must be a non-empty list of stream ids");
-        size_t i;
-        json_t *x;
-        json_array_foreach(sl, i, x) {
-            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= MAX_STREAM_ID ||
-                !g_streams[json_integer_value(x)])
-                EFAIL(-32001, "streams[%zu]: no such stream", i);
-            for (unsigned k = 0; k < n; k++)
-                if (ids[k] == json_integer_value(x)) EFAIL(-32602, "streams[%zu]: listed twice", i);
-            ids[n++] = (uint16_t)json_integer_value(x);
-        }
-    } else {
-        for (unsigned i = 0; i < MAX_STREAM_ID; i++) if (g_streams[i]) ids[n++] = (uint16_t)i;
-    }
-    if (n == 0) EFAIL(-32602, "streams: no streams defined (stream.add first)");
-
-    double v;
-    int pr;
-    double duration = 0, frames = 0, pps_over = 0;
-    int have_dur = 0, have_frames = 0;
-    if (get_num(p, "duration_s", &v, &pr, e)) return -1;
-    if (pr) { if (!(v > 0) || v > 1e6) EFAIL(-32602, "duration_s: must be > 0 and <= 1e6 (got %g)", v); duration = v; have_dur = 1; }
-    if (get_num(p, "frames", &v, &pr, e)) return -1;
-    if (pr) { if (!(v >= 1) || v != floor(v) || v > 1e15) EFAIL(-32602, "frames: must be a positive integer (got %g)", v); frames = v; have_frames = 1; }
-    if (get_num(p, "pps", &v, &pr, e)) return -1;
-    if (pr) { if (!(v >= PACE_MIN_PPS)) EFAIL(-32602, "pps: must be >= %g (got %g)", PACE_MIN_PPS, v); pps_over = v; }
-    int burst = 0;
-    json_t *mj = json_object_get(p, "mode");
-    if (mj && !json_is_null(mj)) {
-        if (!json_is_string(mj)) EFAIL(-32602, "mode: must be \"continuous\" or \"burst\"");
-        if (!strcmp(json_string_value(mj), "burst")) burst = 1;
-        else if (strcmp(json_string_value(mj), "continuous")) EFAIL(-32602, "mode: must be \"continuous\" or \"burst\"");
-    }
     struct trial *t = calloc(1, sizeof(*t));
-    if (!t) EFAIL(-32603, "out of memory");
-    t->learning = 0;
-    t->learning_frames = 3;
-    t->learning_wait_s = 2.0;
-    t->drain_s = 2.0;
-    t->latency = 1;
-#define TFAIL(c, ...) do { trial_free(t); EFAIL(c, __VA_ARGS__); } while (0)
-    if (get_flag(p, "learning", &t->learning, e) || get_flag(p, "latency", &t->latency, e)) { trial_free(t); return -1; }
-    if (get_num(p, "learning_frames", &v, &pr, e)) { trial_free(t); return -1; }
-    if (pr) { if (v < 1 || v > 1000 || v != floor(v)) TFAIL(-32602, "learning_frames: must be 1..1000"); t->learning_frames = (unsigned)v; }
-    if (get_num(p, "learning_wait_s", &v, &pr, e)) { trial_free(t); return -1; }
-    if (pr) { if (v < 0 || v > 3600) TFAIL(-32602, "learning_wait_s: must be 0..3600"); t->learning_wait_s = v; }
-    if (get_num(p, "drain_s", &v, &pr, e)) { trial_free(t); return -1; }
-    if (pr) { if (v < 0 || v > 3600) TFAIL(-32602, "drain_s: must be 0..3600"); t->drain_s = v; }
-
-    json_t *segs = json_object_get(p, "segments");
-    if (segs && !json_is_null(segs)) {
-        if (burst || have_dur || have_frames) TFAIL(-32602, "segments: cannot be combined with duration_s, frames or burst mode");
-        if (!json_is_array(segs) || json_array_size(segs) == 0 || json_array_size(segs) > MAX_SEGS)
-            TFAIL(-32602, "segments: must be a list of 1..%d {duration_s, scale|pps}", MAX_SEGS);
-        size_t i;
-        json_t *sj;
-        json_array_foreach(segs, i, sj) {
-            struct seg *sg = &t->segs[i];
-            if (!json_is_object(sj)) TFAIL(-32602, "segments[%zu]: must be an object", i);
-            json_t *d = json_object_get(sj, "duration_s"), *sc = json_object_get(sj, "scale"), *pp = json_object_get(sj, "pps");
-            const char *sk;
-            json_t *sv;
-            json_object_foreach(sj, sk, sv) if (strcmp(sk, "duration_s") && strcmp(sk, "scale") && strcmp(sk, "pps"))
-                TFAIL(-32602, "segments[%zu].%.40s: unknown field", i, sk);
-            if (!json_is_number(d) || !(json_number_value(d) > 0) || json_number_value(d) > 1e6)
-                TFAIL(-32602, "segments[%zu].duration_s: must be a number > 0", i);
-            sg->duration_s = json_number_value(d);
-            sg->scale = 1.0;
-            if (sc && pp) TFAIL(-32602, "segments[%zu]: give scale or pps, not both", i);
-            if (sc) {
-                if (!json_is_number(sc) || !(json_number_value(sc) > 0)) TFAIL(-32602, "segments[%zu].scale: must be a number > 0", i);
-                sg->scale = json_number_value(sc);
-            }
-            if (pp) {
-                if (!json_is_number(pp) || !(json_number_value(pp) >= PACE_MIN_PPS)) TFAIL(-32602, "segments[%zu].pps: must be a number >= %g", i, PACE_MIN_PPS);
-                sg->pps = json_number_value(pp);
-            }
-            t->duration_s += sg->duration_s;
-        }
-        t->nsegs = (unsigned)json_array_size(segs);
-    } else if (burst) {
-        double bf = 0, nb = 1, bi = 0;
-        if (get_num(p, "burst_frames", &bf, &pr, e)) { trial_free(t); return -1; }
-        if (!pr || bf < 1 || bf != floor(bf)) TFAIL(-32602, "burst_frames: burst mode needs a positive integer burst_frames");
-        if (get_num(p, "bursts", &v, &pr, e)) { trial_free(t); return -1; }
-        if (pr) { if (v < 1 || v > MAX_SEGS || v != floor(v)) TFAIL(-32602, "bursts: must be 1..%d", MAX_SEGS); nb = v; }
-        if (get_num(p, "burst_interval_s", &v, &pr, e)) { trial_free(t); return -1; }
-        if (pr) { if (!(v > 0)) TFAIL(-32602, "burst_interval_s: must be > 0"); bi = v; }
-        if (nb > 1 && bi <= 0) TFAIL(-32602, "burst_interval_s: needed when bursts > 1");
-        for (unsigned b = 0; b < (unsigned)nb; b++) {
-            struct seg *sg = &t->segs[b];
-            sg->scale = 1.0;
-            sg->max_frames = (uint64_t)bf;
-            sg->duration_s = (b + 1 < (unsigned)nb) ? bi : 0;   /* last burst: until its frames are out */
-        }
-        t->nsegs = (unsigned)nb;
-        t->duration_s = bi * (nb - 1);
-    } else {
-        if (!have_dur && !have_frames) TFAIL(-32602, "duration_s: give duration_s, frames, segments or mode=burst");
-        if (have_dur && have_frames) TFAIL(-32602, "frames: give duration_s or frames, not both");
-        t->segs[0].scale = 1.0;
-        t->segs[0].duration_s = have_dur ? duration : 0;
-        t->segs[0].max_frames = have_frames ? (uint64_t)frames : 0;
-        t->nsegs = 1;
-        t->duration_s = duration;
-    }
-    if (pps_over > 0) for (unsigned s = 0; s < t->nsegs; s++) if (t->segs[s].pps == 0) t->segs[s].pps = pps_over * t->segs[s].scale;
-
-    /* per stream rates, line-rate checks per port and segment */
+    if (!t) { e->code = -32603; snprintf(e->msg, sizeof(e->msg), "out of memory"); return NULL; }
+    memcpy(t->segs, tc->segs, sizeof(t->segs));
+    t->nsegs = tc->nsegs;
+    t->learning = tc->learning;
+    t->latency = tc->latency;
+    t->learning_frames = tc->learning_frames;
+    t->learning_wait_s = tc->learning_wait_s;
+    t->drain_s = tc->drain_s;
+    t->duration_s = tc->duration_s;
     t->ts = aligned_alloc(RTE_CACHE_LINE_SIZE, ((sizeof(struct tx_stream) * n + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE) * RTE_CACHE_LINE_SIZE);
     t->sid_map = malloc(sizeof(int32_t) * MAX_STREAM_ID);
     t->rx_port_of = malloc(n);
-    if (!t->ts || !t->sid_map || !t->rx_port_of) TFAIL(-32603, "out of memory");
+    if (!t->ts || !t->sid_map || !t->rx_port_of) {
+        trial_free(t);
+        e->code = -32603;
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return NULL;
+    }
     memset(t->ts, 0, sizeof(struct tx_stream) * n);
     for (unsigned i = 0; i < MAX_STREAM_ID; i++) t->sid_map[i] = -1;
     t->nstreams = n;
+    return t;
+}
+
+/* per stream and segment: rate, frame gap and frame count; refuse a port offered more than its
+ * line rate in any segment; then the intended duration (timed segments their length; frame-count
+ * segments the time the slowest stream needs for its frames at its rate) */
+static int trial_schedule(struct trial *t, const trialcfg_t *tc, const uint16_t *ids, rpc_err_t *e)
+{
+    double speed[MAX_PORTS];
+    for (unsigned q = 0; q < g_nports; q++) speed[q] = port_speed_bps(q);
     for (unsigned s = 0; s < t->nsegs; s++) {
         double load_bps[MAX_PORTS] = { 0 };
-        for (unsigned i = 0; i < n; i++) {
-            struct stream *st = g_streams[ids[i]];
-            double pps = t->segs[s].pps > 0 ? t->segs[s].pps : st->sc.rate_pps * t->segs[s].scale;
+        for (unsigned i = 0; i < t->nstreams; i++) {
+            const struct stream *st = g_streams[ids[i]];
+            double pps = trial_seg_pps(&t->segs[s], st->sc.rate_pps);
             t->ts[i].seg_pps[s] = pps;
             t->ts[i].gap_fp[s] = pace_gap_fp((double)g_tsc_hz, pps);
-            /* a timed segment carries exactly ceil(duration * rate) frames */
-            t->ts[i].seg_max[s] = t->segs[s].max_frames ? t->segs[s].max_frames
-                                                         : (uint64_t)ceil(t->segs[s].duration_s * pps - 1e-6);
+            t->ts[i].seg_max[s] = trial_seg_frames(&t->segs[s], pps);
             load_bps[st->sc.port] += pps * l1_bits(st->sc.wire_size_b);
         }
-        for (unsigned q = 0; q < g_nports; q++) {
-            double sp = port_speed_bps(q);
-            if (sp > 0 && load_bps[q] > sp * (1 + 1e-9)) {
-                const char *fld = json_object_get(p, "segments") ? "segments" : (pps_over > 0 ? "pps" : "rate");
-                int multi = t->nsegs > 1;
-                trial_free(t);
-                EFAIL(-32602, "%s: port %u would be offered %.0f b/s (L1), above its line rate %.0f b/s%s",
-                      fld, q, load_bps[q], sp, multi ? " in some segment" : "");
-            }
-        }
+        if (trial_check_port_load(tc, load_bps, speed, g_nports, e)) return -1;
     }
-    /* intended duration: timed segments their length; frame-count segments (frames, bursts) the
-     * time the slowest stream needs for its frames at its rate */
     t->duration_s = 0;
     for (unsigned s = 0; s < t->nsegs; s++) {
-        double d = t->segs[s].duration_s;
-        if (!(d > 0))
-            for (unsigned i = 0; i < n; i++)
-                if (t->ts[i].seg_pps[s] > 0 && (double)t->ts[i].seg_max[s] / t->ts[i].seg_pps[s] > d)
-                    d = (double)t->ts[i].seg_max[s] / t->ts[i].seg_pps[s];
+        double d = 0;
+        for (unsigned i = 0; i < t->nstreams; i++) {
+            double l = trial_seg_len_s(&t->segs[s], t->ts[i].seg_max[s], t->ts[i].seg_pps[s]);
+            if (l > d) d = l;
+        }
         t->duration_s += d;
     }
-    /* receive accounting memory: per stream and RX lcore */
-    {
-        unsigned nrx = 0;
-        for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].does_rx) nrx++;
-        double need = (double)n * nrx * ((double)sizeof(seqacct_t) + (t->latency ? 2.0 * sizeof(hist_t) : 0));
-        if (need > 2.0 * 1024 * 1024 * 1024) {
-            trial_free(t);
-            EFAIL(-32602, "streams: %u streams x %u RX lcores need %.0f MB of receive accounting (limit 2048 MB); "
-                  "use fewer streams, fewer RX lcores or latency=false", n, nrx, need / 1048576);
-        }
-    }
-    /* all checks passed: stop old trial state, publish the new one */
+    return 0;
+}
+
+static unsigned rx_lcore_count(void)
+{
+    unsigned nrx = 0;
+    for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].does_rx) nrx++;
+    return nrx;
+}
+
+/* the previous trial ends for good: workers idle, its state freed */
+static void retire_previous_trial(void)
+{
     set_phase(PH_IDLE);
     wait_workers(PH_IDLE);
     workers_free_trial_state();
     trial_free(cur);
     cur = NULL;
     g_trial = NULL;
+}
 
-    for (unsigned i = 0; i < n; i++) {
+/* copy what the data path and the results need from each stream into the trial */
+static void trial_bind_streams(struct trial *t, const uint16_t *ids)
+{
+    for (unsigned i = 0; i < t->nstreams; i++) {
         struct tx_stream *ts = &t->ts[i];
         struct stream *st = g_streams[ids[i]];
         ts->st = st;
@@ -377,6 +245,12 @@ int trial_start(json_t *p, rpc_err_t *e)
         t->port_used[st->sc.port] = 1;
         t->port_used[st->sc.rx_port] = 1;
     }
+}
+
+/* per-lcore state: each worker's TX stream list, RX accounting (and histograms) per trial stream */
+static int workers_alloc_trial_state(struct trial *t, rpc_err_t *e)
+{
+    unsigned n = t->nstreams;
     for (unsigned wi = 0; wi < g_nworkers; wi++) {
         struct worker *w = &g_workers[wi];
         w->tx = calloc(n, sizeof(*w->tx));
@@ -387,7 +261,6 @@ int trial_start(json_t *p, rpc_err_t *e)
             w->ipdv = malloc(sizeof(hist_t) * n);
         }
         if (!w->tx || !w->acct || !w->misrouted || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
-            trial_free(t);
             workers_free_trial_state();
             EFAIL(-32603, "out of memory for %u streams", n);
         }
@@ -397,6 +270,12 @@ int trial_start(json_t *p, rpc_err_t *e)
         }
         w->tx_done = 0;
     }
+    return 0;
+}
+
+/* reset the ports' counters, publish the trial to the workers and start it */
+static void trial_publish(struct trial *t)
+{
     for (unsigned q = 0; q < g_nports; q++) if (t->port_used[q]) { rte_eth_stats_reset((uint16_t)q); rte_eth_xstats_reset((uint16_t)q); }
     t->begin_tsc = rte_rdtsc();
     cur = t;
@@ -409,6 +288,28 @@ int trial_start(json_t *p, rpc_err_t *e)
     } else {
         begin_running(t);
     }
+}
+
+int trial_start(json_t *p, rpc_err_t *e)
+{
+    if (trial_active()) EFAIL(-32000, "state: a trial is already %s", phase_name[g_phase]);
+    static uint16_t ids[MAX_STREAM_ID];
+    static trialcfg_t tc;
+    unsigned n;
+    if (trialcfg_check_keys(p, e) || trialcfg_stream_ids(p, stream_exists, ids, &n, e) || trialcfg_parse(p, &tc, e))
+        return -1;
+    struct trial *t = trial_alloc(&tc, n, e);
+    if (!t) return -1;
+    if (trial_schedule(t, &tc, ids, e) ||
+        trial_check_rx_memory(n, rx_lcore_count(), t->latency, sizeof(seqacct_t), sizeof(hist_t), e)) {
+        trial_free(t);
+        return -1;
+    }
+    /* all checks passed: stop old trial state, publish the new one */
+    retire_previous_trial();
+    trial_bind_streams(t, ids);
+    if (workers_alloc_trial_state(t, e)) { trial_free(t); return -1; }
+    trial_publish(t);
     return 0;
 }
 
@@ -517,55 +418,13 @@ static json_t *latency_json(const hist_t *h, const seqacct_t *a)
     return o;
 }
 
-/* merge per-worker accounting of trial stream i into out (lat/ipdv histograms into lh/ih) */
-static unsigned merged_lcores;
-
-static const seqacct_t *merge_acct(struct trial *t, unsigned i, seqacct_t *m, hist_t *lh, hist_t *ih)
+/* merge the RX lcores' accounting of trial stream i into m (lat/ipdv histograms into lh/ih) */
+static const seqacct_t *merge_acct(unsigned i, seqacct_t *m, hist_t *lh, hist_t *ih, unsigned *nlcores)
 {
-    const seqacct_t *best = NULL;
-    unsigned nw = 0;
-    hist_reset(lh);
-    hist_reset(ih);
-    memset(m, 0, sizeof(*m));
-    for (unsigned w = 0; w < g_nworkers; w++) {
-        if (!g_workers[w].does_rx || !g_workers[w].acct) continue;
-        const seqacct_t *a = &g_workers[w].acct[i];
-        if (a->received == 0 && a->duplicates == 0) continue;
-        nw++;
-        if (!best || a->received > best->received) best = a;
-        if (a->lat) hist_merge(lh, a->lat);
-        if (a->ipdv_abs) hist_merge(ih, a->ipdv_abs);
-    }
-    merged_lcores = nw;
-    if (!best) {
-        for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].does_rx && g_workers[w].acct) { *m = g_workers[w].acct[i]; break; }
-        return NULL;
-    }
-    *m = *best;
-    if (nw > 1) {
-        m->received = m->duplicates = m->reordered = m->seq_gaps = m->ipdv_count = 0;
-        m->ipdv_sum = 0;
-        for (unsigned w = 0; w < g_nworkers; w++) {
-            if (!g_workers[w].does_rx || !g_workers[w].acct) continue;
-            const seqacct_t *a = &g_workers[w].acct[i];
-            if (a->received == 0 && a->duplicates == 0) continue;
-            m->received += a->received;
-            m->duplicates += a->duplicates;
-            m->reordered += a->reordered;
-            m->seq_gaps += a->seq_gaps;
-            if (a->reorder_extent_max > m->reorder_extent_max) m->reorder_extent_max = a->reorder_extent_max;
-            if (a->max_rx_gap_ns > m->max_rx_gap_ns) m->max_rx_gap_ns = a->max_rx_gap_ns;
-            if (a->ipdv_count) {
-                if (m->ipdv_count == 0 || a->ipdv_min < m->ipdv_min) m->ipdv_min = a->ipdv_min;
-                if (m->ipdv_count == 0 || a->ipdv_max > m->ipdv_max) m->ipdv_max = a->ipdv_max;
-                m->ipdv_count += a->ipdv_count;
-                m->ipdv_sum += a->ipdv_sum;
-            }
-        }
-    }
-    m->lat = lh;
-    m->ipdv_abs = ih;
-    return best;
+    static const seqacct_t *per[MAX_WORKERS];
+    for (unsigned w = 0; w < g_nworkers; w++)
+        per[w] = g_workers[w].does_rx && g_workers[w].acct ? &g_workers[w].acct[i] : NULL;
+    return trial_merge_acct(per, g_nworkers, m, lh, ih, nlcores);
 }
 
 static json_t *stream_json(struct trial *t, unsigned i, int final)
@@ -573,7 +432,8 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     struct tx_stream *ts = &t->ts[i];
     static seqacct_t m;
     static hist_t lh, ih;
-    merge_acct(t, i, &m, &lh, &ih);
+    unsigned nlcores;
+    merge_acct(i, &m, &lh, &ih, &nlcores);
     json_t *o = json_object();
     uint64_t sent = ts->sent;
     json_object_set_new(o, "id", json_integer(ts->sid));
@@ -581,24 +441,16 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     json_object_set_new(o, "tx_port", json_integer(ts->tx_port));
     json_object_set_new(o, "rx_port", json_integer(ts->rx_port));
     /* intended rate: frames the schedule asks for over the scheduled time */
-    double ifr = 0, idur = 0;
-    for (unsigned s = 0; s < t->nsegs; s++) {
-        double pps = ts->seg_pps[s];
-        ifr += (double)ts->seg_max[s];
-        idur += t->segs[s].duration_s > 0 ? t->segs[s].duration_s : (double)ts->seg_max[s] / pps;
-    }
-    /* burst and frame-count trials: the rate inside the burst; timed segments: the mean */
-    double ipps = (t->segs[0].max_frames || idur <= 0) ? ts->seg_pps[0] : ifr / idur;
+    double ifr, ipps;
+    trial_stream_intended(t->segs, t->nsegs, ts->seg_pps, ts->seg_max, &ifr, &ipps);
     json_object_set_new(o, "intended_pps", json_real(ipps));
     json_object_set_new(o, "intended_frames", json_integer((json_int_t)ifr));
-    double span_ns = 0;
-    if (sent) span_ns = (double)(ts->last_tx_ns - ((t->t0_ns) & ((1ULL << 48) - 1))) + 1e9 / ts->seg_pps[t->nsegs - 1];
-    double eff = span_ns / 1e9;
+    double eff = trial_effective_s(sent, ts->last_tx_ns, t->t0_ns, ts->seg_pps[t->nsegs - 1]);
     json_object_set_new(o, "effective_duration_s", json_real(eff));
     json_object_set_new(o, "achieved_pps", json_real(eff > 0 ? (double)sent / eff : 0));
     json_object_set_new(o, "sent", json_integer((json_int_t)sent));
     json_object_set_new(o, "received", json_integer((json_int_t)m.received));
-    uint64_t lost = sent > m.received ? sent - m.received : 0;
+    uint64_t lost = trial_lost(sent, m.received);
     json_object_set_new(o, "lost", json_integer((json_int_t)lost));
     uint64_t mis = 0;
     for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].misrouted) mis += g_workers[w].misrouted[i];
@@ -607,7 +459,7 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     json_object_set_new(o, "reordered", json_integer((json_int_t)m.reordered));
     json_object_set_new(o, "reorder_extent_max", json_integer((json_int_t)m.reorder_extent_max));
     json_object_set_new(o, "seq_gaps", json_integer((json_int_t)m.seq_gaps));
-    json_object_set_new(o, "rx_lcores", json_integer(merged_lcores));
+    json_object_set_new(o, "rx_lcores", json_integer(nlcores));
     int64_t fl = -1, ll = -1;
     if (final && lost) seqacct_loss_times(&m, sent, ts->first_tx_ns, ts->last_tx_ns, &fl, &ll);
     uint64_t t0 = t->t0_ns & ((1ULL << 48) - 1);

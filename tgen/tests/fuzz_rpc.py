@@ -4,6 +4,7 @@ every request with a result or a JSON-RPC error and stay alive.   python3 tgen/t
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,7 +39,8 @@ def main():
     random.seed(int(os.environ.get("SEED", "1")))
     tmp = tempfile.mkdtemp(prefix="tgen-fuzz-")
     sock = os.path.join(tmp, "s")
-    p = subprocess.Popen([BIN, "--no-huge", "-m", "512", "--no-pci", f"--file-prefix=tgfz{os.getpid()}",
+    prefix = f"tgfz{os.getpid()}"
+    p = subprocess.Popen([BIN, "--no-huge", "-m", "512", "--no-pci", f"--file-prefix={prefix}",
                           "--lcores", "0@0,1@0", "--vdev", "net_ring0", "--log-level", "1", "--",
                           "--socket", sock, "--port", "0:speed=10G"], stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "err"), "w"))
     json.loads(p.stdout.readline())
@@ -79,6 +81,9 @@ def main():
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait(10)
+            # killed: tgen removes its EAL runtime directory itself only when it exits
+            shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
     ok = p.returncode == 0
     print(f"{answered} requests answered, exit code {p.returncode}; {'1 passed, 0 failed' if ok else '0 passed, 1 failed'}")
     return 0 if ok else 1

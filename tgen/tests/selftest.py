@@ -8,6 +8,7 @@ socket with JSON-RPC, checks exact counts and the error handling, and shuts it d
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,7 +66,8 @@ def wait_done(c, timeout=30):
 def main():
     tmp = tempfile.mkdtemp(prefix="tgen-selftest-")
     sock = os.path.join(tmp, "tgen.sock")
-    cmd = [BIN, "--no-huge", "-m", "512", "--no-pci", f"--file-prefix=tgst{os.getpid()}", "--lcores", "0@0,1@0",
+    prefix = f"tgst{os.getpid()}"
+    cmd = [BIN, "--no-huge", "-m", "512", "--no-pci", f"--file-prefix={prefix}", "--lcores", "0@0,1@0",
            "--vdev", "net_ring0", "--log-level", "4", "--", "--socket", sock, "--port", "0:speed=10G"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -171,6 +173,9 @@ def main():
         if p.poll() is None:
             p.terminate()
             p.wait(10)
+        if p.returncode not in (0, 1, 2):
+            # killed: tgen removes its EAL runtime directory itself only when it exits
+            shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
         err = p.stderr.read().decode(errors="replace")
         if fails:
             print(err[-3000:])
