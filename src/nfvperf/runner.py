@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import Suite, format_link_speed
+from nfvperf.methods import is_sizeless, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable
 from nfvperf.units import directions
@@ -385,10 +386,6 @@ def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -
                                         workdir=topology.run.run_dir)
 
 
-#: the only method ``--tg iperf3`` runs
-IPERF3_METHODS = ("tcp",)
-
-
 # --------------------------------------------------------------------------- the run
 
 def traffic_profile(traffic: dict[str, Any], size: Optional[int], suite: Suite) -> TrafficProfile:
@@ -493,7 +490,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                     store.update_run(run.id, environment=env)
                     topo_row = dict(info["spec"], switching_operations=info.get("switching_operations"))
                     for test, size in group:
-                        label = (f"{test.name} {size} B" if size else test.name if test.method in SIZELESS_METHODS
+                        label = (f"{test.name} {size} B" if size else test.name if is_sizeless(test.method)
                                  else f"{test.name} IMIX")
                         progress.unit(label)
                         profile = traffic_profile(test.traffic, size, suite)
@@ -505,7 +502,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
                         rec = Recorder(store, trow.id, interrupts, progress, label)
                         t0 = time.monotonic()
                         try:
-                            if tg == "iperf3" and test.method not in IPERF3_METHODS:
+                            if tg == "iperf3" and not runs_on_iperf3(test.method):
                                 from nfvperf.trial import Unsupported
                                 raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                                                   "(--tg iperf3 runs only the tcp method)")
@@ -617,14 +614,10 @@ def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: d
     return params.model_copy(update={"throughput_pps": v})
 
 
-# methods whose result does not depend on the frame size: one unit, no size loop
-SIZELESS_METHODS = ("tcp",)
-
-
 def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
     """(test, frame size) in suite order; None for IMIX and size-less methods."""
     return [(t, s) for t in suite.tests
-            for s in ([None] if t.traffic.get("imix") or t.method in SIZELESS_METHODS else t.frame_sizes)]
+            for s in ([None] if t.traffic.get("imix") or is_sizeless(t.method) else t.frame_sizes)]
 
 
 def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, scalars, size_of)
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 
-THROUGHPUT_METHODS = ("throughput", "rfc2889_forwarding")
+# the methods whose result is a rate per interface (they declare ``headline=RATE``)
+THROUGHPUT_METHODS = rate_methods()
 PCTS = ("50", "90", "99", "99.9", "99.99")
 
 
@@ -234,7 +236,7 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> l
         ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
         name = _label(name, kind, group, traffic)
         definition = ""
-        lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "% of Throughput", "Load fps / interface",
+        lt = Table(f"{name}: {SUMMARY_TITLES['latency']}", "", ["Frame B", "% of Throughput", "Load fps / interface",
                                                              "Repetitions", "Samples", "Min µs", "Avg µs", "Max µs",
                                                              "Frames lost"], key="latency")
         pt = Table(f"{name}: latency percentiles and delay variation", "µs, mean over repetitions; PDV = RFC 5481 "
@@ -281,7 +283,7 @@ def _pct(pc: dict[str, Any], p: str) -> Any:
 def _loss_tables(tests: list[Any]) -> list[Table]:
     out: list[Table] = []
     for name, group in _by_name(tests, ("frame_loss_rate",)).items():
-        ft = Table(f"{name}: frame loss rate (RFC 2544 §26.3)",
+        ft = Table(f"{name}: {SUMMARY_TITLES['frame_loss_rate']}",
                    "Load in % of the theoretical maximum (L1) per interface; loss % = (in − out) × 100 / in.",
                    ["Frame B", "Load % (L1)", "Load fps / interface", "Sent", "Received", "Loss %"], key="loss")
         for t in group:
@@ -294,14 +296,8 @@ def _loss_tables(tests: list[Any]) -> list[Table]:
     return out
 
 
-SUMMARY_TITLES = {
-    "back_to_back": "back-to-back frames (RFC 9004)",
-    "system_recovery": "system recovery (RFC 2544 §26.5)",
-    "reset": "reset (RFC 6201)",
-    "rfc2889_address_caching": "address caching capacity (RFC 2889)",
-    "rfc2889_address_learning": "address learning rate (RFC 2889)",
-    "tcp": "TCP throughput",
-}
+# table titles the methods declare (MethodInfo.title)
+SUMMARY_TITLES = {name: method_info(name).title or name for name in METHODS}
 
 
 def _ms(s_: Any) -> str:
@@ -372,7 +368,7 @@ def _other_tables(tests: list[Any]) -> list[Table]:
     groups: dict[str, list[Any]] = {}
     for t in tests:
         if t.method not in known:      # all TCP tests in one table (seed 001: one row per stream count)
-            groups.setdefault("tcp" if t.method == "tcp" else t.name, []).append(t)
+            groups.setdefault(t.method if runs_on_iperf3(t.method) else t.name, []).append(t)
     for name, group in groups.items():
         method = group[0].method
         if method in SPECIAL:
