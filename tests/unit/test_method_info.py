@@ -47,13 +47,12 @@ def test_runner_and_report_follow_the_declarations(monkeypatch) -> None:
 
     info = MethodInfo("fake_soak", MethodParams, fake_run, sizeless=True, title="soak (fake)")
     monkeypatch.setitem(REGISTRY, "fake_soak", info)
-    if True:
-        t = SimpleNamespace(method="fake_soak", traffic={}, frame_sizes=[64, 128])
-        u = SimpleNamespace(method="throughput", traffic={}, frame_sizes=[64, 128])
-        units = runner.test_units(SimpleNamespace(tests=[t, u]))
-        assert units == [(t, None), (u, 64), (u, 128)]
-        assert tables.SUMMARY_TITLES["tcp"] == REGISTRY["tcp"].title
-        tests = [SimpleNamespace(method="tcp", name=f"tcp-{i}", results=[], frame_size_b=None, status="failed")
-                 for i in range(2)]
-        out = tables._other_tables(tests)
-        assert len(out) == 1                      # every iperf3 test in one table (declared tcp=True)
+    t = SimpleNamespace(method="fake_soak", traffic={}, frame_sizes=[64, 128])
+    u = SimpleNamespace(method="throughput", traffic={}, frame_sizes=[64, 128])
+    units = runner.test_units(SimpleNamespace(tests=[t, u]))
+    assert units == [(t, None), (u, 64), (u, 128)]
+    assert tables.SUMMARY_TITLES["tcp"] == REGISTRY["tcp"].title
+    tests = [SimpleNamespace(method="tcp", name=f"tcp-{i}", results=[], frame_size_b=None, status="failed")
+             for i in range(2)]
+    out = tables._other_tables(tests)
+    assert len(out) == 1                      # every iperf3 test in one table (declared tcp=True)
