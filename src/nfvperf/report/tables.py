@@ -151,14 +151,8 @@ def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, i
 def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
     """``name [kind, what differs from the suite's traffic, OVS rules/PMD mask]`` for a table title."""
     tr = (group[0].traffic or {}) if group else {}
-    ovs = ((group[0].topology or {}).get("ovs") or {}) if group else {}
     bits = [kind] if kind else []
-    if ovs.get("pmd_cpu_mask"):
-        bits.append(f"pmd-cpu-mask {ovs['pmd_cpu_mask']}")
-    if ovs.get("n_rxq", 1) != 1:
-        bits.append(f"{ovs['n_rxq']} rxq")
-    if ovs.get("rules"):
-        bits.append(f"{ovs['rules']:,} rules")
+    bits += _dut_bits((group[0].topology or {}) if group else {})
     flows = tr.get("flows_per_port")
     if flows and flows != suite_traffic.get("flows_per_port", 1):
         bits.append(f"{flows:,} flows/port")
@@ -169,6 +163,18 @@ def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
     if tr.get("bidirectional") is False and suite_traffic.get("bidirectional", True):
         bits.append("unidirectional")
     return f"{name} [{', '.join(bits)}]" if bits else name
+
+
+def _dut_bits(topology: dict[str, Any]) -> list[str]:
+    """What the stored topology's DUT adapter says about its non-default options (OVS: PMD mask,
+    rx queues, rules)."""
+    from nfvperf.dut.base import dut_class
+    try:
+        cls = dut_class(str(topology.get("dut") or ""))
+    except ValueError:
+        return []
+    section = topology.get(cls.options_key) if cls.options_key else None
+    return cls.describe_options(section) if isinstance(section, dict) else []
 
 
 def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:

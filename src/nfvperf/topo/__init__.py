@@ -6,8 +6,10 @@ picks the class registered for ``spec.kind``.  A topology module registers itsel
     from nfvperf.topo import register
     from nfvperf.topo.base import Topology
 
-    @register("pvp")
-    class Pvp(Topology): ...
+    @register("my-kind")
+    class MyKind(Topology):
+        duts = ("my-switch",)        # the DUT adapters it can drive (None: any)
+        def setup(self): ...
 
 Modules of this package are imported on demand (every module, so a new topology file needs no
 edit here); there is no ``if kind == ...`` chain.  A topology class declares what it can use
