@@ -345,7 +345,7 @@ def cmd_calc(args: argparse.Namespace) -> int:
 # Commands whose options belong to another module: their argv is handed over untouched
 # (argparse's REMAINDER would refuse leading options such as `cleanup --tag X`).
 DELEGATES = {
-    "preflight": ("nfvperf.host.preflight", "check the host (hugepages, cores, DPDK, OVS)"),
+    "preflight": ("nfvperf.topo.preflight", "check the host (hugepages, cores, DPDK, OVS)"),
     "cleanup": ("nfvperf.host.cleanup", "remove leftovers of killed runs (netns, veth, processes)"),
     "image": ("nfvperf.vm.image", "build the VM VNF guest image (nfvperf image build)"),
 }

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import Suite, format_link_speed, topology_overrides
+from nfvperf.methods import is_sizeless, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.units import directions
@@ -385,10 +386,6 @@ def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -
                                         workdir=topology.run.run_dir)
 
 
-#: the only method ``--tg iperf3`` runs
-IPERF3_METHODS = ("tcp",)
-
-
 # --------------------------------------------------------------------------- the run
 
 def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
@@ -442,7 +439,7 @@ def run_reference(store: Store, run: Any) -> dict[str, Any]:
 
 
 def unit_label(test: Any, size: Optional[int]) -> str:
-    return (f"{test.name} {size} B" if size else test.name if test.method in SIZELESS_METHODS
+    return (f"{test.name} {size} B" if size else test.name if is_sizeless(test.method)
             else f"{test.name} IMIX")
 
 
@@ -531,7 +528,7 @@ class RunLoop:
                      profile: TrafficProfile, ndir: int, test_id: int, rec: Recorder, label: str) -> str:
         """The method's run and its stored result; returns the log text."""
         from nfvperf.report.extract import summarize_result
-        if self.tg == "iperf3" and test.method not in IPERF3_METHODS:
+        if self.tg == "iperf3" and not runs_on_iperf3(test.method):
             from nfvperf.trial import Unsupported
             raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                               "(--tg iperf3 runs only the tcp method)")
@@ -667,14 +664,10 @@ def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: d
     return params.model_copy(update={"throughput_pps": v})
 
 
-# methods whose result does not depend on the frame size: one unit, no size loop
-SIZELESS_METHODS = ("tcp",)
-
-
 def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
     """(test, frame size) in suite order; None for IMIX and size-less methods."""
     return [(t, s) for t in suite.tests
-            for s in ([None] if t.traffic.get("imix") or t.method in SIZELESS_METHODS else t.frame_sizes)]
+            for s in ([None] if t.traffic.get("imix") or is_sizeless(t.method) else t.frame_sizes)]
 
 
 def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:

@@ -25,15 +25,18 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict
 
 from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
+from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
+__all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
            "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
@@ -114,12 +117,62 @@ def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> st
 
 
 # ----------------------------------------------------------------------------------- adapter
+class AdapterOptions(BaseModel):
+    """Base of an adapter's options model (its section of the suite's ``topology:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class DutAdapter(abc.ABC):
-    """One switch or VNF.  Subclasses set ``name`` and implement the abstract methods."""
+    """One switch or VNF.  Subclasses set ``name`` and implement the abstract methods.
+
+    What the adapter needs and offers is declared here, on the class, so nothing outside it
+    names a specific DUT: its options (``options_key`` = the ``topology:`` section, e.g.
+    ``ovs``, validated by ``options_model``), the port kinds it can drive, its binaries, its
+    hugepage and polling-core demand, and its preflight needs."""
 
     name: str = "abstract"
     #: how many forwarding operations ("switching operations", seed 000 Table 5-1) one pass makes
     switching_operations: int = 1
+    #: the suite's ``topology.<options_key>:`` section and the pydantic model validating it
+    options_key: ClassVar[Optional[str]] = None
+    options_model: ClassVar[Optional[type[BaseModel]]] = None
+    #: TopologySpec.port_kind values the adapter can drive
+    port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "pci")
+    #: the programs it runs (required by preflight when the adapter is used)
+    binaries: ClassVar[tuple[Binary, ...]] = ()
+    #: busy-polling CPUs it wants (the CPU plan's ``dut`` role); 0 = it forwards in the kernel
+    polling_cpus: ClassVar[int] = 1
+
+    @classmethod
+    def options(cls, spec: Any) -> Any:
+        """This adapter's options section of a TopologySpec (None without one)."""
+        return getattr(spec, cls.options_key, None) if cls.options_key else None
+
+    @classmethod
+    def hugepage_demand_mb(cls, spec: Any) -> int:
+        """Hugepage memory (MB) one instance needs with ``spec`` (a TopologySpec)."""
+        return 0
+
+    @classmethod
+    def preflight_needs(cls, spec: Any) -> Needs:
+        """What preflight must find on the host for this adapter: its binaries, required."""
+        return Needs(hugepages_mb=cls.hugepage_demand_mb(spec)).need(*cls.binaries)
+
+    @classmethod
+    def spec_options(cls, spec: Any) -> dict[str, Any]:
+        """Constructor keywords a topology passes, taken from the adapter's options section."""
+        return {}
+
+    @classmethod
+    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+        """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards
+        on the generator's CPUs."""
+
+    @classmethod
+    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+        """Short labels for non-default options (a stored options section) for report titles."""
+        return []
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                  **options: Any):
@@ -194,6 +247,17 @@ def register_dut(name: str):
         return cls
 
     return deco
+
+
+def dut_class(name: str) -> type[DutAdapter]:
+    """The adapter class registered as ``name`` (imports the adapter modules on demand)."""
+    if name not in DUT_REGISTRY:
+        from nfvperf import dut as _pkg
+        _pkg.load_adapters()
+    try:
+        return DUT_REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown DUT {name!r}; known: {sorted(DUT_REGISTRY)}") from None
 
 
 def create_dut(name: str, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),

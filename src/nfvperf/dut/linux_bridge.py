@@ -16,19 +16,48 @@ from __future__ import annotations
 import contextlib
 import logging
 import platform
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
+
+from pydantic import Field
 
 from nfvperf.host import netns as N
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from .base import DutAdapter, DutFailure, Flow, PortRef, Unsupported, register_dut
+from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Unsupported, register_dut
 
 log = logging.getLogger(__name__)
+
+
+# the suite's ``topology.linux_bridge:`` section
+class LinuxBridgeSpec(AdapterOptions):
+    mode: Literal["pairs", "single"] = Field(
+        "pairs", description="one bridge per port pair (cross-connect) or all ports in one bridge")
+    ageing_s: float = Field(300.0, ge=0)
 
 
 @register_dut("linux-bridge")
 class LinuxBridge(DutAdapter):
     name = "linux-bridge"
+    options_key = "linux_bridge"
+    options_model = LinuxBridgeSpec
+    port_kinds = ("af_packet", "af_xdp")      # bridges kernel interfaces (veth), not PCI NICs
+    polling_cpus = 0                           # forwards in softirq context, no polling thread
+
+    @classmethod
+    def spec_options(cls, spec: Any) -> dict[str, Any]:
+        lb = cls.options(spec)
+        return {} if lb is None else dict(mode=lb.mode, ageing_s=lb.ageing_s)
+
+    @classmethod
+    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+        if getattr(spec, "port_kind", "") == "pci":
+            return
+        # veth transmit runs the receiving side (bridge, peer veth) in the sender's softirq:
+        # the kernel DUT forwards on the generator's CPU
+        plan.cores_shared = True
+        plan.warnings.append("CORES SHARED: the Linux bridge forwards in softirq context on "
+                             "the CPU that transmits into the veth, i.e. the generator's "
+                             f"CPU(s) {plan.cpus('tgen')}; results are a lower bound")
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                  netns: Optional[str] = None, mode: str = "pairs", ageing_s: float = 300.0,

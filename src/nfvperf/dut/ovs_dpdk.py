@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from nfvperf.dut.base import DutAdapter, Flow, PortRef, cross_connect, register_dut
+from pydantic import Field
+
+from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import cpu_mask
 from nfvperf.host.netns import add_address, set_link
-from nfvperf.host.preflight import find_binary
+from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
@@ -56,8 +58,37 @@ class OvsPort:
     options: dict[str, str] = field(default_factory=dict)
 
 
+OVS_VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+#: the programs the adapter runs (preflight requires them)
+VSWITCHD = Binary("ovs-vswitchd-dpdk", "openvswitch-switch-dpdk", candidates=(OVS_VSWITCHD_DPDK,),
+                  env="NFVPERF_OVS_VSWITCHD")
+OVSDB_SERVER = Binary("ovsdb-server", "openvswitch-switch")
+
+
+# the suite's ``topology.ovs:`` section
+class OvsSpec(AdapterOptions):
+    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2'")
+    n_rxq: int = Field(1, ge=1, le=64)
+    n_rxq_desc: int = Field(1024, ge=64, le=8192)
+    n_txq_desc: int = Field(1024, ge=64, le=8192)
+    emc_insert_inv_prob: Optional[int] = Field(None, ge=0, le=4294967295)
+    smc_enable: bool = False
+    socket_mem_mb: int = Field(1024, ge=256)
+    rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    pmd_maxsleep_us: Optional[int] = Field(
+        None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
+        "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
+        "generator/VNF when idle), else off")
+    existing_db: Optional[str] = Field(
+        None, description="use an OVS that is already running: its ovsdb socket "
+        "(e.g. /var/run/openvswitch/db.sock); nfvperf then only adds and deletes its own bridge")
+    existing_ctl: Optional[str] = Field(
+        None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
+        "next to existing_db)")
+
+
 def _find_vswitchd() -> str:
-    path = find_binary("ovs-vswitchd-dpdk")       # also honours $NFVPERF_OVS_VSWITCHD
+    path = VSWITCHD.find()       # also honours $NFVPERF_OVS_VSWITCHD
     if not path:
         raise OvsError("ovs-vswitchd with DPDK not found (apt-get install openvswitch-switch-dpdk, "
                        "or set NFVPERF_OVS_VSWITCHD)")
@@ -69,13 +100,32 @@ class OvsDpdk(DutAdapter):
     """OVS-DPDK in the run directory (see the module doc).
 
     ``cpus`` are the PMD CPUs (``pmd-cpu-mask``) unless ``spec.pmd_cpu_mask`` says otherwise;
-    ``spec`` is :class:`nfvperf.topo.spec.OvsSpec`; ``lcore_cpu`` runs the non-PMD threads.
+    ``spec`` is :class:`OvsSpec` (or a TopologySpec); ``lcore_cpu`` runs the non-PMD threads.
     Ports given to :meth:`add_port` (a :class:`PortRef`) go on the first bridge with OpenFlow port
     number index + 1; a ``veth`` port's namespace becomes OVS's namespace when ``netns`` is not set.
     """
 
     name = "ovs-dpdk"
     switching_operations = 1
+    options_key = "ovs"
+    options_model = OvsSpec
+    binaries = (VSWITCHD, OVSDB_SERVER)
+
+    @classmethod
+    def hugepage_demand_mb(cls, spec: Any) -> int:
+        ovs = cls.options(spec)
+        return int(ovs.socket_mem_mb if ovs is not None else OvsSpec().socket_mem_mb)
+
+    @classmethod
+    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+        bits = []
+        if section.get("pmd_cpu_mask"):
+            bits.append(f"pmd-cpu-mask {section['pmd_cpu_mask']}")
+        if section.get("n_rxq", 1) != 1:
+            bits.append(f"{section['n_rxq']} rxq")
+        if section.get("rules"):
+            bits.append(f"{section['rules']:,} rules")
+        return bits
 
     def __init__(self, run: RunContext, tracker: Optional[ResourceTracker] = None,
                  cpus: Sequence[int] = (), spec: Any = None, *, netns: Optional[str] = None,

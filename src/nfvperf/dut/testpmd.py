@@ -20,12 +20,15 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
+
+from pydantic import Field, field_validator
 
 from nfvperf.host import hugepages as hp
+from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from .base import DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
+from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
     cross_connect, register_dut
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,33 @@ def check_vnf_queue_size(n: int) -> int:
         raise ValueError(f"virtqueue size must be a power of two in {VNF_QUEUE_SIZE_MIN}.."
                          f"{VNF_QUEUE_SIZE_MAX}, not {n!r}")
     return n
+
+
+#: the testpmd binary (also the container VNF's)
+TESTPMD = Binary("dpdk-testpmd", "dpdk", env="NFVPERF_TESTPMD")
+
+
+# the suite's ``topology.testpmd:`` section: the testpmd DUT and the container VNFs
+class TestpmdSpec(AdapterOptions):
+    __test__ = False   # not a pytest class
+    forward_mode: Literal["io", "mac"] = "io"
+    lcores: Optional[str] = Field(None, description="EAL --lcores, e.g. '0@0,1@1' (default: the CPU plan)")
+    memory: Literal["hugepages", "in-memory", "no-huge"] = Field(
+        "hugepages", description="hugepage files with the run's --file-prefix, --in-memory, or --no-huge")
+    queues: int = Field(1, ge=1, le=16, description="rx/tx queues per port")
+    rxd: int = Field(1024, ge=64, le=8192)
+    txd: int = Field(1024, ge=64, le=8192)
+    vnf_queue_size: int = Field(
+        1024, ge=64, le=4096, description="virtqueue size of the container VNF's virtio-user ports "
+        "(a power of two; DPDK's default is 256): a VNF sharing a CPU is descheduled for "
+        "milliseconds, and the vring is what the switch can queue to it meanwhile")
+
+    @field_validator("vnf_queue_size")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"vnf_queue_size must be a power of two, not {v}")
+        return v
 
 
 def find_testpmd() -> str:
@@ -84,6 +114,11 @@ class _TestpmdProcess(DutAdapter):
     """Common part: argv, interactive console, counters, life cycle."""
 
     role = "dut"
+    binaries = (TESTPMD,)
+
+    @classmethod
+    def hugepage_demand_mb(cls, spec: Any) -> int:
+        return 512          # mbuf pools of a few ports with 1024 descriptors
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                  netns: Optional[str] = None, forward_mode: Optional[str] = None,
@@ -286,6 +321,15 @@ class Testpmd(_TestpmdProcess):
     name = "testpmd"
     role = "dut"
     __test__ = False      # not a pytest class
+    options_key = "testpmd"
+    options_model = TestpmdSpec
+
+    @classmethod
+    def spec_options(cls, spec: Any) -> dict[str, Any]:
+        tp = cls.options(spec)
+        if tp is None:
+            return {}
+        return dict(memory=tp.memory, queues=tp.queues, rxd=tp.rxd, txd=tp.txd)
 
 
 class TestpmdVnf(_TestpmdProcess):

@@ -6,20 +6,22 @@ every result's environment, so a report shows under which conditions it was meas
 KSM off, the NIC's NUMA node).  A *required* check that fails raises :class:`PreflightError`
 whose message says what to do.
 
-``nfvperf preflight`` prints the same list.
+This module is a library of checks and knows no topology, DUT or generator: the topologies and
+adapters declare what they need (:class:`Needs`: binaries, PCI devices, extra checks such as the
+generator's) and :func:`run_checks` checks that.  ``nfvperf preflight`` (``nfvperf.topo.preflight``)
+collects the needs of a topology kind and DUT and prints the same list.
 """
 from __future__ import annotations
 
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import hugepages as hp
 
-OVS_VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 MIN_FREE_HUGEPAGES_MB = 512          # tgen + one DPDK DUT with modest pools
 RECOMMENDED_FREE_HUGEPAGES_MB = 2048
 
@@ -154,37 +156,82 @@ def check_ksm() -> Check:
     return Check("ksm", "ok", "KSM off")
 
 
+@dataclass(frozen=True)
+class Binary:
+    """A program a topology or adapter runs: where to look and which package provides it."""
+
+    name: str
+    package: str = ""                      # Debian package (the fix); default: the name
+    candidates: tuple[str, ...] = ()       # paths tried before $PATH
+    env: str = ""                          # an environment variable naming the path (tried first)
+
+    def find(self) -> Optional[str]:
+        if self.env or self.candidates:
+            for cand in (os.environ.get(self.env) if self.env else None, *self.candidates):
+                if cand and os.access(cand, os.X_OK):
+                    return cand
+        return shutil.which(self.name)
+
+
 def find_binary(name: str) -> Optional[str]:
-    if name == "ovs-vswitchd-dpdk":
-        env = os.environ.get("NFVPERF_OVS_VSWITCHD")
-        for cand in (env, OVS_VSWITCHD_DPDK, shutil.which(name)):
-            if cand and os.access(cand, os.X_OK):
-                return cand
-        return None
     return shutil.which(name)
 
 
-_PKG = {"dpdk-testpmd": "dpdk", "ovs-vswitchd-dpdk": "openvswitch-switch-dpdk",
-        "ovsdb-server": "openvswitch-switch", "tshark": "tshark", "iperf3": "iperf3",
-        "ip": "iproute2", "qemu-system-x86_64": "qemu-system-x86"}
-
-
-def check_binary(name: str, required: bool = False) -> Check:
-    path = find_binary(name)
+def check_binary(name: "str | Binary", required: bool = False) -> Check:
+    b = name if isinstance(name, Binary) else Binary(name)
+    path = b.find()
     if path:
-        return Check(f"binary:{name}", "ok", path, required=required)
-    return Check(f"binary:{name}", "fail" if required else "warn", f"{name} not found",
-                 f"apt-get install {_PKG.get(name, name)}", required=required)
+        return Check(f"binary:{b.name}", "ok", path, required=required)
+    return Check(f"binary:{b.name}", "fail" if required else "warn", f"{b.name} not found",
+                 f"apt-get install {b.package or b.name}"
+                 + (f" (or set {b.env})" if b.env else ""), required=required)
 
 
-def check_tgen(required: bool = False) -> Check:
+def check_tool(name: str, find: Callable[[], Any], fix: str, required: bool = False) -> Check:
+    """A check named ``name`` that passes when ``find()`` returns a path (and does not raise)."""
     try:
-        from nfvperf.tg.tgen import find_tgen_binary
-        path = find_tgen_binary()
-        return Check("tgen", "ok", str(path), required=required)
+        path = find()
+        if not path:
+            raise FileNotFoundError(f"{name} not found")
+        return Check(name, "ok", str(path), required=required)
     except Exception as e:  # noqa: BLE001
-        return Check("tgen", "fail" if required else "warn", f"tgen not built: {e}",
-                     "make build (needs meson, ninja, libdpdk-dev)", required=required)
+        return Check(name, "fail" if required else "warn", f"{name} not found: {e}", fix,
+                     required=required)
+
+
+#: what every run uses, whatever the topology: optional helpers and iproute2
+BASE_BINARIES: dict[str, tuple[Binary, bool]] = {
+    "tshark": (Binary("tshark"), False), "iperf3": (Binary("iperf3"), False),
+    "ip": (Binary("ip", "iproute2"), True)}
+
+
+@dataclass
+class Needs:
+    """What a topology and its DUT/VNFs need from the host (they declare it; preflight checks).
+
+    ``binaries``: name -> (Binary, required); ``pci``: PCI addresses of the ports;
+    ``checks``: further checks such as the generator's, callables ``(required names) -> Check or
+    [Check]``; ``hugepages_mb``: the hugepage memory they will use."""
+
+    binaries: dict[str, tuple[Binary, bool]] = field(default_factory=dict)
+    pci: list[str] = field(default_factory=list)
+    checks: list[Callable[[Sequence[str]], Any]] = field(default_factory=list)
+    hugepages_mb: int = 0
+
+    def need(self, *binaries: Binary, required: bool = True) -> "Needs":
+        for b in binaries:
+            old = self.binaries.get(b.name)
+            self.binaries[b.name] = (b, required or bool(old and old[1]))
+        return self
+
+    def merge(self, other: Optional["Needs"]) -> "Needs":
+        if other is not None:
+            for b, req in other.binaries.values():
+                self.need(b, required=req)
+            self.pci += [a for a in other.pci if a not in self.pci]
+            self.checks += other.checks
+            self.hugepages_mb += other.hugepages_mb
+        return self
 
 
 def check_pci(addr: str, cpus: Iterable[int] = ()) -> Check:
@@ -213,36 +260,27 @@ def check_pci(addr: str, cpus: Iterable[int] = ()) -> Check:
     return Check(f"pci:{addr}", "ok", detail, required=True)
 
 
-def binaries_for(spec: Any) -> dict[str, bool]:
-    """{binary: required} for a TopologySpec (None: everything optional)."""
-    need = {"dpdk-testpmd": False, "ovs-vswitchd-dpdk": False, "ovsdb-server": False,
-            "tshark": False, "iperf3": False, "ip": True}
-    if spec is not None:
-        dut = getattr(spec, "dut", "")
-        if dut == "testpmd" or getattr(spec, "kind", "") in ("pvp", "pvvp", "vxlan"):
-            need["dpdk-testpmd"] = dut == "testpmd" or getattr(spec, "vnf", "") == "container"
-        if dut == "ovs-dpdk":
-            need["ovs-vswitchd-dpdk"] = need["ovsdb-server"] = True
-        if getattr(spec, "vnf", "") == "vm" and getattr(spec, "kind", "") in ("pvp", "pvvp", "vxlan"):
-            need["qemu-system-x86_64"] = True
-    return need
-
-
-def run_checks(spec: Any = None, required: Sequence[str] = ("root",),
+def run_checks(needs: Any = None, required: Sequence[str] = ("root",),
                cpus: Iterable[int] = ()) -> list[Check]:
-    """All checks.  ``required`` names checks whose failure is fatal (``root``, ``hugepages``,
-    ``tgen``, ...); binaries the spec's DUT needs and the spec's PCI devices are always required."""
+    """All checks.  ``needs`` is a :class:`Needs` (or anything with ``preflight_needs()``
+    returning one, e.g. a TopologySpec; None: only the host checks and :data:`BASE_BINARIES`).
+    ``required`` names checks whose failure is fatal (``root``, ``hugepages``, ``tgen``, ...);
+    binaries the needs mark required and the PCI devices are always required."""
+    if needs is not None and not isinstance(needs, Needs):
+        needs = needs.preflight_needs()
+    needs = Needs(binaries=dict(BASE_BINARIES)).merge(needs)
     checks: list[Check] = [check_root()]
     checks += check_hugepages()
     checks += [check_irqbalance(), check_governor(), check_turbo()]
     checks += check_cmdline()
     checks.append(check_ksm())
-    for name, req in binaries_for(spec).items():
-        checks.append(check_binary(name, req))
-    checks.append(check_tgen(required="tgen" in required))
-    if spec is not None and getattr(spec, "port_kind", "") == "pci":
-        for addr in getattr(spec, "pci", []) or []:
-            checks.append(check_pci(addr, cpus))
+    for b, req in needs.binaries.values():
+        checks.append(check_binary(b, req))
+    for extra in needs.checks:
+        got = extra(required)
+        checks += got if isinstance(got, list) else [got]
+    for addr in needs.pci:
+        checks.append(check_pci(addr, cpus))
     for c in checks:
         if c.name in required:
             c.required = True
@@ -264,37 +302,3 @@ def format_checks(checks: Sequence[Check]) -> str:
         if c.status != "ok" and c.fix:
             lines.append(f"     {'':<{width}} fix: {c.fix}")
     return "\n".join(lines)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``nfvperf preflight [--suite FILE | --dut D --kind K --pci A ...] [--json]``."""
-    import argparse
-    import json
-    p = argparse.ArgumentParser(prog="nfvperf preflight",
-                                description="Check the host: root, hugepages, irqbalance, governor, "
-                                            "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs.")
-    p.add_argument("--kind", default=None, help="topology kind (p2p, p-ovs-p, pvp, pvvp, vxlan)")
-    p.add_argument("--dut", default=None, help="DUT (ovs-dpdk, linux-bridge, testpmd)")
-    p.add_argument("--pci", action="append", default=[], help="PCI address of a port (repeatable)")
-    p.add_argument("--json", action="store_true")
-    argv = [a for a in (argv or []) if a != "--"]
-    args = p.parse_args(argv)
-    spec = None
-    if args.kind or args.dut or args.pci:
-        from nfvperf.topo.spec import TopologySpec
-        kw: dict[str, Any] = {}
-        if args.kind:
-            kw["kind"] = args.kind
-        if args.dut:
-            kw["dut"] = args.dut
-        if args.pci:
-            kw["port_kind"] = "pci"
-            kw["pci"] = args.pci
-        spec = TopologySpec(**kw)
-    checks = run_checks(spec, required=("root", "hugepages"))
-    if args.json:
-        print(json.dumps([c.to_dict() for c in checks], indent=2))
-    else:
-        print(format_checks(checks))
-    failed = [c for c in checks if c.required and c.status == "fail"]
-    return 1 if failed else 0

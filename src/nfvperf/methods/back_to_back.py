@@ -20,7 +20,7 @@ from pydantic import Field
 from nfvperf import units
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import ResultBase, is_line_rate, setup
+from .common import MethodInfo, ResultBase, is_line_rate, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -108,3 +108,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: BackToBackParams,
         out.notes.append(f"burst length capped at {params.max_burst_s} s ({max_frames} frames): "
                          f"the DUT buffer may be larger")
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("back_to_back", BackToBackParams, run, title="back-to-back frames (RFC 9004)",
+                      headline="mean_frames")]

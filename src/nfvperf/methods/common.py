@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,43 @@ class MethodParams(BaseModel):
     name: Optional[str] = Field(None, description="test name used for recording; default: the method name")
     max_retries: int = Field(DEFAULT_RETRIES, ge=0, le=20,
                              description="repeat an invalid trial this many times, then fail the test")
+
+
+#: ``MethodInfo.headline`` of a method whose result *is* a rate in fps per interface (stored as
+#: ``Result.value_pps``; reports put it in the throughput tables)
+RATE = "rate_pps"
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodInfo:
+    """What a method module declares about one method (``METHODS = [MethodInfo(...)]``); the
+    registry ``nfvperf.methods.REGISTRY`` is built from these, nothing else lists methods.
+
+    ``sizeless``: the result does not depend on the frame size (one test unit, no size loop);
+    ``title``: what the report calls its table; ``headline``: :data:`RATE` or the result key of
+    the main scalar; ``tcp``: ``--tg iperf3`` can run it.  Unpacks as ``(params, run)``, the
+    registry's historical shape (``P, run = REGISTRY[name]``)."""
+
+    name: str
+    params: type[MethodParams]
+    run: Callable[..., Any]
+    sizeless: bool = False
+    title: str = ""
+    headline: str = ""
+    tcp: bool = False
+
+    def __iter__(self):
+        return iter((self.params, self.run))
+
+    def __getitem__(self, i: int) -> Any:
+        return (self.params, self.run)[i]
+
+    def __len__(self) -> int:
+        return 2
+
+    @property
+    def is_rate(self) -> bool:
+        return self.headline == RATE
 
 
 class ResultBase:

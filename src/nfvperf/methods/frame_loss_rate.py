@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodParams, ResultBase, setup
+from .common import MethodInfo, MethodParams, ResultBase, setup
 
 
 class FrameLossRateParams(MethodParams):
@@ -72,3 +72,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
             break
         i += 1
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("frame_loss_rate", FrameLossRateParams, run,
+                      title="frame loss rate (RFC 2544 §26.3)", headline="points")]

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 
 from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
-from .common import ResultBase, setup
+from .common import MethodInfo, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -115,3 +115,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
             out.notes.append(f"frames lost at fraction {frac}: {lost} (lost frames have no latency)")
         out.points.append(pt)
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("latency", LatencyParams, run, title="latency (RFC 2544 §26.2)",
+                      headline="latency")]

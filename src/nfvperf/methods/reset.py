@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import ResultBase, setup
+from .common import MethodInfo, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -87,3 +87,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: ResetParams,
     out.reset_time_frame_loss_s = sum(fl) / len(fl) if fl else None
     out.reset_time_timestamp_s = sum(ts) / len(ts) if ts else None
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("reset", ResetParams, run, title="reset (RFC 6201)",
+                      headline="reset_time_frame_loss_s")]

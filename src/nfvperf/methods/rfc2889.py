@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodParams, ResultBase, setup
+from .common import MethodInfo, MethodParams, RATE, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -191,3 +191,14 @@ def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: Ad
             hi = mid
     out.learning_rate_pps, out.lower_bound, out.upper_bound = lo, lo, hi
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [
+    MethodInfo("rfc2889_forwarding", ForwardingParams, run_forwarding,
+               title="forwarding rate (RFC 2889)", headline=RATE),
+    MethodInfo("rfc2889_address_caching", AddressCachingParams, run_address_caching,
+               title="address caching capacity (RFC 2889)", headline="address_capacity"),
+    MethodInfo("rfc2889_address_learning", AddressLearningParams, run_address_learning,
+               title="address learning rate (RFC 2889)", headline="learning_rate_pps"),
+]

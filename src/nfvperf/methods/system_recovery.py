@@ -11,7 +11,7 @@ from pydantic import Field
 
 from nfvperf.trial import Measurer, Segment, TrafficProfile
 
-from .common import ResultBase, setup
+from .common import MethodInfo, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 VARIANTS = {"rfc2544": (110.0, 50.0), "opnfv": (150.0, 75.0)}
@@ -80,3 +80,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParam
         rec.progress((i + 1) / params.repetitions, f"recovery {max(0.0, b - a):.3f} s")
     out.recovery_time_s = sum(out.recovery_times_s) / len(out.recovery_times_s)
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("system_recovery", SystemRecoveryParams, run,
+                      title="system recovery (RFC 2544 §26.5)", headline="recovery_time_s")]

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from nfvperf.trial import Measurer, TrafficProfile, Unsupported
 
-from .common import MethodParams, ResultBase, setup
+from .common import MethodInfo, MethodParams, ResultBase, setup
 
 
 class TcpParams(MethodParams):
@@ -62,3 +62,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
         rec.progress((i + 1) / params.repetitions, f"tcp {out.throughput_bps[-1] / 1e9:.2f} Gbps")
     out.mean_throughput_bps = sum(out.throughput_bps) / len(out.throughput_bps)
     return out
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("tcp", TcpParams, run, sizeless=True, title="TCP throughput",
+                      headline="mean_throughput_bps", tcp=True)]

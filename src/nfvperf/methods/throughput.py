@@ -10,7 +10,7 @@ from nfvperf.search.result import SearchResult
 from nfvperf.search.validity import InvalidTrialsError, generator_shortfall
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodParams, ResultBase, rates, setup
+from .common import MethodInfo, MethodParams, RATE, ResultBase, rates, setup
 
 SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
 PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "rfc2544", "tst009"]
@@ -232,3 +232,8 @@ def prerequisite(runner: Any, rec: Any, profile: TrafficProfile, params: Through
         raise RuntimeError(f"throughput prerequisite failed: no lossless load found "
                            f"({'; '.join(sr.notes) or 'min load lost frames'})")
     return sr.load_pps, from_search(sr, profile, params.throughput).to_dict()
+
+
+# what this module contributes to nfvperf.methods.REGISTRY
+METHODS = [MethodInfo("throughput", ThroughputParams, run, title="zero-loss throughput (RFC 2544 §26.1)",
+                      headline=RATE)]

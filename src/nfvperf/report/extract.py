@@ -12,6 +12,7 @@ import math
 from typing import Any, Iterable, Optional
 
 from nfvperf import units
+from nfvperf.methods import rate_methods
 from nfvperf.trial import TrafficProfile
 
 # in order of preference: what "the" result of a test is, in frames/s per interface
@@ -201,7 +202,7 @@ def rates(pps: float, profile: dict[str, Any]) -> dict[str, float]:
 
 
 # methods whose result *is* a rate in fps per interface (stored as Result.value_pps)
-RATE_METHODS = ("throughput", "rfc2889_forwarding")
+RATE_METHODS = rate_methods()      # what the methods declare (MethodInfo.headline == RATE)
 
 # the main scalar of the other methods: (key, label, scale, unit) — used by the run log and compare
 METHOD_METRICS: dict[str, tuple[str, str, float, str]] = {

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, scalars, size_of)
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 
-THROUGHPUT_METHODS = ("throughput", "rfc2889_forwarding")
+# the methods whose result is a rate per interface (they declare ``headline=RATE``)
+THROUGHPUT_METHODS = rate_methods()
 PCTS = ("50", "90", "99", "99.9", "99.99")
 
 
@@ -150,14 +152,8 @@ def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, i
 def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
     """``name [kind, what differs from the suite's traffic, OVS rules/PMD mask]`` for a table title."""
     tr = (group[0].traffic or {}) if group else {}
-    ovs = ((group[0].topology or {}).get("ovs") or {}) if group else {}
     bits = [kind] if kind else []
-    if ovs.get("pmd_cpu_mask"):
-        bits.append(f"pmd-cpu-mask {ovs['pmd_cpu_mask']}")
-    if ovs.get("n_rxq", 1) != 1:
-        bits.append(f"{ovs['n_rxq']} rxq")
-    if ovs.get("rules"):
-        bits.append(f"{ovs['rules']:,} rules")
+    bits += _dut_bits((group[0].topology or {}) if group else {})
     flows = tr.get("flows_per_port")
     if flows and flows != suite_traffic.get("flows_per_port", 1):
         bits.append(f"{flows:,} flows/port")
@@ -168,6 +164,18 @@ def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
     if tr.get("bidirectional") is False and suite_traffic.get("bidirectional", True):
         bits.append("unidirectional")
     return f"{name} [{', '.join(bits)}]" if bits else name
+
+
+def _dut_bits(topology: dict[str, Any]) -> list[str]:
+    """What the stored topology's DUT adapter says about its non-default options (OVS: PMD mask,
+    rx queues, rules)."""
+    from nfvperf.dut.base import dut_class
+    try:
+        cls = dut_class(str(topology.get("dut") or ""))
+    except ValueError:
+        return []
+    section = topology.get(cls.options_key) if cls.options_key else None
+    return cls.describe_options(section) if isinstance(section, dict) else []
 
 
 def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:
@@ -235,7 +243,7 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> l
         ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
         name = _label(name, kind, group, traffic)
         definition = ""
-        lt = Table(f"{name}: latency (RFC 2544 §26.2)", "", ["Frame B", "% of Throughput", "Load fps / interface",
+        lt = Table(f"{name}: {SUMMARY_TITLES['latency']}", "", ["Frame B", "% of Throughput", "Load fps / interface",
                                                              "Repetitions", "Samples", "Min µs", "Avg µs", "Max µs",
                                                              "Frames lost"], key="latency")
         pt = Table(f"{name}: latency percentiles and delay variation", "µs, mean over repetitions; PDV = RFC 5481 "
@@ -282,7 +290,7 @@ def _pct(pc: dict[str, Any], p: str) -> Any:
 def _loss_tables(tests: list[Any]) -> list[Table]:
     out: list[Table] = []
     for name, group in _by_name(tests, ("frame_loss_rate",)).items():
-        ft = Table(f"{name}: frame loss rate (RFC 2544 §26.3)",
+        ft = Table(f"{name}: {SUMMARY_TITLES['frame_loss_rate']}",
                    "Load in % of the theoretical maximum (L1) per interface; loss % = (in − out) × 100 / in.",
                    ["Frame B", "Load % (L1)", "Load fps / interface", "Sent", "Received", "Loss %"], key="loss")
         for t in group:
@@ -295,14 +303,8 @@ def _loss_tables(tests: list[Any]) -> list[Table]:
     return out
 
 
-SUMMARY_TITLES = {
-    "back_to_back": "back-to-back frames (RFC 9004)",
-    "system_recovery": "system recovery (RFC 2544 §26.5)",
-    "reset": "reset (RFC 6201)",
-    "rfc2889_address_caching": "address caching capacity (RFC 2889)",
-    "rfc2889_address_learning": "address learning rate (RFC 2889)",
-    "tcp": "TCP throughput",
-}
+# table titles the methods declare (MethodInfo.title)
+SUMMARY_TITLES = {name: method_info(name).title or name for name in METHODS}
 
 
 def _ms(s_: Any) -> str:
@@ -373,7 +375,7 @@ def _other_tables(tests: list[Any]) -> list[Table]:
     groups: dict[str, list[Any]] = {}
     for t in tests:
         if t.method not in known:      # all TCP tests in one table (seed 001: one row per stream count)
-            groups.setdefault("tcp" if t.method == "tcp" else t.name, []).append(t)
+            groups.setdefault(t.method if runs_on_iperf3(t.method) else t.name, []).append(t)
     for name, group in groups.items():
         method = group[0].method
         if method in SPECIAL:

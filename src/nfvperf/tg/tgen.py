@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import re
 import shutil

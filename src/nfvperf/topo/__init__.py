@@ -6,11 +6,15 @@ picks the class registered for ``spec.kind``.  A topology module registers itsel
     from nfvperf.topo import register
     from nfvperf.topo.base import Topology
 
-    @register("pvp")
-    class Pvp(Topology): ...
+    @register("my-kind")
+    class MyKind(Topology):
+        duts = ("my-switch",)        # the DUT adapters it can drive (None: any)
+        def setup(self): ...
 
 Modules of this package are imported on demand (every module, so a new topology file needs no
-edit here); there is no ``if kind == ...`` chain.
+edit here); there is no ``if kind == ...`` chain.  A topology class declares what it can use
+(``duts``, ``port_kinds``) and needs (``cpu_demands()``, ``hugepage_demand_mb()``,
+``preflight_needs()``); ``TopologySpec`` validates ``kind``/``dut`` against these registries.
 """
 from __future__ import annotations
 
@@ -26,11 +30,12 @@ from .spec import TopologySpec
 log = logging.getLogger(__name__)
 
 __all__ = ["build", "register", "topology_class", "switching_operations", "REGISTRY", "RunContext", "ResourceTracker", "TopologySpec",
-           "load_topologies"]
+           "load_topologies", "registered_kinds"]
 
 #: kind -> Topology subclass (or any callable (spec, run, **kw) -> Topology)
 REGISTRY: dict[str, Callable[..., Any]] = {}
-_NOT_TOPOLOGIES = {"base", "spec"}
+_NOT_TOPOLOGIES = {"base", "spec", "preflight"}
+_loaded = False
 
 
 def register(kind: str):
@@ -47,6 +52,8 @@ def register(kind: str):
 
 def load_topologies() -> None:
     """Import every module of this package (each registers its kinds)."""
+    global _loaded
+    _loaded = True
     for mod in pkgutil.iter_modules(__path__):
         if mod.name.startswith("_") or mod.name in _NOT_TOPOLOGIES:
             continue
@@ -54,6 +61,13 @@ def load_topologies() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
         except Exception as e:  # noqa: BLE001 - a broken module must not hide the others
             log.warning("topology module %s failed to import: %s", mod.name, e)
+
+
+def registered_kinds() -> list[str]:
+    """Every registered kind (the topology modules imported once), in module order."""
+    if not _loaded:
+        load_topologies()
+    return sorted(REGISTRY, key=lambda k: (getattr(REGISTRY[k], "__module__", ""), k))
 
 
 def topology_class(kind: str) -> Callable[..., Any]:

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
-from nfvperf.dut.base import DutAdapter, PortRef, create_dut
+from nfvperf.dut.base import DutAdapter, PortRef, create_dut, dut_class
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.trial import DutFailure, Measurer
+from nfvperf.trial import Measurer
 
 from .spec import TopologySpec
 
@@ -95,6 +95,12 @@ class Topology:
     kind: str = "abstract"
     #: per-frame DUT traversals (seed 000 Table 5-1); subclasses override or compute
     base_switching_operations: int = 1
+    #: the DUT adapters (``topology.dut``) this topology can drive; None = every registered one
+    duts: ClassVar[Optional[tuple[str, ...]]] = None
+    #: the port kinds (``topology.port_kind``) it can build; None = all
+    port_kinds: ClassVar[Optional[tuple[str, ...]]] = None
+    #: hugepage memory of the generator (tgen's mbuf pools)
+    TGEN_HUGEPAGES_MB: ClassVar[int] = 512
 
     def __init__(self, spec: TopologySpec, run: RunContext, *, preflight: bool = True,
                  tgen_binary: Optional[Path] = None, start_tgen: bool = True,
@@ -126,7 +132,20 @@ class Topology:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def check_spec(self) -> None:
+        """The spec validated against the registries (TopologySpec does this already; a spec
+        built without validation, e.g. ``model_construct``, is caught here)."""
+        from .spec import allowed_duts, allowed_port_kinds
+        if self.spec.dut not in allowed_duts(self.kind):
+            raise TopologyError(f"{self.kind} cannot use dut {self.spec.dut!r}; allowed: "
+                                f"{', '.join(allowed_duts(self.kind))}")
+        if self.spec.port_kind not in allowed_port_kinds(self.kind, self.spec.dut):
+            raise TopologyError(f"{self.kind} with dut {self.spec.dut} cannot use port_kind "
+                                f"{self.spec.port_kind!r}; allowed: "
+                                f"{', '.join(allowed_port_kinds(self.kind, self.spec.dut))}")
+
     def bring_up(self) -> None:
+        self.check_spec()
         self.tracker = ResourceTracker(self.run)
         try:
             self.run.run_dir.mkdir(parents=True, exist_ok=True)
@@ -158,13 +177,41 @@ class Topology:
         """Create ports, DUT, VNFs; program forwarding.  Register everything with self.tracker."""
         raise NotImplementedError
 
+    def dut_class(self) -> type[DutAdapter]:
+        """The adapter class of ``spec.dut`` (what it declares: options, demands, needs)."""
+        return dut_class(self.spec.dut)
+
     def cpu_demands(self) -> dict[str, int]:
-        """Polling CPUs per role, in priority order (the first roles get dedicated CPUs first)."""
-        return {"dut": 1, "tgen": 1}
+        """Polling CPUs per role, in priority order (the first roles get dedicated CPUs first):
+        what the DUT adapter declares (``polling_cpus``), then the generator."""
+        return {"dut": int(self.dut_class().polling_cpus), "tgen": 1}
 
     def required_checks(self) -> Sequence[str]:
-        """Preflight checks that must pass (others only warn)."""
-        return ("root", "hugepages", "tgen")
+        """Preflight checks that must pass (others only warn): hugepages when a DPDK process of
+        the run (the generator, the DUT, a VNF) needs them."""
+        req = ["root", "tgen"]
+        if self.want_tgen or self.hugepage_demand_mb() > self.TGEN_HUGEPAGES_MB:
+            req.append("hugepages")
+        return req
+
+    @classmethod
+    def preflight_needs(cls, spec: TopologySpec) -> Any:
+        """What the host must offer (nfvperf.host.preflight.Needs): the DUT adapter's and the
+        VNFs' binaries, the generator, the PCI devices of ``port_kind: pci``."""
+        from nfvperf.host.preflight import Needs
+        from nfvperf.topo.preflight import tgen_check
+        needs = Needs(checks=[tgen_check])
+        needs.merge(dut_class(spec.dut).preflight_needs(spec))
+        for vnf in cls.vnf_classes_for(spec):
+            needs.merge(vnf.preflight_needs(spec))
+        if spec.port_kind == "pci":
+            needs.pci = list(spec.pci or [])
+        return needs
+
+    @classmethod
+    def vnf_classes_for(cls, spec: TopologySpec) -> list[type]:
+        """The VNF classes a topology of this class starts for ``spec`` (none here)."""
+        return []
 
     def tg_pairs(self) -> list[tuple[int, int]]:
         """Generator (tx_port, rx_port) directions: 0->1, 2->3, ... (reverse added when bidir)."""
@@ -181,13 +228,10 @@ class Topology:
         return int(self.base_switching_operations)
 
     def hugepage_demand_mb(self) -> int:
-        """Hugepage memory this topology's DPDK processes need: the generator, the DUT (OVS
-        socket memory) and each VNF (a container testpmd, or a guest's RAM)."""
-        kinds_vnfs = {"pvp": 1, "vxlan": 1, "pvvp": 2}
-        n_vnfs = kinds_vnfs.get(self.spec.kind, 0) * max(1, self.spec.ports // 2)
-        dut = self.spec.ovs.socket_mem_mb if self.spec.dut == "ovs-dpdk" else 512
-        vnf = 1280 if self.spec.vnf == "vm" else 512
-        return 512 + dut + n_vnfs * vnf
+        """Hugepage memory this topology's DPDK processes need: the generator, the DUT and each
+        VNF, as their classes declare it (OVS socket memory, a container testpmd, a guest's RAM)."""
+        return (self.TGEN_HUGEPAGES_MB + self.dut_class().hugepage_demand_mb(self.spec) +
+                sum(v.hugepage_demand_mb(self.spec) for v in self.vnf_classes_for(self.spec)))
 
     # ------------------------------------------------------------------------------ building blocks
     def prepare_hugepages(self) -> None:
@@ -202,9 +246,10 @@ class Topology:
 
     def preflight(self) -> None:
         from nfvperf.host import preflight as pf
+        from nfvperf.topo.preflight import run_checks
         required = [c for c in self.required_checks() if self.want_tgen or c != "tgen"]
         cpus = sorted({c for cs in (self.plan.roles.values() if self.plan else []) for c in cs})
-        results = pf.run_checks(self.spec, required=required, cpus=cpus)
+        results = run_checks(self.spec, required=required, cpus=cpus)
         self.preflight_results = [r.to_dict() for r in results]
         pf.raise_on_failure(results)
 
@@ -212,7 +257,9 @@ class Topology:
         numa = None
         if self.spec.port_kind == "pci" and self.spec.pci:
             numa = pci_numa_node(self.spec.pci[0])
-        return plan_pinning(self.cpu_demands(), numa_node=numa)
+        plan = plan_pinning(self.cpu_demands(), numa_node=numa)
+        self.dut_class().adjust_plan(plan, self.spec)
+        return plan
 
     def make_netns(self, role: str) -> str:
         name = self.run.netns(role)
@@ -328,6 +375,11 @@ class Topology:
         self.dut.reset()
 
     # ------------------------------------------------------------------------------ TCP endpoints
+    def tcp_refusal(self) -> Optional[str]:
+        """Why this topology (as configured) cannot carry kernel TCP between its generator ends,
+        or None.  Topologies that forward only the generator's own traffic say so."""
+        return None
+
     def tcp_endpoints(self, net: str = "198.18.0", client_port: int = 0,
                       server_port: int = 1) -> dict[str, Any]:
         """Turn the generator ends of ports ``client_port``/``server_port`` into TCP endpoints
@@ -349,12 +401,9 @@ class Topology:
                                 "(build the topology with start_tgen=False)")
         if self.spec.port_kind == "pci":
             raise TopologyError("TCP endpoints need veth ports (port_kind af_packet/af_xdp), not pci")
-        if self.kind == "vxlan":
-            raise TopologyError("vxlan expects VXLAN-encapsulated traffic from the generator; "
-                                "TCP endpoints work on p2p, p-ovs-p, pvp, pvvp")
-        if int(getattr(getattr(self.spec, "ovs", None), "rules", 0) or 0):
-            raise TopologyError("ovs.rules matches tgen's flow addresses only; TCP endpoints need "
-                                "the in_port cross-connect (ovs.rules: 0)")
+        refusal = self.tcp_refusal()
+        if refusal:
+            raise TopologyError(refusal)
         if max(client_port, server_port) >= len(self.ports):
             raise TopologyError(f"tcp_endpoints(): ports {client_port}/{server_port} do not exist")
         cp, sp = self.ports[client_port], self.ports[server_port]

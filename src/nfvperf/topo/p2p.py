@@ -24,49 +24,20 @@ from .base import Topology, TopologyError
 class P2P(Topology):
     kind = "p2p"
     base_switching_operations = 1
-
-    def cpu_demands(self) -> dict[str, int]:
-        # the kernel bridge forwards in softirq context: no polling CPU of its own
-        dut = 0 if self.spec.dut == "linux-bridge" else 1
-        return {"dut": dut, "tgen": 1}
-
-    def plan_cpus(self):
-        plan = super().plan_cpus()
-        if self.spec.dut == "linux-bridge" and self.spec.port_kind != "pci":
-            # veth transmit runs the receiving side (bridge, peer veth) in the sender's softirq:
-            # the kernel DUT forwards on the generator's CPU
-            plan.cores_shared = True
-            plan.warnings.append("CORES SHARED: the Linux bridge forwards in softirq context on "
-                                 "the CPU that transmits into the veth, i.e. the generator's "
-                                 f"CPU(s) {plan.cpus('tgen')}; results are a lower bound")
-        return plan
-
-    def required_checks(self):
-        req = ["root", "tgen"]
-        if self.spec.dut != "linux-bridge" or self.want_tgen:   # DPDK: tgen and/or testpmd
-            req.append("hugepages")
-        return req
+    #: a forwarder on the PHY ports; OVS-DPDK runs in p-ovs-p (PHY-vSwitch-PHY)
+    duts = ("testpmd", "linux-bridge")
 
     def setup(self) -> None:
         spec = self.spec
-        if spec.dut not in ("testpmd", "linux-bridge"):
-            raise TopologyError(f"p2p drives testpmd or linux-bridge; for {spec.dut} use kind "
-                                "p-ovs-p (PHY-vSwitch-PHY)")
-        if spec.port_kind == "pci" and spec.dut == "linux-bridge":
-            raise TopologyError("linux-bridge needs kernel interfaces; use port_kind af_packet or "
-                                "af_xdp (veth), or dut testpmd with PCI ports")
         if spec.port_kind != "pci":
             self.dut_netns = self.make_netns("dut")
         ports = self.add_ports_from_spec(dut_netns=self.dut_netns)
         if len(ports) < 2 or len(ports) % 2:
             raise TopologyError(f"p2p needs an even number of ports, got {len(ports)}")
-        options: dict[str, Any] = {}
-        if spec.dut == "testpmd":
-            tp = spec.testpmd
-            options.update(eth_peers=[p.tg_mac for p in ports], memory=tp.memory,
-                           queues=tp.queues, rxd=tp.rxd, txd=tp.txd)
-        else:
-            options.update(mode=spec.linux_bridge.mode, ageing_s=spec.linux_bridge.ageing_s)
+        # the DUT's own options section (testpmd:, linux_bridge:, ...) as the adapter reads it;
+        # eth_peers: the generator MACs a rewriting (mac) forwarder sends to
+        options: dict[str, Any] = dict(self.dut_class().spec_options(spec),
+                                       eth_peers=[p.tg_mac for p in ports])
         dut = self.make_dut(spec.dut, netns=self.dut_netns, **options)
         for p in ports:
             dut.add_port(p.dut_portref())

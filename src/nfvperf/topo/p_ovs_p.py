@@ -10,6 +10,7 @@ The same building blocks serve pvp / pvvp / vxlan (``OvsTopology``).
 """
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import time
 from typing import Any, Optional, Sequence
@@ -35,10 +36,30 @@ class OvsTopology(Topology):
 
     #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
     n_vnfs = 0
+    duts = ("ovs-dpdk",)
+    #: ``topology.vnf`` -> (module, class) of the VNF: testpmd in a container or in a QEMU guest
+    VNF_CLASSES = {"container": ("nfvperf.dut.testpmd", "TestpmdVnf"),
+                   "vm": ("nfvperf.vm.qemu", "VmVnf")}
+
+    @classmethod
+    def vnf_class(cls, spec: Any) -> type:
+        mod, name = cls.VNF_CLASSES[getattr(spec, "vnf", "container")]
+        return getattr(importlib.import_module(mod), name)
+
+    @classmethod
+    def vnf_classes_for(cls, spec: Any) -> list[type]:
+        """One VNF class per VNF: ``n_vnfs`` per generator port pair."""
+        return [cls.vnf_class(spec)] * (cls.n_vnfs * max(1, spec.ports // 2))
+
+    def tcp_refusal(self) -> Optional[str]:
+        if int(getattr(self.ovs_spec(), "rules", 0) or 0):
+            return ("ovs.rules matches tgen's flow addresses only; TCP endpoints need the in_port "
+                    "cross-connect (ovs.rules: 0)")
+        return None
 
     def cpu_demands(self) -> dict[str, int]:
         """One polling CPU for the OVS PMD, one per VNF, one for tgen (in that priority)."""
-        d = {"dut": 1}
+        d = {"dut": int(self.dut_class().polling_cpus)}
         for j in range(self.n_vnfs * max(1, self.spec.ports // 2)):
             d[f"vnf{j}"] = 1
         d["tgen"] = 1
@@ -59,7 +80,7 @@ class OvsTopology(Topology):
             N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                                             "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
-        dut = self.make_dut("ovs-dpdk", netns=self.dut_netns)
+        dut = self.make_dut(self.spec.dut, netns=self.dut_netns)
         if attach_phys:
             for p in self.ports:
                 dut.add_port(p.dut_portref())
@@ -74,17 +95,11 @@ class OvsTopology(Topology):
         # OVS first: virtio-user in server mode waits for its client while it starts
         idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
                for k, s in enumerate(socks)]
-        if getattr(self.spec, "vnf", "container") == "vm":
-            from nfvperf.vm.qemu import VmVnf
-            vnf = VmVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
-                        plan=self.plan, spec=self.spec)
-        else:
-            from nfvperf.dut.testpmd import TestpmdVnf
-            # virtqueues of testpmd.vnf_queue_size (default 1024, DPDK's own is 256): a VNF on a
-            # shared CPU is descheduled for milliseconds, the vring is what OVS queues meanwhile
-            vnf = TestpmdVnf(self.run, self.tracker, sockets=socks, server=True, name=name,
-                             queue_size=self.spec.testpmd.vnf_queue_size, plan=self.plan,
-                             spec=self.spec)
+        # the VNF reads its own options from the spec (a container testpmd: virtqueues of
+        # testpmd.vnf_queue_size, default 1024, DPDK's own is 256: a VNF on a shared CPU is
+        # descheduled for milliseconds, the vring is what OVS queues meanwhile)
+        vnf = self.vnf_class(self.spec)(self.run, self.tracker, sockets=socks, server=True,
+                                        name=name, plan=self.plan, spec=self.spec)
         vnf.start()
         self.vnfs.append(vnf)
         return idx[0], idx[1]

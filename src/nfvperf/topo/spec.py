@@ -1,74 +1,166 @@
-"""The suite's `topology:` section: what to build and how to drive the DUT."""
+"""The suite's `topology:` section: what to build and how to drive the DUT.
+
+Nothing here lists topologies or DUTs.  ``kind`` accepts the kinds registered with
+``@nfvperf.topo.register`` and ``dut`` the adapters registered with ``@register_dut``, both looked
+up when a spec is validated (so a new topology or adapter module is accepted as soon as it
+exists); a topology declares the DUTs it can use (``Topology.duts``) and an adapter the port kinds
+it can drive (``DutAdapter.port_kinds``), and a spec pairing them otherwise is refused here, with
+the allowed values.  The per-DUT option sections (``ovs:``, ``testpmd:``, ``linux_bridge:``) are
+the adapters' own options models (``DutAdapter.options_key`` / ``options_model``), collected from
+the adapter registry when this module is imported.
+"""
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
+from pydantic_core import PydanticCustomError
+
+from nfvperf.dut import load_adapters
+from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, dut_class
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class OvsSpec(_Strict):
-    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2'")
-    n_rxq: int = Field(1, ge=1, le=64)
-    n_rxq_desc: int = Field(1024, ge=64, le=8192)
-    n_txq_desc: int = Field(1024, ge=64, le=8192)
-    emc_insert_inv_prob: Optional[int] = Field(None, ge=0, le=4294967295)
-    smc_enable: bool = False
-    socket_mem_mb: int = Field(1024, ge=256)
-    rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
-    pmd_maxsleep_us: Optional[int] = Field(
-        None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
-        "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
-        "generator/VNF when idle), else off")
-    existing_db: Optional[str] = Field(
-        None, description="use an OVS that is already running: its ovsdb socket "
-        "(e.g. /var/run/openvswitch/db.sock); nfvperf then only adds and deletes its own bridge")
-    existing_ctl: Optional[str] = Field(
-        None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
-        "next to existing_db)")
+def _one_of(values: list[str]) -> str:
+    """'a', 'b' or 'c' (pydantic's wording for Literal errors, which config's messages expect)."""
+    q = [repr(v) for v in values]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
 
 
-class TestpmdSpec(_Strict):
-    __test__ = False   # not a pytest class
-    forward_mode: Literal["io", "mac"] = "io"
-    lcores: Optional[str] = Field(None, description="EAL --lcores, e.g. '0@0,1@1' (default: the CPU plan)")
-    memory: Literal["hugepages", "in-memory", "no-huge"] = Field(
-        "hugepages", description="hugepage files with the run's --file-prefix, --in-memory, or --no-huge")
-    queues: int = Field(1, ge=1, le=16, description="rx/tx queues per port")
-    rxd: int = Field(1024, ge=64, le=8192)
-    txd: int = Field(1024, ge=64, le=8192)
-    vnf_queue_size: int = Field(
-        1024, ge=64, le=4096, description="virtqueue size of the container VNF's virtio-user ports "
-        "(a power of two; DPDK's default is 256): a VNF sharing a CPU is descheduled for "
-        "milliseconds, and the vring is what the switch can queue to it meanwhile")
-
-    @field_validator("vnf_queue_size")
-    @classmethod
-    def _power_of_two(cls, v: int) -> int:
-        if v & (v - 1):
-            raise ValueError(f"vnf_queue_size must be a power of two, not {v}")
-        return v
+def dut_names() -> list[str]:
+    """Registered DUT adapters (``topology.dut`` values), sorted."""
+    load_adapters()
+    return sorted(DUT_REGISTRY)
 
 
-class LinuxBridgeSpec(_Strict):
-    mode: Literal["pairs", "single"] = Field(
-        "pairs", description="one bridge per port pair (cross-connect) or all ports in one bridge")
-    ageing_s: float = Field(300.0, ge=0)
+def kind_names() -> list[str]:
+    """Registered topology kinds (``topology.kind`` values), in module order."""
+    from nfvperf.topo import registered_kinds
+    return registered_kinds()
 
 
-class TopologySpec(_Strict):
-    kind: Literal["p2p", "p-ovs-p", "pvp", "pvvp", "vxlan"] = "p-ovs-p"
-    dut: Literal["ovs-dpdk", "linux-bridge", "testpmd"] = "ovs-dpdk"
+def _topology_cls(kind: Optional[str]) -> Any:
+    from nfvperf.topo import REGISTRY
+    return REGISTRY.get(kind) if kind else None
+
+
+def allowed_duts(kind: str) -> list[str]:
+    """The DUTs topology ``kind`` can use (what its class declares in ``duts``; None = all)."""
+    cls = _topology_cls(kind)
+    declared = getattr(cls, "duts", None)
+    return [d for d in dut_names() if declared is None or d in declared]
+
+
+def allowed_port_kinds(kind: str, dut: str) -> list[str]:
+    """Port kinds both the topology (``Topology.port_kinds``) and the DUT adapter can use."""
+    out = list(PORT_KINDS)
+    for cls in (_topology_cls(kind), DUT_REGISTRY.get(dut)):
+        declared = getattr(cls, "port_kinds", None)
+        if declared is not None:
+            out = [p for p in out if p in declared]
+    return out
+
+
+PORT_KINDS = ("af_xdp", "af_packet", "pci")
+
+
+class TopologyBase(_Strict):
+    """The fields every topology has; :class:`TopologySpec` adds the adapters' sections."""
+
+    kind: str = Field("p-ovs-p", description="topology kind (the registered topologies)")
+    dut: str = Field("ovs-dpdk", validate_default=True,
+                     description="DUT adapter (the registered adapters the topology can use)")
     ports: int = Field(2, ge=2, le=8)
-    port_kind: Literal["af_xdp", "af_packet", "pci"] = "af_packet"
+    port_kind: Literal["af_xdp", "af_packet", "pci"] = Field("af_packet", validate_default=True)
     pci: list[str] = Field(default_factory=list, description="PCI addresses when port_kind=pci")
     vnf: Literal["container", "vm"] = "container"
     tgen_lcores: Optional[str] = None
-    ovs: OvsSpec = Field(default_factory=OvsSpec)
-    testpmd: TestpmdSpec = Field(default_factory=TestpmdSpec)
-    linux_bridge: LinuxBridgeSpec = Field(default_factory=LinuxBridgeSpec)
-    mtu: int = Field(1500, ge=68, le=9600, description="MTU of the test ports (jumbo frames: 9000)")
-    preflight: bool = Field(True, description="run the preflight checks before bringing the topology up")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        kinds = kind_names()
+        if v not in kinds:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": _one_of(kinds)})
+        return v
+
+    @field_validator("dut")
+    @classmethod
+    def _known_dut(cls, v: str, info: ValidationInfo) -> str:
+        duts = dut_names()
+        if v not in duts:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": _one_of(duts)})
+        kind = info.data.get("kind")
+        if kind is not None:
+            ok = allowed_duts(kind)
+            if v not in ok:
+                others = [k for k in kind_names() if v in allowed_duts(k)]
+                hint = f"; dut {v} works with kind {', '.join(others)}" if others else ""
+                raise ValueError(f"kind {kind} cannot use dut {v!r}; allowed DUTs for {kind}: "
+                                 f"{_one_of(ok)}{hint}")
+        return v
+
+    @field_validator("port_kind")
+    @classmethod
+    def _usable_port_kind(cls, v: str, info: ValidationInfo) -> str:
+        kind, dut = info.data.get("kind"), info.data.get("dut")
+        if kind is not None and dut is not None:
+            ok = allowed_port_kinds(kind, dut)
+            if v not in ok:
+                raise ValueError(f"kind {kind} with dut {dut} cannot use port_kind {v!r}; allowed: "
+                                 f"{_one_of(ok)}")
+        return v
+
+    # -- what the topology and its adapters declare ------------------------------------------
+    def topology_class(self) -> Any:
+        from nfvperf.topo import topology_class
+        return topology_class(self.kind)
+
+    def dut_class(self) -> type[DutAdapter]:
+        return dut_class(self.dut)
+
+    def preflight_needs(self) -> Any:
+        """What the host must offer for this spec (nfvperf.host.preflight.Needs), as the
+        topology class and its DUT/VNF adapters declare it."""
+        return self.topology_class().preflight_needs(self)
+
+
+def option_sections() -> dict[str, type[BaseModel]]:
+    """``{section key: options model}`` of every registered DUT adapter that has options."""
+    load_adapters()
+    out: dict[str, type[BaseModel]] = {}
+    for name in sorted(DUT_REGISTRY):
+        cls = DUT_REGISTRY[name]
+        if cls.options_key and cls.options_model is not None:
+            out.setdefault(cls.options_key, cls.options_model)
+    return out
+
+
+def _build() -> type[TopologyBase]:
+    fields: dict[str, Any] = {key: (model, Field(default_factory=model))
+                              for key, model in option_sections().items()}
+    fields["mtu"] = (int, Field(1500, ge=68, le=9600,
+                                description="MTU of the test ports (jumbo frames: 9000)"))
+    fields["preflight"] = (bool, Field(True, description="run the preflight checks before "
+                                                          "bringing the topology up"))
+    return create_model("TopologySpec", __base__=TopologyBase, __module__=__name__, **fields)
+
+
+TopologySpec = _build()
+TopologySpec.__doc__ = ("The suite's ``topology:`` section: the common fields, the registered "
+                        "adapters' option sections (" + ", ".join(option_sections()) + "), mtu, "
+                        "preflight.")
+
+
+def __getattr__(name: str) -> Any:
+    """The adapters' options models under their historical names (``OvsSpec`` ...)."""
+    for cls in DUT_REGISTRY.values():
+        model = cls.options_model
+        if model is not None and model.__name__ == name:
+            return model
+    raise AttributeError(name)

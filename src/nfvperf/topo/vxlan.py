@@ -38,6 +38,10 @@ class Vxlan(OvsTopology):
     base_switching_operations = 2
     n_vnfs = 1
 
+    def tcp_refusal(self) -> Optional[str]:
+        return ("vxlan expects VXLAN-encapsulated traffic from the generator; TCP endpoints work "
+                "on p2p, p-ovs-p, pvp, pvvp")
+
     def vtep_mac(self, i: int) -> str:
         t = self.run.tag[3:]
         return f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:b0:{i:02x}"

@@ -42,6 +42,7 @@ from typing import Any, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
     run_version
+from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from nfvperf.dut.testpmd import parse_banner, parse_port_stats  # the guest runs testpmd too
@@ -210,6 +211,11 @@ class VmVnf(DutAdapter):
 
     name = "vm-vnf"
     __test__ = False
+    binaries = (Binary("qemu-system-x86_64", "qemu-system-x86"),)
+
+    @classmethod
+    def hugepage_demand_mb(cls, spec: Any) -> int:
+        return 1024 + 256     # the default guest memory (hugepage_mb) + slack for QEMU's own
 
     def __init__(self, run: RunContext, tracker: ResourceTracker,
                  sockets: Sequence[Union[str, Path]] = (), server: bool = True, name: str = "vnf0",

@@ -1,0 +1,89 @@
+"""``nfvperf preflight``: the host checks for a topology kind and DUT, as they declare their needs.
+
+:mod:`nfvperf.host.preflight` is the library of checks and knows no topology, DUT or generator;
+this module collects what the topology class and the DUT/VNF adapters declare
+(``Topology.preflight_needs(spec)``, ``DutAdapter.preflight_needs(spec)``) and runs the checks.
+Without ``--kind``/``--dut`` every registered adapter's binaries are listed (optional).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from nfvperf.host import preflight as pf
+
+
+def tgen_check(required: Sequence[str] = ()) -> pf.Check:
+    """The generator binary (tgen/build/tgen or $NFVPERF_TGEN)."""
+    from nfvperf.tg.tgen import find_tgen_binary
+    return pf.check_tool("tgen", find_tgen_binary, "make build (needs meson, ninja, libdpdk-dev)",
+                         required="tgen" in required)
+
+
+def all_needs() -> pf.Needs:
+    """Every registered DUT adapter's binaries (optional) and the generator."""
+    from nfvperf.dut.base import DUT_REGISTRY
+    from nfvperf.topo.spec import dut_names
+    needs = pf.Needs(checks=[tgen_check])
+    for name in dut_names():
+        needs.need(*DUT_REGISTRY[name].binaries, required=False)
+    return needs
+
+
+def needs_for(spec: Any) -> pf.Needs:
+    """What a TopologySpec needs (None: :func:`all_needs`), everything else listed optional."""
+    if spec is None:
+        return all_needs()
+    needs = all_needs()
+    needs.checks = []
+    return needs.merge(spec.preflight_needs())
+
+
+def run_checks(spec: Any = None, required: Sequence[str] = ("root",),
+               cpus: Sequence[int] = ()) -> list[pf.Check]:
+    """:func:`nfvperf.host.preflight.run_checks` with the needs of ``spec`` (a TopologySpec or
+    None for everything)."""
+    return pf.run_checks(needs_for(spec), required=required, cpus=cpus)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``nfvperf preflight [--dut D --kind K --pci A ...] [--json]``."""
+    import argparse
+    import json
+
+    from nfvperf.topo.spec import TopologySpec, allowed_duts, dut_names, kind_names
+    p = argparse.ArgumentParser(prog="nfvperf preflight",
+                                description="Check the host: root, hugepages, irqbalance, governor, "
+                                            "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs.")
+    p.add_argument("--kind", default=None, help=f"topology kind ({', '.join(kind_names())})")
+    p.add_argument("--dut", default=None, help=f"DUT ({', '.join(dut_names())})")
+    p.add_argument("--pci", action="append", default=[], help="PCI address of a port (repeatable)")
+    p.add_argument("--json", action="store_true")
+    argv = [a for a in (argv or []) if a != "--"]
+    args = p.parse_args(argv)
+    spec = None
+    if args.kind or args.dut or args.pci:
+        kw: dict[str, Any] = {}
+        if args.kind:
+            kw["kind"] = args.kind
+            if not args.dut and TopologySpec.model_fields["dut"].default not in allowed_duts(args.kind):
+                kw["dut"] = allowed_duts(args.kind)[0]     # the kind's first DUT
+        if args.dut:
+            kw["dut"] = args.dut
+        if args.pci:
+            kw["port_kind"] = "pci"
+            kw["pci"] = args.pci
+        try:
+            spec = TopologySpec(**kw)
+        except ValueError as e:
+            from nfvperf.config import format_validation_error
+            p.error("; ".join(format_validation_error(e)))
+    checks = run_checks(spec, required=("root", "hugepages"))
+    if args.json:
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+    else:
+        print(format_checks(checks))
+    failed = [c for c in checks if c.required and c.status == "fail"]
+    return 1 if failed else 0
+
+
+format_checks = pf.format_checks
