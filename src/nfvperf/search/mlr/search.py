@@ -275,6 +275,8 @@ class _MlrSearch:
             return hint, dur, None
         if rlb is not None and rub is not None:
             return self._narrow(t, rlb, rub)
+        if rlb is None and rub is None:   # no trial yet (the budget left out the initial one)
+            return self.rnd(self.max_load), dur, None
         if rub is None:   # expand up from the RLB
             step = t.relative_width * (t.goal.expansion_coefficient ** t.expand_up)
             return self.rnd(rlb * (1.0 + step)), dur, "up"
