@@ -14,9 +14,15 @@ rate (≈ 0.5 % of the result), the RFC 2544 way: one trial decides.
 
 Prints a table, then as the LAST line one JSON object with the ratios (ours / peer).
 The simulated DUT never sleeps, so this takes seconds.
+
+``--strategy NAME`` runs our search with another named load-selection strategy
+(nfvperf.search.mlr.STRATEGIES; the JSON then says which); ``--strategies`` adds one row per
+named strategy to both tables (the JSON stays about the default).
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import math
 import statistics
@@ -27,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from nfvperf.search.binary import binary_search  # noqa: E402
-from nfvperf.search.mlr import PRESETS, mlr_search  # noqa: E402
+from nfvperf.search.mlr import PRESETS, STRATEGIES, mlr_search  # noqa: E402
 from nfvperf.search.validity import TrialRunner  # noqa: E402
 from nfvperf.trial import TrafficProfile  # noqa: E402
 from nfvperf.tg.sim import SimMeasurer  # noqa: E402
@@ -68,8 +74,8 @@ def truth(m: SimMeasurer) -> dict[str, float]:
     return {"ndr": ndr, "pdr": lo}
 
 
-def run_ours(m):
-    r = mlr_search(TrialRunner(m), GOALS, m.profile.max_load_pps)
+def run_ours(m, strategy="default"):
+    r = mlr_search(TrialRunner(m), GOALS, m.profile.max_load_pps, strategy=strategy)
     return r.total_trial_s, len(r.trials) + 1, {g.name: g.lower_bound_pps for g in r.goals}
 
 
@@ -90,11 +96,20 @@ def run_binary(m):
     return secs, n, out
 
 
-def main() -> int:
-    searches = [("ours (mlr)", run_ours)]
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--strategy", default="default", choices=list(STRATEGIES),
+                    help="our search's load-selection strategy (default: default)")
+    ap.add_argument("--strategies", action="store_true",
+                    help="also one row per named strategy")
+    args = ap.parse_args(argv)
+    searches = [("ours (mlr)", functools.partial(run_ours, strategy=args.strategy))]
     if HAVE_MLRSEARCH:
         searches.append(("MLRsearch 1.2.1", run_mlrsearch))
     searches.append(("binary x2", run_binary))
+    if args.strategies:
+        searches += [(f"ours [{n}]", functools.partial(run_ours, strategy=n))
+                     for n in STRATEGIES if n != args.strategy]
     stats: dict[str, dict[str, list[float]]] = {}
     t0 = time.monotonic()
     for name, fn in searches:
@@ -120,7 +135,8 @@ def main() -> int:
     print(f"Search efficiency on the Poisson sim DUT: {len(SEEDS)} seeds x "
           f"{len(CAP_FRACTIONS)} capacities, goals CSIT NDR/PDR (1 s, sum 21 s, exceed 50 %, "
           f"width 0.5 %)")
-    hdr = f"{'search':<18}{'trial s (mean)':>15}{'trial s (max)':>14}{'trials':>8}" \
+    nw = max(18, max(len(n) + 1 for n, _ in searches))
+    hdr = f"{'search':<{nw}}{'trial s (mean)':>15}{'trial s (max)':>14}{'trials':>8}" \
           f"{'NDR err %':>11}{'PDR err %':>11}{'>truth+w %':>12}{'cpu ms':>8}"
     print(hdr)
     print("-" * len(hdr))
@@ -129,7 +145,7 @@ def main() -> int:
         err = (mean(st["err_ndr"]) + mean(st["err_pdr"])) / 2
         over = (mean(st["over_ndr"]) + mean(st["over_pdr"])) / 2
         summary[name] = {"trial_s": mean(st["secs"]), "err": err}
-        print(f"{name:<18}{mean(st['secs']):>15.1f}{max(st['secs']):>14.1f}"
+        print(f"{name:<{nw}}{mean(st['secs']):>15.1f}{max(st['secs']):>14.1f}"
               f"{mean(st['trials']):>8.1f}{mean(st['err_ndr']) * 100:>11.3f}"
               f"{mean(st['err_pdr']) * 100:>11.3f}{over * 100:>12.1f}{mean(st['cpu']) * 1e3:>8.1f}")
     # a second, deterministic DUT: hard limit (loses iff load > C), truth exactly known
@@ -146,13 +162,15 @@ def main() -> int:
             hard_err.setdefault(name, []).append(sum(e) / 2)
     print(f"Hard-limit DUT (loses iff load > C), {len(CAP_FRACTIONS)} capacities:")
     for name in hard:
-        print(f"{name:<18}{mean(hard[name]):>15.1f}{max(hard[name]):>14.1f}{'':>8}"
+        print(f"{name:<{nw}}{mean(hard[name]):>15.1f}{max(hard[name]):>14.1f}{'':>8}"
               f"{'':>11}{'':>11}{'':>12}   mean err {mean(hard_err[name]) * 100:.3f} %")
     print(f"(bench wall time {time.monotonic() - t0:.1f} s; the simulated DUT never sleeps)")
     ours = summary["ours (mlr)"]
     out = {"bench": "search_efficiency", "dut": "sim poisson", "goals": "csit_ndr_pdr",
            "runs_per_search": len(SEEDS) * len(CAP_FRACTIONS),
            "ours_trial_s": round(ours["trial_s"], 2), "ours_err_pct": round(ours["err"] * 100, 4)}
+    if args.strategy != "default":
+        out["ours_strategy"] = args.strategy
     if "MLRsearch 1.2.1" in summary:
         peer = summary["MLRsearch 1.2.1"]
         out.update({"mlrsearch_trial_s": round(peer["trial_s"], 2),

@@ -160,6 +160,44 @@ class TrialResult:
         return d
 
 
+# --- Trial-validity rules (DESIGN "a trial that cannot be trusted ... is marked invalid") ---
+# One definition, used by the measurers (tg.tgen, per stream) and by the search's validity
+# runner (search.validity, per trial).  Both import them from here: the measurer side must not
+# depend on the search package.
+
+#: The generator must send at least this fraction of the intended frames (99.9 %); a trial that
+#: sent less did not offer its Trial Load and is invalid.
+MIN_SENT_RATIO = 0.999
+
+
+def sent_short(sent: float, intended: float) -> bool:
+    """The generator sent less than 99.9 % (:data:`MIN_SENT_RATIO`) of the ``intended`` frames.
+
+    Exactly 99.9 % is enough; with ``intended`` ≤ 0 nothing can be short."""
+    return sent < MIN_SENT_RATIO * intended
+
+
+def sent_short_reason(sent: int, intended: int, who: str = "") -> Optional[str]:
+    """The invalid-trial reason for :func:`sent_short`, or None if the generator kept up."""
+    if not sent_short(sent, intended):
+        return None
+    return f"{who}{': ' if who else ''}sent {sent} < {MIN_SENT_RATIO * 100:g} % of intended {intended}"
+
+
+def negative_loss(received: float, reference: float) -> bool:
+    """More frames received than were sent (or expected): the counters cannot be trusted."""
+    return received > reference
+
+
+def negative_loss_reason(received: int, reference: int, what: str = "sent",
+                         who: str = "") -> Optional[str]:
+    """The invalid-trial reason for :func:`negative_loss` (``what`` names the reference:
+    "sent" or "expected"), or None."""
+    if not negative_loss(received, reference):
+        return None
+    return f"{who}{': ' if who else ''}received {received} > {what} {reference} (negative loss)"
+
+
 @dataclass
 class Segment:
     """One constant-rate piece of a trial whose rate changes over time (system recovery)."""

@@ -160,3 +160,14 @@ def test_bad_search_args():
         mlr_search(TrialRunner(sim()), [CSIT_NDR, CSIT_NDR], 1e6)
     with pytest.raises(ValueError):
         mlr_search(TrialRunner(sim()), [CSIT_NDR], 1e6, min_load_pps=2e6)
+
+
+@pytest.mark.parametrize("budget", [0.5, 1.5])
+def test_budget_too_small_for_the_initial_trial(budget):
+    # no valid trial at all: an irregular result saying so, not a TypeError
+    m = sim(8e6)
+    r = mlr_search(TrialRunner(m), PRESETS["csit_ndr_pdr"], m.profile.max_load_pps,
+                   time_budget_s=budget)
+    assert r.irregular and r.trials == [] and r.total_trial_s <= budget
+    assert any("budget" in n for n in r.notes)
+    assert all(g.lower_bound_pps is None and g.irregular for g in r.goals)

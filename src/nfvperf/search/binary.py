@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .common import RFC2544_TRIAL_OVERHEAD_S, check_budget, passes, record
+from .common import RFC2544_TRIAL_OVERHEAD_S, TrialBook, passes
 from .result import GoalResult, SearchResult
 
 
@@ -34,69 +34,74 @@ def binary_search(runner: Any, max_load_pps: float, *, trial_duration_s: float =
     if res <= 0:
         raise ValueError("resolution must be > 0")
     out = SearchResult(kind="binary", load_pps=None, max_load_pps=max_load_pps)
-    state = {"lo": 0.0, "hi": max_load_pps}
-
-    def trial(load: float, dur: float, phase: str) -> bool:
-        check_budget(out.total_trial_s, dur, time_budget_s, "binary search")
-        tr = runner.measure(dur, load, phase=phase, search="binary", lo_pps=state["lo"],
-                            hi_pps=state["hi"], **context)
-        ok = passes(tr, loss_ratio)
-        out.trials.append(record(tr, phase, ok))
-        out.total_trial_s += tr.duration_s
-        out.wall_s += tr.duration_s + overhead_s
-        if progress:
-            width = state["hi"] - state["lo"]
-            progress(min(0.99, res / max(width, res)), f"binary: {load:,.0f} pps "
-                     f"{'ok' if ok else 'loss'}")
-        return ok
-
-    def bisect(dur: float, phase: str) -> None:
-        while state["hi"] - state["lo"] > res:
-            mid = (state["lo"] + state["hi"]) / 2.0
-            if trial(mid, dur, phase):
-                state["lo"] = mid
-            else:
-                state["hi"] = mid
-
-    first_full = trial_duration_s >= final
-    if trial(max_load_pps, trial_duration_s, "search"):
-        state["lo"] = max_load_pps
-        verified = first_full
+    b = _Bisection(TrialBook(runner, out, "binary", overhead_s, time_budget_s, progress, context),
+                   loss_ratio, res, hi=max_load_pps)
+    if b.trial(max_load_pps, trial_duration_s, "search"):
+        b.lo = max_load_pps
     else:
-        bisect(trial_duration_s, "search")
-        verified = first_full
-    if not verified and state["lo"] > 0:
-        # G10: final determination at full length.
-        if not trial(state["lo"], final, "verify"):
-            failed = state["lo"]
-            state["hi"] = failed
-            step = max(res, state["hi"] - state["lo"])
-            lo = failed
-            while True:
-                cand = max(0.0, failed - step)
-                if cand <= 0.0:
-                    lo = 0.0
-                    break
-                if trial(cand, final, "verify-expand"):
-                    lo = cand
-                    break
-                state["hi"] = cand
-                step *= 2.0
-            state["lo"] = lo
-            bisect(final, "verify-bisect")
-            out.notes.append("full-length verification failed at the short-trial result; "
-                             "continued below at full length")
-    out.load_pps = state["lo"]
-    out.lower_bound_pps = state["lo"]
-    out.upper_bound_pps = state["hi"]
-    out.goals.append(GoalResult(name="throughput", loss_ratio=loss_ratio, exceed_ratio=0.0,
-                                relative_width=res / max_load_pps, final_trial_duration_s=final,
-                                duration_sum_s=final, lower_bound_pps=state["lo"],
-                                upper_bound_pps=state["hi"], conditional_throughput_pps=state["lo"],
-                                irregular=state["lo"] >= max_load_pps or state["lo"] <= 0.0,
-                                irregular_reason="max load passed" if state["lo"] >= max_load_pps
-                                else "no load passed" if state["lo"] <= 0.0 else ""))
+        b.bisect(trial_duration_s, "search")
+    if trial_duration_s < final and b.lo > 0 and not b.trial(b.lo, final, "verify"):
+        # G10: the final determination is at full length; it failed at the short-trial result
+        b.search_below(final)
+        out.notes.append("full-length verification failed at the short-trial result; "
+                         "continued below at full length")
+    return _result(out, b, max_load_pps, final)
+
+
+class _Bisection:
+    """The interval [lo, hi] and the trials that move it."""
+
+    def __init__(self, book: TrialBook, loss_ratio: float, res: float, hi: float):
+        self.book, self.loss_ratio, self.res = book, loss_ratio, res
+        self.lo, self.hi = 0.0, hi
+
+    def ok(self, tr: Any) -> bool:
+        return passes(tr, self.loss_ratio)
+
+    def trial(self, load: float, dur: float, phase: str) -> bool:
+        self.book.check_budget(dur)
+        tr = self.book.measure(load, dur, phase, judge=self.ok, lo_pps=self.lo, hi_pps=self.hi)
+        passed = self.ok(tr)
+        self.book.report(min(0.99, self.res / max(self.hi - self.lo, self.res)),
+                         f"binary: {load:,.0f} pps {'ok' if passed else 'loss'}")
+        return passed
+
+    def bisect(self, dur: float, phase: str) -> None:
+        while self.hi - self.lo > self.res:
+            mid = (self.lo + self.hi) / 2.0
+            if self.trial(mid, dur, phase):
+                self.lo = mid
+            else:
+                self.hi = mid
+
+    def search_below(self, final: float) -> None:
+        """The full-length trial at ``lo`` failed: step down from it (doubling the step, every
+        trial full-length) until a load passes, then bisect at full length."""
+        failed = self.hi = self.lo
+        step = self.res
+        while True:
+            cand = max(0.0, failed - step)
+            if cand <= 0.0:
+                self.lo = 0.0
+                break
+            if self.trial(cand, final, "verify-expand"):
+                self.lo = cand
+                break
+            self.hi = cand
+            step *= 2.0
+        self.bisect(final, "verify-bisect")
+
+
+def _result(out: SearchResult, b: _Bisection, max_load_pps: float, final: float) -> SearchResult:
+    lo, hi = b.lo, b.hi
+    out.load_pps = out.lower_bound_pps = lo
+    out.upper_bound_pps = None if lo >= max_load_pps else hi
+    out.goals.append(GoalResult(name="throughput", loss_ratio=b.loss_ratio, exceed_ratio=0.0,
+                                relative_width=b.res / max_load_pps, final_trial_duration_s=final,
+                                duration_sum_s=final, lower_bound_pps=lo, upper_bound_pps=hi,
+                                conditional_throughput_pps=lo,
+                                irregular=lo >= max_load_pps or lo <= 0.0,
+                                irregular_reason="max load passed" if lo >= max_load_pps
+                                else "no load passed" if lo <= 0.0 else ""))
     out.irregular = out.goals[0].irregular
-    if state["lo"] >= max_load_pps:
-        out.upper_bound_pps = None
     return out

@@ -1,11 +1,12 @@
 """Small helpers shared by the searches."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 from nfvperf.trial import TrialResult
 
-from .result import TrialRecord
+from .result import SearchResult, TrialRecord
 
 #: RFC 2544 §23 per-trial overhead for a bridge: learning 2 s + drain 2 s + restabilise 5 s
 RFC2544_TRIAL_OVERHEAD_S = 9.0
@@ -21,11 +22,6 @@ def passes(tr: TrialResult, loss_ratio: float) -> bool:
     return tr.loss_ratio <= loss_ratio + LOSS_EPS
 
 
-def record(tr: TrialResult, phase: str, passed: Optional[bool] = None) -> TrialRecord:
-    return TrialRecord(load_pps=tr.load_pps, duration_s=tr.duration_s, loss_ratio=tr.loss_ratio,
-                       forwarding_rate_pps=tr.forwarding_rate_pps, phase=phase, passed=passed)
-
-
 class BudgetExceeded(RuntimeError):
     """The search used up its trial-time budget before reaching its goals."""
 
@@ -34,3 +30,55 @@ def check_budget(spent_s: float, next_s: float, budget_s: Optional[float], what:
     if budget_s is not None and spent_s + next_s > budget_s + 1e-9:
         raise BudgetExceeded(f"{what}: next trial ({next_s:g} s) would exceed the trial-time "
                              f"budget ({spent_s:g} of {budget_s:g} s used)")
+
+
+@dataclass
+class TrialBook:
+    """The trial bookkeeping every search does, in one place.
+
+    :meth:`measure` runs one trial through the runner (a
+    :class:`~nfvperf.search.validity.TrialRunner`: the validity rule with retries, and the
+    recorder callback, which gets ``phase``, ``search``, the per-trial context and the search's
+    ``context``), counts its time (``out.total_trial_s``; ``out.wall_s`` with ``overhead_s``
+    per trial) and appends a :class:`TrialRecord` to ``out.trials`` (unless ``keep=False``: a
+    warm-up).  :meth:`fits` / :meth:`check_budget` apply the trial-time budget;
+    :meth:`report` forwards to the progress callback, if any.
+    """
+
+    runner: Any
+    out: SearchResult
+    search: str                                  # the recorder's ``search`` context value
+    overhead_s: float = RFC2544_TRIAL_OVERHEAD_S
+    time_budget_s: Optional[float] = None
+    progress: Optional[Callable[[float, str], None]] = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def fits(self, duration_s: float) -> bool:
+        """A trial of ``duration_s`` stays within the trial-time budget."""
+        return self.time_budget_s is None or \
+            self.out.total_trial_s + duration_s <= self.time_budget_s + 1e-9
+
+    def check_budget(self, duration_s: float, what: Any = None) -> None:
+        """Raise :class:`BudgetExceeded` if a trial of ``duration_s`` would not fit."""
+        check_budget(self.out.total_trial_s, duration_s, self.time_budget_s,
+                     what if what is not None else f"{self.search} search")
+
+    def measure(self, load_pps: float, duration_s: float, phase: str, *,
+                judge: Optional[Callable[[TrialResult], bool]] = None, keep: bool = True,
+                **ctx: Any) -> TrialResult:
+        """One valid trial at ``load_pps`` for ``duration_s``; ``judge(tr)`` fills the record's
+        ``passed`` (single-goal searches)."""
+        tr = self.runner.measure(duration_s, load_pps, phase=phase, search=self.search,
+                                 **ctx, **self.context)
+        self.out.total_trial_s += tr.duration_s
+        self.out.wall_s += tr.duration_s + self.overhead_s
+        if keep:
+            self.out.trials.append(TrialRecord(
+                load_pps=load_pps, duration_s=tr.duration_s, loss_ratio=tr.loss_ratio,
+                forwarding_rate_pps=tr.forwarding_rate_pps, phase=phase,
+                passed=judge(tr) if judge is not None else None))
+        return tr
+
+    def report(self, fraction: float, message: str) -> None:
+        if self.progress:
+            self.progress(fraction, message)

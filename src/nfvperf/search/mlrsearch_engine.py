@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .common import RFC2544_TRIAL_OVERHEAD_S, BudgetExceeded
-from .result import GoalResult, SearchResult, TrialRecord
+from .common import RFC2544_TRIAL_OVERHEAD_S, BudgetExceeded, TrialBook
+from .result import GoalResult, SearchResult
 
 
 def available() -> bool:
@@ -34,34 +34,23 @@ def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
                            "(pip install MLRsearch==1.2.1)") from e
 
     out = SearchResult(kind="mlrsearch", load_pps=None, max_load_pps=max_load_pps)
+    book = TrialBook(runner, out, "mlrsearch", overhead_s, time_budget_s, context=context)
     warm = {"pending": bool(warmup_s)}
 
     class _Adapter(AbstractMeasurer):
         def measure(self, intended_duration: float, intended_load: float) -> Any:
-            if time_budget_s is not None and out.total_trial_s + intended_duration > time_budget_s + 1e-9:
+            if not book.fits(intended_duration):
                 raise BudgetExceeded("mlrsearch: trial-time budget used up")
             phase = "warmup" if warm["pending"] else "search"
             warm["pending"] = False
-            tr = runner.measure(float(intended_duration), float(intended_load), phase=phase,
-                                search="mlrsearch", **context)
-            out.total_trial_s += tr.duration_s
-            out.wall_s += tr.duration_s + overhead_s
-            if phase != "warmup":
-                out.trials.append(TrialRecord(float(intended_load), tr.duration_s, tr.loss_ratio,
-                                              tr.forwarding_rate_pps, phase))
+            tr = book.measure(float(intended_load), float(intended_duration), phase,
+                              keep=phase != "warmup")
             exp = tr.expected or tr.sent
             return MeasurementResult(intended_duration=intended_duration,
                                      intended_load=intended_load, offered_count=exp,
                                      loss_count=max(0, exp - tr.received))
 
-    mgoals = []
-    for g in goals:
-        mgoals.append(MGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
-                            relative_width=g.relative_width,
-                            initial_trial_duration=g.initial_trial_duration or g.final_trial_duration,
-                            final_trial_duration=g.final_trial_duration,
-                            duration_sum=g.duration_sum, preceding_targets=g.preceding_targets,
-                            expansion_coefficient=g.expansion_coefficient, fail_fast=g.fail_fast))
+    mgoals = [_mgoal(MGoal, g) for g in goals]
     cfg = Config()
     cfg.goals = mgoals
     cfg.min_load = min_load_pps
@@ -80,19 +69,36 @@ def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
         out.notes.append(f"MLRsearch: {e}")
         res = None
     for g, mg in zip(goals, mgoals):
-        gr = res.get(mg) if res is not None else None
-        rlb = rub = ct = None
-        if gr is not None:
-            rlb = float(gr.relevant_lower_bound) if gr.relevant_lower_bound is not None else None
-            rub = float(gr.relevant_upper_bound) if gr.relevant_upper_bound is not None else None
-            ct = float(gr.conditional_throughput) if gr.conditional_throughput is not None else None
-        irr = res is None or rlb is None or rub is None
-        why = "" if not irr else ("search did not finish" if res is None else
-                                  "max load is a lower bound" if rub is None and rlb is not None
-                                  else "min load is an upper bound")
-        out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, irr, why))
+        out.goals.append(_goal_result(g, res.get(mg) if res is not None else None, res is None))
     first = out.goals[0]
     out.load_pps = first.lower_bound_pps
     out.lower_bound_pps, out.upper_bound_pps = first.lower_bound_pps, first.upper_bound_pps
     out.irregular = out.irregular or any(g.irregular for g in out.goals)
     return out
+
+
+def _mgoal(MGoal: Any, g: Any) -> Any:
+    """MLRsearch's SearchGoal for one of ours."""
+    return MGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
+                 relative_width=g.relative_width,
+                 initial_trial_duration=g.initial_trial_duration or g.final_trial_duration,
+                 final_trial_duration=g.final_trial_duration,
+                 duration_sum=g.duration_sum, preceding_targets=g.preceding_targets,
+                 expansion_coefficient=g.expansion_coefficient, fail_fast=g.fail_fast)
+
+
+def _opt(v: Any) -> Optional[float]:
+    return float(v) if v is not None else None
+
+
+def _goal_result(g: Any, gr: Any, unfinished: bool) -> GoalResult:
+    """Our GoalResult from MLRsearch's per-goal result (None: no result)."""
+    rlb = rub = ct = None
+    if gr is not None:
+        rlb, rub = _opt(gr.relevant_lower_bound), _opt(gr.relevant_upper_bound)
+        ct = _opt(gr.conditional_throughput)
+    irr = unfinished or rlb is None or rub is None
+    why = "" if not irr else ("search did not finish" if unfinished else
+                              "max load is a lower bound" if rub is None and rlb is not None
+                              else "min load is an upper bound")
+    return GoalResult.of_goal(g, rlb, rub, ct, irr, why)

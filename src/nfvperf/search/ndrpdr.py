@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .common import RFC2544_TRIAL_OVERHEAD_S, check_budget, passes, record
+from .common import RFC2544_TRIAL_OVERHEAD_S, TrialBook, passes
 from .result import GoalResult, SearchResult
 
 
@@ -28,119 +28,146 @@ def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0
         raise ValueError("pdr_loss_ratio must be in (0, 1)")
     final = final_duration_s if final_duration_s is not None else trial_duration_s
     out = SearchResult(kind="ndrpdr", load_pps=None, max_load_pps=max_load_pps)
-    iv = {"ndr": [min_load_pps, max_load_pps], "pdr": [min_load_pps, max_load_pps]}
-    seen_ub = {"ndr": False, "pdr": False}
-    seen_lb = {"ndr": False, "pdr": False}
+    s = _NdrPdr(TrialBook(runner, out, "ndrpdr", overhead_s, time_budget_s, progress, context),
+                max_load_pps, min_load_pps, pdr_loss_ratio, relative_width)
+    s.initial(trial_duration_s)
+    s.bisect(trial_duration_s)
+    if final > trial_duration_s:
+        s.verify(final)
+    return s.result(final)
 
-    def update(load: float, tr: Any) -> None:
-        if passes(tr, 0.0):
-            iv["ndr"][0] = max(iv["ndr"][0], load)
-            seen_lb["ndr"] = True
-        else:
-            iv["ndr"][1] = min(iv["ndr"][1], load)
-            seen_ub["ndr"] = True
-        if passes(tr, pdr_loss_ratio):
-            iv["pdr"][0] = max(iv["pdr"][0], load)
-            seen_lb["pdr"] = True
-        else:
-            iv["pdr"][1] = min(iv["pdr"][1], load)
-            seen_ub["pdr"] = True
-        for k in iv:   # a lower bound above an upper bound: noise; trust the newer trial
-            if iv[k][0] > iv[k][1]:
-                if passes(tr, 0.0 if k == "ndr" else pdr_loss_ratio):
-                    iv[k][1] = max_load_pps
-                else:
-                    iv[k][0] = min_load_pps
 
-    def trial(load: float, dur: float, phase: str) -> Any:
-        verifying = phase.startswith("verify")
-        check_budget(out.total_trial_s, dur, time_budget_s, "ndrpdr search")
-        tr = runner.measure(dur, load, phase=phase, search="ndrpdr",
-                            ndr_interval=list(iv["ndr"]), pdr_interval=list(iv["pdr"]), **context)
-        out.trials.append(record(tr, phase, passes(tr, 0.0)))
-        out.total_trial_s += tr.duration_s
-        out.wall_s += tr.duration_s + overhead_s
-        if not verifying:
-            update(load, tr)
+class _NdrPdr:
+    """The two intervals (NDR, PDR) and the trials that narrow them."""
+
+    def __init__(self, book: TrialBook, max_load: float, min_load: float, pdr_loss_ratio: float,
+                 width: float):
+        self.book, self.out = book, book.out
+        self.max_load, self.min_load, self.width = max_load, min_load, width
+        self.ratios = {"ndr": 0.0, "pdr": pdr_loss_ratio}
+        self.iv = {"ndr": [min_load, max_load], "pdr": [min_load, max_load]}
+        self.seen_ub = {"ndr": False, "pdr": False}
+        self.seen_lb = {"ndr": False, "pdr": False}
+        self.steps = {"ndr": [0, 0], "pdr": [0, 0]}   # consecutive expansion steps (up, down)
+        self.floor = max(min_load, max_load * 1e-6)
+        self.no_pass: set[str] = set()
+
+    def trial(self, load: float, dur: float, phase: str) -> Any:
+        self.book.check_budget(dur)
+        tr = self.book.measure(load, dur, phase, judge=lambda t: passes(t, 0.0),
+                               ndr_interval=list(self.iv["ndr"]),
+                               pdr_interval=list(self.iv["pdr"]))
+        if not phase.startswith("verify"):
+            self.update(load, tr)
         return tr
 
-    floor = max(min_load_pps, max_load_pps * 1e-6)
+    def update(self, load: float, tr: Any) -> None:
+        """Zero loss raises both lower bounds; loss within the PDR goal lowers the NDR upper
+        bound and raises the PDR lower bound; more loss lowers both upper bounds."""
+        iv = self.iv
+        for k, lr in self.ratios.items():
+            if passes(tr, lr):
+                iv[k][0] = max(iv[k][0], load)
+                self.seen_lb[k] = True
+            else:
+                iv[k][1] = min(iv[k][1], load)
+                self.seen_ub[k] = True
+        for k, lr in self.ratios.items():   # a lower bound above an upper bound: noise; trust the newer trial
+            if iv[k][0] > iv[k][1]:
+                if passes(tr, lr):
+                    iv[k][1] = self.max_load
+                else:
+                    iv[k][0] = self.min_load
 
-    def done(k: str) -> bool:
-        lo, hi = iv[k]
-        if lo >= max_load_pps or hi <= floor:
+    def done(self, k: str) -> bool:
+        lo, hi = self.iv[k]
+        if lo >= self.max_load or hi <= self.floor:
             return True
-        return hi - lo <= relative_width * hi
+        return hi - lo <= self.width * hi
 
-    tr = trial(max_load_pps, trial_duration_s, "search")
-    if not passes(tr, 0.0):
-        mrr = max(min_load_pps, tr.forwarding_rate_pps)
-        if mrr > iv["pdr"][0] and mrr < max_load_pps:
-            trial(mrr, trial_duration_s, "search")
-    steps = {"ndr": [0, 0], "pdr": [0, 0]}     # consecutive expansion steps (up, down)
-    while not (done("pdr") and done("ndr")):
-        k = "pdr" if not done("pdr") else "ndr"
-        lo, hi = iv[k]
-        last = out.trials[-1].load_pps
-        if not seen_ub[k] and lo < max_load_pps:
-            nxt = max_load_pps
-        else:
-            nxt = (lo + hi) / 2.0
-            if hi - lo > 2 * relative_width * hi:
-                # external search around the last trial (MRR hint), doubling the step
-                if lo <= min_load_pps or last == hi:
-                    cand = hi * (1 - min(0.5, relative_width * 2 ** min(60, steps[k][1])))
-                    steps[k] = [0, steps[k][1] + 1]
-                    if cand > nxt:
-                        nxt = cand
-                elif last == lo:
-                    cand = lo * (1 + relative_width * 2 ** min(60, steps[k][0]))
-                    steps[k] = [steps[k][0] + 1, 0]
-                    if cand < nxt:
-                        nxt = cand
-        if progress:
-            progress(0.5, f"ndrpdr: {k} interval {lo:,.0f}..{hi:,.0f} pps")
-        trial(nxt, trial_duration_s, "search")
-    no_pass: set[str] = set()
-    if final > trial_duration_s:
-        # G10: verify each result with a full-length trial; on failure search below at full length
-        for k, lr in (("ndr", 0.0), ("pdr", pdr_loss_ratio)):
-            lo = iv[k][0]
-            if lo <= min_load_pps or passes(trial(lo, final, f"verify-{k}"), lr):
+    def initial(self, dur: float) -> None:
+        """Max load; if it loses frames, the forwarding rate measured there (MRR)."""
+        tr = self.trial(self.max_load, dur, "search")
+        if not passes(tr, 0.0):
+            mrr = max(self.min_load, tr.forwarding_rate_pps)
+            if self.iv["pdr"][0] < mrr < self.max_load:
+                self.trial(mrr, dur, "search")
+
+    def bisect(self, dur: float) -> None:
+        """PDR first, then NDR, until both intervals are narrower than the width."""
+        while not (self.done("pdr") and self.done("ndr")):
+            k = "pdr" if not self.done("pdr") else "ndr"
+            lo, hi = self.iv[k]
+            nxt = self.next_load(k)
+            self.book.report(0.5, f"ndrpdr: {k} interval {lo:,.0f}..{hi:,.0f} pps")
+            self.trial(nxt, dur, "search")
+
+    def next_load(self, k: str) -> float:
+        """Max load until it has an upper bound, else the middle of the interval or, while it
+        is wide, an external step around the last trial (MRR hint), doubling the step."""
+        lo, hi = self.iv[k]
+        w = self.width
+        if not self.seen_ub[k] and lo < self.max_load:
+            return self.max_load
+        nxt = (lo + hi) / 2.0
+        if hi - lo > 2 * w * hi:
+            last = self.out.trials[-1].load_pps
+            up, down = self.steps[k]
+            if lo <= self.min_load or last == hi:
+                cand = hi * (1 - min(0.5, w * 2 ** min(60, down)))
+                self.steps[k] = [0, down + 1]
+                if cand > nxt:
+                    nxt = cand
+            elif last == lo:
+                cand = lo * (1 + w * 2 ** min(60, up))
+                self.steps[k] = [up + 1, 0]
+                if cand < nxt:
+                    nxt = cand
+        return nxt
+
+    def verify(self, final: float) -> None:
+        """G10: verify each result with a full-length trial; on failure search below it at full
+        length (step down, doubling the step, then bisect)."""
+        for k, lr in self.ratios.items():
+            lo = self.iv[k][0]
+            if lo <= self.min_load or passes(self.trial(lo, final, f"verify-{k}"), lr):
                 continue
-            hi, step, good = lo, 4 * relative_width, None
+            hi, step, good = lo, 4 * self.width, None
             while good is None:
                 cand = hi * (1 - step)
-                if cand < max(min_load_pps, max_load_pps * 1e-4):
+                if cand < max(self.min_load, self.max_load * 1e-4):
                     break
-                if passes(trial(cand, final, f"verify-{k}"), lr):
+                if passes(self.trial(cand, final, f"verify-{k}"), lr):
                     good = cand
                 else:
                     hi, step = cand, min(0.5, step * 2)
             if good is None:
-                iv[k] = [min_load_pps, hi]
-                out.notes.append(f"{k}: no load passed a full-length verification trial")
-                no_pass.add(k)
+                self.iv[k] = [self.min_load, hi]
+                self.out.notes.append(f"{k}: no load passed a full-length verification trial")
+                self.no_pass.add(k)
                 continue
-            while hi - good > relative_width * hi:
+            while hi - good > self.width * hi:
                 mid = (good + hi) / 2.0
-                if passes(trial(mid, final, f"verify-{k}"), lr):
+                if passes(self.trial(mid, final, f"verify-{k}"), lr):
                     good = mid
                 else:
                     hi = mid
-            iv[k] = [good, hi]
-    for k, lr in (("ndr", 0.0), ("pdr", pdr_loss_ratio)):
-        lo, hi = iv[k]
-        irr = lo >= max_load_pps or k in no_pass or (lo <= min_load_pps and not seen_lb[k])
-        why = ("max load is a lower bound" if lo >= max_load_pps else
-               "no load passed" if irr else "")
-        out.goals.append(GoalResult(name=k, loss_ratio=lr, relative_width=relative_width,
-                                    final_trial_duration_s=final, duration_sum_s=final,
-                                    lower_bound_pps=lo, upper_bound_pps=None if lo >= max_load_pps else hi,
-                                    conditional_throughput_pps=lo, irregular=irr,
-                                    irregular_reason=why))
-    out.irregular = any(g.irregular for g in out.goals)
-    out.load_pps = out.goals[0].lower_bound_pps
-    out.lower_bound_pps = out.goals[0].lower_bound_pps
-    out.upper_bound_pps = out.goals[0].upper_bound_pps
-    return out
+            self.iv[k] = [good, hi]
+
+    def result(self, final: float) -> SearchResult:
+        out = self.out
+        for k, lr in self.ratios.items():
+            lo, hi = self.iv[k]
+            irr = lo >= self.max_load or k in self.no_pass or \
+                (lo <= self.min_load and not self.seen_lb[k])
+            why = ("max load is a lower bound" if lo >= self.max_load else
+                   "no load passed" if irr else "")
+            out.goals.append(GoalResult(
+                name=k, loss_ratio=lr, relative_width=self.width, final_trial_duration_s=final,
+                duration_sum_s=final, lower_bound_pps=lo,
+                upper_bound_pps=None if lo >= self.max_load else hi,
+                conditional_throughput_pps=lo, irregular=irr, irregular_reason=why))
+        out.irregular = any(g.irregular for g in out.goals)
+        out.load_pps = out.lower_bound_pps = out.goals[0].lower_bound_pps
+        out.upper_bound_pps = out.goals[0].upper_bound_pps
+        return out

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from nfvperf.trial import Measurer, MeasurerError, TrialResult
+from nfvperf.trial import (Measurer, MeasurerError, TrialResult, negative_loss_reason,
+                           sent_short)
 
 DEFAULT_RETRIES = 3
 
@@ -44,22 +45,25 @@ class InvalidTrialsError(MeasurerError):
 
 def generator_shortfall(tr: TrialResult) -> Optional[float]:
     """The per-interface load the generator actually offered, if it sent less than 99.9 % of the
-    intended frames; None if it kept up (or the trial says nothing about it)."""
+    intended frames (:func:`nfvperf.trial.sent_short`, over the whole trial); None if it kept up
+    (or the trial says nothing about it)."""
     exp = tr.expected or 0
-    if exp <= 0 or tr.sent >= 0.999 * exp:
+    if exp <= 0 or not sent_short(tr.sent, exp):
         return None
     return tr.load_pps * tr.sent / exp
 
 
 def check_valid(tr: TrialResult) -> list[str]:
     """Reasons why a trial cannot be trusted ([] if it can).  The measurer's own verdict plus
-    the sanity checks every trial must pass."""
+    the sanity checks every trial must pass (negative loss over the whole trial:
+    :func:`nfvperf.trial.negative_loss`)."""
     reasons = list(tr.invalid_reasons) if not tr.valid else []
     if not tr.valid and not reasons:
         reasons.append("measurer marked the trial invalid")
     exp = tr.expected or tr.sent
-    if tr.received > exp > 0 and tr.valid:
-        reasons.append(f"received {tr.received} > expected {exp} (negative loss)")
+    neg = negative_loss_reason(tr.received, exp, "expected") if exp > 0 and tr.valid else None
+    if neg:
+        reasons.append(neg)
     return reasons
 
 

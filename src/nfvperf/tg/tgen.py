@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import (
+    MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     DutFailure,
     LatencySummary,
     Measurer,
@@ -35,6 +36,8 @@ from nfvperf.trial import (
     TrafficProfile,
     TrialResult,
     Unsupported,
+    negative_loss_reason,
+    sent_short_reason,
 )
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,7 @@ __all__ = [
 ]
 
 # Trial validity thresholds (DESIGN "a trial that cannot be trusted ... is marked invalid").
-MIN_SENT_RATIO = 0.999          # sent < 99.9 % of intended -> invalid
+# (sent < 99.9 % of intended and negative loss: nfvperf.trial.sent_short / negative_loss)
 MAX_DURATION_STRETCH = 0.10     # effective duration > 110 % of intended -> invalid
 PERCENTILES = ("50", "90", "99", "99.9", "99.99")
 
@@ -762,11 +765,9 @@ class TgenMeasurer(Measurer):
             if s.get("intended_frames") is not None:
                 exp = int(s["intended_frames"])
             expected += exp
-            if sr.sent < MIN_SENT_RATIO * exp:
-                reasons.append(f"{sr.name}: sent {sr.sent} < 99.9 % of intended {exp}")
-            if sr.received > sr.sent:
-                reasons.append(f"{sr.name}: received {sr.received} > sent {sr.sent} "
-                               "(negative loss)")
+            reasons += [r for r in (sent_short_reason(sr.sent, exp, sr.name),
+                                    negative_loss_reason(sr.received, sr.sent, "sent", sr.name))
+                        if r]
             if sr.duplicates > 0:
                 reasons.append(f"{sr.name}: {sr.duplicates} duplicate frames")
         # tgen counts a stream's frames that arrive on another port than its rx_port as

@@ -18,33 +18,72 @@ Load selection (CSIT-style):
    Min Load is an upper bound — fail fast), or the trial-time budget is used up.
 
 Every trial at a load is used for every target and goal (one shared database).
+
+Which undecided load to measure again, and whether to jump to the forwarding-rate hint, is a
+named :class:`Strategy` (:data:`STRATEGIES`; docs/engine.md has what the bench measured).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
-from ..common import RFC2544_TRIAL_OVERHEAD_S
-from ..result import GoalResult, SearchResult, TrialRecord
+from ..common import RFC2544_TRIAL_OVERHEAD_S, TrialBook
+from ..result import GoalResult, SearchResult
 from .classify import LOWER, UNDECIDED, UPPER, classify, conditional_throughput
 from .goals import SearchGoal
 
 
-#: Load-selection strategy (tuned with bench/search_efficiency.py; the defaults are the best
-#: found on the stochastic sim DUT).  ``und``: which undecided load to measure again —
-#: "interior" (default; final target: with three or more undecided loads in the interval, an
-#: inner one first; with two undecided loads wider apart than the goal width, first a new load
-#: between them placed so that either classification closes the width — then only one of the
-#: two outer loads has to be decided; otherwise the load with the most trial time, i.e. the
-#: closest to a decision; preceding targets: the lowest), "mostfinal", "low", "high", "most",
-#: "cheap", "cheapfinal", "interiorall", "interior_mid2", "interior_mid3".
-#: ``split``: "both" picks, when possible, a point that closes the goal width whichever way it
-#: is classified; "low" splits at RUB × (1 − width).  ``pick``: which target's proposal is
-#: measured — "low" (lowest load first, CSIT-like), "fine", "coarse", "high".
-#: ``hint``: use the RUB's forwarding rate as the next load (off: it cost time on the bench).
-#: ``mid_sum``: override the preceding targets' duration sums (None: geometric, like CSIT).
-STRATEGY = {"und": "interior", "split": "both", "pick": "low", "hint": False, "mid_sum": None}
+@dataclass(frozen=True)
+class Strategy:
+    """How the controller picks the next load (tuned with bench/search_efficiency.py).
+
+    ``undecided``: which undecided load inside a target's interval is measured again.  For
+    preceding (coarser) targets always the lowest.  For the final target:
+
+    * ``"interior"``: with three or more undecided loads, an inner one (the most trial time
+      first); with two undecided loads wider apart than the goal width, first a new load between
+      them placed so that either classification closes the width (then only one of the two
+      outer loads has to be decided); otherwise the load with the most trial time;
+    * ``"cheapest"``: the load that the fewest further trial seconds could decide.
+
+    ``forwarding_hint``: once a target has an upper bound, measure next where that bound's
+    forwarded rate would meet the goal loss ratio.
+    """
+
+    name: str
+    undecided: str = "interior"
+    forwarding_hint: bool = False
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if self.undecided not in ("interior", "cheapest"):
+            raise ValueError(f"strategy {self.name}: undecided must be 'interior' or 'cheapest'")
+
+
+DEFAULT = Strategy("default", summary="fewest trial seconds (bench: 0.85 x MLRsearch 1.2.1)")
+FORWARDING_HINT = Strategy("forwarding_hint", forwarding_hint=True,
+                           summary="near-exact PDR for +5 % trial time; slower on a hard limit")
+CHEAPEST = Strategy("cheapest", undecided="cheapest",
+                    summary="lower NDR error for +20 % trial time")
+PRECISE = Strategy("precise", undecided="cheapest", forwarding_hint=True,
+                   summary="lowest error for +35 % trial time")
+
+#: The named strategies: each is on the bench's trial-time / error Pareto front (docs/engine.md).
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (DEFAULT, FORWARDING_HINT, CHEAPEST, PRECISE)}
+
+
+def get_strategy(strategy: Union[str, Strategy, None]) -> Strategy:
+    """A :class:`Strategy` by name (None: the default)."""
+    if strategy is None:
+        return DEFAULT
+    if isinstance(strategy, Strategy):
+        return strategy
+    try:
+        return STRATEGIES[strategy]
+    except KeyError:
+        raise ValueError(f"unknown MLR strategy {strategy!r}; allowed: "
+                         f"{', '.join(STRATEGIES)}") from None
 
 
 @dataclass
@@ -60,6 +99,15 @@ class Target:
     expand_down: int = 0
     done: bool = False
 
+    def moved(self, move: Optional[str]) -> None:
+        """Update the expansion counters after this target's proposal was measured."""
+        if move == "up":
+            self.expand_up, self.expand_down = self.expand_up + 1, 0
+        elif move == "down":
+            self.expand_up, self.expand_down = 0, self.expand_down + 1
+        elif move == "split":
+            self.expand_up = self.expand_down = 0
+
 
 def make_targets(goal: SearchGoal) -> list[Target]:
     """Coarsest first, final last."""
@@ -71,8 +119,6 @@ def make_targets(goal: SearchGoal) -> list[Target]:
         width = goal.relative_width
         for k in range(1, n + 1):
             s = goal.duration_sum * mult ** k if k < n else goal.initial_duration
-            if k < n and STRATEGY.get("mid_sum"):
-                s = STRATEGY["mid_sum"]
             width = min(0.5, width * 2)
             out.append(Target(goal, k, goal.loss_ratio, goal.exceed_ratio, width,
                               min(goal.final_trial_duration, s), s))
@@ -109,38 +155,24 @@ def _trial_time(db: _Db, load: float) -> float:
     return sum(d for d, _ in db.pairs(load))
 
 
-def _pick_undecided(t: Target, und: list[float], db: _Db, dur: float, rnd: Any) -> float:
+def _pick_undecided(t: Target, und: list[float], db: _Db, dur: float, rnd: Any,
+                    strategy: Strategy = DEFAULT) -> float:
     """Which undecided load (sorted ``und``, all inside the target's interval) to measure next,
-    or a new load between two of them (see :data:`STRATEGY`)."""
-    mode = STRATEGY["und"]
-    w = t.relative_width
-    most = max(und, key=lambda l: (_trial_time(db, l), -l))
-    if mode == "low":
-        return und[0]
-    if mode == "high":
-        return und[-1]
-    if mode == "most":
-        return most
-    if mode == "cheap":
-        return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l))
-    if t.index != 0 and mode in ("mostfinal", "interior", "cheapfinal"):
+    or a new load between two of them (see :class:`Strategy`)."""
+    if t.index != 0:
         return und[0]             # preceding targets: lowest load first
-    if mode == "mostfinal":
-        return most
-    if mode == "cheapfinal":
+    if strategy.undecided == "cheapest":
         return min(und, key=lambda l: (_to_decide(t, db.pairs(l), dur), l))
-    # "interior" (final target) and its variants
-    use_inner = not (mode == "interior_mid2" and t.index == 1)
-    use_split = not (mode == "interior_mid3" and t.index == 1)
-    if use_inner and len(und) >= 3:
+    if len(und) >= 3:
         return max(und[1:-1], key=lambda l: (_trial_time(db, l), -l))
-    if use_split and len(und) == 2 and und[1] - und[0] > w * und[1]:
+    w = t.relative_width
+    if len(und) == 2 and und[1] - und[0] > w * und[1]:
         a, b = und
         lo_m, hi_m = b * (1.0 - w), a / (1.0 - w)   # either class of m then closes the width
         m = rnd(math.sqrt(lo_m * hi_m)) if lo_m <= hi_m else rnd(math.sqrt(a * b))
         if a < m < b:
             return m
-    return most
+    return max(und, key=lambda l: (_trial_time(db, l), -l))
 
 
 def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[float, str]]:
@@ -152,12 +184,19 @@ def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[
     return rlb, rub, cls
 
 
+#: (load, trial duration, expansion move or None) a target wants measured next
+Proposal = tuple[float, float, Optional[str]]
+
+
 def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
                min_load_pps: float = 9001.0, warmup_s: float = 1.0,
                time_budget_s: Optional[float] = None,
                overhead_s: float = RFC2544_TRIAL_OVERHEAD_S, progress: Any = None,
-               **context: Any) -> SearchResult:
-    """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``."""
+               strategy: Union[str, Strategy, None] = None, **context: Any) -> SearchResult:
+    """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``.
+
+    ``strategy``: a name from :data:`STRATEGIES` or a :class:`Strategy` (default ``"default"``).
+    """
     if not goals:
         raise ValueError("at least one search goal is needed")
     if not 0 < min_load_pps < max_load_pps:
@@ -166,125 +205,148 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
     if len(set(names)) != len(names):
         raise ValueError("goal names must be unique")
     out = SearchResult(kind="mlr", load_pps=None, max_load_pps=max_load_pps)
-    db = _Db()
-    chains = {g.name: make_targets(g) for g in goals}
-    stopped: dict[str, str] = {}
+    book = TrialBook(runner, out, "mlr", overhead_s, time_budget_s, progress, context)
+    s = _MlrSearch(book, goals, max_load_pps, min_load_pps, get_strategy(strategy))
+    s.initial(warmup_s)
+    s.main_loop()
+    return s.results()
 
-    def rnd(load: float) -> float:
-        return round(min(max_load_pps, max(min_load_pps, load)), 3)
 
-    def budget_ok(dur: float) -> bool:
-        return time_budget_s is None or out.total_trial_s + dur <= time_budget_s + 1e-9
+class _MlrSearch:
+    """The controller's state: the shared trial database, the target chains per goal and the
+    goals stopped early (fail fast)."""
 
-    def trial(load: float, dur: float, phase: str, use: bool = True, **ctx: Any) -> Any:
-        tr = runner.measure(float(dur), load, phase=phase, search="mlr", **ctx, **context)
-        out.total_trial_s += tr.duration_s
-        out.wall_s += tr.duration_s + overhead_s
+    GUARD = 100000
+
+    def __init__(self, book: TrialBook, goals: Sequence[SearchGoal], max_load: float,
+                 min_load: float, strategy: Strategy):
+        self.book, self.out, self.goals = book, book.out, goals
+        self.max_load, self.min_load, self.strategy = max_load, min_load, strategy
+        self.db = _Db()
+        self.chains = {g.name: make_targets(g) for g in goals}
+        self.stopped: dict[str, str] = {}
+
+    def rnd(self, load: float) -> float:
+        return round(min(self.max_load, max(self.min_load, load)), 3)
+
+    def trial(self, load: float, dur: float, phase: str, use: bool = True, **ctx: Any) -> Any:
+        tr = self.book.measure(load, float(dur), phase, keep=use, **ctx)
         if use:
-            out.trials.append(TrialRecord(load, tr.duration_s, tr.loss_ratio,
-                                          tr.forwarding_rate_pps, phase))
-            db.add(load, tr.duration_s, tr.loss_ratio, tr.forwarding_rate_pps)
+            self.db.add(load, tr.duration_s, tr.loss_ratio, tr.forwarding_rate_pps)
         return tr
 
-    # 1-2. warm-up and initial trials
-    init_dur = max(c[0].final_trial_duration for c in chains.values())
-    min_ratio = min(g.loss_ratio for g in goals)
-    if warmup_s and budget_ok(warmup_s):
-        trial(max_load_pps, warmup_s, "warmup", use=False)
-    if budget_ok(init_dur):
-        tr0 = trial(max_load_pps, init_dur, "initial")
+    # -- 1-2. warm-up and initial trials -------------------------------------------------------
+    def initial(self, warmup_s: float) -> None:
+        """A discarded warm-up at max load, a trial at max load and, if it lost more than the
+        smallest goal loss ratio, one at its forwarding rate corrected for that ratio (MRR)."""
+        init_dur = max(c[0].final_trial_duration for c in self.chains.values())
+        min_ratio = min(g.loss_ratio for g in self.goals)
+        if warmup_s and self.book.fits(warmup_s):
+            self.trial(self.max_load, warmup_s, "warmup", use=False)
+        if not self.book.fits(init_dur):
+            return
+        tr0 = self.trial(self.max_load, init_dur, "initial")
         if tr0.loss_ratio > min_ratio:
-            mrr = rnd(math.floor(tr0.forwarding_rate_pps / (1.0 - min_ratio)))
-            if mrr < max_load_pps and budget_ok(init_dur):
-                trial(mrr, init_dur, "initial-mrr")
+            mrr = self.rnd(math.floor(tr0.forwarding_rate_pps / (1.0 - min_ratio)))
+            if mrr < self.max_load and self.book.fits(init_dur):
+                self.trial(mrr, init_dur, "initial-mrr")
 
-    def propose(t: Target, prev: Optional[Target]) -> Optional[tuple[float, float, Optional[str]]]:
-        """(load, duration, move) this target wants measured next; no side effects except
-        marking the target done.  ``move`` ("up", "down", "split") updates the target's
-        expansion counters only if this proposal is the one measured."""
-        rlb, rub, cls = _bounds(db, t)
-        w = t.relative_width
-        dur = t.final_trial_duration
-        # irregular ends
-        if rub is None and rlb is not None and rlb >= max_load_pps:
-            t.done = True
-            return None
-        if rub is not None and rub <= min_load_pps:
-            t.done = True
-            return None
-        if rlb is not None and rub is not None and rub - rlb <= w * rub + 1e-6:
+    # -- 3. load selection ---------------------------------------------------------------------
+    def propose(self, t: Target, prev: Optional[Target]) -> Optional[Proposal]:
+        """What this target wants measured next; no side effects except marking the target
+        done.  The move ("up", "down", "split") updates the target's expansion counters only if
+        this proposal is the one measured."""
+        rlb, rub, cls = _bounds(self.db, t)
+        if self._finished(t, rlb, rub):
             t.done = True
             return None
         lo = rlb if rlb is not None else -1.0
         hi = rub if rub is not None else math.inf
         if prev is not None:   # start from the coarser target's (narrow) interval
-            plb, pub, _ = _bounds(db, prev)
+            plb, pub, _ = _bounds(self.db, prev)
             lo = max(lo, (plb if plb is not None else -1.0) - 1e-6)
             hi = min(hi, (pub if pub is not None else math.inf) + 1e-6)
+        dur = t.final_trial_duration
         und = sorted(l for l, c in cls.items() if c == UNDECIDED and lo < l < hi)
         if und:
-            return _pick_undecided(t, und, db, dur, rnd), dur, None
-        hint = None
-        if rub is not None and STRATEGY["hint"]:
-            # forwarding-rate hint: where the RUB's forwarded rate would meet the goal loss
-            trs = db.trials[rub]
-            fwd = sum(f * d for d, _, f in trs) / sum(d for d, _, _ in trs)
-            h = rnd(math.floor(fwd / (1.0 - t.loss_ratio)))
-            if h < rub * (1.0 - w / 2) and h not in db.trials and (rlb is None or h > rlb):
-                hint = h
-        if hint is not None and (rlb is None or rub - rlb > w * rub):
+            return _pick_undecided(t, und, self.db, dur, self.rnd, self.strategy), dur, None
+        hint = self._hint(t, rlb, rub)
+        if hint is not None and (rlb is None or rub - rlb > t.relative_width * rub):
             return hint, dur, None
         if rlb is not None and rub is not None:
-            mid = rnd(math.sqrt(rlb * rub))
-            if rub - rlb > 2 * w * rub:
-                # external search from the newer bound (the hint), doubling the step each time
-                order = {l: i for i, l in enumerate(db.trials)}
-                coef = t.goal.expansion_coefficient
-                if order[rlb] > order[rub]:
-                    cand = rnd(rlb * (1.0 + w * coef ** t.expand_up))
-                    if rlb < cand < mid:
-                        return cand, dur, "up"
-                else:
-                    cand = rnd(rub * (1.0 - min(0.9, w * coef ** t.expand_down)))
-                    if mid < cand < rub:
-                        return cand, dur, "down"
-            # uneven split: if the interval is just above the width, land on it exactly
-            if rub - rlb <= 2 * w * rub:
-                mid = rnd(rub * (1.0 - w) + 1e-3)
-                if STRATEGY["split"] == "both":
-                    a, b_ = rub * (1.0 - w), rlb / (1.0 - w)
-                    if a <= b_:
-                        mid = rnd(math.sqrt(a * b_))
-            if mid <= rlb or mid >= rub:
-                t.done = True
-                return None
-            return mid, dur, "split"
+            return self._narrow(t, rlb, rub)
+        if rlb is None and rub is None:   # no trial yet (the budget left out the initial one)
+            return self.rnd(self.max_load), dur, None
         if rub is None:   # expand up from the RLB
-            step = w * (t.goal.expansion_coefficient ** t.expand_up)
-            return rnd(rlb * (1.0 + step)), dur, "up"
-        if rlb is None:   # expand down from the RUB
-            if rub <= min_load_pps:
-                t.done = True
-                return None
-            step = w * (t.goal.expansion_coefficient ** t.expand_down)
-            return rnd(rub * (1.0 - min(0.9, step))), dur, "down"
-        return rnd(max_load_pps), dur, None
+            step = t.relative_width * (t.goal.expansion_coefficient ** t.expand_up)
+            return self.rnd(rlb * (1.0 + step)), dur, "up"
+        if rub <= self.min_load:   # expand down from the RUB (rlb is None)
+            t.done = True
+            return None
+        step = t.relative_width * (t.goal.expansion_coefficient ** t.expand_down)
+        return self.rnd(rub * (1.0 - min(0.9, step))), dur, "down"
 
-    # 3. main loop
-    guard = 0
-    while True:
-        guard += 1
-        if guard > 100000:
-            out.notes.append("search loop guard hit")
-            break
+    def _finished(self, t: Target, rlb: Optional[float], rub: Optional[float]) -> bool:
+        """Width reached, or irregular: max load is a lower bound, min load an upper bound."""
+        if rub is None and rlb is not None and rlb >= self.max_load:
+            return True
+        if rub is not None and rub <= self.min_load:
+            return True
+        return rlb is not None and rub is not None and rub - rlb <= t.relative_width * rub + 1e-6
+
+    def _hint(self, t: Target, rlb: Optional[float], rub: Optional[float]) -> Optional[float]:
+        """Forwarding-rate hint (strategy option): where the RUB's forwarded rate would meet the
+        goal loss ratio, if that is a new load inside the interval."""
+        if rub is None or not self.strategy.forwarding_hint:
+            return None
+        trs = self.db.trials[rub]
+        fwd = sum(f * d for d, _, f in trs) / sum(d for d, _, _ in trs)
+        h = self.rnd(math.floor(fwd / (1.0 - t.loss_ratio)))
+        if h < rub * (1.0 - t.relative_width / 2) and h not in self.db.trials and \
+                (rlb is None or h > rlb):
+            return h
+        return None
+
+    def _narrow(self, t: Target, rlb: float, rub: float) -> Optional[Proposal]:
+        """Both bounds known: an external step from the newer bound while the interval is wide
+        (doubling the step each time), else a split point."""
+        w, dur = t.relative_width, t.final_trial_duration
+        mid = self.rnd(math.sqrt(rlb * rub))
+        if rub - rlb > 2 * w * rub:
+            order = {l: i for i, l in enumerate(self.db.trials)}
+            coef = t.goal.expansion_coefficient
+            if order[rlb] > order[rub]:
+                cand = self.rnd(rlb * (1.0 + w * coef ** t.expand_up))
+                if rlb < cand < mid:
+                    return cand, dur, "up"
+            else:
+                cand = self.rnd(rub * (1.0 - min(0.9, w * coef ** t.expand_down)))
+                if mid < cand < rub:
+                    return cand, dur, "down"
+        else:
+            # uneven split: a point that closes the goal width whichever way it is classified
+            # (if there is one), else one that lands on the width from the RUB
+            mid = self.rnd(rub * (1.0 - w) + 1e-3)
+            a, b = rub * (1.0 - w), rlb / (1.0 - w)
+            if a <= b:
+                mid = self.rnd(math.sqrt(a * b))
+        if mid <= rlb or mid >= rub:
+            t.done = True
+            return None
+        return mid, dur, "split"
+
+    # -- goal bookkeeping ----------------------------------------------------------------------
+    def candidates(self) -> list[tuple[float, float, Target, Optional[str]]]:
+        """One proposal per goal still running: from its first unfinished target whose
+        preceding target is finished.  Goals whose min load is an upper bound stop (fail fast)."""
         cands: list[tuple[float, float, Target, Optional[str]]] = []
-        for gname, chain in chains.items():
-            if gname in stopped:
+        for gname, chain in self.chains.items():
+            if gname in self.stopped:
                 continue
             for i, t in enumerate(chain):
                 if t.done:
                     continue
-                p = propose(t, chain[i - 1] if i else None)
+                p = self.propose(t, chain[i - 1] if i else None)
                 if p is None:
                     continue
                 cands.append((p[0], p[1], t, p[2]))
@@ -292,54 +354,55 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
             final = chain[-1]
             if final.done:
                 continue
-            rlb, rub, _ = _bounds(db, final)
-            if rub is not None and rub <= min_load_pps and final.goal.fail_fast:
-                stopped[gname] = "min load is an upper bound (fail fast)"
-        cands = [c for c in cands if c[2].goal.name not in stopped]
-        if not cands:
-            break
-        if STRATEGY["pick"] == "low":
-            load, dur, t, move = min(cands, key=lambda c: (c[0], -c[1]))
-        elif STRATEGY["pick"] == "fine":
-            load, dur, t, move = min(cands, key=lambda c: (c[2].index, c[0]))
-        elif STRATEGY["pick"] == "high":
-            load, dur, t, move = max(cands, key=lambda c: (c[0], c[1]))
-        else:
-            load, dur, t, move = min(cands, key=lambda c: (-c[2].index, c[0]))
-        if not budget_ok(dur):
-            out.notes.append("trial-time budget used up before all goals were reached")
-            out.irregular = True
-            break
-        if progress:
-            done_n = sum(1 for c in chains.values() for x in c if x.done)
-            total_n = sum(len(c) for c in chains.values())
-            progress(done_n / total_n, f"mlr: target {t.goal.name}#{t.index} at {load:,.0f} pps")
-        if move == "up":
-            t.expand_up, t.expand_down = t.expand_up + 1, 0
-        elif move == "down":
-            t.expand_up, t.expand_down = 0, t.expand_down + 1
-        elif move == "split":
-            t.expand_up = t.expand_down = 0
-        trial(load, dur, "search", goal=t.goal.name, target=t.index)
+            _, rub, _ = _bounds(self.db, final)
+            if rub is not None and rub <= self.min_load and final.goal.fail_fast:
+                self.stopped[gname] = "min load is an upper bound (fail fast)"
+        return [c for c in cands if c[2].goal.name not in self.stopped]
 
-    # 4. results per goal
-    for g in goals:
-        final = chains[g.name][-1]
-        rlb, rub, _ = _bounds(db, final)
-        irr, why = False, ""
-        if g.name in stopped:
-            irr, why = True, stopped[g.name]
-        elif rub is None and rlb is not None and rlb >= max_load_pps:
-            irr, why = True, "max load is a lower bound"
-        elif rub is not None and rub <= min_load_pps:
-            irr, why = True, "min load is an upper bound"
-        elif rlb is None or rub is None or rub - rlb > g.relative_width * rub + 1e-6:
-            irr, why = True, "goal width not reached"
-        ct = conditional_throughput(g, rlb, db.pairs(rlb)) if rlb is not None else None
-        out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, irr, why))
-    first = out.goals[0]
-    out.load_pps = first.lower_bound_pps
-    out.lower_bound_pps = first.lower_bound_pps
-    out.upper_bound_pps = first.upper_bound_pps
-    out.irregular = out.irregular or any(g.irregular for g in out.goals)
-    return out
+    def _report(self, t: Target, load: float) -> None:
+        done_n = sum(1 for c in self.chains.values() for x in c if x.done)
+        total_n = sum(len(c) for c in self.chains.values())
+        self.book.report(done_n / total_n, f"mlr: target {t.goal.name}#{t.index} at {load:,.0f} pps")
+
+    # -- termination ---------------------------------------------------------------------------
+    def main_loop(self) -> None:
+        """Measure the lowest proposed load until no target proposes one, the budget is used
+        up, or the loop guard is hit."""
+        for _ in range(self.GUARD):
+            cands = self.candidates()
+            if not cands:
+                return
+            load, dur, t, move = min(cands, key=lambda c: (c[0], -c[1]))
+            if not self.book.fits(dur):
+                self.out.notes.append("trial-time budget used up before all goals were reached")
+                self.out.irregular = True
+                return
+            self._report(t, load)
+            t.moved(move)
+            self.trial(load, dur, "search", goal=t.goal.name, target=t.index)
+        self.out.notes.append("search loop guard hit")
+
+    # -- 4. results per goal -------------------------------------------------------------------
+    def results(self) -> SearchResult:
+        out = self.out
+        for g in self.goals:
+            rlb, rub, _ = _bounds(self.db, self.chains[g.name][-1])
+            ct = conditional_throughput(g, rlb, self.db.pairs(rlb)) if rlb is not None else None
+            why = self._irregular_reason(g, rlb, rub)
+            out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, bool(why), why))
+        first = out.goals[0]
+        out.load_pps = out.lower_bound_pps = first.lower_bound_pps
+        out.upper_bound_pps = first.upper_bound_pps
+        out.irregular = out.irregular or any(g.irregular for g in out.goals)
+        return out
+
+    def _irregular_reason(self, g: SearchGoal, rlb: Optional[float], rub: Optional[float]) -> str:
+        if g.name in self.stopped:
+            return self.stopped[g.name]
+        if rub is None and rlb is not None and rlb >= self.max_load:
+            return "max load is a lower bound"
+        if rub is not None and rub <= self.min_load:
+            return "min load is an upper bound"
+        if rlb is None or rub is None or rub - rlb > g.relative_width * rub + 1e-6:
+            return "goal width not reached"
+        return ""

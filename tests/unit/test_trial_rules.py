@@ -1,0 +1,67 @@
+"""The trial-validity rules have one definition (nfvperf.trial), used by the tgen measurer (per
+stream) and by the search's validity runner (per trial).  Threshold: exactly 99.9 % sent."""
+import pytest
+
+from nfvperf.search.validity import check_valid, generator_shortfall
+from nfvperf.tg.tgen import TgenMeasurer
+from nfvperf.trial import (MIN_SENT_RATIO, TrafficProfile, TrialResult, negative_loss,
+                           negative_loss_reason, sent_short, sent_short_reason)
+
+
+def test_threshold_is_exactly_99_9_percent():
+    assert MIN_SENT_RATIO == 0.999
+    assert not sent_short(999, 1000) and sent_short(998, 1000)
+    assert not sent_short(999_000, 1_000_000) and sent_short(998_999, 1_000_000)
+    assert not sent_short(1000, 1000) and not sent_short(1001, 1000)
+    assert not sent_short(0, 0)
+    assert sent_short_reason(999, 1000) is None
+    assert sent_short_reason(998, 1000, "p0->p1") == "p0->p1: sent 998 < 99.9 % of intended 1000"
+
+
+def test_negative_loss_rule():
+    assert negative_loss(11, 10) and not negative_loss(10, 10) and not negative_loss(9, 10)
+    assert negative_loss_reason(10, 10) is None
+    assert negative_loss_reason(11, 10, "expected") == "received 11 > expected 10 (negative loss)"
+    assert negative_loss_reason(11, 10, "sent", "s") == "s: received 11 > sent 10 (negative loss)"
+
+
+@pytest.mark.parametrize("sent,short", [(999, False), (998, True), (1000, False)])
+def test_validity_runner_uses_the_rule(sent, short):
+    tr = TrialResult(1.0, 1000.0, sent=sent, received=sent, expected=1000)
+    got = generator_shortfall(tr)
+    assert (got is not None) == short
+    if short:
+        assert got == pytest.approx(1000.0 * sent / 1000)
+
+
+def test_validity_runner_negative_loss_over_the_trial():
+    assert check_valid(TrialResult(1.0, 10.0, sent=10, received=11, expected=10)) == [
+        "received 11 > expected 10 (negative loss)"]
+    assert check_valid(TrialResult(1.0, 10.0, sent=10, received=10, expected=10)) == []
+    # no expected count: the sent count is the reference
+    assert check_valid(TrialResult(1.0, 10.0, sent=10, received=11)) == [
+        "received 11 > expected 10 (negative loss)"]
+
+
+def _convert(sent: int, received: int, intended: int):
+    m = TgenMeasurer(proc=None, pairs=[(0, 1)])      # _convert needs no process
+    m.profile = TrafficProfile(latency=False, bidirectional=False)
+    m.stream_ids = [0]
+    raw = {"streams": [{"id": 0, "name": "p0->p1", "tx_port": 0, "rx_port": 1, "sent": sent,
+                        "received": received, "intended_frames": intended, "misrouted": 0}],
+           "effective_duration_s": 1.0}
+    return m._convert(raw, 1.0, float(intended), [intended])
+
+
+@pytest.mark.parametrize("sent,valid", [(999, True), (998, False), (1000, True)])
+def test_tgen_measurer_uses_the_rule_per_stream(sent, valid):
+    r = _convert(sent, sent, 1000)
+    assert r.valid == valid, r.invalid_reasons
+    if not valid:
+        assert r.invalid_reasons == [f"p0->p1: sent {sent} < 99.9 % of intended 1000"]
+
+
+def test_tgen_measurer_negative_loss_per_stream():
+    r = _convert(1000, 1001, 1000)
+    assert not r.valid
+    assert r.invalid_reasons == ["p0->p1: received 1001 > sent 1000 (negative loss)"]
