@@ -346,7 +346,7 @@ def cmd_calc(args: argparse.Namespace) -> int:
 # (argparse's REMAINDER would refuse leading options such as `cleanup --tag X`).
 DELEGATES = {
     "preflight": ("nfvperf.topo.preflight", "check the host (hugepages, cores, DPDK, OVS)"),
-    "cleanup": ("nfvperf.host.cleanup", "remove leftovers of killed runs (netns, veth, processes)"),
+    "cleanup": ("nfvperf.store.cleanup", "remove leftovers of killed runs (netns, veth, processes)"),
     "image": ("nfvperf.vm.image", "build the VM VNF guest image (nfvperf image build)"),
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nfvperf.host import cleanup as C
+from nfvperf.store.cleanup import main as cleanup_command
 from nfvperf.host import cpu
 from nfvperf.host import hugepages as hp
 from nfvperf.host import netns as N
@@ -234,7 +235,7 @@ def test_cleanup_removes_a_killed_runs_leftovers(tmp_path, leak_check):
         assert "removed" in rep.format()
         # idempotent
         assert C.cleanup(tag).removed_count == 0
-        assert C.main(["--tag", tag]) == 0
+        assert cleanup_command(["--tag", tag]) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from nfvperf.cli import main as cli_main
-from nfvperf.host import cleanup
+from nfvperf.store import cleanup
 from nfvperf.store import Store
 from nfvperf.store.db import process_starttime
 from nfvperf.trial import TrialResult

@@ -1,11 +1,14 @@
 """Imports run downward between the packages of nfvperf (issue 7): a lower layer never imports a
 higher one, not even lazily inside a function.  The layers, lowest first:
 
-    units, trial                the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer
-    host, store                 the machine (processes, netns, hugepages, preflight) and the database
-    search, tg                  searches over measure(); the measurers (sim, tgen, iperf3)
-    dut, methods, report        DUT adapters; test methods; tables/plots from stored runs
-    vm                          the QEMU VNF (a DUT-shaped adapter)
+    units, trial, validation    the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer,
+                                validation errors that name their path
+    host                        the machine (processes, netns, hugepages, preflight checks, cleanup)
+    store, search, tg           the database (run liveness uses host); searches over measure();
+                                the measurers (sim, tgen, iperf3)
+    dut, methods                DUT adapters; test methods
+    report, vm                  tables/plots from stored runs (titles from methods and adapters);
+                                the QEMU VNF (a DUT-shaped adapter)
     topo                        topologies built from host ports, DUTs, VNFs and the generator
     config                      the suite schema (uses topo's spec and methods' registry)
     runner                      runs a suite
@@ -19,11 +22,11 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 
 LAYER = {
-    "units": 0, "trial": 0, "__init__": 0,
-    "host": 1, "store": 1,
-    "search": 2, "tg": 2,
-    "dut": 3, "methods": 3, "report": 3,
-    "vm": 4,
+    "units": 0, "trial": 0, "validation": 0, "__init__": 0,
+    "host": 1,
+    "store": 2, "search": 2, "tg": 2,
+    "dut": 3, "methods": 3,
+    "report": 4, "vm": 4,
     "topo": 5,
     "config": 6,
     "runner": 7,
@@ -92,4 +95,4 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
     (fake / "report" / "y.py").write_text("from ..units import max_fps\n")
     monkeypatch.setattr(f"{__name__}.PKG", fake)
     bad = upward_imports()
-    assert len(bad) == 1 and "report (layer 3) imports runner (layer 7)" in bad[0]
+    assert len(bad) == 1 and "report (layer 4) imports runner (layer 7)" in bad[0]

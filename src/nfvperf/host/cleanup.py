@@ -1,4 +1,6 @@
-"""``nfvperf cleanup [--tag T] [--dry-run] [--force] [--db URL]``: remove what killed runs left behind.
+"""What killed runs left behind on this host, found by the run tag, and its removal (the host part
+of ``nfvperf cleanup``; the command itself, which also marks the store's killed runs aborted, is
+:mod:`nfvperf.store.cleanup`).
 
 A run names everything with its tag (``nfv`` + 6 hex digits, see :mod:`nfvperf.host.run`):
 
@@ -7,9 +9,7 @@ A run names everything with its tag (``nfv`` + 6 hex digits, see :mod:`nfvperf.h
 * network namespaces ``<tag>-<role>`` and links ``<tag>...`` in the root namespace;
 * hugepage files and DPDK runtime directories of ``--file-prefix`` values containing the tag;
 * sockets in the run directory ``/run/nfvperf/<tag>/`` and ``/tmp/*<tag>*.sock``;
-* the run's entry in the live-run registry ``/run/nfvperf/runs/<tag>``;
-* in the results store, runs still marked ``running`` whose process is gone (same host, pid gone or
-  reused) are marked ``aborted`` (their trials stay); this part needs no root.
+* the run's entry in the live-run registry ``/run/nfvperf/runs/<tag>``.
 
 Without ``--tag`` only runs that are not live are cleaned: a tag whose owner (registered by its
 ResourceTracker) still runs is spared, and so is a tagged process whose parent is alive (it belongs
@@ -18,13 +18,10 @@ to somebody's running session).  ``--tag T`` cleans that run even when its owner
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
 import signal
 import stat
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -298,64 +295,3 @@ def cleanup(tag: Optional[str] = None, dry_run: bool = False, force: bool = Fals
             rep.tags.append(tt)
     rep.spared_live = sorted(set(rep.spared_live))
     return rep
-
-
-def mark_aborted_runs(rep: CleanupReport, db: Optional[str] = None, dry_run: bool = False) -> None:
-    """Runs the results store still marks ``running`` whose process is gone (this host): mark them
-    ``aborted`` (their trials stay).  ``db``: URL or path, else $NFVPERF_DB or
-    ./results/nfvperf.db; a SQLite store that does not exist is not created."""
-    from sqlalchemy.engine import make_url
-
-    from nfvperf.store.db import Store, default_url, resolve_url
-    url = resolve_url(db) if db else default_url()
-    try:
-        u = make_url(url)
-        if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
-                and not Path(u.database).exists():
-            if db:
-                rep.errors.append(f"results store: no store at {u.database}")
-            return
-        store = Store(url, create=False)
-        try:
-            found = store.stale_runs() if dry_run else store.mark_aborted_runs()
-        finally:
-            store.close()
-    except Exception as e:  # noqa: BLE001 - the store is one part of the clean-up
-        rep.errors.append(f"results store {url}: {type(e).__name__}: {e}")
-        return
-    rep.aborted_runs += [f"run {r.id} ({r.tag}): {note}" for r, note in found]
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="nfvperf cleanup",
-                                description="Remove what killed nfvperf runs left behind: processes, "
-                                            "network namespaces, veth links, hugepage files, sockets; "
-                                            "mark their runs aborted in the results store.")
-    p.add_argument("--tag", help="only this run's tag (nfv + 6 hex digits, or the label it was "
-                                 "derived from); cleaned even if its owner still runs")
-    p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
-    p.add_argument("--force", action="store_true", help="also clean runs whose owner is alive")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--db", metavar="URL", help="results store whose killed runs are marked aborted "
-                                               "(default $NFVPERF_DB or ./results/nfvperf.db)")
-    argv = [a for a in (argv or []) if a != "--"]
-    args = p.parse_args(argv)
-    store_rep = CleanupReport()
-    mark_aborted_runs(store_rep, args.db, dry_run=args.dry_run)    # needs no root
-    if os.geteuid() != 0:
-        if store_rep.aborted_runs or store_rep.errors:
-            print(store_rep.format(args.dry_run))
-        print("nfvperf cleanup: needs root (namespaces, links, other users' processes)",
-              file=sys.stderr)
-        return 2
-    rep = cleanup(args.tag, dry_run=args.dry_run, force=args.force)
-    rep.aborted_runs, rep.errors = store_rep.aborted_runs, store_rep.errors + rep.errors
-    if args.json:
-        print(json.dumps(rep.to_dict(), indent=2))
-    else:
-        print(rep.format(args.dry_run))
-    return 1 if rep.errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

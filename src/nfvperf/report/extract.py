@@ -164,7 +164,7 @@ def test_topology(config_topology: Optional[dict[str, Any]], row: Optional[dict[
     row = row or {}
     if "overrides" not in row:
         return row
-    from nfvperf.config import deep_merge
+    from nfvperf.validation import deep_merge
     full = deep_merge(config_topology or {}, row.get("overrides") or {})
     full.update((k, v) for k, v in row.items() if k != "overrides")
     return full

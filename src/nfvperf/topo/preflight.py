@@ -75,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             spec = TopologySpec(**kw)
         except ValueError as e:
-            from nfvperf.config import format_validation_error
+            from nfvperf.validation import format_validation_error
             p.error("; ".join(format_validation_error(e)))
     checks = run_checks(spec, required=("root", "hugepages"))
     if args.json:
