@@ -253,8 +253,10 @@ def test_measurer_vxlan_stream_params_on_the_wire(afp, tmp_path: Path):
     m.set_profile(TrafficProfile(frame_size_b=128, vxlan=True, flows_per_port=4,
                                  bidirectional=False, learning=False, drain_s=0.2))
     n = 40
+    # 0.1 s of traffic: the trial-validity rule allows 10 % stretch, and a 20 ms trial on shared
+    # cores was stretched 2.9 ms once under load (invalid, though every frame arrived)
     with Capture(b, n, tmp_path / "m-vxlan.pcap") as cap:
-        r = m.measure_frames(n, 2000)
+        r = m.measure_frames(n, 400)
         cap.wait()
     assert r.sent == r.received == n and r.valid, r.to_dict()
     rows = cap.fields("frame.len", "eth.dst", "vxlan.vni", "ip.src", "ip.dst")
