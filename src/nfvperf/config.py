@@ -4,9 +4,9 @@ A suite names a topology, the offered traffic, a timing profile and a list of te
 entry is ``{method: <name in nfvperf.methods.REGISTRY>, name?: str, frame_sizes?: [...],
 traffic?: {...}, topology?: {...}, per_size?: {size: {...}}, ...method params}`` (``traffic``/
 ``topology`` change the suite's values for that test only, e.g. ``topology: {kind: pvp}``;
-``per_size`` changes method params at one frame size, e.g. ``{64: {max_load_pct: 10}}``); the method params are validated by that method's own
-pydantic model.  :func:`load_suite` collects *every* problem and raises one :class:`SuiteError`
-whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
+``per_size`` changes method params at one frame size, e.g. ``{64: {max_load_pct: 10}}``); the method params are
+validated by that method's own pydantic model.  :func:`load_suite` collects *every* problem and raises one
+:class:`SuiteError` whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
 """
 from __future__ import annotations
 

@@ -393,7 +393,7 @@ def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
     entry = REGISTRY[name]
     if isinstance(entry, tuple):
         return entry[0], entry[1]
-    return getattr(entry, "params", None), getattr(entry, "run")
+    return getattr(entry, "params", None), entry.run
 
 
 def result_dict(res: Any) -> dict[str, Any]:

@@ -240,8 +240,8 @@ class Measurer(abc.ABC):
         """What this measurer knows about the set-up (versions, cores, shared-core warning)."""
         return {"measurer": self.name}
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - optional hook, measurers without resources keep it
+        """Release what the measurer holds (no-op by default)."""
 
     def __enter__(self) -> "Measurer":
         return self

@@ -36,8 +36,8 @@ from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
-           "register_dut", "DUT_REGISTRY", "create_dut"]
+__all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process",
+           "ProcessError", "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
 # ------------------------------------------------------------------------------------- ports
@@ -164,7 +164,7 @@ class DutAdapter(abc.ABC):
         """Constructor keywords a topology passes, taken from the adapter's options section."""
         return {}
 
-    @classmethod
+    @classmethod  # noqa: B027 - optional hook, default: no change
     def adjust_plan(cls, plan: Any, spec: Any) -> None:
         """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards
         on the generator's CPUs."""
@@ -198,7 +198,7 @@ class DutAdapter(abc.ABC):
     def start(self) -> None:
         """Start the DUT (processes, bridges) with the ports added so far."""
 
-    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:  # noqa: B027 - optional hook
         """Install forwarding (None = cross-connect 0<->1, 2<->3, ...)."""
 
     @abc.abstractmethod
@@ -218,8 +218,9 @@ class DutAdapter(abc.ABC):
 
     def environment(self) -> dict[str, Any]:
         return {"dut": self.name, "version": self.version(), "cpus": self.cpus,
-                "ports": [p.name for p in self.ports], "options": {k: v for k, v in self.options.items()
-                                                                  if isinstance(v, (str, int, float, bool, type(None)))}}
+                "ports": [p.name for p in self.ports],
+                "options": {k: v for k, v in self.options.items()
+                            if isinstance(v, (str, int, float, bool, type(None)))}}
 
     def reset(self) -> None:
         """RFC 6201 reset: stop and start again (adapters may do better)."""

@@ -492,7 +492,7 @@ class VmVnf(DutAdapter):
             try:
                 os.sched_setaffinity(tid, {cpu})
             except OSError as e:
-                raise DutFailure(f"{self.vnf_name}: pinning vCPU thread {tid} to CPU {cpu}: {e}")
+                raise DutFailure(f"{self.vnf_name}: pinning vCPU thread {tid} to CPU {cpu}: {e}") from e
 
     def program(self, flows=None) -> None:
         if flows is None:
