@@ -174,12 +174,16 @@ class DutAdapter(abc.ABC):
         """Short labels for non-default options (a stored options section) for report titles."""
         return []
 
-    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+    def __init__(self, run: RunContext, tracker: Optional[ResourceTracker], cpus: Sequence[int] = (),
                  **options: Any):
         self.run = run
-        self.tracker = tracker
+        # Optional: OvsDpdk also runs without one; adapters that need it narrow the type
+        # (``tracker: ResourceTracker`` in the class body) and require it in their constructor
+        self.tracker: Optional[ResourceTracker] = tracker
         self.cpus = list(cpus)
-        self.options = options
+        # the constructor's extra keywords (plan, spec, ...); not ``options``, the classmethod
+        # that reads this adapter's section of a TopologySpec
+        self.init_options = options
         self.ports: list[PortRef] = []
         self.started = False
 
@@ -198,8 +202,9 @@ class DutAdapter(abc.ABC):
     def start(self) -> None:
         """Start the DUT (processes, bridges) with the ports added so far."""
 
-    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:  # noqa: B027 - optional hook
-        """Install forwarding (None = cross-connect 0<->1, 2<->3, ...)."""
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> Optional[Path]:  # noqa: B027 - optional hook
+        """Install forwarding (None = cross-connect 0<->1, 2<->3, ...); adapters that write the
+        rules to a file return its path."""
 
     @abc.abstractmethod
     def counters(self) -> dict[str, Any]:
@@ -219,7 +224,7 @@ class DutAdapter(abc.ABC):
     def environment(self) -> dict[str, Any]:
         return {"dut": self.name, "version": self.version(), "cpus": self.cpus,
                 "ports": [p.name for p in self.ports],
-                "options": {k: v for k, v in self.options.items()
+                "options": {k: v for k, v in self.init_options.items()
                             if isinstance(v, (str, int, float, bool, type(None)))}}
 
     def reset(self) -> None:
