@@ -331,7 +331,8 @@ def _recovery_row(t: Any, d: dict) -> list[str]:
 
 
 def _reset_row(t: Any, d: dict) -> list[str]:
-    trials = d.get("trials") if isinstance(d.get("trials"), list) else []
+    listed = d.get("trials")
+    trials: list[Any] = listed if isinstance(listed, list) else []
     return [fmt_num(t.frame_size_b), str(d.get("reset_type", "")), fmt_num(num(d.get("offered_pps")), 0),
             fmt_num(len(trials) or d.get("repetitions")), fmt_num(num(d.get("mean_frames_lost")), 0),
             _ms(d.get("reset_time_frame_loss_s")), _ms(d.get("reset_time_timestamp_s")),
