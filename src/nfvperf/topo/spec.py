@@ -153,7 +153,7 @@ def _build() -> type[TopologyBase]:
 
 if TYPE_CHECKING:
     # mypy cannot use the model create_model() returns as a type; this class is what it sees instead.
-    # The adapters' option sections exist only at runtime (DutAdapter.spec_section reads them with getattr).
+    # The adapters' option sections exist only at runtime (DutAdapter.options(spec) reads them with getattr).
     class TopologySpec(TopologyBase):
         """Static view of the model :func:`_build` creates (keep mtu and preflight in step with it)."""
 
