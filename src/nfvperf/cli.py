@@ -460,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
 
-    for name, (modname, text) in DELEGATES.items():
+    for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
                             add_help=False)
         sp.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed on")

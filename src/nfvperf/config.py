@@ -4,9 +4,9 @@ A suite names a topology, the offered traffic, a timing profile and a list of te
 entry is ``{method: <name in nfvperf.methods.REGISTRY>, name?: str, frame_sizes?: [...],
 traffic?: {...}, topology?: {...}, per_size?: {size: {...}}, ...method params}`` (``traffic``/
 ``topology`` change the suite's values for that test only, e.g. ``topology: {kind: pvp}``;
-``per_size`` changes method params at one frame size, e.g. ``{64: {max_load_pct: 10}}``); the method params are validated by that method's own
-pydantic model.  :func:`load_suite` collects *every* problem and raises one :class:`SuiteError`
-whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
+``per_size`` changes method params at one frame size, e.g. ``{64: {max_load_pct: 10}}``); the method params are
+validated by that method's own pydantic model.  :func:`load_suite` collects *every* problem and raises one
+:class:`SuiteError` whose messages each name the full field path (``tests[1].search.loss_ratio``) and what is allowed.
 """
 from __future__ import annotations
 
@@ -331,7 +331,7 @@ ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per
 def method_registry() -> dict[str, Any]:
     """``nfvperf.methods.REGISTRY`` or {} while it does not exist."""
     try:
-        from nfvperf.methods import REGISTRY  # type: ignore[attr-defined]
+        from nfvperf.methods import REGISTRY
     except Exception:  # noqa: BLE001 - the methods package may be half-written
         return {}
     return dict(REGISTRY)
@@ -378,7 +378,8 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
             update=PROFILE_PRESETS["quick"])
     registry = method_registry()
     tests: list[TestConfig] = []
-    raw_tests = data.get("tests") if isinstance(data.get("tests"), list) else []
+    listed = data.get("tests")
+    raw_tests: list[Any] = listed if isinstance(listed, list) else []
     names: dict[str, int] = {}
     for i, entry in enumerate(raw_tests):
         test = _validate_test(i, entry, spec, registry, names, quick, problems)
@@ -514,6 +515,7 @@ def apply_timing(raw: dict[str, Any], model: type[BaseModel], timing: ProfileSpe
         raw[DURATION_FIELD] = timing.trial_s
         for f in fields:      # instants inside the trial (reset_at_s) move to its middle
             if f.endswith("_at_s") and (force or f not in raw):
+                assert timing.trial_s is not None  # ProfileSpec fills it from its preset
                 raw[f] = timing.trial_s / 2
     # iperf3-style whole-test durations (tcp: duration_s with omit_s warm-up): short, not below 5 s
     if "duration_s" in fields and DURATION_FIELD not in fields and (force or "duration_s" not in raw):

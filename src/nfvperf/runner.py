@@ -147,13 +147,13 @@ class Progress:
             self._bar.stop()
 
     def unit(self, label: str) -> None:
-        if self._bar:
+        if self._bar and self._task is not None:
             from rich.markup import escape
             self._bar.update(self._task, description=escape(label), completed=self.done_units)
 
     def fraction(self, frac: float, message: Optional[str] = None) -> None:
         frac = min(1.0, max(0.0, frac))
-        if self._bar:
+        if self._bar and self._task is not None:
             kw: dict[str, Any] = {"completed": self.done_units + frac}
             if message:
                 from rich.markup import escape
@@ -162,7 +162,7 @@ class Progress:
 
     def unit_done(self) -> None:
         self.done_units += 1
-        if self._bar:
+        if self._bar and self._task is not None:
             self._bar.update(self._task, completed=self.done_units)
 
     def log(self, text: str) -> None:
@@ -389,11 +389,11 @@ def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -
 # --------------------------------------------------------------------------- the run
 
 def method_entry(name: str) -> tuple[Any, Callable[..., Any]]:
-    from nfvperf.methods import REGISTRY  # type: ignore[attr-defined]
+    from nfvperf.methods import REGISTRY
     entry = REGISTRY[name]
     if isinstance(entry, tuple):
         return entry[0], entry[1]
-    return getattr(entry, "params", None), getattr(entry, "run")
+    return getattr(entry, "params", None), entry.run
 
 
 def result_dict(res: Any) -> dict[str, Any]:
@@ -451,7 +451,8 @@ class RunLoop:
         self.suite, self.store, self.tg, self.run, self.run_dir, self.env = suite, store, tg, run, run_dir, env
         self.progress, self.interrupts, self.factory = progress, interrupts, factory
         self.outcome = RunOutcome(run_id=run.id, uid=run.uid, status="running", run_dir=run_dir)
-        self.status, self.reason = "completed", None
+        self.status = "completed"
+        self.reason: Optional[str] = None
         self.current_test: Optional[int] = None
         self.measured: dict[str, float] = {}   # zero-loss throughput found so far, for prerequisite reuse
 

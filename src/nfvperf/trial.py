@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 
 class Unsupported(RuntimeError):
@@ -43,7 +43,7 @@ class TrafficProfile:
     link_speed_bps: float = 10e9         # per port, used for % line rate and max load
     vxlan: bool = False                  # frames are VXLAN-encapsulated on the wire (+50 B outer)
     vlan: Optional[int] = None
-    ip_version: int = 4
+    ip_version: Literal[4, 6] = 4
     latency: bool = True                 # timestamp/measure latency on the test frames
     learning: bool = True                # send RFC 2544 §23 learning frames before the trial
     drain_s: float = 2.0                 # wait for residual frames after traffic stops
@@ -240,8 +240,8 @@ class Measurer(abc.ABC):
         """What this measurer knows about the set-up (versions, cores, shared-core warning)."""
         return {"measurer": self.name}
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - optional hook, measurers without resources keep it
+        """Release what the measurer holds (no-op by default)."""
 
     def __enter__(self) -> "Measurer":
         return self

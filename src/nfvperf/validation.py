@@ -8,7 +8,7 @@ any command that validates a model of its own (``nfvperf preflight``); the repor
 from __future__ import annotations
 
 import difflib
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,7 +30,7 @@ def _loc(prefix: str, loc: tuple) -> str:
     return out or "(suite)"
 
 
-def _describe(err: dict[str, Any], model: Optional[type[BaseModel]] = None,
+def _describe(err: Mapping[str, Any], model: Optional[type[BaseModel]] = None,
               extra_allowed: tuple[str, ...] = ()) -> str:
     typ = err.get("type", "")
     msg = err.get("msg", "invalid")

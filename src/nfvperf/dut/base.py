@@ -36,8 +36,8 @@ from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process", "ProcessError",
-           "register_dut", "DUT_REGISTRY", "create_dut"]
+__all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process",
+           "ProcessError", "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
 # ------------------------------------------------------------------------------------- ports
@@ -164,7 +164,7 @@ class DutAdapter(abc.ABC):
         """Constructor keywords a topology passes, taken from the adapter's options section."""
         return {}
 
-    @classmethod
+    @classmethod  # noqa: B027 - optional hook, default: no change
     def adjust_plan(cls, plan: Any, spec: Any) -> None:
         """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards
         on the generator's CPUs."""
@@ -174,12 +174,16 @@ class DutAdapter(abc.ABC):
         """Short labels for non-default options (a stored options section) for report titles."""
         return []
 
-    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+    def __init__(self, run: RunContext, tracker: Optional[ResourceTracker], cpus: Sequence[int] = (),
                  **options: Any):
         self.run = run
-        self.tracker = tracker
+        # Optional: OvsDpdk also runs without one; adapters that need it narrow the type
+        # (``tracker: ResourceTracker`` in the class body) and require it in their constructor
+        self.tracker: Optional[ResourceTracker] = tracker
         self.cpus = list(cpus)
-        self.options = options
+        # the constructor's extra keywords (plan, spec, ...); not ``options``, the classmethod
+        # that reads this adapter's section of a TopologySpec
+        self.init_options = options
         self.ports: list[PortRef] = []
         self.started = False
 
@@ -198,8 +202,9 @@ class DutAdapter(abc.ABC):
     def start(self) -> None:
         """Start the DUT (processes, bridges) with the ports added so far."""
 
-    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
-        """Install forwarding (None = cross-connect 0<->1, 2<->3, ...)."""
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> Optional[Path]:  # noqa: B027 - optional hook
+        """Install forwarding (None = cross-connect 0<->1, 2<->3, ...); adapters that write the
+        rules to a file return its path."""
 
     @abc.abstractmethod
     def counters(self) -> dict[str, Any]:
@@ -218,8 +223,9 @@ class DutAdapter(abc.ABC):
 
     def environment(self) -> dict[str, Any]:
         return {"dut": self.name, "version": self.version(), "cpus": self.cpus,
-                "ports": [p.name for p in self.ports], "options": {k: v for k, v in self.options.items()
-                                                                  if isinstance(v, (str, int, float, bool, type(None)))}}
+                "ports": [p.name for p in self.ports],
+                "options": {k: v for k, v in self.init_options.items()
+                            if isinstance(v, (str, int, float, bool, type(None)))}}
 
     def reset(self) -> None:
         """RFC 6201 reset: stop and start again (adapters may do better)."""

@@ -14,6 +14,7 @@ Only veth / kernel interfaces can be bridged; PCI ports must stay with a kernel 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import platform
 from typing import Any, Literal, Optional, Sequence
@@ -42,6 +43,7 @@ class LinuxBridge(DutAdapter):
     options_model = LinuxBridgeSpec
     port_kinds = ("af_packet", "af_xdp")      # bridges kernel interfaces (veth), not PCI NICs
     polling_cpus = 0                           # forwards in softirq context, no polling thread
+    tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
     def spec_options(cls, spec: Any) -> dict[str, Any]:
@@ -86,6 +88,13 @@ class LinuxBridge(DutAdapter):
         if port.netns != self.netns:
             raise ValueError(f"port {port.ifname} is in netns {port.netns}, the bridge in {self.netns}")
 
+    @staticmethod
+    def _ifname(port: PortRef) -> str:
+        """The port's kernel interface (every port :meth:`_check_port` accepts has one)."""
+        if not port.ifname:
+            raise Unsupported(f"linux-bridge can only bridge kernel interfaces, not {port.kind}")
+        return port.ifname
+
     def _attach_port(self, port: PortRef) -> None:
         self._check_port(port)
         br = self.bridges[-1]
@@ -97,7 +106,7 @@ class LinuxBridge(DutAdapter):
             pidx = h.link_lookup(ifname=port.ifname)[0]
             h.link("set", index=pidx, master=bidx)
             h.link("set", index=pidx, state="up")
-        self.port_bridge[port.ifname] = br
+        self.port_bridge[self._ifname(port)] = br
 
     def start(self) -> None:
         if self.started:
@@ -110,7 +119,7 @@ class LinuxBridge(DutAdapter):
                 h.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0,
                        br_ageing_time=int(self.ageing_s * 100), br_mcast_snooping=0)
             self.bridges.append(br)
-            self.tracker.add("bridge", br, lambda b=br: self._delete_bridge(b))
+            self.tracker.add("bridge", br, functools.partial(self._delete_bridge, br))
             N.disable_ipv6(br, self.netns)
             mtu = max([p.mtu for p in group] or [1500])
             N.set_link(br, self.netns, mtu=mtu)
@@ -132,16 +141,16 @@ class LinuxBridge(DutAdapter):
             mac = f.match.get("dst_mac")
             if not mac:
                 continue   # port-to-port forwarding is what the bridge does anyway
-            port = self.ports[f.out_port]
-            N.run_in_netns(self.netns, ["bridge", "fdb", "replace", mac, "dev", port.ifname,
+            ifname = self._ifname(self.ports[f.out_port])
+            N.run_in_netns(self.netns, ["bridge", "fdb", "replace", mac, "dev", ifname,
                                         "master", "static"])
-            self.static_fdb.append((mac, port.ifname))
+            self.static_fdb.append((mac, ifname))
 
     def counters(self) -> dict[str, Any]:
         self.alive()
         ports = {}
         for p in self.ports:
-            ports[p.name] = N.link_stats(p.ifname, self.netns)
+            ports[p.name] = N.link_stats(self._ifname(p), self.netns)
         bridges = {br: N.link_stats(br, self.netns) for br in self.bridges}
         tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
                                                               "rx_dropped", "tx_dropped")}

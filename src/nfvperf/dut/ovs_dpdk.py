@@ -317,7 +317,7 @@ class OvsDpdk(DutAdapter):
         v = getattr(self.spec, "pmd_maxsleep_us", None) if self.spec is not None else None
         if v is not None:
             return int(v)
-        plan = self.options.get("plan")
+        plan = self.init_options.get("plan")
         return 500 if plan is not None and getattr(plan, "cores_shared", False) else 0
 
     def _pmd_mask(self) -> str:
@@ -353,7 +353,7 @@ class OvsDpdk(DutAdapter):
                 pass
         return " | ".join(text.strip().splitlines()[-lines:])
 
-    def pids(self) -> dict[str, int]:
+    def pids(self) -> dict[str, Optional[int]]:
         return {k: p.pid for k, p in self._procs.items()}
 
     def alive(self) -> None:
@@ -402,9 +402,9 @@ class OvsDpdk(DutAdapter):
         # OVS's sockets and pidfiles; logs and flow files stay in the run directory for the record.
         # The VNFs' vhost-user sockets are theirs (a reset() keeps the VNFs running).
         for pat in ("db.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid"):
-            for p in self.dir.glob(pat):
+            for stale in self.dir.glob(pat):
                 try:
-                    p.unlink()
+                    stale.unlink()
                 except OSError:
                     pass
         hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
@@ -717,10 +717,10 @@ def parse_pmd_stats(text: str) -> dict[str, Any]:
     for name, st in threads.items():
         if not name.startswith("pmd"):
             continue
-        for k, v in st.items():
+        for k, count in st.items():
             if k.startswith("avg"):
                 continue
-            total[k] = total.get(k, 0) + v
+            total[k] = total.get(k, 0) + count
     pk = total.get("packets_received", 0)
     if pk:
         total["avg_processing_cycles_per_packet"] = total.get("processing_cycles", 0) / pk

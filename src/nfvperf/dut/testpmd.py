@@ -16,6 +16,7 @@ before the next prompt); counters come from ``show port stats all``.  The EAL ``
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import shutil
@@ -115,6 +116,7 @@ class _TestpmdProcess(DutAdapter):
 
     role = "dut"
     binaries = (TESTPMD,)
+    tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -221,7 +223,7 @@ class _TestpmdProcess(DutAdapter):
                     raise ValueError(f"vhost-user socket path longer than 107 bytes: {p.socket}")
                 Path(p.socket).parent.mkdir(parents=True, exist_ok=True)
                 self.tracker.add("socket", str(p.socket),
-                                 lambda s=Path(p.socket): s.unlink(missing_ok=True))
+                                 functools.partial(Path(p.socket).unlink, missing_ok=True))
         self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
                             interactive=True)
         # registered before the process so it runs after the process is gone (LIFO)
@@ -294,7 +296,8 @@ class _TestpmdProcess(DutAdapter):
                 self.proc.send("quit")
                 self.proc.expect(r"Bye", 10)
             with contextlib.suppress(Exception):
-                self.proc.proc.wait(5)
+                if self.proc.proc is not None:
+                    self.proc.proc.wait(5)
         self.proc.stop()
         self._remove_files()
         self.tracker.forget("dut", self.proc_name)

@@ -277,8 +277,8 @@ def cleanup(tag: Optional[str] = None, dry_run: bool = False, force: bool = Fals
                 f.unlink()
     with contextlib.suppress(OSError):
         for d in DEFAULT_RUN_ROOT.iterdir():
-            t = _tag_of(d.name)
-            if d.is_dir() and t == d.name and (tag is None or t == tag) and t not in live \
+            dtag = _tag_of(d.name)
+            if d.is_dir() and dtag == d.name and (tag is None or dtag == tag) and dtag not in live \
                     and not dry_run:
                 with contextlib.suppress(OSError):
                     d.rmdir()        # only when empty: logs of a killed run are kept

@@ -53,7 +53,7 @@ def _int(p: Path) -> int:
 
 
 def pools() -> list[Pool]:
-    out = []
+    out: list[Pool] = []
     if not SYS_HUGEPAGES.is_dir():
         return out
     for d in sorted(SYS_HUGEPAGES.glob("hugepages-*kB")):
@@ -75,7 +75,7 @@ def default_pagesize_kb() -> int:
 
 
 def hugetlbfs_mounts() -> list[Mount]:
-    out = []
+    out: list[Mount] = []
     try:
         lines = Path("/proc/mounts").read_text().splitlines()
     except OSError:
@@ -164,7 +164,7 @@ def tag_files(tag: Optional[str] = None) -> list[Path]:
 
 def tag_runtime_dirs(tag: Optional[str] = None) -> list[Path]:
     """DPDK runtime directories (/var/run/dpdk/<file-prefix>) that carry ``tag``."""
-    out = []
+    out: list[Path] = []
     for base in DPDK_RUNTIME_DIRS:
         with contextlib.suppress(OSError):
             for e in os.scandir(base):

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from pyroute2 import IPRoute, NetNS, netns as _netns
 
@@ -197,7 +197,7 @@ def disable_offloads(ifname: str, ns: Optional[str] = None) -> bool:
         log.debug("ethtool -K %s: %s", ifname, cp.stderr.strip())
     if ns is None:
         try:
-            from pyroute2.ethtool import Ethtool  # type: ignore
+            from pyroute2.ethtool import Ethtool
             et = Ethtool()
             try:
                 feats = et.get_features(ifname)
@@ -261,7 +261,7 @@ def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] 
         tracker.add("veth", a, pair.delete)
     try:
         for name, mac in ((a, mac_a), (b, mac_b)):
-            attrs = {"mtu": mtu}
+            attrs: dict[str, Any] = {"mtu": mtu}
             if mac:
                 attrs["address"] = mac
             set_link(name, None, **attrs)

@@ -34,7 +34,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import IO, Any, Optional, Sequence
 
 from nfvperf.trial import DutFailure
 
@@ -193,8 +193,8 @@ class Process:
         self._buf = ""
         self._buf_lock = threading.Condition()
         self._reader: Optional[threading.Thread] = None
-        self._logf = None
-        self._outf = None
+        self._logf: Optional[IO[Any]] = None
+        self._outf: Optional[IO[Any]] = None
         self._reg: Optional[str] = None
         self.stopping = False
 
@@ -260,7 +260,8 @@ class Process:
             if not data:
                 break
             with contextlib.suppress(Exception):
-                self._logf.write(data)
+                if self._logf is not None:
+                    self._logf.write(data)
             with self._buf_lock:
                 self._buf += data.decode(errors="replace")
                 self._buf_lock.notify_all()

@@ -74,23 +74,23 @@ def pid_alive(pid: int, starttime: Optional[int] = None) -> bool:
     return starttime is None or st == starttime
 
 
-@dataclass
+@dataclass(init=False)
 class RunContext:
     """Names and places of one run.  ``tag`` names every resource; ``run_dir`` holds logs, sockets,
     databases of the run's processes.  ``run_dir`` defaults to ``/run/nfvperf/<tag>``."""
 
-    tag: Optional[str] = None
-    run_dir: Optional[Path] = None
+    tag: str
+    run_dir: Path
     label: str = ""
 
-    def __post_init__(self) -> None:
-        given = self.tag
+    # Written out (not the dataclass __init__) so that tag and run_dir may be omitted yet are
+    # typed as always set afterwards.
+    def __init__(self, tag: Optional[str] = None, run_dir: Optional[str | os.PathLike[str]] = None,
+                 label: str = "") -> None:
+        given = tag
         self.tag = normalize_tag(given)
-        if not self.label:
-            self.label = given or self.tag
-        if self.run_dir is None:
-            self.run_dir = DEFAULT_RUN_ROOT / self.tag
-        self.run_dir = Path(self.run_dir)
+        self.label = label or given or self.tag
+        self.run_dir = Path(run_dir) if run_dir is not None else DEFAULT_RUN_ROOT / self.tag
         self._claimed = False
 
     # -- names -------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ class ResourceTracker:
         # A second Ctrl-C / SIGTERM must not cut the release short: while releasing, those
         # signals are only noted (Python-level handlers, so exec'd children get the defaults and
         # forked helpers are not left with blocked signals).
-        saved: dict[int, Any] = {}
+        saved: dict[signal.Signals, Any] = {}
         noted: list[int] = []
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

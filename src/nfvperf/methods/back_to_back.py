@@ -25,7 +25,9 @@ from .throughput import ThroughputPrereq, prerequisite
 
 
 class BackToBackParams(ThroughputPrereq):
-    max_burst_s: float = Field(2.0, gt=0.0, le=30.0, description="longest burst searched, s at line rate (RFC 9004: configurable up to 30 s; RFC 2544: trials ≥2 s)")
+    max_burst_s: float = Field(2.0, gt=0.0, le=30.0,
+                               description="longest burst searched, s at line rate "
+                                           "(RFC 9004: configurable up to 30 s; RFC 2544: trials ≥2 s)")
     drain_s: float = Field(2.0, ge=2.0, description="wait after the burst for the buffers to drain (≥2 s)")
     repetitions: int = Field(50, ge=1, le=1000, description="N searches per size (RFC 2544 §26.4: ≥50); N is reported")
     resolution_frames: int = Field(1, ge=1, description="stop the burst search at hi − lo ≤ this")

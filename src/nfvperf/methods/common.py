@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nfvperf import units
 from nfvperf.search.validity import DEFAULT_RETRIES, TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 class MethodParams(BaseModel):
@@ -62,8 +65,8 @@ class MethodInfo:
 class ResultBase:
     """Mixin: ``to_dict()`` for the method result dataclasses."""
 
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)  # type: ignore[arg-type]
+    def to_dict(self: DataclassInstance) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
         return _clean(d)
 
 

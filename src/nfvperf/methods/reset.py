@@ -14,10 +14,13 @@ from .common import MethodInfo, ResultBase, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
+ResetMeasurement = Literal["frame_loss", "timestamp"]
+RESET_MEASUREMENTS: tuple[ResetMeasurement, ...] = ("frame_loss", "timestamp")
+
+
 class ResetParams(ThroughputPrereq):
     reset_type: Literal["hardware", "software", "power"] = "software"
-    methods: list[Literal["frame_loss", "timestamp"]] = Field(
-        default_factory=lambda: ["frame_loss", "timestamp"], min_length=1)
+    methods: list[ResetMeasurement] = Field(default_factory=lambda: list(RESET_MEASUREMENTS), min_length=1)
     trial_duration_s: float = Field(60.0, gt=0.0)
     reset_at_s: float = Field(10.0, ge=0.0, description="when the reset is triggered inside the trial")
     repetitions: int = Field(1, ge=1, le=100)

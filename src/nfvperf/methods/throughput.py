@@ -41,9 +41,11 @@ class ThroughputParams(MethodParams):
     loss_ratio: float = Field(0.0, ge=0.0, lt=1.0, description="goal loss ratio (0 = RFC 2544 zero loss)")
     pdr_loss_ratio: float = Field(0.005, gt=0.0, lt=1.0, description="ndrpdr: the PDR goal loss ratio")
     trial_duration_s: float = Field(60.0, gt=0.0, description="search trial duration (RFC 2544 §24: ≥60 s)")
-    final_trial_duration_s: Optional[float] = Field(None, gt=0.0, description="full-length verification; default = trial_duration_s")
+    final_trial_duration_s: Optional[float] = Field(None, gt=0.0,
+                                                    description="full-length verification; default = trial_duration_s")
     resolution_pct: float = Field(0.1, gt=0.0, le=50.0, description="binary: stop at width ≤ this % of line rate")
-    relative_width: float = Field(0.005, gt=0.0, lt=1.0, description="ndrpdr/mlr: goal width relative to the upper bound")
+    relative_width: float = Field(0.005, gt=0.0, lt=1.0,
+                                  description="ndrpdr/mlr: goal width relative to the upper bound")
     max_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="max load, % of line rate (L1)")
     min_load_pps: float = Field(9001.0, gt=0.0, description="mlr/mlrsearch min load")
     warmup_s: float = Field(1.0, ge=0.0, description="mlr/mlrsearch: discarded warm-up trial at max load")
@@ -217,12 +219,14 @@ def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputPar
 class ThroughputPrereq(MethodParams):
     """Params base of methods that need the Throughput first (latency, b2b, recovery, ...)."""
 
-    throughput_pps: Optional[float] = Field(None, gt=0.0, description="known Throughput; else measured with `throughput`")
+    throughput_pps: Optional[float] = Field(None, gt=0.0,
+                                            description="known Throughput; else measured with `throughput`")
     throughput: ThroughputParams = Field(default_factory=ThroughputParams,
                                          description="how to measure the Throughput when throughput_pps is not given")
 
 
-def prerequisite(runner: Any, rec: Any, profile: TrafficProfile, params: ThroughputPrereq) -> tuple[float, Optional[dict]]:
+def prerequisite(runner: Any, rec: Any, profile: TrafficProfile,
+                 params: ThroughputPrereq) -> tuple[float, Optional[dict]]:
     """(throughput_pps, throughput result dict or None) — measured if not given."""
     if params.throughput_pps is not None:
         return params.throughput_pps, None

@@ -217,7 +217,8 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                 tt.rows.append([size, "n/a"] + ["—"] * 6)
                 continue
             r = rates(pps, t.traffic or {})
-            tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)", fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
+            tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)",
+                            fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
                             latency])
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
@@ -317,7 +318,8 @@ def _b2b_row(t: Any, d: dict) -> list[str]:
             fmt_num(num(d.get("mean_frames")), 1), fmt_num(d.get("min_frames")), fmt_num(d.get("max_frames")),
             fmt_num(num(d.get("stddev_frames")), 1), _ms(d.get("implied_buffer_time_s")),
             _ms(d.get("corrected_buffer_time_s")),
-            ("skipped: " + str(d.get("skip_reason"))) if d.get("skipped") else ("burst capped" if d.get("capped") else "")]
+            ("skipped: " + str(d.get("skip_reason"))) if d.get("skipped")
+            else ("burst capped" if d.get("capped") else "")]
 
 
 def _recovery_row(t: Any, d: dict) -> list[str]:
@@ -329,7 +331,8 @@ def _recovery_row(t: Any, d: dict) -> list[str]:
 
 
 def _reset_row(t: Any, d: dict) -> list[str]:
-    trials = d.get("trials") if isinstance(d.get("trials"), list) else []
+    listed = d.get("trials")
+    trials: list[Any] = listed if isinstance(listed, list) else []
     return [fmt_num(t.frame_size_b), str(d.get("reset_type", "")), fmt_num(num(d.get("offered_pps")), 0),
             fmt_num(len(trials) or d.get("repetitions")), fmt_num(num(d.get("mean_frames_lost")), 0),
             _ms(d.get("reset_time_frame_loss_s")), _ms(d.get("reset_time_timestamp_s")),

@@ -29,9 +29,11 @@ def render(data: ReportData, console: Optional[Console] = None) -> None:
     for n in data.notes:
         con.print(f"Note: {n}", markup=False)
     for t in data.tables:
-        rt = RichTable(title=escape(t.title), caption=escape(t.note) if t.note else None, caption_justify="left", title_justify="left")
+        rt = RichTable(title=escape(t.title), caption=escape(t.note) if t.note else None,
+                       caption_justify="left", title_justify="left")
         for i, c in enumerate(t.columns):
-            rt.add_column(escape(c), justify="left" if i == 0 and not t.key.startswith(("throughput", "latency")) else "right")
+            first_label = i == 0 and not t.key.startswith(("throughput", "latency"))
+            rt.add_column(escape(c), justify="left" if first_label else "right")
         for row in t.rows:
             rt.add_row(*(escape(str(c)) for c in row))
         if not t.rows:

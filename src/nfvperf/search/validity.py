@@ -38,9 +38,10 @@ class InvalidTrialsError(MeasurerError):
         """If every attempt failed because the generator sent less than intended, the best
         per-interface load it achieved; else None (the trials failed for another reason)."""
         got = [generator_shortfall(tr) for tr in self.trials]
-        if not got or any(g is None for g in got):
+        known = [g for g in got if g is not None]
+        if not got or len(known) < len(got):
             return None
-        return max(got)
+        return max(known)
 
 
 def generator_shortfall(tr: TrialResult) -> Optional[float]:

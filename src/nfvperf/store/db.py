@@ -8,10 +8,10 @@ import os
 import secrets
 import socket
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Union, cast
 
 from sqlalchemy import create_engine, event, func, select, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import CursorResult, Engine, make_url
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from nfvperf.store.models import SCHEMA_VERSION, Base, Result, Run, Test, Trial, utcnow
@@ -60,6 +60,13 @@ def jsonable(obj: Any) -> Any:
 
 class RunNotFound(LookupError):
     pass
+
+
+def _get_test(s: Session, test_id: int) -> Test:
+    t = s.get(Test, test_id)
+    if t is None:
+        raise LookupError(f"no test with id {test_id}")
+    return t
 
 
 class Store:
@@ -129,12 +136,12 @@ class Store:
 
     def update_test_params(self, test_id: int, params: dict) -> None:
         with self.session() as s:
-            s.get(Test, test_id).params = jsonable(params)
+            _get_test(s, test_id).params = jsonable(params)
             s.commit()
 
     def finish_test(self, test_id: int, status: str, reason: Optional[str] = None) -> None:
         with self.session() as s:
-            t = s.get(Test, test_id)
+            t = _get_test(s, test_id)
             t.status = status
             t.reason = reason
             t.finished_at = utcnow()
@@ -179,8 +186,10 @@ class Store:
         marked = []
         for run, note in self.stale_runs():
             with self.session() as s:
-                n = s.execute(update(Run).where(Run.id == run.id, Run.status == "running")
-                              .values(status="aborted", reason=note, finished_at=utcnow())).rowcount
+                # an UPDATE gives a CursorResult; Session.execute's overloads say Result (sqlalchemy#9185)
+                res = cast(CursorResult, s.execute(update(Run).where(Run.id == run.id, Run.status == "running")
+                                                   .values(status="aborted", reason=note, finished_at=utcnow())))
+                n = res.rowcount
                 if n:
                     s.execute(update(Test).where(Test.run_id == run.id, Test.status == "running")
                               .values(status="aborted", reason=note, finished_at=utcnow()))

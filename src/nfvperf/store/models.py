@@ -56,7 +56,8 @@ class Test(Base):
     name: Mapped[str] = mapped_column(String(200))
     method: Mapped[str] = mapped_column(String(60))
     frame_size_b: Mapped[Optional[int]] = mapped_column(Integer, nullable=True)
-    status: Mapped[str] = mapped_column(String(20), default="running")   # running|passed|failed|interrupted|aborted|skipped
+    # running|passed|failed|interrupted|aborted|skipped
+    status: Mapped[str] = mapped_column(String(20), default="running")
     reason: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime, nullable=True)

@@ -261,8 +261,8 @@ class VethTopology:
             # its own tracker; it claims the tag as a live run only when the run is ours too
             tr = ResourceTracker(self.run if self._own_run else None)
         self._tracker = tr
-        veth = dict(mtu=self.mtu, up=True, ipv6=True, offloads_off=False, tracker=tr,
-                    queues=self.queues)
+        veth: dict[str, Any] = dict(mtu=self.mtu, up=True, ipv6=True, offloads_off=False, tracker=tr,
+                                    queues=self.queues)
         try:
             for ns in self.namespaces:
                 N.create_netns(ns, tr)

@@ -214,7 +214,8 @@ class SimMeasurer(Measurer):
         n = min(received, self.latency_samples)
         samples = []
         for _ in range(n):
-            q = buf_ns * rng.uniform(0.9, 1.0) if rho >= 1.0 else min(buf_ns, rng.expovariate(1.0 / mean_q)) if mean_q > 0 else 0.0
+            q = (buf_ns * rng.uniform(0.9, 1.0) if rho >= 1.0
+                 else min(buf_ns, rng.expovariate(1.0 / mean_q)) if mean_q > 0 else 0.0)
             samples.append(self.base_latency_ns + rng.uniform(0, self.jitter_ns) + q)
         return summarize_latency(samples)
 

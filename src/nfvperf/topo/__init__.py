@@ -29,8 +29,8 @@ from .spec import TopologySpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["build", "register", "topology_class", "switching_operations", "REGISTRY", "RunContext", "ResourceTracker", "TopologySpec",
-           "load_topologies", "registered_kinds"]
+__all__ = ["build", "register", "topology_class", "switching_operations", "REGISTRY", "RunContext", "ResourceTracker",
+           "TopologySpec", "load_topologies", "registered_kinds"]
 
 #: kind -> Topology subclass (or any callable (spec, run, **kw) -> Topology)
 REGISTRY: dict[str, Callable[..., Any]] = {}

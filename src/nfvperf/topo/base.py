@@ -209,7 +209,7 @@ class Topology:
         return needs
 
     @classmethod
-    def vnf_classes_for(cls, spec: TopologySpec) -> list[type]:
+    def vnf_classes_for(cls, spec: TopologySpec) -> list[type[DutAdapter]]:
         """The VNF classes a topology of this class starts for ``spec`` (none here)."""
         return []
 
@@ -421,6 +421,7 @@ class Topology:
                 port.veth.ns_a = ns
             ends.append((ns, port, f"{net}.{host}"))
         for (ns, port, ip), (_, peer, peer_ip) in zip(ends, reversed(ends)):
+            assert port.tg_ifname is not None and peer.tg_ifname is not None  # checked above
             N.add_address(port.tg_ifname, f"{ip}/24", ns)
             N.set_link(port.tg_ifname, ns, state="up")
             mac = peer.tg_mac or N.link_mac(peer.tg_ifname, peer.tg_netns)
@@ -430,18 +431,19 @@ class Topology:
         want = ("tcp-segmentation-offload", "generic-segmentation-offload",
                 "generic-receive-offload", "tx-checksumming", "rx-checksumming")
         for port in (cp, sp):
-            for ifname, ns in ((port.tg_ifname, port.tg_netns), (port.dut_ifname, port.dut_netns)):
+            for ifname, if_ns in ((port.tg_ifname, port.tg_netns), (port.dut_ifname, port.dut_netns)):
                 try:
-                    out = N.run_in_netns(ns, ["ethtool", "-k", ifname], check=False).stdout
+                    assert ifname is not None  # veth ports have both ends (caught below like any failure)
+                    out = N.run_in_netns(if_ns, ["ethtool", "-k", ifname], check=False).stdout
                 except Exception as e:  # noqa: BLE001 - best effort
-                    offloads[f"{ns}/{ifname}"] = {"error": str(e)}
+                    offloads[f"{if_ns}/{ifname}"] = {"error": str(e)}
                     continue
                 st = {}
                 for line in out.splitlines():
                     k, _, v = line.partition(":")
                     if k.strip() in want:
                         st[k.strip()] = v.strip()
-                offloads[f"{ns}/{ifname}"] = st
+                offloads[f"{if_ns}/{ifname}"] = st
         self.tcp = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
                     "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
                     "mtu": cp.mtu, "offloads": offloads}
@@ -468,7 +470,7 @@ class Topology:
 
     def port_counters(self) -> dict[str, Any]:
         """Kernel counters of the veth ends (both sides)."""
-        out = {}
+        out: dict[str, Any] = {}
         for p in self.ports:
             if p.veth is not None:
                 try:

@@ -15,7 +15,7 @@ import ipaddress
 import time
 from typing import Any, Optional, Sequence
 
-from nfvperf.dut.base import Flow, PortRef
+from nfvperf.dut.base import DutAdapter, Flow, PortRef
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology
@@ -42,12 +42,12 @@ class OvsTopology(Topology):
                    "vm": ("nfvperf.vm.qemu", "VmVnf")}
 
     @classmethod
-    def vnf_class(cls, spec: Any) -> type:
+    def vnf_class(cls, spec: Any) -> type[DutAdapter]:
         mod, name = cls.VNF_CLASSES[getattr(spec, "vnf", "container")]
         return getattr(importlib.import_module(mod), name)
 
     @classmethod
-    def vnf_classes_for(cls, spec: Any) -> list[type]:
+    def vnf_classes_for(cls, spec: Any) -> list[type[DutAdapter]]:
         """One VNF class per VNF: ``n_vnfs`` per generator port pair."""
         return [cls.vnf_class(spec)] * (cls.n_vnfs * max(1, spec.ports // 2))
 
@@ -98,6 +98,7 @@ class OvsTopology(Topology):
         # the VNF reads its own options from the spec (a container testpmd: virtqueues of
         # testpmd.vnf_queue_size, default 1024, DPDK's own is 256: a VNF on a shared CPU is
         # descheduled for milliseconds, the vring is what OVS queues meanwhile)
+        assert self.tracker is not None  # bring_up() creates it before setup()
         vnf = self.vnf_class(self.spec)(self.run, self.tracker, sockets=socks, server=True,
                                         name=name, plan=self.plan, spec=self.spec)
         vnf.start()

@@ -50,6 +50,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
     import json
 
+    from pydantic import ValidationError
+
     from nfvperf.topo.spec import TopologySpec, allowed_duts, dut_names, kind_names
     p = argparse.ArgumentParser(prog="nfvperf preflight",
                                 description="Check the host: root, hugepages, irqbalance, governor, "
@@ -74,7 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             kw["pci"] = args.pci
         try:
             spec = TopologySpec(**kw)
-        except ValueError as e:
+        except ValidationError as e:
             from nfvperf.validation import format_validation_error
             p.error("; ".join(format_validation_error(e)))
     checks = run_checks(spec, required=("root", "hugepages"))

@@ -11,7 +11,7 @@ the adapter registry when this module is imported.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 from pydantic_core import PydanticCustomError
@@ -151,10 +151,19 @@ def _build() -> type[TopologyBase]:
     return create_model("TopologySpec", __base__=TopologyBase, __module__=__name__, **fields)
 
 
-TopologySpec = _build()
-TopologySpec.__doc__ = ("The suite's ``topology:`` section: the common fields, the registered "
-                        "adapters' option sections (" + ", ".join(option_sections()) + "), mtu, "
-                        "preflight.")
+if TYPE_CHECKING:
+    # mypy cannot use the model create_model() returns as a type; this class is what it sees instead.
+    # The adapters' option sections exist only at runtime (DutAdapter.options(spec) reads them with getattr).
+    class TopologySpec(TopologyBase):
+        """Static view of the model :func:`_build` creates (keep mtu and preflight in step with it)."""
+
+        mtu: int = 1500
+        preflight: bool = True
+else:
+    TopologySpec = _build()
+    TopologySpec.__doc__ = ("The suite's ``topology:`` section: the common fields, the registered "
+                            "adapters' option sections (" + ", ".join(option_sections()) + "), mtu, "
+                            "preflight.")
 
 
 def __getattr__(name: str) -> Any:

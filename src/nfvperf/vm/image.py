@@ -258,7 +258,7 @@ def download(versions: Dict[str, str], deb_dir: Path) -> Dict[str, Path]:
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except subprocess.CalledProcessError as e:
             raise ImageError(f"apt-get download failed: {e.stderr.strip()[-800:]}") from e
-    for name, ver in versions.items():
+    for name in versions:
         p = paths[name]
         if not p.exists():
             alt = Path(str(p).replace("_amd64.deb", "_all.deb"))
@@ -570,7 +570,6 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
             d = os.path.dirname(d)
     img["."] = _Entry("dir", mode=0o755)   # the rootfs itself: EAL refuses a world-writable /
     initrd = _gzip(_cpio(img))
-    dpdk_ver = versions.get("dpdk-dev", "?")
     meta = {"kernel_package": kpkg, "pmd_dir": "/" + pmd_dir, "files": len(img),
             "initramfs_uncompressed_b": sum(len(e.data) for e in img.values())}
     return kernel, initrd, krel, meta

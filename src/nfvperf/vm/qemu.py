@@ -28,6 +28,7 @@ cannot boot an unmodified kernel, so auto picks TCG there and says so in environ
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -212,6 +213,7 @@ class VmVnf(DutAdapter):
     name = "vm-vnf"
     __test__ = False
     binaries = (Binary("qemu-system-x86_64", "qemu-system-x86"),)
+    tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -346,7 +348,7 @@ class VmVnf(DutAdapter):
         if shutil.which(QEMU) is None:
             raise DutFailure(f"{QEMU} not found: apt-get install qemu-system-x86")
         if not self.server:
-            missing = [str(p.socket) for p in self.ports if not Path(p.socket).exists()]
+            missing = [str(p.socket) for p in self.ports if not self._socket(p).exists()]
             if missing:
                 raise DutFailure(f"{self.vnf_name}: server=False but no vhost-user socket at "
                                  f"{', '.join(missing)}: the backend (OVS dpdkvhostuser, net_vhost "
@@ -361,7 +363,7 @@ class VmVnf(DutAdapter):
             self.image = vm_image.build(self.cache_dir)
         self._check_hugepages()
         self.run.run_dir.mkdir(parents=True, exist_ok=True)
-        paths = [self.ctl_sock, self.qmp_sock] + ([Path(p.socket) for p in self.ports]
+        paths = [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.ports]
                                                   if self.server else [])
         for p in paths:
             if len(str(p)) > 107:
@@ -369,7 +371,7 @@ class VmVnf(DutAdapter):
             p.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
-            self.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
+            self.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         for f in (self.console_log, self.testpmd_log):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
@@ -377,13 +379,14 @@ class VmVnf(DutAdapter):
         self._t_start = time.monotonic()
         self.proc.start()
         if self.cpus:
+            assert self.proc.pid is not None  # set by start()
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(self.proc.pid, set(self.cpus))
         self.tracker.add("dut", f"vm-{self.vnf_name}", self.stop)
         self.started = True
         if self.server:
             # QEMU creates the first NIC's socket and waits there for the switch.
-            self._wait_for(lambda: Path(self.ports[0].socket).exists(), 30,
+            self._wait_for(lambda: self._socket(self.ports[0]).exists(), 30,
                            f"QEMU did not create {self.ports[0].socket}")
         if wait is False:
             return
@@ -407,6 +410,12 @@ class VmVnf(DutAdapter):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.3)
+
+    def _socket(self, port: PortRef) -> Path:
+        """The vhost-user socket of ``port`` (each NIC of the VM is one)."""
+        if port.socket is None:
+            raise DutFailure(f"{self.vnf_name}: port {port.name} has no vhost-user socket")
+        return Path(port.socket)
 
     def _check_hugepages(self) -> None:
         try:
@@ -492,7 +501,7 @@ class VmVnf(DutAdapter):
             try:
                 os.sched_setaffinity(tid, {cpu})
             except OSError as e:
-                raise DutFailure(f"{self.vnf_name}: pinning vCPU thread {tid} to CPU {cpu}: {e}")
+                raise DutFailure(f"{self.vnf_name}: pinning vCPU thread {tid} to CPU {cpu}: {e}") from e
 
     def program(self, flows=None) -> None:
         if flows is None:
@@ -555,9 +564,10 @@ class VmVnf(DutAdapter):
                     with contextlib.suppress(Exception):
                         _qmp(self.qmp_sock, {"execute": "quit"}, timeout=3)
                     with contextlib.suppress(Exception):
-                        self.proc.proc.wait(5)
+                        if self.proc.proc is not None:
+                            self.proc.proc.wait(5)
                 self.proc.stop()
-            for p in [self.ctl_sock, self.qmp_sock] + ([Path(p.socket) for p in self.ports]
+            for p in [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.ports]
                                                        if self.server else []):
                 with contextlib.suppress(OSError):
                     p.unlink()
@@ -589,7 +599,7 @@ class VmVnf(DutAdapter):
             "cpu_pin": self.cpu_pin, "vcpu_threads": self._vcpu_threads,
             "queues": self.queues, "forward_mode": self.forward_mode,
             "vhost_server": self.server, "sockets": [str(p.socket) for p in self.ports],
-            "port_macs": self.port_macs or [p.mac for p in self.ports],
+            "port_macs": self.port_macs if self.port_macs else [p.mac for p in self.ports],
             "boot_s": self.boot_s, "console_log": str(self.console_log),
             "testpmd_log": str(self.testpmd_log),
             "argv": self.proc.argv if self.proc else None,

@@ -16,10 +16,15 @@ LOSS_EPS = 1e-12
 
 
 class GoalLike(Protocol):
-    loss_ratio: float
-    exceed_ratio: float
-    final_trial_duration: float
-    duration_sum: float
+    # read-only members, so frozen dataclasses (SearchGoal) match too
+    @property
+    def loss_ratio(self) -> float: ...
+    @property
+    def exceed_ratio(self) -> float: ...
+    @property
+    def final_trial_duration(self) -> float: ...
+    @property
+    def duration_sum(self) -> float: ...
 
 
 def duration_sums(goal: GoalLike, trials: Iterable[tuple[float, float]]) -> tuple[float, float, float, float]:

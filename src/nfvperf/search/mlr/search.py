@@ -271,8 +271,10 @@ class _MlrSearch:
         if und:
             return _pick_undecided(t, und, self.db, dur, self.rnd, self.strategy), dur, None
         hint = self._hint(t, rlb, rub)
-        if hint is not None and (rlb is None or rub - rlb > t.relative_width * rub):
-            return hint, dur, None
+        if hint is not None:
+            assert rub is not None  # _hint() proposes a load only below a known RUB
+            if rlb is None or rub - rlb > t.relative_width * rub:
+                return hint, dur, None
         if rlb is not None and rub is not None:
             return self._narrow(t, rlb, rub)
         if rlb is None and rub is None:   # no trial yet (the budget left out the initial one)
