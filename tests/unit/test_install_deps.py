@@ -35,7 +35,7 @@ PROGRAM_PACKAGES = {
     "head": "coreutils", "id": "coreutils", "touch": "coreutils", "wc": "coreutils", "dirname": "coreutils", "pwd": "coreutils",
     "sed": "sed", "grep": "grep",
     "dpkg-deb": "dpkg", "dpkg-query": "dpkg", "dpkg": "dpkg",
-    "mount": "mount", "runuser": "util-linux",
+    "mount": "mount", "runuser": "util-linux", "taskset": "util-linux",
     "ip": "iproute2", "bridge": "iproute2",
     "sysctl": "procps", "pgrep": "procps",
     "ethtool": "ethtool",
@@ -107,7 +107,7 @@ def python_programs(path: Path) -> dict[str, str]:
             if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
                 continue
             child, par = node, parents.get(node)
-            while isinstance(par, (ast.BinOp, ast.Starred)):
+            while isinstance(par, (ast.BinOp, ast.Starred, ast.IfExp)):
                 # ``prefix_fn(ns) + ["prog", ...]`` runs prog; ``ip + ["link", ...]`` runs ip's
                 # subcommand, so a literal right of a plain name is not a program
                 if isinstance(par, ast.BinOp) and par.right is child and not isinstance(par.left, ast.Call):
@@ -117,7 +117,7 @@ def python_programs(path: Path) -> dict[str, str]:
                 if isinstance(par, ast.Call) and _name(par.func) in _CALLS:
                     add(first.value, node)
                 elif isinstance(par, ast.Assign) and any(
-                        isinstance(t, ast.Name) and t.id in ("argv", "cmd", "args", "command")
+                        isinstance(t, ast.Name) and t.id in ("argv", "cmd", "args", "command", "pin", "pre", "prefix")
                         for t in par.targets):
                     add(first.value, node)
         elif isinstance(node, ast.Call) and _name(node.func) in _WHICH and node.args:
@@ -198,7 +198,7 @@ def all_programs() -> dict[str, str]:
 def test_scan_finds_the_programs_we_know_we_call():
     """The scanner itself works: it sees ethtool (tg/iperf3), ip, ovs-vsctl, tshark, iperf3 ..."""
     progs = all_programs()
-    for p in ("ethtool", "ip", "ovs-vsctl", "ovs-ofctl", "ovsdb-server", "dpdk-testpmd", "tshark",
+    for p in ("ethtool", "taskset", "ip", "ovs-vsctl", "ovs-ofctl", "ovsdb-server", "dpdk-testpmd", "tshark",
               "iperf3", "qemu-system-x86_64", "meson", "sysctl"):
         assert p in progs, f"the scan no longer finds {p}: {sorted(progs)}"
 
@@ -208,9 +208,9 @@ def test_scan_python_and_shell_forms(tmp_path, monkeypatch):
     py = tmp_path / "x.py"
     py.write_text("import shutil, subprocess\nQ = 'qprog'\n"
                   "subprocess.run(['aprog', '-x'])\nrun_in_netns(ns, prefix_of(ns) + ['bprog'])\n"
-                  "subprocess.run(ip + ['link', 'set'])\n"
+                  "subprocess.run(ip + ['link', 'set'])\npin = ['tprog', '-c'] if cpu else []\n"
                   "shutil.which(Q)\nlabels = ['notaprog', 'x']\n")
-    assert set(python_programs(py)) == {"aprog", "bprog", "qprog"}
+    assert set(python_programs(py)) == {"aprog", "bprog", "qprog", "tprog"}
     sh = tmp_path / "x.sh"
     sh.write_text("set -u\nNS=x$$\nip netns exec \"$NS\" timeout 5 cprog -a | dprog\n"
                   "X=$(eprog 1)  # fprog\nfor p in a; do gprog; done\n")
