@@ -119,11 +119,17 @@ class OvsTopology(Topology):
         super().reset_dut()
         if self.vnfs and self.dut is not None:
             self.wait_vnfs_ready(self.dut)
+        if self.dut is not None and self.tgen is not None:
+            # OVS reconnects to the generator's vhost-user sockets (port_kind vhost)
+            self.wait_vhost_up(self.dut, kinds=("vhost-backend",))
 
-    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
-        """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""
+    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0,
+                      kinds: tuple[str, ...] = ("vhost-user",)) -> None:
+        """OVS connects to the VNF sockets asynchronously; wait until every vhost port of the
+        PortRef ``kinds`` is up (the VNFs' ``vhost-user``; the generator's ``vhost-backend``
+        ports come up only once tgen runs)."""
         deadline = time.monotonic() + timeout_s
-        names = [p.name for p in dut.ports if p.kind in ("vhost-user", "vhost-backend")]
+        names = [p.name for p in dut.ports if p.kind in kinds]
         while True:
             down = [n for n in names
                     if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
