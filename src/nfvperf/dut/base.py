@@ -214,6 +214,10 @@ class DutAdapter(abc.ABC):
     def _attach_port(self, port: PortRef) -> None:
         raise Unsupported(f"{self.name} cannot add ports after start()")
 
+    def tx_queues(self) -> int:
+        """TX queues the DUT sends on per port (a memif peer polls as many RX rings)."""
+        return int(getattr(self, "queues", 1) or 1)
+
     @abc.abstractmethod
     def start(self) -> None:
         """Start the DUT (processes, bridges) with the ports added so far."""

@@ -92,11 +92,6 @@ class OvsSpec(AdapterOptions):
         "next to existing_db)")
 
 
-#: why OVS is not offered memif ports (docs/topologies.md "Port kinds")
-MEMIF_REFUSAL = ("OVS 3.1 with a type=dpdk port on net_memif receives the generator's frames but "
-                 "fails every transmit back (ovs_tx_failure_drops); use port_kind vhost")
-
-
 def _find_vswitchd() -> str:
     path = VSWITCHD.find()       # also honours $NFVPERF_OVS_VSWITCHD
     if not path:
@@ -120,11 +115,9 @@ class OvsDpdk(DutAdapter):
     options_key = "ovs"
     options_model = OvsSpec
     binaries = (VSWITCHD, OVSDB_SERVER)
-    #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), real NICs
-    port_kinds = ("af_packet", "af_xdp", "vhost", "pci")
-    port_kind_notes = {
-        "memif": MEMIF_REFUSAL,
-    }
+    #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), memif (a
+    #: dpdk port on net_memif, role=server; the peer must poll tx_queues() rings), real NICs
+    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -459,26 +452,34 @@ class OvsDpdk(DutAdapter):
     def attach_portref(self, port: PortRef, bridge: str, ofport: Optional[int] = None,
                        dpdk_index: int = 0) -> int:
         """Add the port a :class:`PortRef` describes to ``bridge`` with its MTU (``mtu_request``):
-        ``veth``/``tap``/``pci`` as a ``dpdk`` port (af_packet/af_xdp vdev or PCI address),
+        ``veth``/``tap``/``pci``/``memif`` as a ``dpdk`` port (af_packet/af_xdp/memif vdev or PCI
+        address),
         ``vhost-backend`` with ``client`` (a vhost-user server socket, e.g. the generator's
         virtio-user) or ``vhost-user`` (a VNF's server socket) as ``dpdkvhostuserclient``.
         Returns the OpenFlow port number."""
         n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
-        if port.kind in ("veth", "tap", "pci"):
-            if port.kind != "pci" and port.netns != self.netns and not self._attached:
+        if port.kind in ("veth", "tap", "pci", "memif"):
+            if port.kind in ("veth", "tap") and port.netns != self.netns and not self._attached:
                 raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
             devargs = port.dpdk_devargs(dpdk_index, n_rxq)
             if self._attached:     # a shared OVS: vdev names must not clash with its other ports
-                devargs = re.sub(r"^(net_af_packet|net_af_xdp)(\d+)", rf"\g<1>{self.tag}\g<2>", devargs)
+                devargs = re.sub(r"^(net_af_packet|net_af_xdp|net_memif)(\d+)", rf"\g<1>{self.tag}\g<2>",
+                                 devargs)
             return self.add_ovs_port(bridge, port.name, "dpdk", devargs=devargs, ofport=ofport,
                                      mtu=port.mtu)
         if port.kind == "vhost-user" or (port.kind == "vhost-backend" and port.extra.get("client")):
             return self.add_ovs_port(bridge, port.name, "dpdkvhostuserclient",
                                      sock=str(port.socket), ofport=ofport, mtu=port.mtu)
-        if port.kind == "memif":
-            raise OvsError(f"port {port.name}: {MEMIF_REFUSAL}")
         raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}"
                        + (" as vhost-user server (give extra client=True)" if port.kind == "vhost-backend" else ""))
+
+    def tx_queues(self) -> int:
+        """TX queues OVS uses on each port: one per PMD thread plus one for the main thread.
+        A memif peer must poll as many RX rings: OVS's PMD sends on queue 1 (the main thread
+        on 0), and with one ring on the peer every PMD transmit fails (``ovs_tx_failure_drops``;
+        measured with OVS 3.1 / DPDK 22.11)."""
+        mask = self._pmd_mask()
+        return bin(int(mask, 16)).count("1") + 1
 
     def ofport(self, index_or_name: Union[int, str]) -> int:
         """OpenFlow port number of a port (add_port index or name)."""

@@ -275,8 +275,9 @@ class Topology:
 
     def tgen_port_specs(self) -> list[Any]:
         out = []
+        txq = self.dut.tx_queues() if self.dut is not None else 1
         for i, p in enumerate(self.ports):
-            out.append(p.tg_port_spec(i))
+            out.append(p.tg_port_spec(i, dut_tx_queues=txq))
         return out
 
     def start_tgen(self) -> None:

@@ -64,10 +64,12 @@ class HostPort:
         i = self.index if dpdk_index is None else dpdk_index
         return self.tg_portref().dpdk_devargs(i, queues)
 
-    def tg_port_spec(self, dpdk_index: Optional[int] = None) -> "PortSpec":
-        """tgen's PortSpec of the generator end."""
+    def tg_port_spec(self, dpdk_index: Optional[int] = None, dut_tx_queues: int = 1) -> "PortSpec":
+        """tgen's PortSpec of the generator end; ``dut_tx_queues``: how many TX queues the DUT
+        sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif)."""
         from nfvperf.tg.tgen import PortSpec
-        return PortSpec(self.tg_devargs(dpdk_index), mtu=self.mtu)
+        return PortSpec(self.tg_devargs(dpdk_index), mtu=self.mtu,
+                        rx_queues=self._kind().tg_rx_queues(dut_tx_queues))
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
@@ -131,6 +133,11 @@ class PortKind:
     def numa_node(cls, spec: Any) -> Optional[int]:
         """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
         return None
+
+    @classmethod
+    def tg_rx_queues(cls, dut_tx_queues: int) -> int:
+        """RX queues the generator opens on a port whose DUT sends on ``dut_tx_queues``."""
+        return 1
 
     # -- making ports --------------------------------------------------------------------------
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],

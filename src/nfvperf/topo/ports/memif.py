@@ -3,8 +3,12 @@
 network namespace, and cleanup finds it).  The DUT is the memif *server* (creates the socket);
 tgen connects as *client* once the DUT is up.
 
-For testpmd (p2p); OVS 3.1 is refused (see ``OvsDpdk.port_kind_notes``).  Kernel DUTs cannot
-attach it, and the generator ends are not kernel interfaces (no TCP endpoints).
+testpmd (p2p) and OVS-DPDK (a ``type=dpdk`` port on net_memif) can be the server.  memif's rings
+pair up: the server can send on as many queues as the client polls.  OVS sends on one TX queue
+per PMD thread plus one for its main thread (its PMD on queue 1), so tgen opens that many RX
+queues (``tg_rx_queues``); with one, OVS 3.1 fails every transmit (``ovs_tx_failure_drops``).
+Kernel DUTs cannot attach it, and the generator ends are not kernel interfaces (no TCP
+endpoints).
 """
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ class Memif(PortKind):
     kernel_refusal = ("memif ports are userspace (DPDK net_memif): only DPDK DUTs can attach "
                       "them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
+
+    @classmethod
+    def tg_rx_queues(cls, dut_tx_queues: int) -> int:
+        return max(1, int(dut_tx_queues))
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
