@@ -24,7 +24,8 @@ class Memif(PortKind):
     family = "memif"
     order = 30
     max_mtu = 1500
-    mtu_limit_reason = "jumbo frames over memif are not supported by nfvperf yet"
+    mtu_limit_reason = ("DPDK 22.11 net_memif reports max_rx_pktlen 1518 B, so ethdev refuses a larger "
+                        "MTU (testpmd: \"Frame size (9018) > device max frame size (1518)\")")
     tgen_hugepages = True
     kernel_refusal = ("memif ports are userspace (DPDK net_memif): only DPDK DUTs can attach "
                       "them; a kernel DUT needs port_kind af_packet or af_xdp")
