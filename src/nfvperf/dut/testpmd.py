@@ -219,8 +219,8 @@ class _TestpmdProcess(DutAdapter):
         for p in self.ports:
             if p.kind == "veth" and p.driver == "af_packet" and p.mtu > 1500:
                 raise ValueError(f"port {p.name}: net_af_packet (DPDK 22.11) carries frames up to "
-                                 f"1518 B, MTU {p.mtu} cannot work; jumbo frames need PCI ports "
-                                 "(port_kind: pci) or af_xdp (up to ~3.5 KB)")
+                                 f"1518 B, MTU {p.mtu} cannot work; jumbo frames need "
+                                 "port_kind vhost or pci")
         for p in self.ports:
             creates = (p.kind == "vhost-backend" and not p.extra.get("client")) or \
                       (p.kind == "vhost-user" and getattr(self, "server", False)) or \
