@@ -452,8 +452,13 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
     tcp = runs_on_iperf3(method)
     mtu = int(topology.mtu)
     topo_where = f"{where}.topology" if "topology" in entry else "topology"
+    pk = port_kind_class(topology.port_kind)
+    if tcp and not pk.tcp:
+        problems.append(f"{topo_where}.port_kind: a {method} test runs iperf3 on kernel "
+                        f"interfaces at the generator ends; port_kind {pk.name} has none (use "
+                        "af_packet or af_xdp)")
     if not tcp:
-        why = port_kind_class(topology.port_kind).check_mtu(mtu, generator=True)
+        why = pk.check_mtu(mtu, generator=True)
         if why:
             problems.append(f"{topo_where}.mtu: {why} (tgen drives the ports of a {method} test); "
                             "lower topology.mtu or change topology.port_kind")

@@ -366,16 +366,16 @@ class Topology:
 
         Returns ``{"client_ns", "server_ns", "server_ip", "client_ip", "client_if", "server_if",
         "mtu", "offloads"}``."""
-        if not self.up or self.tracker is None:
-            raise TopologyError("tcp_endpoints(): the topology is not up")
-        if self.tgen is not None:
-            raise TopologyError("tcp_endpoints(): tgen holds the generator ports "
-                                "(build the topology with start_tgen=False)")
         if not self.port_kind_class().tcp:
             from .ports import port_kind_names
             veth = [k for k in port_kind_names() if port_kind_class(k).tcp]
             raise TopologyError(f"TCP endpoints need kernel interfaces at the generator ends: "
                                 f"topology.port_kind {' or '.join(veth)}, not {self.spec.port_kind}")
+        if not self.up or self.tracker is None:
+            raise TopologyError("tcp_endpoints(): the topology is not up")
+        if self.tgen is not None:
+            raise TopologyError("tcp_endpoints(): tgen holds the generator ports "
+                                "(build the topology with start_tgen=False)")
         refusal = self.tcp_refusal()
         if refusal:
             raise TopologyError(refusal)
