@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -53,7 +54,8 @@ def _check_generator_ends(topo, port_kind: str) -> list:
     socks = [p.socket for p in topo.ports]
     for i, s in enumerate(socks):
         assert f"{vdev}{i}," in argv and str(s) in argv
-        assert topo.run.tag in s.name and s.exists()
+        # in the run's runtime dir /run/nfvperf/<tag>/, where `nfvperf cleanup` looks
+        assert topo.run.tag in s.name and s.exists() and s.parent.name == topo.run.tag
     assert all(p["link_up"] for p in topo.tgen.rpc("ports.list"))
     return socks
 
@@ -91,6 +93,7 @@ def test_counts_match_on_virtual_ports(run_ctx, kind, port_kind) -> None:
             assert ports["phy0"]["kind"] == want and ports["phy0"]["mtu_request"] == 1500
             assert topo.dut.vsctl("get", "Interface", "phy0", "mtu", wait=False).strip() == "1500"
     assert not any(s.exists() for s in socks), "sockets of the run left behind"
+    assert not socks[0].parent.exists() or socks[0].parent == Path("/tmp")
 
 
 def test_vxlan_on_vhost(run_ctx) -> None:

@@ -95,26 +95,38 @@ def test_tcp_endpoints_refused_on_vhost(tmp_path):
         t.tcp_endpoints()
 
 
+@pytest.fixture
+def run_root(tmp_path, monkeypatch):
+    """The runtime root (/run/nfvperf) moved under tmp_path, for ports and for cleanup."""
+    import nfvperf.host.cleanup as C
+    import nfvperf.host.run as R
+    root = tmp_path / "runroot"
+    monkeypatch.setattr(R, "DEFAULT_RUN_ROOT", root)
+    monkeypatch.setattr(C, "DEFAULT_RUN_ROOT", root)
+    return root
+
+
 def _topo(tmp_path: Path, kind: str) -> SimpleNamespace:
     spec = TopologySpec(kind="p-ovs-p", port_kind=kind)
-    return SimpleNamespace(run=RunContext(tag="nfv00aa11", run_dir=tmp_path), tracker=None,
+    return SimpleNamespace(run=RunContext(tag="nfv00aa11", run_dir=tmp_path / "out"), tracker=None,
                            spec=spec, ports=[])
 
 
-def test_vhost_ends(tmp_path):
+def test_vhost_ends(tmp_path, run_root):
     topo = _topo(tmp_path, "vhost")
     ports = port_kind_class("vhost")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=9000)
-    assert [p.index for p in topo.ports] == [0, 1] and ports[1].socket == tmp_path / "nfv00aa11-vhu1.sock"
+    sock = run_root / "nfv00aa11" / "nfv00aa11-vhu1.sock"
+    assert [p.index for p in topo.ports] == [0, 1] and ports[1].socket == sock
     tg = ports[1].tg_port_spec(1)
-    assert tg.devargs == (f"net_virtio_user1,path={tmp_path}/nfv00aa11-vhu1.sock,queues=1,server=1,"
+    assert tg.devargs == (f"net_virtio_user1,path={sock},queues=1,server=1,"
                           "queue_size=1024,mac=02:00:aa:11:a0:01") and tg.mtu == 9000
     dut = ports[1].dut_portref()
     assert (dut.kind, dut.extra, dut.socket, dut.mtu) == ("vhost-backend", {"client": True},
                                                           ports[1].socket, 9000)
-    assert dut.dpdk_devargs(1) == f"net_vhost1,iface={ports[1].socket},queues=1,client=1"
+    assert dut.dpdk_devargs(1) == f"net_vhost1,iface={sock},queues=1,client=1"
 
 
-def test_memif_ends_and_rings(tmp_path):
+def test_memif_ends_and_rings(tmp_path, run_root):
     topo = _topo(tmp_path, "memif")
     (p,) = port_kind_class("memif")().create(topo, 1, dut_netns=None, tg_netns=None, mtu=1500)
     assert "role=client" in p.tg_port_spec(0).devargs and "socket-abstract=no" in p.tg_port_spec(0).devargs
@@ -124,10 +136,23 @@ def test_memif_ends_and_rings(tmp_path):
     assert port_kind_class("vhost").tg_rx_queues(2) == 1
 
 
-def test_long_run_dir_puts_sockets_in_tmp(tmp_path):
-    deep = tmp_path / ("d" * 90)
-    topo = _topo(deep, "vhost")
-    (p,) = port_kind_class("vhost")().create(topo, 1, dut_netns=None, tg_netns=None, mtu=1500)
+def test_cleanup_finds_a_killed_runs_port_socket(tmp_path, run_root):
+    import socket
+
+    from nfvperf.host.cleanup import _sockets_tagged
+    topo = _topo(tmp_path, "memif")
+    (p,) = port_kind_class("memif")().create(topo, 1, dut_netns=None, tg_netns=None, mtu=1500)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(p.socket))          # what a server left behind when its run was killed
+    s.close()
+    assert (p.socket, "nfv00aa11") in _sockets_tagged("nfv00aa11")
+
+
+def test_long_runtime_root_puts_sockets_in_tmp(tmp_path, monkeypatch):
+    import nfvperf.host.run as R
+    monkeypatch.setattr(R, "DEFAULT_RUN_ROOT", tmp_path / ("d" * 90))
+    (p,) = port_kind_class("vhost")().create(_topo(tmp_path, "vhost"), 1, dut_netns=None,
+                                              tg_netns=None, mtu=1500)
     assert p.socket == Path("/tmp/nfvperf-nfv00aa11-vhu0.sock")
 
 

@@ -164,14 +164,20 @@ class PortKind:
 
     @staticmethod
     def socket_path(topo: Any, name: str) -> Path:
-        """``<run dir>/<tag>-<name>.sock``, or ``/tmp/nfvperf-<tag>-<name>.sock`` when the run dir
-        is too deep for a Unix socket path; registered with the tracker (removed at the end of
-        the run, and found by ``nfvperf cleanup`` after a killed one)."""
+        """``/run/nfvperf/<tag>/<tag>-<name>.sock`` (the run's runtime directory, where ``nfvperf
+        cleanup`` looks for a killed run's sockets, whatever its output directory), or
+        ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
+        socket (and the directory, once empty) are registered with the tracker."""
+        from nfvperf.host import run as R
         tag = topo.run.tag
-        p = Path(topo.run.run_dir) / f"{tag}-{name}.sock"
+        d = R.DEFAULT_RUN_ROOT / tag
+        p = d / f"{tag}-{name}.sock"
         if len(str(p)) > UNIX_PATH_MAX:
-            p = Path("/tmp") / f"nfvperf-{tag}-{name}.sock"
-        p.parent.mkdir(parents=True, exist_ok=True)
+            d, p = Path("/tmp"), Path("/tmp") / f"nfvperf-{tag}-{name}.sock"
+        if not d.exists():
+            d.mkdir(parents=True, exist_ok=True)
+            if topo.tracker is not None:
+                topo.tracker.add("dir", str(d), lambda d=d: _rmdir_if_empty(d))
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
         if topo.tracker is not None:
@@ -183,6 +189,11 @@ class PortKind:
             p.port_kind = self
             topo.ports.append(p)
         return list(ports)
+
+
+def _rmdir_if_empty(d: Path) -> None:
+    with contextlib.suppress(OSError):
+        d.rmdir()
 
 
 #: name -> PortKind subclass
