@@ -432,8 +432,52 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     if by_size is None:
         return None
     traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
+    if topology is not None:
+        _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
                       traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size)
+
+
+#: L2 header + FCS: a frame of ``mtu + ETH_OVERHEAD_B`` bytes carries an MTU-sized packet
+ETH_OVERHEAD_B = 18
+#: what VXLAN encapsulation adds on the wire (outer Ethernet, IPv4, UDP, VXLAN)
+VXLAN_OVERHEAD_B = 50
+
+
+def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: list[int],
+                      traffic: TrafficSpec, topology: TopologySpec, problems: list[str]) -> None:
+    """The test's frames fit the topology's MTU, and the generator can drive that MTU on the
+    port kind (TCP tests run iperf3 on the kernel ports instead, so only the path limit holds)."""
+    from nfvperf.methods import is_sizeless, runs_on_iperf3
+    from nfvperf.topo.ports import port_kind_class
+    tcp = runs_on_iperf3(method)
+    mtu = int(topology.mtu)
+    topo_where = f"{where}.topology" if "topology" in entry else "topology"
+    pk = port_kind_class(topology.port_kind)
+    if tcp and not pk.tcp:
+        problems.append(f"{topo_where}.port_kind: a {method} test runs iperf3 on kernel "
+                        f"interfaces at the generator ends; port_kind {pk.name} has none (use "
+                        "af_packet or af_xdp)")
+    if not tcp:
+        why = pk.check_mtu(mtu, generator=True)
+        if why:
+            problems.append(f"{topo_where}.mtu: {why} (tgen drives the ports of a {method} test); "
+                            "lower topology.mtu or change topology.port_kind")
+    if tcp or is_sizeless(method):
+        return
+    extra = (VXLAN_OVERHEAD_B if traffic.vxlan else 0) + (4 if traffic.vlan else 0)
+    what = " + ".join(x for x in ("VXLAN 50 B" if traffic.vxlan else "",
+                                   "VLAN tag 4 B" if traffic.vlan else "") if x)
+    sizes_where = f"{where}.frame_sizes" if "frame_sizes" in entry else "traffic.frame_sizes"
+    all_sizes = list(sizes) + [e.size_b for e in (traffic.imix or [])]
+    big = sorted({sz for sz in all_sizes if sz + extra > mtu + ETH_OVERHEAD_B})
+    if big:
+        on_wire = f" (+ {what} on the wire)" if extra else ""
+        problems.append(f"{sizes_where}: frames of {', '.join(map(str, big))} B{on_wire} do not fit "
+                        f"{topo_where}.mtu {mtu} (the largest frame is mtu + 18 = "
+                        f"{mtu + ETH_OVERHEAD_B - extra} B{' inner' if extra else ''}); raise "
+                        f"topology.mtu to at least {max(big) + extra - ETH_OVERHEAD_B} or drop "
+                        "those sizes")
 
 
 def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:

@@ -46,9 +46,11 @@ class PortRef:
     """One port as the DUT sees it.
 
     kind: ``veth`` (a kernel interface ``ifname`` in namespace ``netns``), ``pci`` (a NIC bound to
-    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (virtio-user frontend on ``socket``),
-    ``vhost-backend`` (net_vhost backend creating ``socket``; ``extra={"client": True}`` to
-    connect instead), or ``tap``.
+    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (virtio-user frontend on ``socket``;
+    ``extra={"server": True}`` to create it), ``vhost-backend`` (the vhost-user backend: net_vhost
+    creating ``socket``, or with ``extra={"client": True}`` connecting to it — OVS then uses a
+    ``dpdkvhostuserclient`` port), ``memif`` (net_memif on ``socket``, ``extra={"role": "server"
+    | "client"}``), or ``tap``.
     ``driver`` picks how a DPDK DUT opens a kernel interface: ``af_packet`` or ``af_xdp``.
     """
 
@@ -79,12 +81,28 @@ class PortRef:
             return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},{ring},"
                     f"qdisc_bypass=1")
         if self.kind == "vhost-user":
-            # the frontend (a VNF's virtio-user device) on a vhost-user socket
-            return f"net_virtio_user{index},path={self.socket},queues={queues}"
+            # the frontend (a VNF's or the generator's virtio-user device) on a vhost-user
+            # socket; extra: server (create the socket and wait for the backend), queue_size
+            args = f"net_virtio_user{index},path={self.socket},queues={queues}"
+            if self.extra.get("server"):
+                args += ",server=1"
+            if self.extra.get("queue_size"):
+                args += f",queue_size={int(self.extra['queue_size'])}"
+            if self.mac:
+                args += f",mac={self.mac}"
+            return args
         if self.kind == "vhost-backend":
             # the backend side (what a vSwitch is to a VM): DPDK's net_vhost, creating the socket
+            # (or, with extra client=True, connecting to the frontend's)
             client = 1 if self.extra.get("client") else 0
             return f"net_vhost{index},iface={self.socket},queues={queues},client={client}"
+        if self.kind == "memif":
+            # DPDK's net_memif on a socket file; extra role: server (creates the socket) | client
+            role = self.extra.get("role", "server")
+            args = (f"net_memif{index},role={role},socket={self.socket},socket-abstract=no,id=0")
+            if self.mac:
+                args += f",mac={self.mac}"
+            return args
         raise ValueError(f"port kind {self.kind!r} has no DPDK devargs")
 
 
@@ -139,6 +157,8 @@ class DutAdapter(abc.ABC):
     options_model: ClassVar[Optional[type[BaseModel]]] = None
     #: TopologySpec.port_kind values the adapter can drive
     port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "pci")
+    #: why it cannot drive a port kind it leaves out (said in the validation error)
+    port_kind_notes: ClassVar[dict[str, str]] = {}
     #: the programs it runs (required by preflight when the adapter is used)
     binaries: ClassVar[tuple[Binary, ...]] = ()
     #: busy-polling CPUs it wants (the CPU plan's ``dut`` role); 0 = it forwards in the kernel
@@ -197,6 +217,10 @@ class DutAdapter(abc.ABC):
 
     def _attach_port(self, port: PortRef) -> None:
         raise Unsupported(f"{self.name} cannot add ports after start()")
+
+    def tx_queues(self) -> int:
+        """TX queues the DUT sends on per port (a memif peer polls as many RX rings)."""
+        return int(getattr(self, "queues", 1) or 1)
 
     @abc.abstractmethod
     def start(self) -> None:

@@ -56,6 +56,11 @@ class OvsPort:
     bridge: str
     ofport: int = -1
     options: dict[str, str] = field(default_factory=dict)
+    mtu: Optional[int] = None     # mtu_request
+
+
+#: Interface types that take ``mtu_request`` (tunnels and patch ports have no MTU of their own)
+MTU_KINDS = ("dpdk", "dpdkvhostuser", "dpdkvhostuserclient", "internal")
 
 
 OVS_VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -110,6 +115,9 @@ class OvsDpdk(DutAdapter):
     options_key = "ovs"
     options_model = OvsSpec
     binaries = (VSWITCHD, OVSDB_SERVER)
+    #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), memif (a
+    #: dpdk port on net_memif, role=server; the peer must poll tx_queues() rings), real NICs
+    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -419,8 +427,10 @@ class OvsDpdk(DutAdapter):
             shutil.rmtree(self.vhost_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ topology
-    def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None) -> str:
-        """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says."""
+    def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None,
+                   mtu: Optional[int] = None) -> str:
+        """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says.
+        ``mtu``: ``mtu_request`` of its internal port (a tap in OVS's namespace, e.g. a VTEP's)."""
         name = name or f"{self.tag}br{len(self.bridges)}"
         if len(name) > 15:
             raise OvsError(f"bridge name {name!r} longer than 15 characters")
@@ -428,6 +438,8 @@ class OvsDpdk(DutAdapter):
                 "fail_mode=secure", "other_config:disable-in-band=true"]
         if hwaddr:
             args.append(f"other_config:hwaddr={hwaddr}")
+        if mtu is not None:
+            args += ["--", "set", "Interface", name, f"mtu_request={int(mtu)}"]
         self.vsctl(*args)
         self.bridges.append(name)
         return name
@@ -435,19 +447,39 @@ class OvsDpdk(DutAdapter):
     def _attach_port(self, port: PortRef, index: Optional[int] = None) -> None:
         """Attach a :class:`PortRef` to the first bridge as OpenFlow port index + 1."""
         index = len(self.ports) if index is None else index
+        self.attach_portref(port, self.bridges[0], ofport=index + 1, dpdk_index=index)
+
+    def attach_portref(self, port: PortRef, bridge: str, ofport: Optional[int] = None,
+                       dpdk_index: int = 0) -> int:
+        """Add the port a :class:`PortRef` describes to ``bridge`` with its MTU (``mtu_request``):
+        ``veth``/``tap``/``pci``/``memif`` as a ``dpdk`` port (af_packet/af_xdp/memif vdev or PCI
+        address),
+        ``vhost-backend`` with ``client`` (a vhost-user server socket, e.g. the generator's
+        virtio-user) or ``vhost-user`` (a VNF's server socket) as ``dpdkvhostuserclient``.
+        Returns the OpenFlow port number."""
         n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
-        if port.kind in ("veth", "tap", "pci"):
-            if port.kind != "pci" and port.netns != self.netns and not self._attached:
+        if port.kind in ("veth", "tap", "pci", "memif"):
+            if port.kind in ("veth", "tap") and port.netns != self.netns and not self._attached:
                 raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
-            devargs = port.dpdk_devargs(index, n_rxq)
+            devargs = port.dpdk_devargs(dpdk_index, n_rxq)
             if self._attached:     # a shared OVS: vdev names must not clash with its other ports
-                devargs = re.sub(r"^(net_af_packet|net_af_xdp)(\d+)", rf"\g<1>{self.tag}\g<2>", devargs)
-            self.add_ovs_port(self.bridges[0], port.name, "dpdk", devargs=devargs, ofport=index + 1)
-        elif port.kind == "vhost-user":
-            self.add_ovs_port(self.bridges[0], port.name, "dpdkvhostuserclient",
-                              sock=str(port.socket), ofport=index + 1)
-        else:
-            raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}")
+                devargs = re.sub(r"^(net_af_packet|net_af_xdp|net_memif)(\d+)", rf"\g<1>{self.tag}\g<2>",
+                                 devargs)
+            return self.add_ovs_port(bridge, port.name, "dpdk", devargs=devargs, ofport=ofport,
+                                     mtu=port.mtu)
+        if port.kind == "vhost-user" or (port.kind == "vhost-backend" and port.extra.get("client")):
+            return self.add_ovs_port(bridge, port.name, "dpdkvhostuserclient",
+                                     sock=str(port.socket), ofport=ofport, mtu=port.mtu)
+        raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}"
+                       + (" as vhost-user server (give extra client=True)" if port.kind == "vhost-backend" else ""))
+
+    def tx_queues(self) -> int:
+        """TX queues OVS uses on each port: one per PMD thread plus one for the main thread.
+        A memif peer must poll as many RX rings: OVS's PMD sends on queue 1 (the main thread
+        on 0), and with one ring on the peer every PMD transmit fails (``ovs_tx_failure_drops``;
+        measured with OVS 3.1 / DPDK 22.11)."""
+        mask = self._pmd_mask()
+        return bin(int(mask, 16)).count("1") + 1
 
     def ofport(self, index_or_name: Union[int, str]) -> int:
         """OpenFlow port number of a port (add_port index or name)."""
@@ -457,8 +489,13 @@ class OvsDpdk(DutAdapter):
 
     def add_ovs_port(self, bridge: str, name: str, kind: str = "dpdk", *,
                      devargs: Optional[str] = None, sock: Optional[str] = None,
-                     ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None) -> int:
+                     ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None,
+                     mtu: Optional[int] = None) -> int:
         """Add a port to ``bridge``; return its OpenFlow port number.
+
+        ``mtu``: the Interface's ``mtu_request`` (OVS sizes the port's mempool for it; a vhost
+        port's MTU is what OVS accepts from and sends to the virtio side).  Ignored by tunnel
+        and patch ports, which have no MTU of their own in the userspace datapath.
 
         kind ``dpdk``: ``devargs`` as from :meth:`PortRef.dpdk_devargs` (af_packet / af_xdp vdev
         on a veth, or a PCI address), with the spec's n_rxq / descriptor counts.  kind
@@ -486,8 +523,10 @@ class OvsDpdk(DutAdapter):
             args.append(f'options:{k}="{v}"')
         if ofport is not None:
             args.append(f"ofport_request={int(ofport)}")
+        if mtu is not None and kind in MTU_KINDS:
+            args.append(f"mtu_request={int(mtu)}")
         self.vsctl(*args)
-        port = OvsPort(name, kind, bridge, options=opts)
+        port = OvsPort(name, kind, bridge, options=opts, mtu=mtu if kind in MTU_KINDS else None)
         port.ofport = self._ofport(name)
         self.ovs_ports[name] = port
         return port.ofport
@@ -618,7 +657,8 @@ class OvsDpdk(DutAdapter):
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
-                                    **p.options} for p in self.ovs_ports.values()}}
+                                    "mtu_request": p.mtu, **p.options}
+                          for p in self.ovs_ports.values()}}
 
     # ------------------------------------------------------------------ VXLAN (userspace tunnels)
     def tunnel_endpoint(self, bridge: str, local_ip: str, prefix: int, remote_ip: str,

@@ -79,6 +79,14 @@ class TestpmdSpec(AdapterOptions):
         return v
 
 
+def mbuf_size_for(mtu: int) -> int:
+    """testpmd's ``--mbuf-size`` (data room incl. the 128 B headroom) for one-segment frames of
+    ``mtu`` + 18 B (Ethernet header + FCS) + 4 B (a VLAN tag), rounded up to 512 B; at least
+    DPDK's default 2176.  MTU 9000 -> 9216, 9216 -> 9728."""
+    need = 128 + mtu + 18 + 4
+    return max(2176, -(-need // 512) * 512)
+
+
 def find_testpmd() -> str:
     import os
     path = os.environ.get("NFVPERF_TESTPMD") or shutil.which("dpdk-testpmd")
@@ -194,7 +202,7 @@ class _TestpmdProcess(DutAdapter):
                f"--total-num-mbufs={self.mbufs}", "--port-topology=paired"]
         mtus = {p.mtu for p in self.ports}
         if mtus and max(mtus) > 1500:
-            app += [f"--max-pkt-len={max(mtus) + 18}", "--mbuf-size=9728"]
+            app += [f"--max-pkt-len={max(mtus) + 18}", f"--mbuf-size={mbuf_size_for(max(mtus))}"]
         if self.forward_mode == "mac":
             for i, mac in enumerate(self.eth_peers):
                 if mac:
@@ -213,11 +221,12 @@ class _TestpmdProcess(DutAdapter):
         for p in self.ports:
             if p.kind == "veth" and p.driver == "af_packet" and p.mtu > 1500:
                 raise ValueError(f"port {p.name}: net_af_packet (DPDK 22.11) carries frames up to "
-                                 f"1518 B, MTU {p.mtu} cannot work; jumbo frames need PCI ports "
-                                 "(port_kind: pci) or af_xdp (up to ~3.5 KB)")
+                                 f"1518 B, MTU {p.mtu} cannot work; jumbo frames need "
+                                 "port_kind vhost or pci")
         for p in self.ports:
             creates = (p.kind == "vhost-backend" and not p.extra.get("client")) or \
-                      (p.kind == "vhost-user" and getattr(self, "server", False))
+                      (p.kind == "vhost-user" and getattr(self, "server", False)) or \
+                      (p.kind == "memif" and p.extra.get("role", "server") == "server")
             if creates and p.socket is not None:
                 if len(str(p.socket)) > 107:
                     raise ValueError(f"vhost-user socket path longer than 107 bytes: {p.socket}")
@@ -326,6 +335,9 @@ class Testpmd(_TestpmdProcess):
     __test__ = False      # not a pytest class
     options_key = "testpmd"
     options_model = TestpmdSpec
+    #: veth (af_packet/af_xdp vdevs), vhost-user (net_vhost as client of the generator's
+    #: virtio-user), memif (net_memif server), real NICs
+    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
     def spec_options(cls, spec: Any) -> dict[str, Any]:
@@ -344,6 +356,8 @@ class TestpmdVnf(_TestpmdProcess):
     (OVS ``dpdkvhostuserclient``).  Frames arriving on virtio port 0 leave on port 1 and back.
     ``lcores`` defaults to the plan's role ``name`` (e.g. "vnf0") when a plan is given.
 
+    ``mtu``: of its ports (``--max-pkt-len``/``--mbuf-size`` above 1500); default the spec's.
+
     ``queue_size``: virtqueue size of the virtio-user ports (devargs ``queue_size=``; a power of
     two, 64..4096).  ``None`` takes the spec's ``testpmd.vnf_queue_size`` when a ``spec`` is
     given, else DPDK's default (256, no devarg).  A VNF that shares a CPU is descheduled for
@@ -356,7 +370,7 @@ class TestpmdVnf(_TestpmdProcess):
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, sockets: Sequence[str | Path] = (),
                  server: bool = False, name: str = "vnf0", queue_size: Optional[int] = None,
-                 **kw: Any):
+                 mtu: Optional[int] = None, **kw: Any):
         self.role = name
         kw.setdefault("memory", "hugepages")
         if kw.get("memory") == "no-huge":
@@ -370,8 +384,10 @@ class TestpmdVnf(_TestpmdProcess):
         self.vnf_name = name
         self.server = server
         self.queue_size = queue_size
+        if mtu is None:       # the topology's MTU: jumbo frames pass the VNF too
+            mtu = int(getattr(kw.get("spec"), "mtu", 1500) or 1500)
         for i, s in enumerate(sockets):
-            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s)))
+            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s), mtu=mtu))
 
     def port_devargs(self, index: int, port: PortRef) -> str:
         base = port.dpdk_devargs(index, self.queues)

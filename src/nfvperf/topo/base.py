@@ -11,82 +11,39 @@ ports, start the DUT/VNFs, program forwarding).  Everything else is shared:
   ``dut_counters`` wired to the DUT adapter.
 * :meth:`environment` reports DUT/VNF versions, pinning (``cores_shared`` + warnings), preflight.
 
-Emulated PHY ports
-------------------
-``add_veth_ports(n)`` makes ``n`` veth pairs ``<tag>p<i>`` (generator end, root namespace by
-default) <-> ``<tag>d<i>`` (DUT end, in the DUT namespace ``<tag>-dut``).  With ``port_kind: pci``
-the spec's PCI addresses are used instead: even-indexed addresses are the generator's, odd ones the
-DUT's (cabled 0<->1, 2<->3 ...), see docs/topologies.md.
+PHY ports
+---------
+``add_ports_from_spec()`` asks the spec's port kind (:mod:`nfvperf.topo.ports`: ``af_packet``,
+``af_xdp``, ``vhost``, ``memif``, ``pci``) for the ports; each :class:`HostPort` gives its
+generator end (``tg_port_spec()``) and its DUT end (``dut_portref()``).  Nothing here branches on
+the kind: what differs (tgen's EAL options, TCP endpoints, MTU limits, namespaces, PCI devices
+for preflight) is declared by the kind class.
 """
 from __future__ import annotations
 
 import inspect
 import logging
-from dataclasses import dataclass
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
-from nfvperf.dut.base import DutAdapter, PortRef, create_dut, dut_class
+from nfvperf.dut.base import DutAdapter, create_dut, dut_class
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Measurer
 
+from .ports import HostPort, PortKind, port_kind_class
+from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .spec import TopologySpec
+
+__all__ = ["HostPort", "Topology", "TopologyError", "pci_numa_node"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class HostPort:
-    """One emulated (veth) or real (PCI) PHY port: a generator side and a DUT side."""
-
-    index: int
-    kind: str                         # "veth" | "pci"
-    tg_ifname: Optional[str] = None   # veth: the generator's end
-    tg_netns: Optional[str] = None
-    dut_ifname: Optional[str] = None  # veth: the DUT's end
-    dut_netns: Optional[str] = None
-    tg_pci: Optional[str] = None      # pci: the generator's NIC
-    dut_pci: Optional[str] = None     # pci: the DUT's NIC
-    driver: str = "af_packet"         # how DPDK opens a kernel interface: af_packet | af_xdp
-    mtu: int = 1500
-    veth: Optional[N.VethPair] = None
-    tg_mac: Optional[str] = None
-    dut_mac: Optional[str] = None
-
-    def tg_devargs(self, dpdk_index: Optional[int] = None, queues: int = 1) -> str:
-        i = self.index if dpdk_index is None else dpdk_index
-        return self.tg_portref().dpdk_devargs(i, queues)
-
-    def tg_portref(self) -> PortRef:
-        if self.kind == "pci":
-            return PortRef(f"tg{self.index}", kind="pci", pci=self.tg_pci, mtu=self.mtu)
-        return PortRef(f"tg{self.index}", kind="veth", ifname=self.tg_ifname, netns=self.tg_netns,
-                       driver=self.driver, mtu=self.mtu, mac=self.tg_mac)
-
-    def dut_portref(self) -> PortRef:
-        if self.kind == "pci":
-            return PortRef(f"phy{self.index}", kind="pci", pci=self.dut_pci, mtu=self.mtu)
-        return PortRef(f"phy{self.index}", kind="veth", ifname=self.dut_ifname,
-                       netns=self.dut_netns, driver=self.driver, mtu=self.mtu, mac=self.dut_mac)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "veth"}
-
-
 class TopologyError(RuntimeError):
     pass
-
-
-def pci_numa_node(addr: str) -> Optional[int]:
-    """NUMA node of a PCI device from sysfs (None when unknown or not NUMA)."""
-    full = addr if addr.count(":") == 2 else f"0000:{addr}"
-    try:
-        node = int(Path(f"/sys/bus/pci/devices/{full}/numa_node").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return node if node >= 0 else None
 
 
 class Topology:
@@ -143,6 +100,9 @@ class Topology:
             raise TopologyError(f"{self.kind} with dut {self.spec.dut} cannot use port_kind "
                                 f"{self.spec.port_kind!r}; allowed: "
                                 f"{', '.join(allowed_port_kinds(self.kind, self.spec.dut))}")
+        why = self.port_kind_class().check_mtu(self.spec_mtu(), generator=self.want_tgen)
+        if why:
+            raise TopologyError(f"topology.mtu: {why}")
 
     def bring_up(self) -> None:
         self.check_spec()
@@ -204,8 +164,9 @@ class Topology:
         needs.merge(dut_class(spec.dut).preflight_needs(spec))
         for vnf in cls.vnf_classes_for(spec):
             needs.merge(vnf.preflight_needs(spec))
-        if spec.port_kind == "pci":
-            needs.pci = list(spec.pci or [])
+        pci = port_kind_class(spec.port_kind).pci_addresses(spec)
+        if pci:
+            needs.pci = pci
         return needs
 
     @classmethod
@@ -254,9 +215,7 @@ class Topology:
         pf.raise_on_failure(results)
 
     def plan_cpus(self) -> PinningPlan:
-        numa = None
-        if self.spec.port_kind == "pci" and self.spec.pci:
-            numa = pci_numa_node(self.spec.pci[0])
+        numa = self.port_kind_class().numa_node(self.spec)
         plan = plan_pinning(self.cpu_demands(), numa_node=numa)
         self.dut_class().adjust_plan(plan, self.spec)
         return plan
@@ -266,43 +225,34 @@ class Topology:
         N.create_netns(name, self.tracker)
         return name
 
+    def port_kind_class(self) -> type[PortKind]:
+        """The class of ``spec.port_kind`` (what the kind declares: MTU limit, TCP, EAL needs)."""
+        return port_kind_class(self.spec.port_kind)
+
+    def port_kind(self) -> PortKind:
+        """The spec's port kind (one object per topology: it makes every port)."""
+        pk = getattr(self, "_port_kind", None)
+        if pk is None or pk.name != self.spec.port_kind:
+            pk = self._port_kind = self.port_kind_class()()
+        return pk
+
+    def add_ports(self, n: int, dut_netns: Optional[str] = None, tg_netns: Optional[str] = None,
+                  mtu: Optional[int] = None, kind: Optional[str] = None) -> list[HostPort]:
+        """``n`` PHY ports of the spec's port kind (or ``kind``), appended to ``self.ports``."""
+        pk = port_kind_class(kind)() if kind else self.port_kind()
+        return pk.create(self, n, dut_netns=dut_netns, tg_netns=tg_netns,
+                         mtu=self.spec_mtu() if mtu is None else mtu)
+
     def add_veth_ports(self, n: int, dut_netns: Optional[str] = None, tg_netns: Optional[str] = None,
                        driver: Optional[str] = None, mtu: int = 1500) -> list[HostPort]:
         """``n`` emulated PHY ports: veth ``<tag>p<i>`` (generator) <-> ``<tag>d<i>`` (DUT)."""
         driver = driver or ("af_xdp" if self.spec.port_kind == "af_xdp" else "af_packet")
-        new = []
-        for _ in range(n):
-            i = len(self.ports)
-            a, b = self.run.ifname(f"p{i}"), self.run.ifname(f"d{i}")
-            # deterministic, locally administered MACs: 02:<tag bytes>:<side><index>
-            t = self.run.tag[3:]
-            mac_a = f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:a0:{i:02x}"
-            mac_b = f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}"
-            pair = N.create_veth(a, b, tg_netns, dut_netns, mtu=mtu, tracker=self.tracker,
-                                 mac_a=mac_a, mac_b=mac_b)
-            hp = HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
-                          dut_netns=dut_netns, driver=driver, mtu=mtu, veth=pair,
-                          tg_mac=mac_a, dut_mac=mac_b)
-            self.ports.append(hp)
-            new.append(hp)
-        return new
-
-    def add_pci_ports(self, pci: Sequence[str], mtu: int = 1500) -> list[HostPort]:
-        """Real NICs: pci[0] (generator) cabled to pci[1] (DUT), pci[2] to pci[3], ..."""
-        if len(pci) % 2:
-            raise TopologyError(f"port_kind pci needs generator/DUT address pairs, got {len(pci)}")
-        new = []
-        for k in range(0, len(pci), 2):
-            hp = HostPort(len(self.ports), "pci", tg_pci=pci[k], dut_pci=pci[k + 1], mtu=mtu)
-            self.ports.append(hp)
-            new.append(hp)
-        return new
+        return self.add_ports(n, dut_netns, tg_netns, mtu, kind=driver)
 
     def add_ports_from_spec(self, dut_netns: Optional[str] = None) -> list[HostPort]:
-        if self.spec.port_kind == "pci":
-            return self.add_pci_ports(self.spec.pci, mtu=self.spec_mtu())
-        return self.add_veth_ports(self.spec.ports, dut_netns=dut_netns, tg_netns=self.tg_netns,
-                                   mtu=self.spec_mtu())
+        """The spec's ports of the spec's kind (``ports``; pci: one per address pair)."""
+        pk = self.port_kind()
+        return self.add_ports(pk.port_count(self.spec), dut_netns=dut_netns, tg_netns=self.tg_netns)
 
     def spec_mtu(self) -> int:
         return int(getattr(self.spec, "mtu", 1500) or 1500)
@@ -324,16 +274,22 @@ class Topology:
         return self.plan.dpdk_lcores("tgen")
 
     def tgen_port_specs(self) -> list[Any]:
-        from nfvperf.tg.tgen import PortSpec
         out = []
+        txq = self.dut.tx_queues() if self.dut is not None else 1
         for i, p in enumerate(self.ports):
-            out.append(PortSpec(p.tg_devargs(i), mtu=p.mtu))
+            out.append(p.tg_port_spec(i, dut_tx_queues=txq))
         return out
 
     def start_tgen(self) -> None:
         from nfvperf.tg.tgen import TgenProcess
+        kinds = {p._kind().__class__ for p in self.ports}
+        if not self.tgen_hugepages and any(k.tgen_hugepages for k in kinds):
+            raise TopologyError("port_kind " + ", ".join(sorted(k.name for k in kinds)) +
+                                " needs the generator on hugepage memory (tgen_hugepages=True)")
+        extra_eal = sorted({a for k in kinds for a in k.tgen_eal})
         kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag,
-                                      binary=self.tgen_binary, hugepages=self.tgen_hugepages)
+                                      binary=self.tgen_binary, hugepages=self.tgen_hugepages,
+                                      extra_eal=extra_eal)
         if self.tg_netns and "netns" in inspect.signature(TgenProcess).parameters:
             kwargs["netns"] = self.tg_netns
         proc = TgenProcess(self.tgen_port_specs(), self.tgen_lcores(), **kwargs)
@@ -341,6 +297,22 @@ class Topology:
         self.tracker.add("tgen", self.run.tag, proc.stop)
         proc.start()
         self.tgen = proc
+        if any(k.wait_link for k in kinds):
+            self.wait_tgen_links()
+
+    def wait_tgen_links(self, timeout_s: float = 20.0) -> None:
+        """Wait until tgen sees every port's link up (vhost-user / memif connect asynchronously)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ports = self.tgen.rpc("ports.list")
+            down = [p.get("id") for p in ports if not p.get("link_up")]
+            if not down:
+                return
+            self.dut_alive()
+            if time.monotonic() > deadline:
+                raise TopologyError(f"generator ports {down} ({self.spec.port_kind}) not up after "
+                                    f"{timeout_s:.0f} s; tgen log: {self.tgen.log_tail(1500)}")
+            time.sleep(0.1)
 
     def measurer(self) -> Measurer:
         """A TgenMeasurer over this topology's ports, wired to the DUT's alive()/counters()."""
@@ -394,13 +366,16 @@ class Topology:
 
         Returns ``{"client_ns", "server_ns", "server_ip", "client_ip", "client_if", "server_if",
         "mtu", "offloads"}``."""
+        if not self.port_kind_class().tcp:
+            from .ports import port_kind_names
+            veth = [k for k in port_kind_names() if port_kind_class(k).tcp]
+            raise TopologyError(f"TCP endpoints need kernel interfaces at the generator ends: "
+                                f"topology.port_kind {' or '.join(veth)}, not {self.spec.port_kind}")
         if not self.up or self.tracker is None:
             raise TopologyError("tcp_endpoints(): the topology is not up")
         if self.tgen is not None:
             raise TopologyError("tcp_endpoints(): tgen holds the generator ports "
                                 "(build the topology with start_tgen=False)")
-        if self.spec.port_kind == "pci":
-            raise TopologyError("TCP endpoints need veth ports (port_kind af_packet/af_xdp), not pci")
         refusal = self.tcp_refusal()
         if refusal:
             raise TopologyError(refusal)
@@ -409,7 +384,7 @@ class Topology:
         cp, sp = self.ports[client_port], self.ports[server_port]
         ends = []
         for role, port, host in (("tcpc", cp, 1), ("tcps", sp, 2)):
-            if port.kind != "veth" or not port.tg_ifname:
+            if not port.tg_ifname:
                 raise TopologyError(f"port {port.index} is not a veth port")
             ns = self.make_netns(role)
             N.run_in_netns(ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",

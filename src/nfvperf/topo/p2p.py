@@ -6,6 +6,10 @@ Emulated PHY (``port_kind: af_packet`` / ``af_xdp``)::
                             (root netns)     (<tag>-dut netns)  DUT: testpmd io/mac, or
     tgen <-net_af_packet--- <tag>p1 ==veth== <tag>d1 --+        a Linux bridge
 
+Userspace ports (``port_kind: vhost`` / ``memif``, testpmd only): tgen's virtio-user (vhost-user
+server) or memif client on a socket in the run dir; testpmd's net_vhost (client) / net_memif
+(server) on the same socket.  No DUT namespace.
+
 Real NICs (``port_kind: pci``, ``pci: [tg0, dut0, tg1, dut1]``): the generator opens tg0/tg1 and
 the DUT (testpmd) dut0/dut1 by PCI address; the cables are tg0-dut0 and tg1-dut1.  All must be
 bound to vfio-pci (docs/topologies.md).  linux-bridge cannot use PCI ports.
@@ -29,7 +33,7 @@ class P2P(Topology):
 
     def setup(self) -> None:
         spec = self.spec
-        if spec.port_kind != "pci":
+        if self.port_kind().dut_netns:       # the DUT ends are interfaces (veth)
             self.dut_netns = self.make_netns("dut")
         ports = self.add_ports_from_spec(dut_netns=self.dut_netns)
         if len(ports) < 2 or len(ports) % 2:

@@ -32,7 +32,8 @@ def flow_ips(n: int, src: str = SRC_IP, dst: str = DST_IP) -> list[tuple[str, st
 
 
 class OvsTopology(Topology):
-    """Shared by the OVS topologies: DUT namespace, veth PHY ports, the OVS-DPDK adapter."""
+    """Shared by the OVS topologies: DUT namespace, PHY ports of the spec's port kind (veth,
+    vhost-user, PCI), the OVS-DPDK adapter."""
 
     #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
     n_vnfs = 0
@@ -93,7 +94,8 @@ class OvsTopology(Topology):
         indices."""
         socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
         # OVS first: virtio-user in server mode waits for its client while it starts
-        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s))
+        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s,
+                                    mtu=self.spec_mtu()))
                for k, s in enumerate(socks)]
         # the VNF reads its own options from the spec (a container testpmd: virtqueues of
         # testpmd.vnf_queue_size, default 1024, DPDK's own is 256: a VNF on a shared CPU is
@@ -118,11 +120,17 @@ class OvsTopology(Topology):
         super().reset_dut()
         if self.vnfs and self.dut is not None:
             self.wait_vnfs_ready(self.dut)
+        if self.dut is not None and self.tgen is not None:
+            # OVS reconnects to the generator's vhost-user sockets (port_kind vhost)
+            self.wait_vhost_up(self.dut, kinds=("vhost-backend",))
 
-    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0) -> None:
-        """OVS connects to the VNF sockets asynchronously; wait until every vhost port is up."""
+    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0,
+                      kinds: tuple[str, ...] = ("vhost-user",)) -> None:
+        """OVS connects to the VNF sockets asynchronously; wait until every vhost port of the
+        PortRef ``kinds`` is up (the VNFs' ``vhost-user``; the generator's ``vhost-backend``
+        ports come up only once tgen runs)."""
         deadline = time.monotonic() + timeout_s
-        names = [p.name for p in dut.ports if p.kind == "vhost-user"]
+        names = [p.name for p in dut.ports if p.kind in kinds]
         while True:
             down = [n for n in names
                     if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]

@@ -19,6 +19,8 @@ from pydantic_core import PydanticCustomError
 from nfvperf.dut import load_adapters
 from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, dut_class
 
+from .ports import port_kind_class, port_kind_names
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -56,7 +58,7 @@ def allowed_duts(kind: str) -> list[str]:
 
 def allowed_port_kinds(kind: str, dut: str) -> list[str]:
     """Port kinds both the topology (``Topology.port_kinds``) and the DUT adapter can use."""
-    out = list(PORT_KINDS)
+    out = port_kind_names()
     for cls in (_topology_cls(kind), DUT_REGISTRY.get(dut)):
         declared = getattr(cls, "port_kinds", None)
         if declared is not None:
@@ -64,7 +66,21 @@ def allowed_port_kinds(kind: str, dut: str) -> list[str]:
     return out
 
 
-PORT_KINDS = ("af_xdp", "af_packet", "pci")
+def port_kind_refusal(kind: str, dut: str, port_kind: str) -> Optional[str]:
+    """Why topology ``kind`` with ``dut`` cannot use ``port_kind`` (None if it can): the
+    allowed kinds, with the adapter's or the kind's reason when one is declared."""
+    ok = allowed_port_kinds(kind, dut)
+    if port_kind in ok:
+        return None
+    cls = DUT_REGISTRY.get(dut)
+    reason = (getattr(cls, "port_kind_notes", {}) or {}).get(port_kind)
+    declared = getattr(cls, "port_kinds", None) or ()
+    if not reason and port_kind in port_kind_names() and declared and \
+            all(k in port_kind_names() and port_kind_class(k).kernel for k in declared):
+        reason = port_kind_class(port_kind).kernel_refusal or None    # a kernel-only DUT
+    why = f" ({reason})" if reason else ""
+    return (f"kind {kind} with dut {dut} cannot use port_kind {port_kind!r}{why}; allowed: "
+            f"{_one_of(ok)}")
 
 
 class TopologyBase(_Strict):
@@ -74,7 +90,9 @@ class TopologyBase(_Strict):
     dut: str = Field("ovs-dpdk", validate_default=True,
                      description="DUT adapter (the registered adapters the topology can use)")
     ports: int = Field(2, ge=2, le=8)
-    port_kind: Literal["af_xdp", "af_packet", "pci"] = Field("af_packet", validate_default=True)
+    port_kind: str = Field("af_packet", validate_default=True,
+                           description="how the PHY ports are made (nfvperf.topo.ports): af_packet, "
+                           "af_xdp (veth), vhost, memif (userspace), pci (real NICs)")
     pci: list[str] = Field(default_factory=list, description="PCI addresses when port_kind=pci")
     vnf: Literal["container", "vm"] = "container"
     tgen_lcores: Optional[str] = None
@@ -108,12 +126,27 @@ class TopologyBase(_Strict):
     @field_validator("port_kind")
     @classmethod
     def _usable_port_kind(cls, v: str, info: ValidationInfo) -> str:
+        kinds = port_kind_names()
+        if v not in kinds:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": _one_of(kinds)})
         kind, dut = info.data.get("kind"), info.data.get("dut")
         if kind is not None and dut is not None:
-            ok = allowed_port_kinds(kind, dut)
-            if v not in ok:
-                raise ValueError(f"kind {kind} with dut {dut} cannot use port_kind {v!r}; allowed: "
-                                 f"{_one_of(ok)}")
+            refusal = port_kind_refusal(kind, dut, v)
+            if refusal:
+                raise ValueError(refusal)
+        return v
+
+    @field_validator("mtu", check_fields=False)
+    @classmethod
+    def _mtu_fits_port_kind(cls, v: int, info: ValidationInfo) -> int:
+        """The MTU the port kind's path carries (the generator's own limit is checked per test
+        in config, since TCP tests run without it, and when a topology starts tgen)."""
+        pk = info.data.get("port_kind")
+        if pk in port_kind_names():
+            why = port_kind_class(pk).check_mtu(v, generator=False)
+            if why:
+                raise ValueError(why)
         return v
 
     # -- what the topology and its adapters declare ------------------------------------------
@@ -167,7 +200,10 @@ else:
 
 
 def __getattr__(name: str) -> Any:
-    """The adapters' options models under their historical names (``OvsSpec`` ...)."""
+    """The adapters' options models under their historical names (``OvsSpec`` ...), and
+    ``PORT_KINDS`` (the registered port kinds)."""
+    if name == "PORT_KINDS":
+        return tuple(port_kind_names())
     for cls in DUT_REGISTRY.values():
         model = cls.options_model
         if model is not None and model.__name__ == name:

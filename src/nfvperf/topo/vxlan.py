@@ -50,10 +50,9 @@ class Vxlan(OvsTopology):
         dut = self.setup_ovs(attach_phys=False)
         dut.start()
         brint = dut.bridges[0]
-        n_rxq = int(getattr(self.ovs_spec(), "n_rxq", 1) or 1)
         for i, hp in enumerate(self.ports):
-            brp = dut.add_bridge(self.run.ifname(f"bp{i}"), hwaddr=self.vtep_mac(i))
-            dut.add_ovs_port(brp, f"phy{i}", "dpdk", devargs=hp.dut_portref().dpdk_devargs(i, n_rxq))
+            brp = dut.add_bridge(self.run.ifname(f"bp{i}"), hwaddr=self.vtep_mac(i), mtu=hp.mtu)
+            dut.attach_portref(hp.dut_portref(), brp, dpdk_index=i)
             dut.program(["priority=0,actions=NORMAL"], bridge=brp)
             dut.tunnel_endpoint(brp, vtep_ip(i), 24, tg_ip(i), str(hp.tg_mac))
             # OpenFlow numbers 100+ keep 1.. free for the PortRef ports (the VNF's vhost ports)

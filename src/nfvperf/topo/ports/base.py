@@ -1,0 +1,211 @@
+"""The port kind interface and :class:`HostPort`, one PHY port with its two ends.
+
+A kind class declares what it can carry and where it can be used (``max_mtu``, ``tcp``,
+``kernel``, ``dut_netns``, ``tgen_eal``) and makes ports (:meth:`PortKind.create`); each
+:class:`HostPort` it makes knows its kind and gives its generator end (:meth:`HostPort.tg_portref`,
+:meth:`HostPort.tg_port_spec`) and its DUT end (:meth:`HostPort.dut_portref`).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
+
+from nfvperf.dut.base import PortRef
+from nfvperf.host import netns as N
+
+if TYPE_CHECKING:
+    from nfvperf.tg.tgen import PortSpec
+
+#: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
+UNIX_PATH_MAX = 107
+
+
+@dataclass
+class HostPort:
+    """One emulated or real PHY port: a generator side and a DUT side.
+
+    ``kind`` is the family (``veth``, ``pci``, ``vhost``, ``memif``); ``port_kind`` the kind
+    object that made it and answers for its ends."""
+
+    index: int
+    kind: str                         # "veth" | "pci" | "vhost" | "memif"
+    tg_ifname: Optional[str] = None   # veth: the generator's end
+    tg_netns: Optional[str] = None
+    dut_ifname: Optional[str] = None  # veth: the DUT's end
+    dut_netns: Optional[str] = None
+    tg_pci: Optional[str] = None      # pci: the generator's NIC
+    dut_pci: Optional[str] = None     # pci: the DUT's NIC
+    driver: str = "af_packet"         # how DPDK opens a kernel interface: af_packet | af_xdp
+    mtu: int = 1500
+    veth: Optional[N.VethPair] = None
+    tg_mac: Optional[str] = None
+    dut_mac: Optional[str] = None
+    socket: Optional[Path] = None     # vhost / memif: the socket between the two ends
+    port_kind: Optional["PortKind"] = field(default=None, repr=False)
+
+    def _kind(self) -> "PortKind":
+        if self.port_kind is None:
+            from . import port_kind_class
+            name = {"veth": self.driver}.get(self.kind, self.kind)
+            self.port_kind = port_kind_class(name)()
+        return self.port_kind
+
+    def tg_portref(self) -> PortRef:
+        """The generator's end as a PortRef (its ``dpdk_devargs`` are tgen's --vdev / -a)."""
+        return self._kind().tg_portref(self)
+
+    def dut_portref(self) -> PortRef:
+        """The DUT's end, for ``DutAdapter.add_port``."""
+        return self._kind().dut_portref(self)
+
+    def tg_devargs(self, dpdk_index: Optional[int] = None, queues: int = 1) -> str:
+        i = self.index if dpdk_index is None else dpdk_index
+        return self.tg_portref().dpdk_devargs(i, queues)
+
+    def tg_port_spec(self, dpdk_index: Optional[int] = None, dut_tx_queues: int = 1) -> "PortSpec":
+        """tgen's PortSpec of the generator end; ``dut_tx_queues``: how many TX queues the DUT
+        sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif)."""
+        from nfvperf.tg.tgen import PortSpec
+        return PortSpec(self.tg_devargs(dpdk_index), mtu=self.mtu,
+                        rx_queues=self._kind().tg_rx_queues(dut_tx_queues))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
+        d["socket"] = str(self.socket) if self.socket else None
+        d["port_kind"] = self._kind().name
+        return d
+
+
+class PortKind:
+    """One way of making PHY ports.  Subclasses set the class attributes and implement
+    :meth:`create`, :meth:`tg_portref` and :meth:`dut_portref`."""
+
+    #: ``topology.port_kind`` value
+    name: ClassVar[str] = "abstract"
+    #: HostPort.kind of its ports
+    family: ClassVar[str] = "abstract"
+    #: sort key of the listing (veth kinds first)
+    order: ClassVar[int] = 50
+    #: the DUT end is a kernel interface (a kernel DUT such as a Linux bridge can attach it)
+    kernel: ClassVar[bool] = False
+    #: the generator ends can become kernel TCP endpoints (iperf3)
+    tcp: ClassVar[bool] = False
+    #: the DUT end lives in the DUT's network namespace (p2p makes one only for these kinds)
+    dut_netns: ClassVar[bool] = False
+    #: the largest MTU the generator (tgen, DPDK 22.11) and a DPDK DUT carry on this kind, and why
+    max_mtu: ClassVar[int] = 1500
+    mtu_limit_reason: ClassVar[str] = ""
+    #: the largest MTU the kind carries without the generator (kernel TCP endpoints, raw frames)
+    path_max_mtu: ClassVar[Optional[int]] = None
+    #: tgen's EAL needs these with this kind (virtio-user: memory shared by file descriptor)
+    tgen_eal: ClassVar[tuple[str, ...]] = ()
+    #: tgen must run on hugepage memory (not --no-huge)
+    tgen_hugepages: ClassVar[bool] = False
+    #: why a kernel DUT cannot use it (userspace kinds)
+    kernel_refusal: ClassVar[str] = ""
+    #: ports come up asynchronously: wait for the generator's links before the first trial
+    wait_link: ClassVar[bool] = False
+
+    # -- declarations (classmethods: validation and preflight need no instance) ----------------
+    @classmethod
+    def check_mtu(cls, mtu: int, generator: bool = True) -> Optional[str]:
+        """Why ``mtu`` cannot work on this kind (None if it can).  ``generator``: tgen drives
+        the ports (else only the kernel path, e.g. iperf3 over veth, must carry it)."""
+        limit = cls.max_mtu if generator or cls.path_max_mtu is None else cls.path_max_mtu
+        if mtu > limit:
+            why = f" ({cls.mtu_limit_reason})" if cls.mtu_limit_reason else ""
+            return f"port_kind {cls.name} carries an MTU of at most {limit}{why}; mtu {mtu} cannot work"
+        return None
+
+    @classmethod
+    def port_count(cls, spec: Any) -> int:
+        """How many ports a spec gives (``ports``; pci: the address pairs)."""
+        return int(getattr(spec, "ports", 2))
+
+    @classmethod
+    def pci_addresses(cls, spec: Any) -> list[str]:
+        """PCI devices preflight must find (real NICs only)."""
+        return []
+
+    @classmethod
+    def numa_node(cls, spec: Any) -> Optional[int]:
+        """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
+        return None
+
+    @classmethod
+    def tg_rx_queues(cls, dut_tx_queues: int) -> int:
+        """RX queues the generator opens on a port whose DUT sends on ``dut_tx_queues``."""
+        return 1
+
+    # -- making ports --------------------------------------------------------------------------
+    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+               mtu: int) -> list[HostPort]:
+        """Make ``n`` ports for ``topo`` (a Topology: its ``run``, ``tracker``, ``spec``,
+        ``ports``), register every resource with ``topo.tracker`` and return the new ports
+        (also appended to ``topo.ports``)."""
+        raise NotImplementedError
+
+    def tg_portref(self, port: HostPort) -> PortRef:
+        raise NotImplementedError
+
+    def dut_portref(self, port: HostPort) -> PortRef:
+        raise NotImplementedError
+
+    # -- helpers for the kinds -----------------------------------------------------------------
+    @staticmethod
+    def macs(tag: str, i: int) -> tuple[str, str]:
+        """Deterministic, locally administered MACs of port ``i``: 02:<tag bytes>:a0|d0:<i>
+        (generator, DUT)."""
+        t = tag[3:]
+        return (f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:a0:{i:02x}",
+                f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}")
+
+    @staticmethod
+    def socket_path(topo: Any, name: str) -> Path:
+        """``/run/nfvperf/<tag>/<tag>-<name>.sock`` (the run's runtime directory, where ``nfvperf
+        cleanup`` looks for a killed run's sockets, whatever its output directory), or
+        ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
+        socket (and the directory, once empty) are registered with the tracker."""
+        from nfvperf.host import run as R
+        tag = topo.run.tag
+        d = R.DEFAULT_RUN_ROOT / tag
+        p = d / f"{tag}-{name}.sock"
+        if len(str(p)) > UNIX_PATH_MAX:
+            d, p = Path("/tmp"), Path("/tmp") / f"nfvperf-{tag}-{name}.sock"
+        if not d.exists():
+            d.mkdir(parents=True, exist_ok=True)
+            if topo.tracker is not None:
+                topo.tracker.add("dir", str(d), lambda d=d: _rmdir_if_empty(d))
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+        if topo.tracker is not None:
+            topo.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
+        return p
+
+    def _append(self, topo: Any, ports: Sequence[HostPort]) -> list[HostPort]:
+        for p in ports:
+            p.port_kind = self
+            topo.ports.append(p)
+        return list(ports)
+
+
+def _rmdir_if_empty(d: Path) -> None:
+    with contextlib.suppress(OSError):
+        d.rmdir()
+
+
+#: name -> PortKind subclass
+PORT_KIND_REGISTRY: dict[str, type[PortKind]] = {}
+
+
+def register_port_kind(name: str):
+    """Class decorator: ``@register_port_kind("vhost")``; the ``topology.port_kind`` value."""
+
+    def deco(cls: type[PortKind]) -> type[PortKind]:
+        cls.name = name
+        PORT_KIND_REGISTRY[name] = cls
+        return cls
+
+    return deco

@@ -1,0 +1,54 @@
+"""``memif``: shared-memory packet interfaces (DPDK ``net_memif``) over one Unix socket per port,
+``<run dir>/<tag>-memif<i>.sock`` (a file, not an abstract socket: the DUT may sit in another
+network namespace, and cleanup finds it).  The DUT is the memif *server* (creates the socket);
+tgen connects as *client* once the DUT is up.
+
+testpmd (p2p) and OVS-DPDK (a ``type=dpdk`` port on net_memif) can be the server.  memif's rings
+pair up: the server can send on as many queues as the client polls.  OVS sends on one TX queue
+per PMD thread plus one for its main thread (its PMD on queue 1), so tgen opens that many RX
+queues (``tg_rx_queues``); with one, OVS 3.1 fails every transmit (``ovs_tx_failure_drops``).
+Kernel DUTs cannot attach it, and the generator ends are not kernel interfaces (no TCP
+endpoints).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from nfvperf.dut.base import PortRef
+
+from .base import HostPort, PortKind, register_port_kind
+
+
+@register_port_kind("memif")
+class Memif(PortKind):
+    family = "memif"
+    order = 30
+    max_mtu = 1500
+    mtu_limit_reason = ("DPDK 22.11 net_memif reports max_rx_pktlen 1518 B, so ethdev refuses a larger "
+                        "MTU (testpmd: \"Frame size (9018) > device max frame size (1518)\")")
+    tgen_hugepages = True
+    kernel_refusal = ("memif ports are userspace (DPDK net_memif): only DPDK DUTs can attach "
+                      "them; a kernel DUT needs port_kind af_packet or af_xdp")
+    wait_link = True
+
+    @classmethod
+    def tg_rx_queues(cls, dut_tx_queues: int) -> int:
+        return max(1, int(dut_tx_queues))
+
+    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+               mtu: int) -> list[HostPort]:
+        new = []
+        for k in range(n):
+            i = len(topo.ports) + k
+            tg_mac, dut_mac = self.macs(topo.run.tag, i)
+            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
+                                socket=self.socket_path(topo, f"memif{i}")))
+        return self._append(topo, new)
+
+    def tg_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"tg{port.index}", kind="memif", socket=port.socket, mtu=port.mtu,
+                       mac=port.tg_mac, extra={"role": "client"})
+
+    def dut_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"phy{port.index}", kind="memif", socket=port.socket, mtu=port.mtu,
+                       mac=port.dut_mac, extra={"role": "server"})

@@ -1,0 +1,58 @@
+"""``pci``: real NICs bound to vfio-pci.  ``topology.pci: [tg0, dut0, tg1, dut1, ...]``: the
+generator opens the even addresses, the DUT the odd ones; the cables are tg0-dut0, tg1-dut1.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from nfvperf.dut.base import PortRef
+
+from .base import HostPort, PortKind, register_port_kind
+
+
+def pci_numa_node(addr: str) -> Optional[int]:
+    """NUMA node of a PCI device from sysfs (None when unknown or not NUMA)."""
+    full = addr if addr.count(":") == 2 else f"0000:{addr}"
+    try:
+        node = int(Path(f"/sys/bus/pci/devices/{full}/numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+@register_port_kind("pci")
+class Pci(PortKind):
+    family = "pci"
+    order = 40
+    max_mtu = 9600          # the NIC's own limit applies (checked by its PMD at start)
+    tgen_hugepages = True
+
+    @classmethod
+    def port_count(cls, spec: Any) -> int:
+        return len(getattr(spec, "pci", []) or []) // 2
+
+    @classmethod
+    def pci_addresses(cls, spec: Any) -> list[str]:
+        return list(getattr(spec, "pci", []) or [])
+
+    @classmethod
+    def numa_node(cls, spec: Any) -> Optional[int]:
+        pci = cls.pci_addresses(spec)
+        return pci_numa_node(pci[0]) if pci else None
+
+    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+               mtu: int) -> list[HostPort]:
+        pci = self.pci_addresses(topo.spec)
+        if len(pci) % 2:
+            from nfvperf.topo.base import TopologyError
+            raise TopologyError(f"port_kind pci needs generator/DUT address pairs, got {len(pci)}")
+        new = [HostPort(len(topo.ports) + k // 2, "pci", tg_pci=pci[k], dut_pci=pci[k + 1], mtu=mtu)
+               for k in range(0, len(pci), 2)]
+        return self._append(topo, new)
+
+    def tg_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"tg{port.index}", kind="pci", pci=port.tg_pci, mtu=port.mtu)
+
+    def dut_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"phy{port.index}", kind="pci", pci=port.dut_pci, mtu=port.mtu)

@@ -1,0 +1,72 @@
+"""veth port kinds, ``af_packet`` and ``af_xdp``: a veth pair per port, the generator's end
+``<tag>p<i>`` (root namespace, or the topology's generator namespace), the DUT's end ``<tag>d<i>``
+in the DUT namespace.  tgen opens its end with DPDK's net_af_packet / net_af_xdp; a DPDK DUT opens
+its end the same way, a kernel DUT (Linux bridge) takes the interface itself.  The kinds for
+kernel DUTs, for TCP endpoints (iperf3), and for parity with earlier veth results; the harness
+is the bottleneck here (AF_PACKET ~0.5 Mpps), not a DPDK DUT.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from nfvperf.dut.base import PortRef
+from nfvperf.host import netns as N
+
+from .base import HostPort, PortKind, register_port_kind
+
+
+class VethKind(PortKind):
+    family = "veth"
+    kernel = True
+    tcp = True
+    dut_netns = True
+    #: the kernel veth itself carries any MTU the spec accepts (iperf3, raw frames)
+    path_max_mtu = 9600
+    driver = "af_packet"
+
+    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+               mtu: int) -> list[HostPort]:
+        new = []
+        for _ in range(n):
+            i = len(topo.ports)          # this port is appended below
+            a, b = topo.run.ifname(f"p{i}"), topo.run.ifname(f"d{i}")
+            mac_a, mac_b = self.macs(topo.run.tag, i)
+            pair = N.create_veth(a, b, tg_netns, dut_netns, mtu=mtu, tracker=topo.tracker,
+                                 mac_a=mac_a, mac_b=mac_b)
+            new.append(HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
+                                dut_netns=dut_netns, driver=self.driver, mtu=mtu, veth=pair,
+                                tg_mac=mac_a, dut_mac=mac_b))
+            topo.ports.append(new[-1])
+            new[-1].port_kind = self
+        return new
+
+    def tg_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"tg{port.index}", kind="veth", ifname=port.tg_ifname, netns=port.tg_netns,
+                       driver=port.driver, mtu=port.mtu, mac=port.tg_mac)
+
+    def dut_portref(self, port: HostPort) -> PortRef:
+        return PortRef(f"phy{port.index}", kind="veth", ifname=port.dut_ifname,
+                       netns=port.dut_netns, driver=port.driver, mtu=port.mtu, mac=port.dut_mac)
+
+
+@register_port_kind("af_packet")
+class AfPacket(VethKind):
+    """veth opened with net_af_packet (the default)."""
+
+    order = 10
+    driver = "af_packet"
+    max_mtu = 1500
+    mtu_limit_reason = ("DPDK 22.11 net_af_packet receives frames up to 1518 B; jumbo frames "
+                        "need port_kind vhost (DPDK DUTs) or pci")
+
+
+@register_port_kind("af_xdp")
+class AfXdp(VethKind):
+    """veth opened with net_af_xdp (one umem frame per packet)."""
+
+    order = 11
+    driver = "af_xdp"
+    max_mtu = 1500
+    mtu_limit_reason = ("DPDK 22.11 net_af_xdp reports max_rx_pktlen 1514 B: 3014 B frames sent "
+                        "through testpmd were all missed at tgen's af_xdp RX; jumbo frames need "
+                        "port_kind vhost (DPDK DUTs) or pci")
