@@ -81,6 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from nfvperf.runner import execute
     from nfvperf.store import Store
     suite = load_suite(_suite_path(args.suite), quick=args.quick)   # SuiteError -> exit 2, nothing written
+    if getattr(args, "repeat", None) is not None:
+        suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
     if args.tg == "tgen":
         problem = _tgen_problem()
         if problem:
@@ -391,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "topology's DUT, root); default tgen")
     r.add_argument("--quick", action="store_true", help="apply the quick profile (short trials; not RFC 2544)")
     r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
+    r.add_argument("--repeat", type=int, metavar="N", help="run each search (throughput, rfc2889_forwarding) N "
+                   "times and report the median and spread (overrides the suite's repeat:)")
     r.add_argument("--report", action="store_true", help="print the report when the run ends")
     r.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")

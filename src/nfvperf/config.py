@@ -237,6 +237,10 @@ class SimSpec(_Strict):
 
 # --------------------------------------------------------------------------- suite
 
+#: the largest ``repeat`` a suite, a test or ``--repeat`` may ask for
+MAX_REPEAT = 100
+
+
 class SuiteSpec(_Strict):
     name: str = Field(..., min_length=1, max_length=120)
     description: str = ""
@@ -247,6 +251,8 @@ class SuiteSpec(_Strict):
     tests: list[dict[str, Any]] = Field(..., min_length=1)
     store: Optional[str] = Field(None, description="SQLAlchemy URL of the results store")
     output: Optional[str] = Field(None, description="directory for run directories and reports")
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="run each search (rate method: throughput, "
+                        "rfc2889_forwarding) this many times; the result is the median, with the spread")
 
     @field_validator("name")
     @classmethod
@@ -275,6 +281,7 @@ class TestConfig:
     topology: Optional[TopologySpec] = None   # the suite topology with the entry's overrides applied
     raw: dict[str, Any] = field(default_factory=dict)
     params_by_size: dict[int, Any] = field(default_factory=dict)   # ``per_size:`` overrides, validated
+    repeat: int = 1                   # repetitions of the search (rate methods); result = median
 
     def params_for(self, size: Optional[int]) -> Any:
         return self.params_by_size.get(size, self.params) if size is not None else self.params
@@ -306,6 +313,16 @@ class Suite:
         d["profile"] = self.timing.model_dump(mode="json")
         return d
 
+    def set_repeat(self, n: int) -> None:
+        """``nfvperf run --repeat N``: every rate test runs its search ``n`` times (overrides the
+        suite's and the tests' ``repeat:``)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_REPEAT:
+            raise SuiteError([f"--repeat: must be a whole number 1..{MAX_REPEAT}, got {n!r}"])
+        self.spec.repeat = n
+        for t in self.tests:
+            if _repeatable(t.method):
+                t.repeat = n
+
     def traffic_profile(self, test: TestConfig, size: Optional[int]) -> TrafficProfile:
         """The TrafficProfile of one (test, frame size) unit."""
         return test.traffic.profile(size, self.timing)
@@ -325,7 +342,32 @@ class SuiteError(ValueError):
 
 # --------------------------------------------------------------------------- loading
 
-ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size")
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size", "repeat")
+
+
+def _repeatable(method: str) -> bool:
+    """Methods whose result is a searched rate (``headline=RATE``) can be repeated."""
+    try:
+        from nfvperf.methods import method_info
+        return bool(method_info(method).is_rate)
+    except Exception:  # noqa: BLE001 - the methods package may be half-written
+        return method == "throughput"
+
+
+def _test_repeat(where: str, entry: dict[str, Any], method: str, spec: Optional[SuiteSpec],
+                 problems: list[str]) -> int:
+    """A test's ``repeat:`` (default: the suite's, for rate methods; 1 for the others)."""
+    if "repeat" not in entry:
+        return spec.repeat if spec is not None and _repeatable(method) else 1
+    n = entry["repeat"]
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_REPEAT:
+        problems.append(f"{where}.repeat: must be a whole number 1..{MAX_REPEAT}, got {n!r}")
+        return 1
+    if n > 1 and not _repeatable(method):
+        problems.append(f"{where}.repeat: method {method} is not a searched rate; repeat applies to "
+                        "throughput and rfc2889_forwarding (use the method's own repetitions, if any)")
+        return 1
+    return n
 
 
 def method_registry() -> dict[str, Any]:
@@ -434,8 +476,10 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
     if topology is not None:
         _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
+    repeat = _test_repeat(where, entry, method, spec, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
-                      traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size)
+                      traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size,
+                      repeat=repeat)
 
 
 #: L2 header + FCS: a frame of ``mtu + ETH_OVERHEAD_B`` bytes carries an MTU-sized packet

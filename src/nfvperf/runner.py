@@ -191,12 +191,15 @@ class Recorder:
         self._progress = progress
         self.label = label
         self.trials = 0
+        self.repetition: Optional[int] = None     # set while a repeated search runs (``repeat``)
 
     def trial(self, test: Any = None, result: Any = None, **context: Any) -> None:
         if result is None and test is not None and not isinstance(test, str):
             test, result = None, test          # recorder.trial(TrialResult) also accepted
         if test is not None:
             context.setdefault("test", test if isinstance(test, (str, int, float)) else str(test))
+        if self.repetition is not None:
+            context.setdefault("repetition", self.repetition)
         with self.interrupts.critical():
             self.store.add_trial(self.test_id, result, context)
         self.trials += 1
@@ -540,7 +543,15 @@ class RunLoop:
             self.progress.log(f"  {label}: using the Throughput measured earlier in this run "
                               f"({params.throughput_pps:,.0f} fps per interface)")
         measurer.set_profile(profile)
-        data = result_dict(run_fn(measurer, profile, params, rec))
+        reps = max(1, int(getattr(test, "repeat", 1) or 1))
+        datas = []
+        for i in range(reps):
+            if reps > 1:
+                rec.repetition = i + 1
+                self.progress.log(f"  {label}: repetition {i + 1} of {reps}")
+            datas.append(result_dict(run_fn(measurer, profile, params, rec)))
+        rec.repetition = None
+        data = combine_repetitions(test.method, datas, profile, ndir) if reps > 1 else datas[0]
         summary = summarize_result(test.method, data, profile.to_dict(), ndir)
         failed = data.get("passed") is False or data.get("status") == "failed"
         if test.method == "throughput" and summary.get("value_pps") and zero_loss(data):
@@ -631,6 +642,30 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     outcome = loop.outcome
     say(f"run {run.id} ({run.tag}) {outcome.status}" + (f": {outcome.reason}" if outcome.reason else ""))
     return outcome
+
+
+def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: TrafficProfile,
+                        ndir: int) -> dict[str, Any]:
+    """One stored result for a search run ``len(datas)`` times (``repeat``): the repetition with
+    the median headline (the lower middle one for an even count) with every repetition under
+    ``repetitions`` and ``repeat`` = :func:`nfvperf.search.result.repeat_summary` (median, min,
+    max, relative range, max/min) plus ``median_repetition`` (1-based).  The headline fields
+    (``throughput_pps`` and its ``rates``) hold the median itself."""
+    from nfvperf.methods.common import rates
+    from nfvperf.report.extract import summarize_result
+    from nfvperf.search.result import repeat_summary
+    prof = profile.to_dict()
+    values = [summarize_result(method, d, prof, ndir).get("value_pps") for d in datas]
+    summ = repeat_summary(values)
+    order = sorted(range(len(datas)), key=lambda i: values[i] or 0.0)
+    mid = order[(len(order) - 1) // 2]
+    data = dict(datas[mid])
+    data["repeat"] = dict(summ, median_repetition=mid + 1)
+    data["repetitions"] = datas
+    if "throughput_pps" in data and summ["median_pps"] is not None:
+        data["throughput_pps"] = summ["median_pps"]
+        data["rates"] = rates(summ["median_pps"], profile)
+    return data
 
 
 def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:

@@ -198,6 +198,39 @@ def negative_loss_reason(received: int, reference: int, what: str = "sent",
     return f"{who}{': ' if who else ''}received {received} > {what} {reference} (negative loss)"
 
 
+def counter_deltas(before: Any, after: Any) -> Any:
+    """``after − before`` for every integer counter in two readings of a DUT's counters (nested
+    dicts), so a trial stores what happened during that trial, not since the DUT came up.
+
+    Floats (averages, ratios, cycles per packet) cannot be subtracted and are left out; a key
+    missing from ``before`` counts from 0; a counter that went down (the DUT restarted or
+    cleared it in between) keeps its ``after`` value, and its path is listed under
+    ``counters_reset``.  Strings and other values are kept as in ``after``."""
+    reset: list[str] = []
+
+    def walk(b: Any, a: Any, path: str) -> Any:
+        if isinstance(a, dict):
+            out = {}
+            for k, v in a.items():
+                if isinstance(v, float):
+                    continue
+                d = walk(b.get(k) if isinstance(b, dict) else None, v, f"{path}{k}.")
+                out[k] = d
+            return out
+        if isinstance(a, int) and not isinstance(a, bool):
+            base = b if isinstance(b, int) and not isinstance(b, bool) else 0
+            if a < base:
+                reset.append(path.rstrip("."))
+                return a
+            return a - base
+        return a
+
+    out = walk(before, after, "")
+    if reset and isinstance(out, dict):
+        out["counters_reset"] = reset
+    return out
+
+
 @dataclass
 class Segment:
     """One constant-rate piece of a trial whose rate changes over time (system recovery)."""
@@ -213,6 +246,10 @@ class Measurer(abc.ABC):
     #: True for a software generator that may offer less than the intended load (shared cores,
     #: kernel-backed ports).  The throughput search then calibrates its max load first.
     rate_limited: bool = False
+    #: True for a real generator in front of a real DUT: a search then starts with a discarded
+    #: warm-up trial that reaches every flow (vhost reconnects, flow set-up, caches), unless the
+    #: method's params say otherwise.  False for the modelled DUT.
+    warmup_default: bool = False
     #: set by the runner; a measurer may call it before a reset trial (RFC 6201)
     reset_hook: Optional[Callable[[], None]] = None
 

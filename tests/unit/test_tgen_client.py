@@ -404,8 +404,9 @@ def test_measure_valid_and_counts(fake_bin: Path, tmp_path: Path, monkeypatch):
     counters = {"calls": 0}
 
     def dut_counters():
+        # a DUT whose counters are cumulative: 5 frames more at every read
         counters["calls"] += 1
-        return {"rx": 5}
+        return {"rx": 5 * counters["calls"]}
 
     with make_proc(fake_bin, tmp_path) as proc:
         m = TgenMeasurer(proc, [(0, 1)], dut_counters=dut_counters)
@@ -419,7 +420,8 @@ def test_measure_valid_and_counts(fake_bin: Path, tmp_path: Path, monkeypatch):
         assert r.received == 2 * round(5000 * 0.99)
         assert abs(r.loss_ratio - 0.01) < 1e-9
         assert len(r.streams) == 2 and r.streams[0].first_loss_ns == 1000.0
-        assert r.dut_counters == {"rx": 5} and counters["calls"] == 1
+        # read before the trial and after it: the trial stores its own delta
+        assert r.dut_counters == {"rx": 5, "scope": "trial"} and counters["calls"] == 2
         assert set(r.tg_counters) == {"port0", "port1"}
         assert r.non_test_rx == 3
         assert r.latency is not None and r.latency.count == r.received
@@ -560,3 +562,42 @@ def test_merge_latency():
     one = merge_latency([LatencySummary(count=10, min_ns=1, avg_ns=2, max_ns=3,
                                         percentiles_ns={"50": 2.5}, histogram=[(4.0, 10)])])
     assert one.percentiles_ns == {"50": 2.5} and one.histogram == [(4.0, 10)]
+
+
+def test_dut_counters_stored_are_per_trial_deltas(fake_bin: Path, tmp_path: Path):
+    """A DUT whose counters only ever grow (OVS PMD statistics since the topology came up): each
+    trial stores what happened during that trial, read after the drain, not the running total."""
+    total = {"rx_packets": 0, "upcalls": 0}
+    reads: list[str] = []
+
+    def dut_counters():
+        reads.append(requests(tmp_path)[-1]["method"])      # the last RPC before this read
+        return {"pmd": {"total": dict(total), "avg_cycles_per_packet": 1.5}, "dut": "fake"}
+
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], dut_counters=dut_counters)
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.1))
+        real_run = m._run
+
+        def run(*a, **kw):
+            out = real_run(*a, **kw)
+            total["rx_packets"] += 1000 * (1 + len(seen))    # 1000, then 2000 during the trials
+            total["upcalls"] += 900 if not seen else 3          # the first trial sets flows up
+            seen.append(1)
+            return out
+        seen: list = []
+        m._run = run
+        first = m.measure(0.5, 1000)
+        second = m.measure(0.5, 1000)
+    assert first.dut_counters["pmd"]["total"] == {"rx_packets": 1000, "upcalls": 900}
+    assert second.dut_counters["pmd"]["total"] == {"rx_packets": 2000, "upcalls": 3}
+    assert second.dut_counters["scope"] == "trial" and second.dut_counters["dut"] == "fake"
+    assert "avg_cycles_per_packet" not in second.dut_counters["pmd"]   # averages do not subtract
+    # the after-read comes once the generator reported the trial done (traffic stopped, drained)
+    assert reads[1] == "trial.result" and reads[3] == "trial.result"
+
+
+def test_counter_deltas_reset_counter_keeps_after_value():
+    from nfvperf.trial import counter_deltas
+    d = counter_deltas({"a": {"x": 10, "y": 5}, "s": "v1"}, {"a": {"x": 3, "y": 7, "z": 2}, "s": "v2"})
+    assert d == {"a": {"x": 3, "y": 2, "z": 2}, "s": "v2", "counters_reset": ["a.x"]}

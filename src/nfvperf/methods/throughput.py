@@ -7,13 +7,18 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nfvperf.search.result import SearchResult
-from nfvperf.search.validity import InvalidTrialsError, generator_shortfall
+from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S
+from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
 from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import MethodInfo, MethodParams, RATE, ResultBase, rates, setup
 
 SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
-PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "rfc2544", "tst009"]
+PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "loss_tolerant", "rfc2544", "tst009"]
+
+#: the auto warm-up sends every flow at least this many times at the warm-up load
+WARMUP_FLOW_PASSES = 3
+WARMUP_MIN_S = 1.0
 
 
 class GoalParams(BaseModel):
@@ -48,14 +53,28 @@ class ThroughputParams(MethodParams):
                                   description="ndrpdr/mlr: goal width relative to the upper bound")
     max_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="max load, % of line rate (L1)")
     min_load_pps: float = Field(9001.0, gt=0.0, description="mlr/mlrsearch min load")
-    warmup_s: float = Field(1.0, ge=0.0, description="mlr/mlrsearch: discarded warm-up trial at max load")
-    preset: Optional[PresetName] = Field(None, description="mlr/mlrsearch goal preset")
+    warmup: Optional[bool] = Field(None, description="a discarded warm-up trial before the search (flow set-up, "
+                                   "caches, vhost reconnects); default: on with a real generator (tgen) "
+                                   "and for mlr/mlrsearch, off on the sim")
+    warmup_s: Optional[float] = Field(None, ge=0.0, description="warm-up duration; default max(1 s, 3 × "
+                                      "flows per port / warm-up load): every flow sent ≥ 3 times; 0 = none")
+    warmup_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="warm-up load, % of the max load")
+    preset: Optional[PresetName] = Field(None, description="goal preset (implies search: mlr unless search is "
+                                         "given): csit_ndr_pdr, csit_ndr, csit_pdr, loss_tolerant, rfc2544, tst009")
     goals: Optional[list[GoalParams]] = Field(None, min_length=1, description="mlr/mlrsearch explicit goals")
     time_budget_s: Optional[float] = Field(None, gt=0.0, description="cap on total trial seconds")
     calibrate: bool = Field(True, description="with a generator that can fall short of the intended load "
                             "(tgen), first measure what it can offer and cap the max load below that")
     calibration_margin: float = Field(0.9, gt=0.0, le=1.0,
                                       description="max load = this × the rate the generator achieved")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_implies_mlr(cls, data: Any) -> Any:
+        """``preset:`` / ``goals:`` without ``search:`` choose the MLR search they belong to."""
+        if isinstance(data, dict) and "search" not in data and (data.get("preset") or data.get("goals")):
+            data = dict(data, search="mlr")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "ThroughputParams":
@@ -101,6 +120,9 @@ class ThroughputResult(ResultBase):
     load_is: str = "per interface (per direction)"
     notes: list = field(default_factory=list)
     trace: list = field(default_factory=list)     # [{load_pps, duration_s, loss_ratio, phase}]
+    warmup: Optional[dict] = None                 # the discarded warm-up trial, if one ran
+    invalid_trials: int = 0                       # trials repeated because they were invalid
+    invalid_reasons: dict = field(default_factory=dict)   # {kind of reason: count}
 
     @property
     def pdr_pps(self) -> Optional[float]:
@@ -144,9 +166,16 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
     if limited:
         max_load, note = calibrate_max_load(runner, max_load, params, **context)
         notes += [note] if note else []
+    invalid_before, kinds_before = runner.invalid_trials, dict(runner.invalid_by_reason)
+    budget = params.time_budget_s
+    warm = warmup_plan(runner.measurer, profile, params, max_load)
+    warmup = None
+    if warm and (budget is None or warm[1] <= budget):
+        warmup = warmup_trial(runner, *warm, **context)
+        budget = None if budget is None else budget - warmup["duration_s"]
     for restart in range(MAX_RECALIBRATIONS + 1):
         try:
-            sr = _search(runner, profile, params, max_load, progress, **context)
+            sr = _search(runner, profile, params, max_load, progress, budget, **context)
             break
         except InvalidTrialsError as e:
             # The generator's capacity moves with what else runs on its cores: a load it offered
@@ -161,11 +190,55 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
                          f"restarted")
             max_load = min(max_load, new_max)
     sr.notes[:0] = notes
+    if warmup is not None:
+        sr.warmup = warmup
+        sr.total_trial_s += warmup["duration_s"]
+        sr.wall_s += warmup["duration_s"] + RFC2544_TRIAL_OVERHEAD_S
+    sr.invalid_trials = runner.invalid_trials - invalid_before
+    sr.invalid_reasons = {k: n - kinds_before.get(k, 0) for k, n in runner.invalid_by_reason.items()
+                          if n > kinds_before.get(k, 0)}
+    if sr.invalid_trials:
+        sr.notes.append(f"{sr.invalid_trials} invalid trial(s) repeated, not used: " + "; ".join(
+            f"{k} (×{n})" for k, n in sorted(sr.invalid_reasons.items(), key=lambda kv: -kv[1])))
     return sr
 
 
+def warmup_duration(flows_per_port: int, load_pps: float) -> float:
+    """Long enough that every flow is sent :data:`WARMUP_FLOW_PASSES` times at ``load_pps`` per
+    interface, and at least :data:`WARMUP_MIN_S`."""
+    return max(WARMUP_MIN_S, WARMUP_FLOW_PASSES * flows_per_port / max(load_pps, 1e-9))
+
+
+def warmup_plan(measurer: Any, profile: TrafficProfile, params: ThroughputParams,
+                max_load: float) -> Optional[tuple[float, float]]:
+    """(load_pps, duration_s) of the warm-up trial, or None when there is none: ``warmup``
+    false or ``warmup_s`` 0; by default on with a measurer that asks for it (a real generator:
+    ``Measurer.warmup_default``) and for the MLR searches (CSIT's scheme)."""
+    on = params.warmup
+    if on is None:
+        on = bool(getattr(measurer, "warmup_default", False)) or params.search in ("mlr", "mlrsearch")
+    if not on or params.warmup_s == 0:
+        return None
+    load = max_load * params.warmup_load_pct / 100.0
+    dur = params.warmup_s if params.warmup_s is not None else warmup_duration(profile.flows_per_port, load)
+    return load, dur
+
+
+def warmup_trial(runner: Any, load_pps: float, duration_s: float, **context: Any) -> dict[str, Any]:
+    """Run the discarded warm-up trial: stored (phase ``warmup``, ``warmup: true``, ``used:
+    false``), never retried, never used by the search; an invalid warm-up is only noted."""
+    tr = runner.measurer.measure(duration_s, load_pps)
+    reasons = check_valid(tr)
+    if reasons:
+        tr.valid, tr.invalid_reasons = False, reasons
+    if runner.on_trial:
+        runner.on_trial(tr, dict(context, phase="warmup", warmup=True, attempt=1, used=False))
+    return {"load_pps": load_pps, "duration_s": tr.duration_s, "loss_ratio": tr.loss_ratio,
+            "sent": tr.sent, "received": tr.received, "valid": not reasons, "invalid_reasons": reasons}
+
+
 def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_load: float,
-            progress: Any = None, **context: Any) -> SearchResult:
+            progress: Any = None, budget: Optional[float] = None, **context: Any) -> SearchResult:
     final = params.final_trial_duration_s
     kind = params.search
     if kind == "binary":
@@ -173,24 +246,24 @@ def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_
         return binary_search(runner, max_load, trial_duration_s=params.trial_duration_s,
                              final_duration_s=final,
                              resolution_pps=profile.max_load_pps * params.resolution_pct / 100.0,
-                             loss_ratio=params.loss_ratio, time_budget_s=params.time_budget_s,
+                             loss_ratio=params.loss_ratio, time_budget_s=budget,
                              progress=progress, **context)
     if kind == "ndrpdr":
         from nfvperf.search.ndrpdr import ndrpdr_search
         return ndrpdr_search(runner, max_load, pdr_loss_ratio=params.pdr_loss_ratio,
                              trial_duration_s=params.trial_duration_s, final_duration_s=final,
                              relative_width=params.relative_width,
-                             time_budget_s=params.time_budget_s, progress=progress, **context)
+                             time_budget_s=budget, progress=progress, **context)
     if kind == "mlr":
         from nfvperf.search.mlr import mlr_search
         return mlr_search(runner, params.mlr_goals(), max_load, min_load_pps=params.min_load_pps,
-                          warmup_s=params.warmup_s, time_budget_s=params.time_budget_s,
+                          warmup_s=0.0, time_budget_s=budget,
                           progress=progress, **context)
     if kind == "mlrsearch":
         from nfvperf.search.mlrsearch_engine import mlrsearch_search
         return mlrsearch_search(runner, params.mlr_goals(), max_load,
-                                min_load_pps=params.min_load_pps, warmup_s=params.warmup_s,
-                                time_budget_s=params.time_budget_s, **context)
+                                min_load_pps=params.min_load_pps, warmup_s=0.0,
+                                time_budget_s=budget, **context)
     raise ValueError(f"unknown search {kind!r}")
 
 
@@ -213,7 +286,8 @@ def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputPar
         total_trial_s=sr.total_trial_s, wall_s=sr.wall_s, irregular=sr.irregular,
         bidirectional=profile.bidirectional, notes=list(sr.notes),
         trace=[{"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
-                "phase": t.phase} for t in sr.trials])
+                "phase": t.phase} for t in sr.trials],
+        warmup=sr.warmup, invalid_trials=sr.invalid_trials, invalid_reasons=dict(sr.invalid_reasons))
 
 
 class ThroughputPrereq(MethodParams):

@@ -8,7 +8,15 @@ A change is flagged when ``|B − A| / A`` exceeds the noise threshold of that r
 
 The search width is the resolution of a throughput result (a smaller change cannot be told
 from it); the repeated values are the per-repetition results a method stores (``repetitions`` /
-``values`` / ``bursts_frames`` lists, e.g. back-to-back repeats).  Latency rows compare the
+``values`` / ``bursts_frames`` lists, e.g. back-to-back repeats).
+
+When *both* results come from a search run several times (``repeat``, ``nfvperf run --repeat
+N``), their measured spread replaces the fixed default: the threshold is then
+
+    max(relative range (max − min) / median of A and of B, relative search width of A and of B)
+
+so a DUT that varies by 5 % between repetitions is not flagged for a 3 % change, and a stable
+one is flagged for a 1 % change the default would hide.  Latency rows compare the
 average at the Throughput point and never flag less than 10 %.
 """
 from __future__ import annotations
@@ -17,7 +25,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.report.extract import RATE_METHODS, goals_of, headline_pps, latency_at_throughput, method_metric, num, walk
+from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
+                                    method_metric, num, repeat_of, walk)
 
 DEFAULT_THRESHOLD = 0.02
 # latency is noisier than a searched rate: its rows never flag less than this
@@ -57,6 +66,21 @@ def _rel_width(data: dict[str, Any]) -> float:
     if lo and hi and lo > 0 and hi >= lo:
         return (hi - lo) / lo
     return 0.0
+
+
+def _repeat_spread(data: dict[str, Any]) -> Optional[float]:
+    """The relative range over the repetitions of a repeated search, or None."""
+    rep = repeat_of(data)
+    return num(rep.get("relative_range")) if rep is not None else None
+
+
+def noise_threshold(da: dict[str, Any], db: dict[str, Any], default: float) -> tuple[float, str]:
+    """(threshold, what it came from) for one row; see the module docstring."""
+    width = max(_rel_width(da), _rel_width(db))
+    sa, sb = _repeat_spread(da), _repeat_spread(db)
+    if sa is not None and sb is not None:
+        return max(sa, sb, width), "repeat spread"
+    return max(default, width, 2 * _repeat_cv(da), 2 * _repeat_cv(db)), ""
 
 
 def _repeat_cv(data: dict[str, Any]) -> float:
@@ -103,11 +127,11 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
             continue
         ma, va, da = _metric(ta[key])
         mb, vb, db = _metric(tb[key])
-        thr = max(threshold, _rel_width(da), _rel_width(db), 2 * _repeat_cv(da), 2 * _repeat_cv(db))
+        thr, source = noise_threshold(da, db, threshold)
         if ta[key].method == "latency":
             thr = max(thr, LATENCY_THRESHOLD)
         delta = (vb - va) / va if va and vb is not None else None
-        note = ""
+        note = f"noise = {source}" if source else ""
         if va is None and vb is None:
             continue
         if va is None or vb is None:
@@ -128,13 +152,17 @@ def render(cmp: Comparison, console: Any) -> None:
     console.print(f"compare run A {cmp.a.id} ({cmp.a.tag}, {cmp.a.suite}) → "
                   f"run B {cmp.b.id} ({cmp.b.tag}, {cmp.b.suite})", markup=False)
     t = Table(caption="Δ = (B − A) / A. CHANGED: |Δ| above the row's noise threshold = max(default, relative "
-                      "search width RUB−RLB of A/B, 2 × CV of repeated values). Rates per interface.",
+                      "search width RUB−RLB of A/B, 2 × CV of repeated values); when both runs repeated the "
+                      "search (--repeat), max(their relative range (max−min)/median, search width). "
+                      "Rates per interface.",
               caption_justify="left")
     for c in ("Test", "Frame B", "Metric", "A", "B", "Δ %", "Noise ±%", "Verdict"):
         t.add_column(c, justify="left" if c in ("Test", "Metric", "Verdict") else "right")
     for r in cmp.rows:
         verdict = ("CHANGED ▲" if (r.delta or 0) > 0 else "CHANGED ▼") if r.flagged else ("same" if r.delta is not None
                                                                                          else r.note)
+        if r.delta is not None and r.note:
+            verdict += f" ({r.note})"
         t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, f(r.a), f(r.b),
                   "—" if r.delta is None else f"{100 * r.delta:+.2f}", f"{100 * r.threshold:.2f}", verdict)
     console.print(t)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -75,6 +76,9 @@ class SearchResult:
     max_load_pps: Optional[float] = None
     irregular: bool = False
     notes: list[str] = field(default_factory=list)
+    warmup: Optional[dict[str, Any]] = None      # the discarded warm-up trial, if one ran
+    invalid_trials: int = 0                     # trials repeated because they were invalid
+    invalid_reasons: dict[str, int] = field(default_factory=dict)   # count per kind of reason
 
     @property
     def width_pps(self) -> Optional[float]:
@@ -98,3 +102,19 @@ class SearchResult:
         d["trials_used"] = self.trials_used
         d["goals"] = [g.to_dict() for g in self.goals]
         return d
+
+
+def repeat_summary(values: list[Optional[float]]) -> dict[str, Any]:
+    """Median and spread of one headline over repetitions of a search (``--repeat N``).
+
+    ``relative_range`` = (max − min) / median, ``max_min_ratio`` = max / min (None when min is 0);
+    a repetition without a value (no loss-free load) counts as 0."""
+    vals = [float(v) if v is not None else 0.0 for v in values]
+    if not vals:
+        return {"n": 0, "values_pps": [], "median_pps": None, "min_pps": None, "max_pps": None,
+                "relative_range": None, "max_min_ratio": None}
+    med = statistics.median(vals)
+    lo, hi = min(vals), max(vals)
+    return {"n": len(vals), "values_pps": vals, "median_pps": med, "min_pps": lo, "max_pps": hi,
+            "relative_range": (hi - lo) / med if med > 0 else None,
+            "max_min_ratio": hi / lo if lo > 0 else None}

@@ -8,6 +8,7 @@ valid trials.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -54,6 +55,21 @@ def generator_shortfall(tr: TrialResult) -> Optional[float]:
     return tr.load_pps * tr.sent / exp
 
 
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", re.I)
+
+
+def reason_kind(reason: str) -> str:
+    """An invalid-trial reason with its numbers replaced by ``#``, so that reasons of the same
+    kind count together ("p#->p#: sent # < #.# % of intended #")."""
+    return _NUMBER.sub("#", reason).strip() or "no reason given"
+
+
+def count_reasons(by_kind: dict[str, int], reasons: list[str]) -> None:
+    """Add one trial's reasons to ``by_kind`` (each kind once per trial)."""
+    for kind in dict.fromkeys(reason_kind(r) for r in reasons or ["no reason given"]):
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+
+
 def check_valid(tr: TrialResult) -> list[str]:
     """Reasons why a trial cannot be trusted ([] if it can).  The measurer's own verdict plus
     the sanity checks every trial must pass (negative loss over the whole trial:
@@ -74,6 +90,8 @@ class TrialRunner:
 
     ``on_trial(trial_result, context)`` is called after *every* trial, valid or not; the
     context carries ``phase``, ``attempt``, ``used`` and whatever the caller passed.
+    ``invalid_by_reason`` counts the invalid trials per kind of reason (:func:`reason_kind`; a
+    trial with two kinds of reason counts under both).
     """
 
     measurer: Measurer
@@ -84,6 +102,7 @@ class TrialRunner:
     trials: int = 0
     invalid_trials: int = 0
     log: list[TrialResult] = field(default_factory=list)   # valid trials, in order
+    invalid_by_reason: dict[str, int] = field(default_factory=dict)
 
     def _run(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
              context: dict[str, Any]) -> TrialResult:
@@ -98,6 +117,7 @@ class TrialRunner:
                 tr.valid = False
                 tr.invalid_reasons = reasons
                 self.invalid_trials += 1
+                count_reasons(self.invalid_by_reason, reasons)
                 self.total_invalid_s += tr.duration_s
                 reasons_all.append(reasons)
                 invalid.append(tr)

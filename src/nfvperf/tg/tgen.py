@@ -36,6 +36,7 @@ from nfvperf.trial import (
     TrafficProfile,
     TrialResult,
     Unsupported,
+    counter_deltas,
     negative_loss_reason,
     sent_short_reason,
 )
@@ -585,6 +586,7 @@ class TgenMeasurer(Measurer):
 
     name = "tgen"
     rate_limited = True
+    warmup_default = True
     LATENCY_DEFINITION = ("tgen: tx timestamp (TSC, written as the frame is queued for TX) to rx "
                           "poll time on the generator clock; includes both generator ports' "
                           "queueing; RFC 1242 store-and-forward approximation")
@@ -608,6 +610,8 @@ class TgenMeasurer(Measurer):
         self.stream_ids: list[int] = []
         self.directions: list[tuple[int, int]] = []
         self.last_raw: Optional[dict[str, Any]] = None
+        self._dut_before: Optional[dict[str, Any]] = None
+        self._dut_before_error: Optional[str] = None
 
     # -- streams ----------------------------------------------------------------------------
     def directions_for(self, profile: TrafficProfile) -> list[tuple[int, int]]:
@@ -686,6 +690,7 @@ class TgenMeasurer(Measurer):
              dut_checks: Optional[Callable[[], bool]] = None) -> dict:
         """Start a trial, poll it to the end (checking the DUT every poll), return trial.result."""
         self._check_dut()
+        self._snapshot_dut()
         try:
             self.proc.call("trial.start", trial)
         except TgenError as e:
@@ -720,6 +725,41 @@ class TgenMeasurer(Measurer):
         res = self.proc.rpc("trial.result")
         self.last_raw = res
         return res
+
+    def _snapshot_dut(self) -> None:
+        """Read the DUT's counters before the trial starts (before its learning frames), so
+        the trial stores its own deltas: DUT counters are cumulative (OVS PMD statistics since
+        the topology came up, port counters since start)."""
+        self._dut_before, self._dut_before_error = None, None
+        if self.dut_counters is None:
+            return
+        try:
+            self._dut_before = dict(self.dut_counters() or {})
+        except DutFailure:
+            raise
+        except Exception as e:  # noqa: BLE001 - the trial then stores cumulative counters
+            self._dut_before_error = f"{type(e).__name__}: {e}"
+
+    def _dut_trial_counters(self) -> dict[str, Any]:
+        """The DUT's counters for the trial that just ended: read after the generator reported
+        ``done`` (traffic stopped and the drain over), minus the reading before the trial
+        (:func:`nfvperf.trial.counter_deltas`).  ``scope`` says which it is."""
+        if self.dut_counters is None:
+            return {}
+        try:
+            after = dict(self.dut_counters() or {})
+        except DutFailure:
+            raise
+        except Exception as e:   # a counter read failure must not lose the trial
+            return {"error": f"{type(e).__name__}: {e}"}
+        if self._dut_before is None:
+            after["scope"] = "cumulative"
+            if self._dut_before_error:
+                after["scope_error"] = f"reading before the trial failed: {self._dut_before_error}"
+            return after
+        out = counter_deltas(self._dut_before, after)
+        out["scope"] = "trial"
+        return out
 
     def _abort(self) -> None:
         """Stop a running trial after a failure, so the next one can start."""
@@ -804,14 +844,7 @@ class TgenMeasurer(Measurer):
         ports = raw.get("ports") or []
         tg_counters = {f"port{p.get('id')}": {"stats": p.get("stats", {}),
                                                "xstats": p.get("xstats", {})} for p in ports}
-        dut = {}
-        if self.dut_counters is not None:
-            try:
-                dut = dict(self.dut_counters() or {})
-            except DutFailure:
-                raise
-            except Exception as e:   # a counter read failure must not lose the trial
-                dut = {"error": f"{type(e).__name__}: {e}"}
+        dut = self._dut_trial_counters()
         lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
             else None
         return TrialResult(

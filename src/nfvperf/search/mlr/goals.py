@@ -45,6 +45,10 @@ class SearchGoal:
 
 CSIT_NDR = SearchGoal("ndr", 0.0, 0.5, 0.005, 1.0, 21.0)
 CSIT_PDR = SearchGoal("pdr", 0.005, 0.5, 0.005, 1.0, 21.0)
+#: Zero loss as the target, but a load still counts as a Lower Bound when up to half of its
+#: trial seconds lost frames: tolerates rare loss events (a preempted core, a timer), not a
+#: steady loss.  CSIT's NDR goal under the name the docs offer next to strict zero loss.
+LOSS_TOLERANT = SearchGoal("loss_tolerant", 0.0, 0.5, 0.005, 1.0, 21.0)
 #: RFC 2544-compliant: one full 60 s trial decides; RLB = Conditional Throughput = Throughput.
 RFC2544 = SearchGoal("rfc2544", 0.0, 0.0, 0.001, 60.0, 60.0, initial_trial_duration=1.0)
 #: ETSI TST009 binary search with loss verification, r = 2.
@@ -54,6 +58,7 @@ PRESETS: dict[str, tuple[SearchGoal, ...]] = {
     "csit_ndr_pdr": (CSIT_NDR, CSIT_PDR),
     "csit_ndr": (CSIT_NDR,),
     "csit_pdr": (CSIT_PDR,),
+    "loss_tolerant": (LOSS_TOLERANT,),
     "rfc2544": (RFC2544,),
     "tst009": (TST009,),
 }

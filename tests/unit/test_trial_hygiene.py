@@ -1,0 +1,222 @@
+"""Issue 8: trial hygiene (warm-up, invalid-trial counts, per-trial DUT counters) and
+repeatable results (repeat, median and spread, compare's noise from the spread)."""
+from __future__ import annotations
+
+import statistics
+from types import SimpleNamespace
+
+import pytest
+
+from nfvperf.cli import main
+from nfvperf.config import SuiteError, validate_suite
+from nfvperf.methods import REGISTRY, ThroughputParams
+from nfvperf.methods.throughput import warmup_duration
+from nfvperf.report.compare import compare_runs
+from nfvperf.report.tables import build
+from nfvperf.runner import execute
+from nfvperf.store import Store
+from nfvperf.trial import TrafficProfile
+
+from _core_helpers import LINE_64, Recorder, sim
+
+run = REGISTRY["throughput"][1]
+
+
+def cold_dut(capacity=8e6, flows=1, **kw):
+    """A sim DUT whose first trial loses 30 % of its frames (flow set-up, caches, vhost
+    reconnects), as a real one does; ``warmup_default`` as a real generator (tgen) sets it."""
+    m = sim(capacity, **kw)
+    m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=False, latency=False,
+                                 flows_per_port=flows))
+    real, n = m.measure, [0]
+
+    def measure(d, load):
+        n[0] += 1
+        tr = real(d, load)
+        if n[0] == 1:
+            tr.received = int(tr.received * 0.7)
+        return tr
+    m.measure = measure
+    m.warmup_default = True
+    return m
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+def test_warmup_is_recorded_marked_and_excluded_from_the_search():
+    m = cold_dut()
+    rec = Recorder()
+    p = ThroughputParams(trial_duration_s=1.0, max_load_pct=50.0, calibrate=False)
+    r = run(m, m.profile, p, rec)
+    first = rec.trials[0][2]
+    assert first["phase"] == "warmup" and first["warmup"] is True and first["used"] is False
+    assert [c["phase"] for _, _, c in rec.trials].count("warmup") == 1
+    # the search never saw it: not in its trials nor in its trace, and the cold DUT's loss did
+    # not pull the result down (max load 50 % of line rate is below the 8 Mfps capacity)
+    assert r.trials == len(rec.trials) - 1 == len(r.trace)
+    assert all(t["phase"] != "warmup" for t in r.trace)
+    assert r.warmup["loss_ratio"] == pytest.approx(0.3, abs=1e-3)
+    assert r.warmup["load_pps"] == pytest.approx(LINE_64 / 2)
+    assert r.throughput_pps == pytest.approx(LINE_64 / 2)
+    assert r.total_trial_s == r.trials * 1.0 + r.warmup["duration_s"]
+
+
+def test_without_warmup_the_cold_first_trial_misleads_the_search():
+    m = cold_dut()
+    p = ThroughputParams(trial_duration_s=1.0, max_load_pct=50.0, calibrate=False, warmup=False)
+    r = run(m, m.profile, p, Recorder())
+    assert r.warmup is None and r.throughput_pps < LINE_64 / 2 * (1 - 1e-4)   # one bisection below
+
+
+def test_warmup_reaches_every_flow_and_is_off_on_the_plain_sim():
+    # 2M flows per port at 1 % of line rate: 3 passes over every flow take ~40 s
+    m = cold_dut(flows=2_000_000)
+    rec = Recorder()
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0, max_load_pct=1.0, calibrate=False), rec)
+    want = 3 * 2_000_000 / (LINE_64 / 100)
+    assert r.warmup["duration_s"] == pytest.approx(want) and rec.trials[0][1].duration_s == pytest.approx(want)
+    assert warmup_duration(1, 1e6) == 1.0
+    plain = sim(8e6)
+    rec2 = Recorder()
+    r2 = run(plain, plain.profile, ThroughputParams(trial_duration_s=1.0), rec2)
+    assert r2.warmup is None and rec2.trials[0][2]["phase"] != "warmup"
+    # explicit on, explicit length
+    r3 = run(plain, plain.profile, ThroughputParams(trial_duration_s=1.0, warmup=True, warmup_s=2.5), Recorder())
+    assert r3.warmup["duration_s"] == 2.5
+
+
+# ----------------------------------------------------------------------------- invalid trials
+
+def test_invalid_trials_are_counted_per_kind_of_reason():
+    m = sim(8e6)
+    real, n = m.measure, [0]
+
+    def measure(d, load):
+        n[0] += 1
+        tr = real(d, load)
+        if n[0] % 3 == 0:
+            tr.valid, tr.invalid_reasons = False, [f"p0->p1: sent {n[0] * 7} < 99.9 % of intended {n[0] * 9}"]
+        elif n[0] % 5 == 0:
+            tr.valid, tr.invalid_reasons = False, [f"{n[0]} test frames arrived after the drain"]
+        return tr
+    m.measure = measure
+    rec = Recorder()
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0), rec)
+    bad = [c for _, tr, c in rec.trials if not tr.valid]
+    assert r.invalid_trials == len(bad) >= 4
+    assert r.invalid_reasons == {
+        "p#->p#: sent # < # % of intended #": sum(1 for _, tr, _c in rec.trials
+                                                   if not tr.valid and "sent" in tr.invalid_reasons[0]),
+        "# test frames arrived after the drain": sum(1 for _, tr, _c in rec.trials
+                                                     if not tr.valid and "drain" in tr.invalid_reasons[0])}
+    assert sum(r.invalid_reasons.values()) == r.invalid_trials
+    assert any(f"{r.invalid_trials} invalid trial(s) repeated" in note for note in r.notes)
+
+
+def test_a_clean_search_reports_no_invalid_trials():
+    m = sim(8e6)
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0), Recorder())
+    assert r.invalid_trials == 0 and r.invalid_reasons == {}
+    assert not any("invalid" in note for note in r.notes)
+
+
+# ----------------------------------------------------------------------------- loss-tolerant goal
+
+def test_loss_tolerant_preset_chooses_mlr():
+    p = ThroughputParams(preset="loss_tolerant")
+    assert p.search == "mlr"
+    (g,) = p.mlr_goals()
+    assert (g.name, g.loss_ratio, g.exceed_ratio) == ("loss_tolerant", 0.0, 0.5)
+    with pytest.raises(Exception, match="preset/goals apply only"):
+        ThroughputParams(preset="loss_tolerant", search="binary")
+
+
+# ----------------------------------------------------------------------------- repeat
+
+NOISY = {"capacity_pps": 5e6, "loss_model": "poisson", "noise_pps": 200.0, "seed": 7}
+
+
+def suite(**extra):
+    d = {"name": "rep", "profile": "quick", "sim": NOISY,
+         "traffic": {"frame_sizes": [64], "bidirectional": False},
+         "tests": [{"method": "throughput", "resolution_pct": 0.5}]}
+    d.update(extra)
+    return d
+
+
+def _run(tmp_path, data, **kw):
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    s = validate_suite(data)
+    out = execute(s, store=store, tg="sim", out_dir=tmp_path, show_progress=False, log=lambda s: None, **kw)
+    return store, store.load_run(out.run_id)
+
+
+def test_repeat_three_stores_every_repetition_and_reports_median_and_spread(tmp_path):
+    store, run_ = _run(tmp_path, suite(repeat=3))
+    (t,) = run_.tests
+    data, value = t.results[-1].data, t.results[-1].value_pps
+    reps = data["repetitions"]
+    assert len(reps) == 3
+    vals = [x["throughput_pps"] for x in reps]
+    assert len(set(vals)) > 1                           # the noisy sim: they differ
+    rep = data["repeat"]
+    assert rep["n"] == 3 and rep["values_pps"] == vals
+    assert value == rep["median_pps"] == statistics.median(vals) == data["throughput_pps"]
+    assert rep["min_pps"] == min(vals) and rep["max_pps"] == max(vals)
+    assert rep["relative_range"] == pytest.approx((max(vals) - min(vals)) / statistics.median(vals))
+    # every trial says which repetition it belongs to
+    assert {tr.context.get("repetition") for tr in t.trials} == {1, 2, 3}
+    # the throughput table shows the median and the spread
+    (tt,) = [x for x in build(run_).tables if x.key == "throughput"]
+    assert tt.columns[-1].startswith("Repeats")
+    assert tt.rows[0][1] == f"{statistics.median(vals):,.0f}" and tt.rows[0][-1].startswith("3×: ")
+
+
+def test_cli_repeat_overrides_the_suite(tmp_path):
+    import yaml
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(suite()))
+    db = tmp_path / "c.db"
+    assert main(["run", str(path), "--tg", "sim", "--db", str(db), "--out", str(tmp_path / "o"),
+                 "--no-progress", "--repeat", "3"]) == 0
+    (t,) = Store("sqlite:///" + str(db)).load_run(1).tests
+    assert len(t.results[-1].data["repetitions"]) == 3
+    assert main(["run", str(path), "--tg", "sim", "--db", str(db), "--repeat", "0"]) == 2
+
+
+def test_repeat_validation_names_the_field():
+    with pytest.raises(SuiteError, match=r"tests\[0\]\.repeat: method latency is not a searched rate"):
+        validate_suite(suite(tests=[{"method": "latency", "repeat": 3}]))
+    with pytest.raises(SuiteError, match=r"tests\[0\]\.repeat: must be a whole number"):
+        validate_suite(suite(tests=[{"method": "throughput", "repeat": "x"}]))
+    with pytest.raises(SuiteError, match="repeat"):
+        validate_suite(suite(repeat=0))
+    # a suite-level repeat leaves non-rate methods alone
+    s = validate_suite(suite(repeat=3, tests=[{"method": "throughput"}, {"method": "latency", "throughput_pps": 1e6}]))
+    assert [t.repeat for t in s.tests] == [3, 1]
+
+
+# ----------------------------------------------------------------------------- compare
+
+def _fake_run(i, value, spread=None):
+    data = {"throughput_pps": value}
+    if spread is not None:
+        data["repeat"] = {"n": 3, "median_pps": value, "relative_range": spread,
+                          "min_pps": value, "max_pps": value * (1 + spread)}
+        data["repetitions"] = [{"throughput_pps": value}] * 3
+    res = SimpleNamespace(data=data, value_pps=value)
+    test = SimpleNamespace(name="throughput", frame_size_b=64, method="throughput", results=[res])
+    return SimpleNamespace(id=i, tag=f"nfv{i}", suite="s", tests=[test])
+
+
+def test_compare_uses_the_repeat_spread_as_noise_when_both_runs_repeated():
+    # a 5 % change: flagged by the 2 % default, not when both runs vary by 8 % between repetitions
+    assert compare_runs(_fake_run(1, 1e6), _fake_run(2, 1.05e6)).rows[0].flagged
+    noisy = compare_runs(_fake_run(1, 1e6, 0.08), _fake_run(2, 1.05e6, 0.02)).rows[0]
+    assert not noisy.flagged and noisy.threshold == pytest.approx(0.08) and "repeat spread" in noisy.note
+    # a 1.5 % change: hidden by the 2 % default, flagged when both runs are stable to 0.5 %
+    assert not compare_runs(_fake_run(1, 1e6), _fake_run(2, 1.015e6)).rows[0].flagged
+    stable = compare_runs(_fake_run(1, 1e6, 0.005), _fake_run(2, 1.015e6, 0.004)).rows[0]
+    assert stable.flagged and stable.threshold == pytest.approx(0.005)
+    # only one side repeated: the default rule
+    assert compare_runs(_fake_run(1, 1e6, 0.005), _fake_run(2, 1.015e6)).rows[0].threshold == 0.02
