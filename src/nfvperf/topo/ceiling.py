@@ -16,6 +16,7 @@ baseline`` call; it never raises for a failed measurement: the error is in the r
 """
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 import traceback
@@ -69,7 +70,7 @@ def _pct(pc: dict[str, Any], p: str) -> Optional[float]:
 
 
 def zero_loss_fps(m: Measurer, profile: TrafficProfile, trial_s: float = 0.5,
-                  resolution: float = 0.03, max_trials: int = 8,
+                  resolution: float = 0.03, max_trials: int = 6,
                   log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Highest load per interface the harness carries with zero loss: one trial at line rate,
     then bisection between 0 and what the generator offered, to ``resolution`` relative width.
@@ -128,6 +129,10 @@ def measure_sizes(cspec: TopologySpec, run: RunContext, profiles: dict[int, Traf
         m = topo.measurer()
         with m:
             for size, prof in sorted(profiles.items()):
+                # a forwarder that learns nothing: no learning frames (tgen waits 2 s after
+                # them), a short drain, no settle time -- a few seconds per size
+                prof = dataclasses.replace(prof, learning=False, settle_s=0.0,
+                                           drain_s=min(prof.drain_s, 0.2))
                 t0 = time.monotonic()
                 res = zero_loss_fps(m, prof, trial_s=trial_s, resolution=resolution, log=log)
                 res["self_latency_ns"] = self_latency(m, prof, res["fps"])
