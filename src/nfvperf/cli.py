@@ -210,8 +210,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     out = Path(args.out or "results")
     max_age_h = cfg.max_age_h if args.max_age_h is None else args.max_age_h
     cache = CeilingCache(default_cache_path(out), max_age_s=max_age_h * 3600.0, refresh=args.refresh)
-    run = RunContext()
+    run = RunContext(tag=args.tag)
     run.run_dir = (out / "baseline" / run.tag).resolve()
+    print(f"baseline {run.tag}: logs in {run.run_dir}", file=sys.stderr)
     res = harness_ceiling(topo, run, profiles, cache=cache, trial_s=args.trial_s or cfg.trial_s,
                           resolution=cfg.resolution, log=lambda m: print(m, file=sys.stderr, flush=True))
     if args.json:
@@ -486,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--refresh", action="store_true", help="measure even if a fresh ceiling is cached")
     bl.add_argument("--out", metavar="DIR", help="results directory (cache file, logs); default ./results")
     bl.add_argument("--json", action="store_true", help="print the stored shape as JSON")
+    bl.add_argument("--tag", help="run tag naming every resource (nfv + 6 hex; default: a new one)")
     bl.set_defaults(func=cmd_baseline)
 
     v = sub.add_parser("validate", help="check a suite without running it")
