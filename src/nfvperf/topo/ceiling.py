@@ -34,7 +34,7 @@ SELF_LATENCY_FRACTION = 0.1
 SELF_LATENCY_MIN_PPS = 1000.0
 
 
-def ceiling_spec(spec: Any, tgen_lcores: Optional[str] = None) -> TopologySpec:
+def ceiling_spec(spec: Any, tgen_lcores: Optional[str] = None) -> Any:
     """``spec``'s path with testpmd io as the DUT: p2p, same port kind, PCI addresses, MTU and
     generator lcores, two ports."""
     d: dict[str, Any] = {"kind": "p2p", "dut": "testpmd", "ports": 2,
@@ -119,7 +119,7 @@ def self_latency(m: Measurer, profile: TrafficProfile, fps: float, duration_s: f
             "p99": _pct(lat.percentiles_ns, "99") or float(lat.max_ns)}
 
 
-def measure_sizes(cspec: TopologySpec, run: RunContext, profiles: dict[int, TrafficProfile],
+def measure_sizes(cspec: Any, run: RunContext, profiles: dict[int, TrafficProfile],
                   trial_s: float = 0.5, resolution: float = 0.03,
                   log: Callable[[str], None] = lambda s: None, **build_kw: Any) -> dict[int, dict[str, Any]]:
     """Bring up the ceiling topology once and measure every size."""
