@@ -94,16 +94,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
     store = Store(url)
+    from nfvperf.runner import CeilingOptions
+    ceiling = CeilingOptions(enabled=not args.no_ceiling, refresh=args.refresh_ceiling)
     try:
         outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
-                          exiting=True)
+                          exiting=True, ceiling=ceiling)
         run = store.load_run(outcome.run_id)
         if args.report and outcome.status != "interrupted":
             from nfvperf.report.terminal import print_report
-            print_report(run)
+            print_report(run, net_of_harness=args.latency_net_of_harness or None)
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html))
+            p = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
             print(f"HTML report: {p}")
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
@@ -175,16 +177,83 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return worst
 
 
+def cmd_baseline(args: argparse.Namespace) -> int:
+    """``nfvperf baseline``: the harness ceiling alone (tgen through testpmd io), cached."""
+    from nfvperf.config import ProfileSpec, TrafficSpec, load_suite, parse_link_speed
+    from nfvperf.store.ceiling import CeilingCache
+    from nfvperf.topo import RunContext, TopologySpec
+    from nfvperf.topo.ceiling import default_cache_path, harness_ceiling
+    problem = _tgen_problem()
+    if problem:
+        raise CliError(problem.replace("--tg tgen", "baseline"))
+    if args.suite:
+        suite = load_suite(_suite_path(args.suite))
+        topo, traffic, cfg = suite.spec.topology, suite.spec.traffic, suite.spec.ceiling
+    else:
+        from nfvperf.config import CeilingSpec
+        topo, traffic, cfg = TopologySpec(kind="p2p", dut="testpmd"), TrafficSpec(), CeilingSpec()
+    upd: dict[str, Any] = {}
+    if args.port_kind:
+        upd["port_kind"] = args.port_kind
+    if args.mtu:
+        upd["mtu"] = args.mtu
+    if args.tgen_lcores:
+        upd["tgen_lcores"] = args.tgen_lcores
+    try:
+        topo = TopologySpec.model_validate(dict(topo.model_dump(), **upd))
+        if args.link_speed:
+            parse_link_speed(args.link_speed)
+            traffic = traffic.model_copy(update={"link_speed": args.link_speed})
+    except ValueError as e:
+        raise CliError(f"baseline: {e}") from None
+    sizes = args.size or list(traffic.frame_sizes)
+    timing = ProfileSpec(name="quick")
+    profiles = {s: traffic.model_copy(update={"frame_sizes": [s]}).profile(s, timing) for s in sizes}
+    out = Path(args.out or "results")
+    max_age_h = cfg.max_age_h if args.max_age_h is None else args.max_age_h
+    cache = CeilingCache(default_cache_path(out), max_age_s=max_age_h * 3600.0, refresh=args.refresh)
+    run = RunContext(tag=args.tag)
+    run.run_dir = (out / "baseline" / run.tag).resolve()
+    print(f"baseline {run.tag}: logs in {run.run_dir}", file=sys.stderr)
+    res = harness_ceiling(topo, run, profiles, cache=cache, trial_s=args.trial_s or cfg.trial_s,
+                          resolution=cfg.resolution, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(res, default=str))
+    else:
+        _print_baseline(res, profiles, cache)
+    return EXIT_FAILED if res.get("error") else EXIT_OK
+
+
+def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -> None:
+    from nfvperf import units
+    print(f"harness ceiling: tgen through testpmd io on {res.get('port_kind')}, tgen lcores "
+          f"{res.get('tgen_lcores')}, MTU {res.get('mtu')}")
+    print(f"{'Frame B':>8} {'ceiling fps':>14} {'% line (L1)':>12} {'self-latency min/p50/p99 us':>30} {'source':>10}")
+    for s in sorted(profiles):
+        p = (res.get("per_size") or {}).get(str(s))
+        if not p:
+            print(f"{s:>8} {'—':>14}")
+            continue
+        sl = p.get("self_latency_ns") or {}
+        lat = "/".join("—" if sl.get(k) is None else f"{sl[k] / 1e3:.1f}" for k in ("min", "p50", "p99"))
+        pct = units.pct_line_rate(p["fps"], s, profiles[s].link_speed_bps)
+        print(f"{s:>8} {p['fps']:>14,.0f} {pct:>12.2f} {lat:>30} {'cached' if p.get('cached') else 'measured':>10}")
+    if res.get("error"):
+        print(f"error: {res['error']}")
+    print(f"cache: {cache.path} (max age {cache.max_age_s / 3600:g} h)")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from nfvperf.report.terminal import print_report
     store = _open_store(args)
     try:
         run = _load(store, args.run)
+        net = args.latency_net_of_harness or None
         if not args.quiet:
-            print_report(run)
+            print_report(run, net_of_harness=net)
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html))
+            p = write_html(run, Path(args.html), net_of_harness=net)
             print(f"HTML report: {p}")
     finally:
         store.close()
@@ -398,7 +467,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", action="store_true", help="print the report when the run ends")
     r.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-ceiling", action="store_true", help="do not measure the harness ceiling "
+                   "(tgen through testpmd io in place of the DUT) before the run")
+    r.add_argument("--refresh-ceiling", action="store_true", help="measure the harness ceiling even "
+                   "if a fresh one is cached")
+    r.add_argument("--latency-net-of-harness", action="store_true", help="report latency net of the "
+                   "generator's self-latency on the harness path")
     r.set_defaults(func=cmd_run)
+
+    bl = sub.add_parser("baseline", help="measure the harness ceiling alone (cached per host, port kind, "
+                        "core plan, frame size)", description="tgen through testpmd io in place of the "
+                        "DUT: the zero-loss rate per frame size and the generator's self-latency on the "
+                        "path; cached in OUT/harness-ceiling.json, which runs reuse. Needs root.")
+    bl.add_argument("suite", nargs="?", help="take port kind, MTU, link speed, sizes and the CPU plan "
+                    "from this suite (default: p2p)")
+    bl.add_argument("--port-kind", help="port kind (af_packet, af_xdp, pci, ...)")
+    bl.add_argument("--size", type=int, action="append", help="frame size B (repeatable)")
+    bl.add_argument("--link-speed", help="nominal link speed per port (10G, 1G, ...)")
+    bl.add_argument("--mtu", type=int)
+    bl.add_argument("--tgen-lcores", help="EAL lcores of the generator (default: the topology's plan)")
+    bl.add_argument("--trial-s", type=float, help="search trial duration (default 0.5 s)")
+    bl.add_argument("--max-age-h", type=float, help="reuse a cached ceiling up to this age (default 24)")
+    bl.add_argument("--refresh", action="store_true", help="measure even if a fresh ceiling is cached")
+    bl.add_argument("--out", metavar="DIR", help="results directory (cache file, logs); default ./results")
+    bl.add_argument("--json", action="store_true", help="print the stored shape as JSON")
+    bl.add_argument("--tag", help="run tag naming every resource (nfv + 6 hex; default: a new one)")
+    bl.set_defaults(func=cmd_baseline)
 
     v = sub.add_parser("validate", help="check a suite without running it")
     v.add_argument("suite")
@@ -418,6 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("run", help="run id, tag (nfv1a2b3c4d), uid prefix, 'latest' or -N (N-th newest)")
     rp.add_argument("--html", metavar="PATH", help="write the self-contained HTML report to PATH")
     rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html)")
+    rp.add_argument("--latency-net-of-harness", action="store_true", help="latency net of the generator's "
+                    "self-latency on the harness path (default: the suite's ceiling.latency_net_of_harness)")
     rp.set_defaults(func=cmd_report)
 
     c = sub.add_parser("compare", parents=[db], help="per-test, per-frame-size deltas between two runs")

@@ -235,6 +235,20 @@ class SimSpec(_Strict):
         return kw
 
 
+# --------------------------------------------------------------------------- harness ceiling
+
+class CeilingSpec(_Strict):
+    """The harness ceiling (``--tg tgen`` runs): tgen through testpmd io on the run's path,
+    measured before the first topology group (or taken from the cache), stored with the run."""
+
+    enabled: bool = Field(True, description="measure (or reuse) the harness ceiling; --no-ceiling turns it off")
+    trial_s: float = Field(0.5, gt=0, le=10, description="trial duration of the ceiling search")
+    resolution: float = Field(0.03, gt=0, lt=0.5, description="relative width at which the search stops")
+    max_age_h: float = Field(24.0, ge=0, description="reuse a cached ceiling up to this age (hours)")
+    latency_net_of_harness: bool = Field(False, description="report latency net of the generator's "
+                                         "self-latency on the harness path")
+
+
 # --------------------------------------------------------------------------- suite
 
 #: the largest ``repeat`` a suite, a test or ``--repeat`` may ask for
@@ -248,6 +262,7 @@ class SuiteSpec(_Strict):
     traffic: TrafficSpec = Field(default_factory=TrafficSpec)
     profile: Union[Literal["rfc2544", "quick"], ProfileSpec] = "rfc2544"
     sim: SimSpec = Field(default_factory=SimSpec)
+    ceiling: CeilingSpec = Field(default_factory=CeilingSpec)
     tests: list[dict[str, Any]] = Field(..., min_length=1)
     store: Optional[str] = Field(None, description="SQLAlchemy URL of the results store")
     output: Optional[str] = Field(None, description="directory for run directories and reports")

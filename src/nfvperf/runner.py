@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from nfvperf.config import Suite, format_link_speed, topology_overrides
-from nfvperf.methods import is_sizeless, runs_on_iperf3
+from nfvperf.config import ProfileSpec, Suite, format_link_speed, topology_overrides
+from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.units import directions
@@ -446,6 +446,46 @@ def unit_label(test: Any, size: Optional[int]) -> str:
             else f"{test.name} IMIX")
 
 
+@dataclass
+class CeilingOptions:
+    """How a run gets its harness ceiling: ``enabled`` (``--no-ceiling`` sets False; the suite's
+    ``ceiling.enabled`` too), ``refresh`` (measure even if cached), the cache file, and the
+    measuring function (tests inject one)."""
+
+    enabled: bool = True
+    refresh: bool = False
+    cache_path: Optional[Path] = None
+    measure_fn: Optional[Callable[..., dict[str, Any]]] = None
+
+    def off_reason(self, tg: str, suite: Suite) -> Optional[str]:
+        if tg != "tgen":
+            return f"--tg {tg}: no harness ceiling"
+        if not self.enabled or not suite.spec.ceiling.enabled:
+            return "turned off (--no-ceiling or ceiling.enabled: false)"
+        return None
+
+    def measure(self, spec: Any, tag: str, run_dir: Path, profiles: dict[int, TrafficProfile],
+                suite: Suite, log: Callable[[str], None]) -> dict[str, Any]:
+        cfg = suite.spec.ceiling
+        if self.measure_fn is not None:
+            return self.measure_fn(spec, profiles, log=log)
+        from nfvperf.store.ceiling import CeilingCache
+        from nfvperf.topo import RunContext
+        from nfvperf.topo.ceiling import default_cache_path, harness_ceiling
+        cache = CeilingCache(self.cache_path or default_cache_path(run_dir.parent.parent),
+                             max_age_s=cfg.max_age_h * 3600.0, refresh=self.refresh)
+        return harness_ceiling(spec, RunContext(tag=tag, run_dir=run_dir / "ceiling"), profiles,
+                               cache=cache, trial_s=cfg.trial_s, resolution=cfg.resolution, log=log)
+
+
+def ceiling_path_key(topo_spec: Any, test: Any) -> str:
+    """What makes two topology groups share a harness ceiling: the path's port kind, PCI
+    addresses, MTU, generator lcores, link speed and the topology/DUT (their CPU plans)."""
+    return json.dumps([topo_spec.port_kind, list(topo_spec.pci), getattr(topo_spec, "mtu", 1500),
+                       topo_spec.tgen_lcores, topo_spec.kind, topo_spec.dut,
+                       test.traffic.link_speed_bps], default=str)
+
+
 class RunLoop:
     """One run while it executes: topology groups, test units, the books (see :func:`execute`)."""
 
@@ -458,6 +498,8 @@ class RunLoop:
         self.reason: Optional[str] = None
         self.current_test: Optional[int] = None
         self.measured: dict[str, float] = {}   # zero-loss throughput found so far, for prerequisite reuse
+        self.ceiling = CeilingOptions()
+        self.ceilings: dict[str, dict[str, Any]] = {}   # harness ceilings of this run, by path key
 
     # ------------------------------------------------------------------ topology groups
     def run_groups(self, groups: list[tuple[Any, list]]) -> None:
@@ -465,7 +507,51 @@ class RunLoop:
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
+            self.harness_ceiling(topo_spec, group)
             self.run_group(topo_spec, group)
+
+    # ------------------------------------------------------------------ harness ceiling
+    def harness_ceiling(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+        """Before a topology group of a real run: the harness ceiling for its path (port kind,
+        link speed, MTU, generator cores) at the sizes of its throughput/latency units, from the
+        cache or measured; stored in ``environment.harness_ceiling(s)``.  Never fails the run."""
+        why_off = self.ceiling.off_reason(self.tg, self.suite)
+        if why_off:
+            self.env.setdefault("harness_ceiling_off", why_off)
+            return
+        wanted = [(t, s) for t, s in group if s and (t.method in rate_methods() or t.method == "latency")]
+        if not wanted:
+            return
+        key = ceiling_path_key(topo_spec, wanted[0][0])
+        have = self.ceilings.get(key)
+        timing = ProfileSpec(name="quick")
+        profiles: dict[int, TrafficProfile] = {}
+        for t, s in wanted:
+            if s is not None and s not in profiles and not (have and str(s) in have["per_size"]):
+                profiles[s] = t.traffic.profile(s, timing)
+        if not profiles:
+            return
+        self.progress.unit(f"harness ceiling ({topo_spec.port_kind})")
+        self.progress.log(f"harness ceiling for {topo_spec.port_kind} at {', '.join(map(str, sorted(profiles)))} B "
+                          "(tgen through testpmd io in place of the DUT)")
+        try:
+            res = self.ceiling.measure(topo_spec, self.run.tag, self.run_dir, profiles, self.suite,
+                                       self.progress.log)
+        except Exception as e:  # noqa: BLE001 - a failed ceiling must not fail the run
+            res = {"port_kind": topo_spec.port_kind, "per_size": {}, "cached": False,
+                   "error": f"{type(e).__name__}: {e}"}
+            self.progress.log(f"  harness ceiling: FAILED ({res['error']}); the run goes on without it")
+        if have:
+            have["per_size"].update(res.get("per_size") or {})
+            have["cached"] = bool(have.get("cached")) and bool(res.get("cached"))
+            if res.get("error"):
+                have["error"] = res["error"]
+        else:
+            self.ceilings[key] = res
+            self.env.setdefault("harness_ceilings", []).append(res)
+            self.env.setdefault("harness_ceiling", res)
+        with self.interrupts.critical():
+            self.store.update_run(self.run.id, environment=self.env)
 
     def run_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
         """Build one topology (the measurer's context), run its units, release it."""
@@ -605,10 +691,12 @@ class RunLoop:
 
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
             show_progress: bool = True, log: Callable[[str], None] | None = None,
-            measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False) -> RunOutcome:
+            measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False,
+            ceiling: Optional[CeilingOptions] = None) -> RunOutcome:
     """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
     Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
-    Ctrl-Cs stay ignored."""
+    Ctrl-Cs stay ignored.  ``ceiling``: how the harness ceiling is got (``--tg tgen`` only;
+    default: measured or taken from ``<out_dir>/harness-ceiling.json``)."""
     run, run_dir, env = create_run(suite, store, tg, out_dir)
     units = test_units(suite)
     groups = topology_groups(units, suite.spec.topology)
@@ -620,6 +708,8 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     interrupts = Interrupts()
     interrupts.keep_ignoring = exiting
     loop = RunLoop(suite, store, tg, run, run_dir, env, progress, interrupts, measurer_factory or measurer_for)
+    if ceiling is not None:
+        loop.ceiling = ceiling
     # the handler stays installed until the books are closed: a second Ctrl-C while the topology
     # is released or the run is marked must not cut that short (Interrupts ignores it)
     interrupts.__enter__()

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from nfvperf import units  # noqa: E402
+from nfvperf.report import ceiling as hc  # noqa: E402
 from nfvperf.report.extract import headline_pps, latency_of, latency_points, size_of  # noqa: E402
 from nfvperf.report.tables import THROUGHPUT_METHODS  # noqa: E402
 
@@ -22,7 +23,24 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def ceiling_series(run: Any) -> dict[str, list[tuple[int, float]]]:
+    """The harness ceiling per port kind as (frame size, fps) points, sorted by size."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for c in hc.ceilings_of(run.environment or {}):
+        pts = sorted((int(s), float(p["fps"])) for s, p in (c.get("per_size") or {}).items()
+                     if isinstance(p, dict) and p.get("fps") is not None)
+        if pts:
+            out.setdefault(str(c.get("port_kind") or "harness"), pts)
+    return out
+
+
 def throughput_vs_size(run: Any) -> Optional[str]:
+    fig = throughput_figure(run)
+    return None if fig is None else _png(fig)
+
+
+def throughput_figure(run: Any) -> Any:
+    """The throughput-vs-size figure (measured series, theoretical max, harness ceiling), or None."""
     series: dict[str, list[tuple[float, float, dict]]] = {}
     for t in run.tests:
         if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b:
@@ -47,12 +65,15 @@ def throughput_vs_size(run: Any) -> Optional[str]:
     extra = units.VXLAN_OVERHEAD_IPV4_B if prof.get("vxlan") else 0
     ax.plot(grid, [units.max_fps(s + extra, link) / 1e6 for s in grid], "--", color="grey",
             label=f"theoretical max ({link / 1e9:g} Gbit/s, L1)")
+    for pkind, cpts in ceiling_series(run).items():
+        ax.plot([p[0] for p in cpts], [p[1] / 1e6 for p in cpts], "s:", color="tab:red",
+                label=f"harness ceiling ({pkind}: tgen through testpmd io)", gid="harness-ceiling")
     ax.set_xlabel("Frame size (B, L2 incl. FCS)")
     ax.set_ylabel("Throughput (Mfps per interface)")
     ax.set_title("Zero-loss throughput vs frame size (per interface)")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    return _png(fig)
+    return fig
 
 
 def loss_vs_load(run: Any) -> Optional[str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
+from nfvperf.report import ceiling as hc
 from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, repeat_of, scalars, size_of)
 from nfvperf.store.db import run_liveness
@@ -49,9 +50,13 @@ def _dir_note(bidir: bool, ports: int, n: int) -> str:
             f"× {n} transmitting interface(s) ({mode}, {ports} ports).")
 
 
-def build(run: Any) -> ReportData:
+def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
+    """The report's header, notes and tables.  ``net_of_harness``: latency net of the harness
+    self-latency (None: the suite's ``ceiling.latency_net_of_harness``)."""
     cfg = run.config or {}
     env = run.environment or {}
+    if net_of_harness is None:
+        net_of_harness = bool((cfg.get("ceiling") or {}).get("latency_net_of_harness"))
     topo = cfg.get("topology") or {}
     traffic = cfg.get("traffic") or {}
     ports = int(topo.get("ports") or env.get("ports") or 2)
@@ -72,6 +77,7 @@ def build(run: Any) -> ReportData:
         ("Switching operations", "; ".join(dict.fromkeys(
             f"{i.get('kind')}: {i.get('switching_operations')} per direction ({i.get('switching_operations_source')})"
             for i in env.get("topologies") or [])) or f"{sw} per direction"),
+        ("Harness ceiling", hc.summary(env, run.tg)),
     ]
     notes = []
     dead = run_liveness(run)
@@ -89,8 +95,9 @@ def build(run: Any) -> ReportData:
     tests = resolved_tests(run)
     notes += result_notes(tests)
     tables: list[Table] = []
-    tables += _throughput_tables(tests, ndir, ports, traffic, sw)
-    tables += _latency_tables(tests, ndir, ports, traffic)
+    tables += _throughput_tables(tests, ndir, ports, traffic, sw, env)
+    tables += _latency_tables(tests, ndir, ports, traffic, env, net_of_harness)
+    notes += ceiling_notes(tables, env, net_of_harness)
     tables += _loss_tables(tests)
     tables += _other_tables(tests)
     failed = [t for t in tests if t.status not in ("passed",)]
@@ -99,6 +106,22 @@ def build(run: Any) -> ReportData:
                             [[t.name, fmt_num(t.frame_size_b), t.status, t.reason or ""] for t in failed],
                             key="failed"))
     return ReportData(run=run, header=header, tables=tables, directions=ndir, switching_ops=sw, notes=notes)
+
+
+def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool) -> list[str]:
+    out = []
+    for c in hc.ceilings_of(env):
+        if c.get("error"):
+            out.append(f"The harness ceiling ({c.get('port_kind')}) could not be measured: {c['error']}")
+    if any(row[-1] == hc.HARNESS_BOUND for t in tables if t.key == "throughput" for row in t.rows):
+        out.append(f"A throughput marked {hc.HARNESS_BOUND} is above "
+                   f"{hc.HARNESS_BOUND_FRACTION:.0%} of what the harness alone carries on this path "
+                   "(tgen through testpmd io, same ports and cores): it shows the generator's limit, "
+                   "not the DUT's; the DUT is at least this fast.")
+    if net and hc.ceilings_of(env):
+        out.append("Latency is reported net of the generator's self-latency on the harness path "
+                   "(its min taken from min, its median from avg, max and percentiles).")
+    return out
 
 
 def result_notes(tests: list[Any]) -> list[str]:
@@ -178,20 +201,29 @@ def _dut_bits(topology: dict[str, Any]) -> list[str]:
     return cls.describe_options(section) if isinstance(section, dict) else []
 
 
-def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int) -> list[Table]:
+def _port_kind(group: list[Any]) -> Optional[str]:
+    return ((group[0].topology or {}).get("port_kind") if group else None) or None
+
+
+def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int,
+                       env: Optional[dict[str, Any]] = None) -> list[Table]:
+    env = env or {}
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
     for name, group in _by_name(tests, THROUGHPUT_METHODS).items():
         ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
+        pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
         tt = Table(f"{name}: zero-loss throughput (RFC 2544 §26.1)",
                    _dir_note(traffic.get("bidirectional", True), ports, ndir) +
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1. A search run "
-                   "several times (repeat) shows the median; the last column gives the spread.",
+                   "several times (repeat) shows the median, and its spread in the Repeats column. Harness "
+                   "ceiling = what tgen through testpmd io carries on the same ports and cores; bound: "
+                   f"{hc.HARNESS_BOUND} above {hc.HARNESS_BOUND_FRACTION:.0%} of it.",
                    ["Frame B", "fps / interface", "L1 Mbps / interface", "L2 Mbps / interface",
                     "% line rate (L1)", f"aggregate fps (×{ndir})", f"aggregate L1 Mbps (×{ndir})",
                     "Latency min/avg/max µs (@ % of Throughput)",
-                    "Repeats: min – max fps (range)"], key="throughput")
+                    "Repeats: min – max fps (range)", "harness ceiling fps", "bound"], key="throughput")
         swt = Table(f"{name}: switching performance (seed 000 Table 5-1)",
                     f"Switching ops/s = aggregate throughput × switching operations ({sw} per direction "
                     "for this topology).", ["Frame B", f"aggregate fps (×{ndir})", "Switching operations",
@@ -201,11 +233,14 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                    ["Frame B", "Goal", "Loss ratio", "Exceed ratio", "RLB fps", "RUB fps", "Width fps",
                     "Cond. throughput fps", "Regular"], key="goals")
         for t in group:
+            ceil = hc.ceiling_fps(env, t.frame_size_b, pkind)
+            ceil_cells = [fmt_num(ceil, 0)]
             if not t.results:
-                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7)
+                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7 + ceil_cells + ["—"])
                 continue
             data = t.results[-1].data or {}
             pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
+            ceil_cells.append(hc.bound_label(pps, ceil))
             lat = _latency_for(tests, t.frame_size_b, data, kind)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
                        if lat else "—")
@@ -216,13 +251,13 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
             if t.traffic.get("vxlan"):
                 size += f" (+50 = {int(size_of(t.traffic))} outer)"
             if pps is None:
-                tt.rows.append([size, "n/a"] + ["—"] * 7)
+                tt.rows.append([size, "n/a"] + ["—"] * 7 + ceil_cells)
                 continue
             r = rates(pps, t.traffic or {})
             tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)",
                             fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
-                            latency, _spread_cell(data)])
+                            latency, _spread_cell(data)] + ceil_cells)
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
             for g in goals_of(data):
                 rlb, rub = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
@@ -253,33 +288,47 @@ def _spread_cell(data: dict[str, Any]) -> str:
             + (f" ({100 * rr:.2f} %)" if rr is not None else ""))
 
 
-def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict) -> list[Table]:
+def _self_lat_cell(sl: Optional[dict[str, float]]) -> str:
+    if not sl:
+        return "—"
+    return " / ".join(_us(sl.get(k)) for k in ("min", "p50", "p99"))
+
+
+def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
+                    env: Optional[dict[str, Any]] = None, net: bool = False) -> list[Table]:
+    env = env or {}
     out: list[Table] = []
     run_ndir, run_ports = ndir, ports
     for name, group in _by_name(tests, ("latency",)).items():
         ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
+        pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
         definition = ""
-        lt = Table(f"{name}: {SUMMARY_TITLES['latency']}", "", ["Frame B", "% of Throughput", "Load fps / interface",
-                                                             "Repetitions", "Samples", "Min µs", "Avg µs", "Max µs",
-                                                             "Frames lost"], key="latency")
+        net_title = " (net of harness self-latency)" if net else ""
+        lt = Table(f"{name}: {SUMMARY_TITLES['latency']}{net_title}", "",
+                   ["Frame B", "% of Throughput", "Load fps / interface", "Repetitions", "Samples",
+                    "Min µs", "Avg µs", "Max µs", "Frames lost",
+                    "harness self-latency min/p50/p99 µs"], key="latency")
         pt = Table(f"{name}: latency percentiles and delay variation", "µs, mean over repetitions; PDV = RFC 5481 "
                    "D(i)−D(min), IPDV = RFC 3393 D(i)−D(i−1).", ["Frame B", "% of Throughput"] +
                    [f"p{p} µs" for p in PCTS] + ["PDV p99 µs", "IPDV max µs"], key="latency_pct")
         for t in group:
+            sl = hc.self_latency(env, t.frame_size_b, pkind)
             if not t.results:
-                lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7)
+                lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7 + [_self_lat_cell(sl)])
                 continue
             data = t.results[-1].data or {}
             definition = definition or str(data.get("definition") or "")
             for lat in latency_points(data):
                 definition = definition or str(lat.get("definition") or "")
+                if net:
+                    lat = hc.net_of_harness(lat, sl)
                 frac = num(lat.get("fraction"))
                 fr = "—" if frac is None else f"{100 * frac:g} %"
                 lt.rows.append([fmt_num(t.frame_size_b), fr, fmt_num(num(lat.get("load_pps")), 0),
                                 fmt_num(lat.get("repetitions")), fmt_num(lat.get("count")),
                                 _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))),
-                                _us(num(lat.get("max_ns"))), fmt_num(lat.get("lost"))])
+                                _us(num(lat.get("max_ns"))), fmt_num(lat.get("lost")), _self_lat_cell(sl)])
                 pc = lat.get("percentiles_ns") or {}
                 pt.rows.append([fmt_num(t.frame_size_b), fr] + [_us(num(_pct(pc, p))) for p in PCTS] +
                                [_us(num((lat.get("pdv_ns") or {}).get("p99"))),

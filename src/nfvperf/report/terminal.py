@@ -14,7 +14,7 @@ from nfvperf.report.tables import ReportData, build
 def console_for(stream: Any = None) -> Console:
     stream = stream or sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, width=None if tty else 160, highlight=False, soft_wrap=False)
+    return Console(file=stream, width=None if tty else 200, highlight=False, soft_wrap=False)
 
 
 def render(data: ReportData, console: Optional[Console] = None) -> None:
@@ -42,7 +42,7 @@ def render(data: ReportData, console: Optional[Console] = None) -> None:
         con.print(rt)
 
 
-def print_report(run: Any, stream: Any = None) -> ReportData:
-    data = build(run)
+def print_report(run: Any, stream: Any = None, net_of_harness: Optional[bool] = None) -> ReportData:
+    data = build(run, net_of_harness=net_of_harness)
     render(data, console_for(stream))
     return data

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Benchmark: the harness ceiling per port kind — tgen through testpmd io, against the same path
+driven by testpmd itself, measured in the same run on the same cores.
+
+For each port kind available (af_packet and af_xdp on veth pairs; vhost: tgen net_virtio_user <->
+testpmd net_vhost; memif: tgen net_memif (server) <-> testpmd net_memif (client)) and 64 / 1518 B:
+
+* the forwarder: dpdk-testpmd ``--forward-mode=io`` on two ports (paired: 0 <-> 1) on CPU 0;
+* the generator on CPU 1, its two ports cabled to the forwarder's:
+  - **tgen**: one stream each way at full speed (signature, sequence, timestamps: it receives and
+    accounts every frame it gets back);
+  - **testpmd**: ``--forward-mode=flowgen`` (the reference: a generator that sends *and* receives
+    on the same core, as tgen does; txonly would leave the received frames to the PMD);
+* the figure: frames/s the forwarder transmits (both ports, its TX counters against the host
+  clock over ``SAMPLE_S``, after ``WARM_S``) — one instrument for both generators.  tgen's own
+  received rate is reported too.
+
+ratio = tgen / testpmd per kind and size.  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
+Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
+``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  ~2 minutes.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from nfvperf.host import netns as N  # noqa: E402
+from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
+from nfvperf.tg.tgen import PortSpec, TgenProcess, find_tgen_binary  # noqa: E402
+from nfvperf.tg.tgen_testpmd import TestpmdPeer, find_testpmd  # noqa: E402
+
+CPUS = os.cpu_count() or 1
+FWD_LCORES = "0@0,1@0"
+GEN_LCORES = "0@1,1@1" if CPUS >= 2 else "0@0,1@0"
+SIZES = (64, 1518)
+WARM_S = float(os.environ.get("BENCH_WARM_S", "1.0"))
+SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "2.0"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+KINDS = tuple(os.environ.get("BENCH_KINDS", "af_packet,af_xdp,vhost,memif").split(","))
+VHOST_EAL = ("--single-file-segments",)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Peer(TestpmdPeer):
+    """TestpmdPeer with extra EAL arguments (vhost/virtio-user want --single-file-segments)."""
+
+    def __init__(self, *a: Any, eal: tuple[str, ...] = (), **kw: Any):
+        super().__init__(*a, **kw)
+        self.eal = list(eal)
+
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        i = argv.index("--")
+        return argv[:i] + self.eal + argv[i:]
+
+
+# -- the paths: (generator devargs, forwarder devargs, EAL extras) ------------------------------
+
+def veth_path(run: RunContext, tracker: ResourceTracker, driver: str) -> dict[str, Any]:
+    gen, fwd = [], []
+    for i in range(2):
+        a, b = run.ifname(f"g{i}"), run.ifname(f"f{i}")
+        N.create_veth(a, b, None, None, mtu=1500, tracker=tracker)
+        for name, lst in ((a, gen), (b, fwd)):
+            j = len(lst)
+            if driver == "af_xdp":
+                lst.append(f"net_af_xdp{j},iface={name},start_queue=0,queue_count=1")
+            else:
+                lst.append(f"net_af_packet{j},iface={name},qpairs=1,blocksz=4096,framesz=2048,"
+                           "framecnt=1024,qdisc_bypass=1")
+    return {"gen": gen, "fwd": fwd, "eal": ()}
+
+
+def vhost_path(run: RunContext) -> dict[str, Any]:
+    socks = [run.run_dir / f"{run.tag}-vhu{i}.sock" for i in range(2)]
+    return {"gen": [f"net_virtio_user{i},path={s},queues=1" for i, s in enumerate(socks)],
+            "fwd": [f"net_vhost{i},iface={s},queues=1,client=0" for i, s in enumerate(socks)],
+            "eal": VHOST_EAL, "fwd_first": True, "sockets": socks}
+
+
+def memif_path(run: RunContext) -> dict[str, Any]:
+    socks = [run.run_dir / f"{run.tag}-memif{i}.sock" for i in range(2)]
+    return {"gen": [f"net_memif{i},role=server,socket={s}" for i, s in enumerate(socks)],
+            "fwd": [f"net_memif{i},role=client,socket={s}" for i, s in enumerate(socks)],
+            "eal": (), "fwd_first": False, "sockets": socks}
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+def fwd_tx_rate(tp: TestpmdPeer) -> tuple[float, float]:
+    """Frames/s the forwarder transmitted (both ports) over SAMPLE_S, by its counters and the
+    host clock, and the mean bytes per frame it counted (checks the generator's frame size)."""
+    def read() -> tuple[float, int, int]:
+        t = time.monotonic()
+        st = tp.port_stats()
+        return ((t + time.monotonic()) / 2, sum(p.get("tx_packets", 0) for p in st.values()),
+                sum(p.get("tx_bytes", 0) for p in st.values()))
+
+    t1, c1, b1 = read()
+    time.sleep(SAMPLE_S)
+    t2, c2, b2 = read()
+    return (c2 - c1) / (t2 - t1), ((b2 - b1) / (c2 - c1) if c2 > c1 else 0.0)
+
+
+def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if fn():
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the generator's ports did not come up")
+
+
+def tgen_gen(path: dict[str, Any], run: RunContext, size: int) -> TgenProcess:
+    ports = [PortSpec(d, speed_bps=1e12) for d in path["gen"]]
+    return TgenProcess(ports, lcores=GEN_LCORES, run_dir=run.run_dir, tag=run.tag, hugepages=True,
+                       extra_eal=list(path["eal"]))
+
+
+def testpmd_gen(path: dict[str, Any], run: RunContext, size: int) -> Peer:
+    return Peer(path["gen"], run.tag + "g", run.run_dir, forward_mode="flowgen", lcores=GEN_LCORES,
+                hugepages=True, eal=tuple(path["eal"]),
+                app_args=(f"--txpkts={size}", "--port-topology=paired"))  # flowgen counts 4 B less than it is given
+
+
+def run_tgen(proc: TgenProcess, size: int, fwd: TestpmdPeer) -> dict[str, float]:
+    wait_link(lambda: all(p["link_up"] for p in proc.rpc("ports.list")))
+    for tx, rx in ((0, 1), (1, 0)):
+        proc.rpc("stream.add", port=tx, rx_port=rx, size_b=size, rate={"percent": 100})
+    proc.rpc("trial.start", duration_s=60.0, drain_s=0.1, latency=True)
+    try:
+        time.sleep(WARM_S)
+        r1, t1 = int(proc.rpc("trial.status")["received"]), time.monotonic()
+        pps, byts = fwd_tx_rate(fwd)
+        r2, t2 = int(proc.rpc("trial.status")["received"]), time.monotonic()
+    finally:
+        proc.rpc("trial.stop")
+        end = time.monotonic() + 30
+        while proc.rpc("trial.status")["state"] != "done" and time.monotonic() < end:
+            time.sleep(0.1)
+    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1)}
+
+
+def run_testpmd(gen: Peer, size: int, fwd: TestpmdPeer) -> dict[str, float]:
+    gen.cmd("start")
+    time.sleep(WARM_S)
+    pps, byts = fwd_tx_rate(fwd)
+    gen.cmd("stop")
+    return {"pps": pps, "bytes_per_frame": byts}
+
+
+def measure(kind: str, size: int, which: str, run: RunContext, tracker: ResourceTracker) -> dict[str, float]:
+    """One figure on a fresh path: the forwarder and the generator ``which`` (the side that
+    creates the sockets first: vhost's backend is the forwarder, memif's server the generator)."""
+    if kind in ("af_packet", "af_xdp"):
+        path = veth_path(run, tracker, kind)
+    elif kind == "vhost":
+        path = vhost_path(run)
+    else:
+        path = memif_path(run)
+    fwd = Peer(path["fwd"], run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
+               hugepages=True, eal=tuple(path["eal"]),
+               app_args=("--port-topology=paired", f"--max-pkt-len={max(1518, size)}"))
+    gen = (tgen_gen if which == "tgen" else testpmd_gen)(path, run, size)
+    try:
+        with contextlib.ExitStack() as stack:
+            for part in ((fwd, gen) if path.get("fwd_first", True) else (gen, fwd)):
+                stack.enter_context(part)
+            fwd.cmd("start")
+            if which == "tgen":
+                return run_tgen(gen, size, fwd)  # type: ignore[arg-type]
+            return run_testpmd(gen, size, fwd)  # type: ignore[arg-type]
+    finally:
+        tracker.release_all()
+        for s in path.get("sockets", []):
+            Path(s).unlink(missing_ok=True)
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print(json.dumps({"skipped": "needs root"}))
+        return 0
+    try:
+        binary = find_tgen_binary()
+    except FileNotFoundError as e:
+        print(json.dumps({"skipped": str(e)}))
+        return 1
+    if not find_testpmd():
+        print(json.dumps({"skipped": "dpdk-testpmd not found"}))
+        return 1
+    from nfvperf.host import hugepages as hp
+    hp.prepare(2048)
+    t0 = time.monotonic()
+    res: dict[str, Any] = {"tgen": str(binary), "host_cpus": CPUS, "forwarder_lcores": FWD_LCORES,
+                           "generator_lcores": GEN_LCORES, "load_avg_1m_start": os.getloadavg()[0],
+                           "sample_s": SAMPLE_S, "rounds": ROUNDS, "per_kind": {}}
+    run = RunContext(run_dir=Path("/tmp") / "nfvperf-bench-ceiling")
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    tracker = ResourceTracker(run)
+    try:
+        for kind in KINDS:
+            per: dict[str, Any] = {}
+            for size in SIZES:
+                fig: dict[str, list[dict[str, float]]] = {"tgen": [], "testpmd": []}
+                try:
+                    for _ in range(ROUNDS):         # alternate: a load change hits both
+                        for which in ("tgen", "testpmd"):
+                            log(f"{kind} {size} B: {which} through testpmd io ...")
+                            fig[which].append(measure(kind, size, which, run, tracker))
+                except Exception as e:  # noqa: BLE001 - one kind's failure must not hide the others
+                    per[str(size)] = {"error": f"{type(e).__name__}: {e}"}
+                    log(f"{kind} {size} B: FAILED: {e}")
+                    continue
+                best_t = max(fig["tgen"], key=lambda x: x["pps"])
+                best_p = max(fig["testpmd"], key=lambda x: x["pps"])
+                per[str(size)] = {"tgen_pps": best_t["pps"], "tgen_rx_pps": best_t["tgen_rx_pps"],
+                                  "testpmd_pps": best_p["pps"],
+                                  "tgen_bytes_per_frame": best_t["bytes_per_frame"],
+                                  "testpmd_bytes_per_frame": best_p["bytes_per_frame"],
+                                  "ratio": best_t["pps"] / best_p["pps"] if best_p["pps"] else None,
+                                  "tgen_runs": [x["pps"] for x in fig["tgen"]],
+                                  "testpmd_runs": [x["pps"] for x in fig["testpmd"]]}
+            res["per_kind"][kind] = per
+    finally:
+        tracker.release_all()
+    res["wall_s"] = round(time.monotonic() - t0, 1)
+    res["load_avg_1m_end"] = os.getloadavg()[0]
+    print(f"{'kind':10s} {'size B':>6s} {'tgen Mpps':>10s} {'testpmd Mpps':>13s} {'ratio':>6s} "
+          f"{'tgen rx Mpps':>13s}")
+    for kind, per in res["per_kind"].items():
+        for size, r in per.items():
+            if "error" in r:
+                print(f"{kind:10s} {size:>6s} error: {r['error']}")
+                continue
+            print(f"{kind:10s} {size:>6s} {r['tgen_pps'] / 1e6:10.3f} {r['testpmd_pps'] / 1e6:13.3f} "
+                  f"{(r['ratio'] or 0):6.2f} {r['tgen_rx_pps'] / 1e6:13.3f}")
+        r64 = per.get("64") or {}
+        if "tgen_pps" in r64:
+            res[f"{kind}_mpps"] = round(r64["tgen_pps"] / 1e6, 3)
+            res[f"{kind}_testpmd_mpps"] = round(r64["testpmd_pps"] / 1e6, 3)
+            res[f"{kind}_ratio_vs_testpmd"] = round(r64["ratio"], 3) if r64["ratio"] else None
+        r1518 = per.get("1518") or {}
+        if "tgen_pps" in r1518:
+            res[f"{kind}_1518_mpps"] = round(r1518["tgen_pps"] / 1e6, 3)
+            res[f"{kind}_1518_ratio_vs_testpmd"] = round(r1518["ratio"], 3) if r1518["ratio"] else None
+    if "vhost_mpps" in res:
+        res["vhost_floor_8mpps_ok"] = res["vhost_mpps"] >= 8.0
+        res["vhost_ratio_floor_0.9_ok"] = (res.get("vhost_ratio_vs_testpmd") or 0) >= 0.9
+    print(json.dumps(res, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The harness ceiling: what tgen alone can carry on a run's path.
+
+For a topology spec (its port kind, link speed, MTU and the generator's CPU plan) the ceiling is
+measured on ``p2p`` with ``dut: testpmd`` (``forward_mode: io``) in place of the DUT: the same
+ports and generator cores, the most trivial forwarder there is.  Per frame size:
+
+* ``fps``: the highest load per interface with zero loss, by a short search (a trial at line rate
+  tells what the generator can offer; then bisection below it to a relative width of
+  ``resolution``; trials of ``trial_s``) — a few seconds per size;
+* ``self_latency_ns``: ``{min, p50, p99}`` of one trial at 10 % of that load: the generator's own
+  latency on the path (ports, forwarder, timestamps).
+
+Results are cached (``nfvperf.store.ceiling.CeilingCache``) per host, port kind, link speed, MTU,
+generator lcores and frame size.  ``harness_ceiling()`` is what the runner and ``nfvperf
+baseline`` call; it never raises for a failed measurement: the error is in the returned dict.
+"""
+from __future__ import annotations
+
+import dataclasses
+import platform
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from nfvperf.host.run import RunContext
+from nfvperf.search.validity import check_valid, generator_shortfall
+from nfvperf.store.ceiling import CeilingCache, ceiling_key, utc_iso
+from nfvperf.trial import Measurer, TrafficProfile
+
+from .spec import TopologySpec
+
+SELF_LATENCY_FRACTION = 0.1
+SELF_LATENCY_MIN_PPS = 1000.0
+
+
+def ceiling_spec(spec: Any, tgen_lcores: Optional[str] = None) -> Any:
+    """``spec``'s path with testpmd io as the DUT: p2p, same port kind, PCI addresses, MTU and
+    generator lcores, two ports."""
+    d: dict[str, Any] = {"kind": "p2p", "dut": "testpmd", "ports": 2,
+                         "port_kind": spec.port_kind, "mtu": int(getattr(spec, "mtu", 1500) or 1500),
+                         "testpmd": {"forward_mode": "io"},
+                         "preflight": bool(getattr(spec, "preflight", True))}
+    if spec.port_kind == "pci":
+        d["pci"] = list(spec.pci)[:4]
+    lc = tgen_lcores or getattr(spec, "tgen_lcores", None)
+    if lc:
+        d["tgen_lcores"] = lc
+    return TopologySpec.model_validate(d)
+
+
+def planned_tgen_lcores(spec: Any, run: RunContext) -> Optional[str]:
+    """The EAL lcores the generator gets in ``spec``'s own topology (its CPU plan, computed
+    without building anything), so the ceiling is measured on the same generator cores."""
+    if getattr(spec, "tgen_lcores", None):
+        return str(spec.tgen_lcores)
+    from nfvperf.topo import build
+    topo = build(spec, run, preflight=False)
+    return str(topo.plan_cpus().dpdk_lcores("tgen"))
+
+
+def _pct(pc: dict[str, Any], p: str) -> Optional[float]:
+    for k, v in (pc or {}).items():
+        try:
+            if abs(float(k) - float(p)) < 1e-9 and v is not None:
+                return float(v)
+        except ValueError:
+            continue
+    return None
+
+
+def zero_loss_fps(m: Measurer, profile: TrafficProfile, trial_s: float = 0.5,
+                  resolution: float = 0.03, max_trials: int = 6,
+                  log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Highest load per interface the harness carries with zero loss: one trial at line rate,
+    then bisection between 0 and what the generator offered, to ``resolution`` relative width.
+    An invalid trial (the generator fell short, counters not settled) counts as not carried."""
+    m.set_profile(profile)
+    line = profile.max_load_pps
+    trace: list[dict[str, Any]] = []
+
+    def trial(load: float) -> tuple[bool, Any]:
+        tr = m.measure(trial_s, load)
+        ok = not check_valid(tr) and tr.loss_ratio == 0.0 and tr.received > 0
+        trace.append({"load_pps": load, "sent": tr.sent, "received": tr.received,
+                      "loss_ratio": tr.loss_ratio, "valid": not check_valid(tr), "ok": ok})
+        return ok, tr
+
+    ok, tr = trial(line)
+    if ok:
+        return {"fps": line, "offered_max_fps": line, "line_rate_fps": line, "trials": trace}
+    offered = generator_shortfall(tr) or line
+    lo, hi = 0.0, offered
+    load = offered * 0.98
+    for _ in range(max_trials):
+        ok, _tr = trial(load)
+        if ok:
+            lo = load
+        else:
+            hi = load
+        if hi > 0 and (hi - lo) / hi <= resolution:
+            break
+        load = (lo + hi) / 2
+    log(f"    {profile.frame_size_b} B: {lo:,.0f} fps per interface with zero loss "
+        f"(generator offered up to {offered:,.0f}; {len(trace)} trials)")
+    return {"fps": lo, "offered_max_fps": offered, "line_rate_fps": line, "trials": trace}
+
+
+def self_latency(m: Measurer, profile: TrafficProfile, fps: float, duration_s: float = 1.0) -> dict[str, Any]:
+    """min/p50/p99 ns of the generator's frames through the trivial forwarder at a light load."""
+    load = max(SELF_LATENCY_MIN_PPS, SELF_LATENCY_FRACTION * fps)
+    m.set_profile(profile)
+    tr = m.measure(duration_s, load)
+    lat = tr.latency
+    if lat is None or not lat.count:
+        return {"load_pps": load, "error": "no latency samples"}
+    return {"load_pps": load, "count": lat.count, "min": float(lat.min_ns),
+            "p50": _pct(lat.percentiles_ns, "50") or float(lat.avg_ns),
+            "p99": _pct(lat.percentiles_ns, "99") or float(lat.max_ns)}
+
+
+def measure_sizes(cspec: Any, run: RunContext, profiles: dict[int, TrafficProfile],
+                  trial_s: float = 0.5, resolution: float = 0.03,
+                  log: Callable[[str], None] = lambda s: None, **build_kw: Any) -> dict[int, dict[str, Any]]:
+    """Bring up the ceiling topology once and measure every size."""
+    from nfvperf.topo import build
+    out: dict[int, dict[str, Any]] = {}
+    with build(cspec, run, **build_kw) as topo:
+        m = topo.measurer()
+        with m:
+            for size, prof in sorted(profiles.items()):
+                # a forwarder that learns nothing: no learning frames (tgen waits 2 s after
+                # them), a short drain, no settle time -- a few seconds per size
+                prof = dataclasses.replace(prof, learning=False, settle_s=0.0,
+                                           drain_s=min(prof.drain_s, 0.2))
+                t0 = time.monotonic()
+                res = zero_loss_fps(m, prof, trial_s=trial_s, resolution=resolution, log=log)
+                res["self_latency_ns"] = self_latency(m, prof, res["fps"])
+                res["wall_s"] = round(time.monotonic() - t0, 2)
+                out[size] = res
+    return out
+
+
+def harness_ceiling(spec: Any, run: RunContext, profiles: dict[int, TrafficProfile], *,
+                    cache: Optional[CeilingCache] = None, trial_s: float = 0.5,
+                    resolution: float = 0.03, log: Callable[[str], None] = lambda s: None,
+                    hostname: Optional[str] = None, **build_kw: Any) -> dict[str, Any]:
+    """The ceiling for ``spec``'s path at the sizes of ``profiles`` (from ``cache`` where fresh,
+    the rest measured and put in the cache), as stored in ``environment.harness_ceiling``::
+
+        {"port_kind", "link_speed_bps", "mtu", "tgen_lcores", "per_size": {"64": {"fps",
+         "self_latency_ns": {"min", "p50", "p99"}, "cached", "measured_at", ...}},
+         "measured_at", "cached": bool (every size from the cache), "error"?: str}
+
+    A failure (topology, testpmd, tgen) is recorded in ``error`` and never raised."""
+    hostname = hostname or platform.node()
+    out: dict[str, Any] = {"port_kind": spec.port_kind, "mtu": int(getattr(spec, "mtu", 1500) or 1500),
+                           "per_size": {}, "cached": False, "forwarder": "testpmd io (p2p)"}
+    link = next(iter(profiles.values())).link_speed_bps if profiles else None
+    out["link_speed_bps"] = link
+    try:
+        lcores = planned_tgen_lcores(spec, run)
+        out["tgen_lcores"] = lcores
+        keys = {s: ceiling_key(hostname, spec.port_kind, p.link_speed_bps, out["mtu"], str(lcores), s)
+                for s, p in profiles.items()}
+        todo: dict[int, TrafficProfile] = {}
+        for s, p in profiles.items():
+            hit = cache.get(keys[s]) if cache is not None else None
+            if hit is not None:
+                out["per_size"][str(s)] = dict(hit, cached=True)
+            else:
+                todo[s] = p
+        if todo:
+            log(f"  harness ceiling: measuring tgen through testpmd io on {spec.port_kind}, "
+                f"tgen lcores {lcores}, sizes {', '.join(map(str, sorted(todo)))} B")
+            cspec = ceiling_spec(spec, lcores)
+            measured = measure_sizes(cspec, run, todo, trial_s=trial_s, resolution=resolution,
+                                     log=log, **build_kw)
+            for s, res in measured.items():
+                entry = dict(res, measured_at=utc_iso(), measured_at_epoch=time.time())
+                if cache is not None:
+                    entry = cache.put(keys[s], entry)
+                out["per_size"][str(s)] = dict(entry, cached=False)
+        else:
+            log(f"  harness ceiling: {spec.port_kind}, tgen lcores {lcores}: from the cache "
+                f"({cache.path if cache else ''})")
+        out["cached"] = not todo
+        stamps = [p.get("measured_at") for p in out["per_size"].values() if p.get("measured_at")]
+        out["measured_at"] = max(stamps) if stamps else utc_iso()
+    except Exception as e:  # noqa: BLE001 - a failed ceiling must not fail the run
+        out["error"] = f"{type(e).__name__}: {e}"
+        out["traceback"] = traceback.format_exc(limit=6)
+        out.setdefault("measured_at", utc_iso())
+        log(f"  harness ceiling: FAILED ({out['error']}); the run goes on without it")
+    return out
+
+
+def default_cache_path(out_dir: Path) -> Path:
+    from nfvperf.store.ceiling import CACHE_FILE
+    return Path(out_dir) / CACHE_FILE

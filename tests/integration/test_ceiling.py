@@ -1,0 +1,93 @@
+"""The harness ceiling on a real path (af_packet veth, tgen through testpmd io): ``nfvperf
+baseline`` measures and caches it; a short real run (``--tg tgen``, p2p, one frame size, 1 s
+trials) measures it before its topology, stores ``environment.harness_ceiling`` and its report
+shows the ceiling and bound columns.  Nothing is left behind (``leak_check``)."""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+REPO = Path(__file__).resolve().parents[2]
+
+SUITE = """\
+name: ceiling-integration
+topology: {kind: p2p, dut: testpmd, port_kind: af_packet}
+traffic: {frame_sizes: [64], link_speed: 1G}
+profile: quick
+ceiling: {trial_s: 0.3}
+tests:
+  - {method: throughput, trial_duration_s: 1, resolution_pct: 5}
+"""
+
+
+def _nfvperf(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nfvperf", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _needs_testpmd():
+    if not shutil.which("dpdk-testpmd"):
+        pytest.skip("dpdk-testpmd not installed")
+
+
+def _check_point(p: dict) -> None:
+    assert p["fps"] > 0, p
+    sl = p["self_latency_ns"]
+    assert 0 < sl["min"] <= sl["p50"] <= sl["p99"], sl
+
+
+def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE)
+    out = tmp_path / "out"
+    tag = "nfv" + secrets.token_hex(3)
+    leak_check.watch(tag)
+    p = _nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["port_kind"] == "af_packet" and res["cached"] is False and "error" not in res
+    _check_point(res["per_size"]["64"])
+    assert "measuring tgen through testpmd io" in p.stderr
+    cache = json.loads((out / "harness-ceiling.json").read_text())["entries"]
+    (key,) = cache
+    assert "|af_packet|1000000000|1500|" in key and key.endswith("|64")
+    # again: from the cache, nothing measured
+    p2 = _nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
+    assert p2.returncode == 0, p2.stderr
+    res2 = json.loads(p2.stdout.strip().splitlines()[-1])
+    assert res2["cached"] is True and res2["per_size"]["64"]["fps"] == res["per_size"]["64"]["fps"]
+    assert "from the cache" in p2.stderr
+
+
+def test_run_records_the_ceiling_and_reports_it(tmp_path, leak_check) -> None:
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    p = _nfvperf("run", str(suite), "--tg", "tgen", "--db", db, "--out", str(tmp_path / "out"),
+                 "--no-progress", "--report")
+    m = re.search(r"run (\d+) \((nfv[0-9a-f]{6})\)", p.stdout + p.stderr)
+    assert m, p.stdout + p.stderr
+    leak_check.watch(m.group(2))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "harness ceiling for af_packet at 64 B" in p.stderr
+    e = _nfvperf("export", m.group(1), "--format", "json", "--db", db)
+    env = json.loads(e.stdout)["run"]["environment"]
+    hc = env["harness_ceiling"]
+    assert hc["port_kind"] == "af_packet" and hc["cached"] is False and "error" not in hc, hc
+    _check_point(hc["per_size"]["64"])
+    r = _nfvperf("report", m.group(1), "--db", db)
+    assert r.returncode == 0, r.stderr
+    assert "harness ceiling fps" in r.stdout
+    row = next(ln for ln in r.stdout.splitlines() if re.match(r"^[│|\s]*64\s", ln))
+    assert f"{round(hc['per_size']['64']['fps']):,}" in row
+    assert "harness-bound" in row or "DUT-bound" in row
