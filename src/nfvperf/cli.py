@@ -443,18 +443,8 @@ def _delegate(name: str, rest: Sequence[str]) -> int:
 
 # --------------------------------------------------------------------------- parser
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
-                                "infrastructure (RFC 2544 family, MLRsearch).",
-                                epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
-                                "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
-    from nfvperf import __version__
-    p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
-    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
-    db = argparse.ArgumentParser(add_help=False)
-    db.add_argument("--db", metavar="URL", help="results store: SQLAlchemy URL or SQLite file path "
-                    "(default $NFVPERF_DB or ./results/nfvperf.db)")
-
+def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
+    """``nfvperf run``: the command with the most options."""
     r = sub.add_parser("run", parents=[db], help="run a suite", description="Run a suite and store every trial.")
     r.add_argument("suite", help="suite YAML path, or a shipped suite name (quick, sim-tour, ...)")
     r.add_argument("--tg", choices=("sim", "tgen", "iperf3"), default="tgen", help="traffic generator: tgen (real, "
@@ -474,6 +464,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--latency-net-of-harness", action="store_true", help="report latency net of the "
                    "generator's self-latency on the harness path")
     r.set_defaults(func=cmd_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
+                                "infrastructure (RFC 2544 family, MLRsearch).",
+                                epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
+                                "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
+    from nfvperf import __version__
+    p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", metavar="URL", help="results store: SQLAlchemy URL or SQLite file path "
+                    "(default $NFVPERF_DB or ./results/nfvperf.db)")
+
+    _add_run_parser(sub, db)
 
     bl = sub.add_parser("baseline", help="measure the harness ceiling alone (cached per host, port kind, "
                         "core plan, frame size)", description="tgen through testpmd io in place of the "

@@ -217,13 +217,13 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
         tt = Table(f"{name}: zero-loss throughput (RFC 2544 §26.1)",
                    _dir_note(traffic.get("bidirectional", True), ports, ndir) +
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1. A search run "
-                   "several times (repeat) shows the median, and its spread in the Repeats column. Harness "
+                   "several times (repeat) shows the median, and its spread in the last column. Harness "
                    "ceiling = what tgen through testpmd io carries on the same ports and cores; bound: "
                    f"{hc.HARNESS_BOUND} above {hc.HARNESS_BOUND_FRACTION:.0%} of it.",
                    ["Frame B", "fps / interface", "L1 Mbps / interface", "L2 Mbps / interface",
                     "% line rate (L1)", f"aggregate fps (×{ndir})", f"aggregate L1 Mbps (×{ndir})",
                     "Latency min/avg/max µs (@ % of Throughput)",
-                    "Repeats: min – max fps (range)", "harness ceiling fps", "bound"], key="throughput")
+                    "harness ceiling fps", "bound", REPEATS_COLUMN], key="throughput")
         swt = Table(f"{name}: switching performance (seed 000 Table 5-1)",
                     f"Switching ops/s = aggregate throughput × switching operations ({sw} per direction "
                     "for this topology).", ["Frame B", f"aggregate fps (×{ndir})", "Switching operations",
@@ -236,7 +236,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
             ceil = hc.ceiling_fps(env, t.frame_size_b, pkind)
             ceil_cells = [fmt_num(ceil, 0)]
             if not t.results:
-                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7 + ceil_cells + ["—"])
+                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 6 + ceil_cells + ["—", "—"])
                 continue
             data = t.results[-1].data or {}
             pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
@@ -251,13 +251,13 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
             if t.traffic.get("vxlan"):
                 size += f" (+50 = {int(size_of(t.traffic))} outer)"
             if pps is None:
-                tt.rows.append([size, "n/a"] + ["—"] * 7 + ceil_cells)
+                tt.rows.append([size, "n/a"] + ["—"] * 6 + ceil_cells + ["—"])
                 continue
             r = rates(pps, t.traffic or {})
             tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)",
                             fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
-                            latency, _spread_cell(data)] + ceil_cells)
+                            latency] + ceil_cells + [_spread_cell(data)])
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
             for g in goals_of(data):
                 rlb, rub = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
@@ -267,14 +267,19 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                                 fmt_num(num(g.get("conditional_throughput_pps")), 0),
                                 "no: " + str(g.get("irregular_reason") or "irregular") if g.get("irregular")
                                 else "yes"])
-        if all(row[-1] == "—" for row in tt.rows):    # no search was repeated: no spread column
-            tt.columns.pop()
-            tt.rows = [row[:-1] for row in tt.rows]
+        rep_col = tt.columns.index(REPEATS_COLUMN)
+        if all(len(row) <= rep_col or row[rep_col] == "—" for row in tt.rows):   # no search was repeated
+            del tt.columns[rep_col]
+            tt.rows = [row[:rep_col] + row[rep_col + 1:] for row in tt.rows]
         out.append(tt)
         out.append(swt)
         if gt.rows:
             out.append(gt)
     return out
+
+
+#: the throughput table's spread over repetitions (dropped when no search was repeated)
+REPEATS_COLUMN = "Repeats: min – max fps (range)"
 
 
 def _spread_cell(data: dict[str, Any]) -> str:
