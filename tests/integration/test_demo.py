@@ -1,4 +1,4 @@
-"""`make demo` end to end: the shipped quick suites through OVS-DPDK on veth with tgen.
+"""`make demo` end to end: the shipped quick suites through OVS-DPDK on vhost-user ports with tgen.
 
 This is the README's first command (less the install and build steps, which `make test` has
 already done): it must finish, print the throughput tables, write an HTML report per run, and
@@ -43,6 +43,13 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
         assert set(rows) == {64, 512, 1518}, rows
         assert all(v > 0 for v in rows.values()), rows
         assert "L1 Mbps" in m.group(1) and "L2 Mbps" in m.group(1)
+        # the harness ceiling is beside every result, and every result says what bound it
+        table = m.group(0)
+        assert "harness ceiling fps" in table and "bound" in table, table[:600]
+        labels = re.findall(r"│\s*(DUT-bound|harness-bound)\s*│", table)
+        assert len(labels) == 3, table
+    # the demo runs on vhost-user ports and measures the harness ceiling on them first
+    assert len(re.findall(r"^Harness ceiling\s+vhost, tgen lcores \S+: 64 B [\d,]+ fps", out, re.M)) == 2, out[:3000]
 
     reports = re.findall(r"HTML report: (\S+)", out)
     assert len(reports) == 2, out[-2000:]

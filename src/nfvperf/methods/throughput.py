@@ -119,6 +119,7 @@ class ThroughputResult(ResultBase):
     bidirectional: bool = True
     load_is: str = "per interface (per direction)"
     notes: list = field(default_factory=list)
+    info: list = field(default_factory=list)      # facts that do not qualify the result
     trace: list = field(default_factory=list)     # [{load_pps, duration_s, loss_ratio, phase}]
     warmup: Optional[dict] = None                 # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                       # trials repeated because they were invalid
@@ -133,6 +134,9 @@ class ThroughputResult(ResultBase):
 
 
 MAX_RECALIBRATIONS = 3
+#: a generator cap qualifies a result (a "generator-limited" note) only when the result reaches this
+#: fraction of the cap; below it the DUT lost frames first and the cap is kept as information
+GENERATOR_LIMITED_FRACTION = 0.9
 
 
 def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams,
@@ -189,7 +193,7 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
                          f"{achieved:,.0f} fps; max load lowered to {new_max:,.0f} fps and the search "
                          f"restarted")
             max_load = min(max_load, new_max)
-    sr.notes[:0] = notes
+    _place_generator_notes(sr, notes, max_load)
     if warmup is not None:
         sr.warmup = warmup
         sr.total_trial_s += warmup["duration_s"]
@@ -201,6 +205,17 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
         sr.notes.append(f"{sr.invalid_trials} invalid trial(s) repeated, not used: " + "; ".join(
             f"{k} (×{n})" for k, n in sorted(sr.invalid_reasons.items(), key=lambda kv: -kv[1])))
     return sr
+
+
+def _place_generator_notes(sr: SearchResult, notes: list[str], max_load: float) -> None:
+    """The calibration's "generator-limited" notes qualify the result only if it came near the
+    cap; a result well below it was set by the DUT's losses, and the notes go to ``info``."""
+    result = sr.lower_bound_pps
+    if notes and result is not None and result < GENERATOR_LIMITED_FRACTION * max_load:
+        sr.info[:0] = [f"{n} (not limiting: the result, {result:,.0f} fps, is below "
+                       f"{GENERATOR_LIMITED_FRACTION:.0%} of that cap)" for n in notes]
+    else:
+        sr.notes[:0] = notes
 
 
 def warmup_duration(flows_per_port: int, load_pps: float) -> float:
@@ -284,7 +299,7 @@ def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputPar
         lower_bound_pps=sr.lower_bound_pps, upper_bound_pps=sr.upper_bound_pps,
         goals=[g.to_dict() for g in sr.goals], trials=sr.trials_used,
         total_trial_s=sr.total_trial_s, wall_s=sr.wall_s, irregular=sr.irregular,
-        bidirectional=profile.bidirectional, notes=list(sr.notes),
+        bidirectional=profile.bidirectional, notes=list(sr.notes), info=list(sr.info),
         trace=[{"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
                 "phase": t.phase} for t in sr.trials],
         warmup=sr.warmup, invalid_trials=sr.invalid_trials, invalid_reasons=dict(sr.invalid_reasons))

@@ -76,6 +76,8 @@ class SearchResult:
     max_load_pps: Optional[float] = None
     irregular: bool = False
     notes: list[str] = field(default_factory=list)
+    # facts worth keeping that do not qualify the result (e.g. a generator cap far above it)
+    info: list[str] = field(default_factory=list)
     warmup: Optional[dict[str, Any]] = None      # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                     # trials repeated because they were invalid
     invalid_reasons: dict[str, int] = field(default_factory=dict)   # count per kind of reason
