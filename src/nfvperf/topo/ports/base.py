@@ -184,6 +184,17 @@ class PortKind:
             topo.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
         return p
 
+    def socket_ports(self, topo: Any, n: int, stem: str, mtu: int) -> list[HostPort]:
+        """``n`` ports of a socket-based kind (vhost, memif): MACs from the tag, one socket each,
+        ``<stem><index>``."""
+        new = []
+        for k in range(n):
+            i = len(topo.ports) + k
+            tg_mac, dut_mac = self.macs(topo.run.tag, i)
+            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
+                                socket=self.socket_path(topo, f"{stem}{i}")))
+        return self._append(topo, new)
+
     def _append(self, topo: Any, ports: Sequence[HostPort]) -> list[HostPort]:
         for p in ports:
             p.port_kind = self

@@ -37,13 +37,7 @@ class Memif(PortKind):
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
-        new = []
-        for k in range(n):
-            i = len(topo.ports) + k
-            tg_mac, dut_mac = self.macs(topo.run.tag, i)
-            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
-                                socket=self.socket_path(topo, f"memif{i}")))
-        return self._append(topo, new)
+        return self.socket_ports(topo, n, "memif", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         return PortRef(f"tg{port.index}", kind="memif", socket=port.socket, mtu=port.mtu,

@@ -35,13 +35,7 @@ class Vhost(PortKind):
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
-        new = []
-        for k in range(n):
-            i = len(topo.ports) + k
-            tg_mac, dut_mac = self.macs(topo.run.tag, i)
-            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
-                                socket=self.socket_path(topo, f"vhu{i}")))
-        return self._append(topo, new)
+        return self.socket_ports(topo, n, "vhu", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         # the frontend, vhost-user server; 1024-entry virtqueues (DPDK's default is 256)
