@@ -43,10 +43,6 @@ def _spec(kind: str, port_kind: str, **kw) -> TopologySpec:
     return TopologySpec(kind=kind, port_kind=port_kind, ovs={"socket_mem_mb": 512}, **kw)
 
 
-def _delta(before: dict, after: dict, port: str, key: str) -> int:
-    return after["ports"][port][key] - before["ports"][port][key]
-
-
 def _check_generator_ends(topo, port_kind: str) -> list:
     """tgen opened the kind's device on a socket of the run (named with the tag)."""
     vdev = {"vhost": "net_virtio_user", "memif": "net_memif"}[port_kind]
@@ -71,19 +67,21 @@ def test_counts_match_on_virtual_ports(run_ctx, kind, port_kind) -> None:
         m = topo.measurer()
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=1, bidirectional=True,
                                      drain_s=0.3, learning=False))
-        before = topo.dut_counters()
+        # a discarded warm-up first, as the throughput search does: the first trial after the
+        # topology comes up can lose a frame to vhost start-up and flow set-up (CI saw 1999/2000)
+        m.measure(0.2, 2000)
         res = m.measure(0.5, 2000)
-        after = res.dut_counters
+        after = res.dut_counters          # this trial's deltas (not since the topology came up)
         assert res.valid, res.invalid_reasons
         assert res.sent == 2000 and res.received == 2000       # both directions, no loss
         for i in (0, 1):
             st = res.tg_counters[f"port{i}"]["stats"]
             assert st["opackets"] == st["ipackets"] == 1000
             # what tgen sent on port i the DUT received on phy i, and back
-            assert _delta(before, after, f"phy{i}", "rx_packets") == st["opackets"]
-            assert _delta(before, after, f"phy{i}", "tx_packets") == st["ipackets"]
+            assert after["ports"][f"phy{i}"]["rx_packets"] == st["opackets"]
+            assert after["ports"][f"phy{i}"]["tx_packets"] == st["ipackets"]
         for name, vnf in after.get("vnfs", {}).items():
-            fwd = vnf["total"]["tx_packets"] - before["vnfs"][name]["total"]["tx_packets"]
+            fwd = vnf["total"]["tx_packets"]
             assert fwd == 2000, (name, fwd)
         if kind != "p2p":
             # OVS's own ports: dpdkvhostuserclient on the generator's sockets (vhost), a dpdk
@@ -102,17 +100,17 @@ def test_vxlan_on_vhost(run_ctx) -> None:
         m = topo.measurer()
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=1, bidirectional=False,
                                      vxlan=True, drain_s=0.3, learning=False))
-        before = topo.dut_counters()
+        m.measure(0.2, 1000)              # discarded warm-up (start-up and flow set-up)
         res = m.measure(0.5, 1000)
-        after = res.dut_counters
+        after = res.dut_counters          # this trial's deltas
         assert res.valid and res.sent == 500 and res.received == 500
         tx0, rx1 = res.tg_counters["port0"]["stats"], res.tg_counters["port1"]["stats"]
-        assert _delta(before, after, "phy0", "rx_packets") == tx0["opackets"] == 500
-        assert _delta(before, after, "phy1", "tx_packets") == rx1["ipackets"] == 500
+        assert after["ports"]["phy0"]["rx_packets"] == tx0["opackets"] == 500
+        assert after["ports"]["phy1"]["tx_packets"] == rx1["ipackets"] == 500
         # decapsulated by OVS: the VNF sees 500 inner frames of 60 B (64 B less the FCS)
-        vb, va = before["vnfs"]["vnf0"], after["vnfs"]["vnf0"]
-        assert _delta(vb, va, "vnf0-vhu0", "rx_packets") == 500
-        assert _delta(vb, va, "vnf0-vhu0", "rx_bytes") == 500 * 60
+        va = after["vnfs"]["vnf0"]
+        assert va["ports"]["vnf0-vhu0"]["rx_packets"] == 500
+        assert va["ports"]["vnf0-vhu0"]["rx_bytes"] == 500 * 60
         assert rx1["ibytes"] == 500 * 110                  # re-encapsulated (60 B + 50 B)
     assert not any(s.exists() for s in socks)
 
@@ -126,17 +124,17 @@ def test_jumbo_frames_on_vhost(run_ctx, kind) -> None:
         m = topo.measurer()
         m.set_profile(TrafficProfile(frame_size_b=9000, flows_per_port=1, bidirectional=True,
                                      drain_s=0.3, learning=False))
-        before = topo.dut_counters()
+        m.measure(0.2, 400)               # discarded warm-up (start-up and flow set-up)
         res = m.measure(0.5, 400)
-        after = res.dut_counters
+        after = res.dut_counters          # this trial's deltas
         assert res.valid, res.invalid_reasons
         assert res.sent == 400 and res.received == 400
         for i in (0, 1):
             st = res.tg_counters[f"port{i}"]["stats"]
             assert st["ibytes"] == st["obytes"] == 200 * 8996      # 9000 B less the FCS
-            assert _delta(before, after, f"phy{i}", "rx_packets") == 200
-            assert _delta(before, after, f"phy{i}", "rx_bytes") == 200 * 8996
-            assert _delta(before, after, f"phy{i}", "tx_packets") == 200
+            assert after["ports"][f"phy{i}"]["rx_packets"] == 200
+            assert after["ports"][f"phy{i}"]["rx_bytes"] == 200 * 8996
+            assert after["ports"][f"phy{i}"]["tx_packets"] == 200
         if kind == "pvp":
             vnf = after["vnfs"]["vnf0"]["total"]
-            assert vnf["tx_packets"] - before["vnfs"]["vnf0"]["total"]["tx_packets"] == 400
+            assert vnf["tx_packets"] == 400
