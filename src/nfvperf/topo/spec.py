@@ -83,6 +83,14 @@ def port_kind_refusal(kind: str, dut: str, port_kind: str) -> Optional[str]:
             f"{_one_of(ok)}")
 
 
+def _require_one_of(v: str, names: list[str]) -> None:
+    """A registry-backed field: refuse a value that no module registered, naming the allowed ones
+    (the same error shape as a Literal's)."""
+    if v not in names:
+        raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                  {"expected": _one_of(names)})
+
+
 class TopologyBase(_Strict):
     """The fields every topology has; :class:`TopologySpec` adds the adapters' sections."""
 
@@ -100,19 +108,13 @@ class TopologyBase(_Strict):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, v: str) -> str:
-        kinds = kind_names()
-        if v not in kinds:
-            raise PydanticCustomError("literal_error", "Input should be {expected}",
-                                      {"expected": _one_of(kinds)})
+        _require_one_of(v, kind_names())
         return v
 
     @field_validator("dut")
     @classmethod
     def _known_dut(cls, v: str, info: ValidationInfo) -> str:
-        duts = dut_names()
-        if v not in duts:
-            raise PydanticCustomError("literal_error", "Input should be {expected}",
-                                      {"expected": _one_of(duts)})
+        _require_one_of(v, dut_names())
         kind = info.data.get("kind")
         if kind is not None:
             ok = allowed_duts(kind)
@@ -126,10 +128,7 @@ class TopologyBase(_Strict):
     @field_validator("port_kind")
     @classmethod
     def _usable_port_kind(cls, v: str, info: ValidationInfo) -> str:
-        kinds = port_kind_names()
-        if v not in kinds:
-            raise PydanticCustomError("literal_error", "Input should be {expected}",
-                                      {"expected": _one_of(kinds)})
+        _require_one_of(v, port_kind_names())
         kind, dut = info.data.get("kind"), info.data.get("dut")
         if kind is not None and dut is not None:
             refusal = port_kind_refusal(kind, dut, v)
