@@ -297,6 +297,8 @@ class TestConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     params_by_size: dict[int, Any] = field(default_factory=dict)   # ``per_size:`` overrides, validated
     repeat: int = 1                   # repetitions of the search (rate methods); result = median
+    # a unit of a study (issue 9): {"name": study, "axes": {axis: value}, "baseline": bool}
+    study: Optional[dict[str, Any]] = None
 
     def params_for(self, size: Optional[int]) -> Any:
         return self.params_by_size.get(size, self.params) if size is not None else self.params

@@ -591,7 +591,7 @@ class RunLoop:
         ndir = directions(test.traffic, topo_spec.ports)
         trow = self.store.start_test(self.run.id, name=test.name, method=test.method, frame_size_b=size,
                                      params=test.params_dict(size), traffic=profile,
-                                     topology=dict(topo_row, directions=ndir))
+                                     topology=dict(topo_row, directions=ndir), study=test.study)
         self.current_test = trow.id
         rec = Recorder(self.store, trow.id, self.interrupts, self.progress, label)
         t0 = time.monotonic()

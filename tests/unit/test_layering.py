@@ -10,7 +10,8 @@ higher one, not even lazily inside a function.  The layers, lowest first:
     report, vm                  tables/plots from stored runs (titles from methods and adapters);
                                 the QEMU VNF (a DUT-shaped adapter)
     topo                        topologies built from host ports, DUTs, VNFs and the generator
-    config                      the suite schema (uses topo's spec and methods' registry)
+    config, testbed             the suite schema (uses topo's spec and methods' registry); the testbed
+                                file (hosts, SSH, NICs, cabling) and what is built on it
     runner                      runs a suite
     cli, __main__               the command line
 """
@@ -28,7 +29,7 @@ LAYER = {
     "dut": 3, "methods": 3,
     "report": 4, "vm": 4,
     "topo": 5,
-    "config": 6,
+    "config": 6, "testbed": 6,
     "runner": 7,
     "cli": 8, "__main__": 9,
 }

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from nfvperf.store import Result, Run, Store, Test, Trial, resolve_url
+from nfvperf.store.models import SCHEMA_VERSION
 from nfvperf.store.db import CSV_COLUMNS, RunNotFound, run_to_csv_rows, run_to_dict
 from nfvperf.trial import LatencySummary, StreamResult, TrialResult
 
@@ -99,7 +100,7 @@ def test_trial_committed_at_once(store: Store) -> None:
 def test_json_export_round_trip(store: Store, tmp_path) -> None:
     rid = _fill(store)
     exported = json.loads(json.dumps(run_to_dict(store.load_run(rid))))
-    assert exported["schema"] == "nfvperf-run" and exported["schema_version"] == 1
+    assert exported["schema"] == "nfvperf-run" and exported["schema_version"] == SCHEMA_VERSION == 2
     other = Store("sqlite:///" + str(tmp_path / "other.db"))
     try:
         nid = other.import_dict(exported)
@@ -157,3 +158,31 @@ def test_full_run_and_report_on_the_store(store: Store, tmp_path) -> None:
     assert len(a.tests) == 4 and all(t.trials for t in a.tests)
     assert any(t.key == "throughput" and len(t.rows) == 2 for t in build(a).tables)
     assert not compare_runs(a, b).flagged
+
+
+def test_schema1_store_gains_new_columns(tmp_path) -> None:
+    """A store created before tests.study / runs.testbed existed is extended in place and the
+    new fields round-trip through export/import."""
+    import sqlite3
+    db = tmp_path / "old.db"
+    Store(f"sqlite:///{db}").close()
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE tests DROP COLUMN study")
+    con.execute("DROP INDEX IF EXISTS ix_runs_testbed")
+    con.execute("ALTER TABLE runs DROP COLUMN testbed")
+    con.commit()
+    con.close()
+    st = Store(f"sqlite:///{db}")
+    run = st.create_run(suite="s", suite_path=None, topology="p2p", dut="testpmd", tg="sim",
+                        profile="quick", config={})
+    st.update_run(run.id, testbed="lab1")
+    study = {"name": "cores", "axes": {"pmd_cores": 2}, "baseline": False}
+    st.start_test(run.id, name="t", method="throughput", frame_size_b=64, params={}, traffic={},
+                  study=study)
+    d = st.run_to_dict(run.id)
+    assert d["run"]["testbed"] == "lab1"
+    assert d["tests"][0]["study"] == study
+    rid = st.import_dict(d, new_uid=True)
+    again = st.load_run(rid)
+    assert again.testbed == "lab1" and again.tests[0].study == study
+    st.close()

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union, cast
 
-from sqlalchemy import create_engine, event, func, select, update
+from sqlalchemy import create_engine, event, func, inspect, select, text, update
 from sqlalchemy.engine import CursorResult, Engine, make_url
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
@@ -88,6 +88,7 @@ class Store:
                 cur.close()
         if create:
             Base.metadata.create_all(self.engine)
+            add_missing_columns(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
@@ -122,14 +123,16 @@ class Store:
         self.update_run(run_id, status=status, reason=reason, headline=headline, finished_at=utcnow())
 
     def start_test(self, run_id: int, *, name: str, method: str, frame_size_b: Optional[int],
-                   params: dict, traffic: Any, topology: Optional[dict] = None) -> Test:
+                   params: dict, traffic: Any, topology: Optional[dict] = None,
+                   study: Optional[dict] = None) -> Test:
         """``traffic``: the unit's TrafficProfile (stored as its ``to_dict()``) or that dict;
         ``topology``: kind, ports, switching_operations, directions and the ``overrides`` of the
-        suite's topology (the spec itself is in the run's config)."""
+        suite's topology (the spec itself is in the run's config); ``study``: the unit's study
+        name, axis values and whether it is the baseline (see :class:`Test`)."""
         with self.session() as s:
             t = Test(run_id=run_id, name=name, method=method, frame_size_b=frame_size_b,
                      status="running", params=jsonable(params), traffic=jsonable(traffic),
-                     topology=jsonable(topology or {}))
+                     topology=jsonable(topology or {}), study=jsonable(study) if study else None)
             s.add(t)
             s.commit()
             return t
@@ -257,7 +260,8 @@ class Store:
                       reason=r.get("reason"), started_at=_parse_dt(r.get("started_at")) or utcnow(),
                       finished_at=_parse_dt(r.get("finished_at")), run_dir=r.get("run_dir"),
                       config=r.get("config") or {}, environment=r.get("environment") or {},
-                      headline=r.get("headline"), schema_version=data.get("schema_version", SCHEMA_VERSION))
+                      headline=r.get("headline"), testbed=r.get("testbed"),
+                      schema_version=data.get("schema_version", SCHEMA_VERSION))
             s.add(run)
             s.flush()
             for t in data.get("tests", []):
@@ -265,7 +269,8 @@ class Store:
                             frame_size_b=t.get("frame_size_b"), status=t.get("status", "passed"),
                             reason=t.get("reason"), started_at=_parse_dt(t.get("started_at")) or utcnow(),
                             finished_at=_parse_dt(t.get("finished_at")), params=t.get("params") or {},
-                            traffic=t.get("traffic") or {}, topology=t.get("topology") or {})
+                            traffic=t.get("traffic") or {}, topology=t.get("topology") or {},
+                            study=t.get("study"))
                 s.add(test)
                 s.flush()
                 for tr in t.get("trials", []):
@@ -278,6 +283,19 @@ class Store:
                                  data=res.get("data") or {}))
             s.commit()
             return run.id
+
+
+def add_missing_columns(engine: Engine) -> None:
+    """Columns added to the models after a store was created (schema 1 -> 2: ``tests.study``,
+    ``runs.testbed``) are added in place, nullable, so an older store keeps working."""
+    insp = inspect(engine)
+    with engine.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have and col.nullable:
+                    ctype = col.type.compile(dialect=engine.dialect)
+                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {col.name} {ctype}'))
 
 
 def _parse_dt(v: Any) -> Optional[dt.datetime]:
@@ -293,7 +311,7 @@ def _iso(v: Optional[dt.datetime]) -> Optional[str]:
 
 
 RUN_FIELDS = ("id", "uid", "tag", "suite", "suite_path", "topology", "dut", "tg", "profile", "status",
-              "reason", "run_dir", "headline")
+              "reason", "run_dir", "headline", "testbed")
 TEST_FIELDS = ("id", "name", "method", "frame_size_b", "status", "reason")
 TRIAL_FIELDS = ("seq", "duration_s", "load_pps", "sent", "received", "loss_ratio", "valid")
 
@@ -351,7 +369,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
     for t in run.tests:
         td = {k: getattr(t, k) for k in TEST_FIELDS}
         td.update(started_at=_iso(t.started_at), finished_at=_iso(t.finished_at), params=t.params or {},
-                  traffic=t.traffic or {}, topology=t.topology or {})
+                  traffic=t.traffic or {}, topology=t.topology or {}, study=t.study)
         td["trials"] = [dict({k: getattr(tr, k) for k in TRIAL_FIELDS}, at=_iso(tr.at),
                              context=tr.context or {}, detail=tr.detail or {}) for tr in t.trials]
         td["results"] = [{"kind": r.kind, "value_pps": r.value_pps, "data": r.data or {}} for r in t.results]

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: tests.study, runs.testbed (added in place to older stores)
 
 
 def utcnow() -> dt.datetime:
@@ -39,6 +39,8 @@ class Run(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     environment: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     headline: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    # name of the testbed the run ran on (None: the local host); hosts and roles in environment
+    testbed: Mapped[Optional[str]] = mapped_column(String(120), nullable=True, index=True)
     schema_version: Mapped[int] = mapped_column(Integer, default=SCHEMA_VERSION)
 
     tests: Mapped[list["Test"]] = relationship(back_populates="run", cascade="all, delete-orphan",
@@ -65,6 +67,8 @@ class Test(Base):
     traffic: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)   # TrafficProfile.to_dict()
     # TopologySpec dump + switching_operations + directions (transmitting interfaces)
     topology: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # a unit of a study: {"name": study, "axes": {axis: value}, "baseline": bool}; None otherwise
+    study: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="tests")
     trials: Mapped[list["Trial"]] = relationship(back_populates="test", cascade="all, delete-orphan",

@@ -1,0 +1,216 @@
+"""The testbed file (issue 10): the hosts of a lab, how to reach them, their NICs and the cabling.
+
+A suite runs on a testbed with ``nfvperf run suite.yaml --testbed lab1.yaml``; without one it runs
+on the local host.  The file is validated like a suite: every problem is reported with its path
+(``hosts.dut1.ssh.host_key: ...``) and the fix.
+
+    name: lab1
+    hosts:
+      tester1:
+        role: tester
+        ssh: {address: 192.0.2.10, user: root, key: ~/.ssh/nfvperf_ed25519,
+              host_key: "ssh-ed25519 AAAAC3Nza..."}
+        nics:
+          - {name: p0, pci: "0000:05:00.0", numa: 0, speed: 10G}
+      dut1:
+        role: dut
+        ssh: {address: 192.0.2.11, user: root, key: ~/.ssh/nfvperf_ed25519,
+              known_hosts: ~/.ssh/known_hosts}
+        nics:
+          - {name: p0, pci: "0000:05:00.0", numa: 0, speed: 10G}
+        cpu: {isolated: "2-15", numa_nodes: 2}
+    links:
+      - {tester: tester1.p0, dut: dut1.p0}
+
+A host without ``ssh:`` (or with ``local: true``) is the controller's own machine.  Host keys are
+never learnt: every SSH host names its key (``host_key``) or a known_hosts file that holds it.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from nfvperf.validation import format_validation_error
+
+ROLES = ("tester", "dut", "vnf")
+_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,39}$"
+_PCI = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+              "ecdsa-sha2-nistp521")
+
+
+class TestbedError(ValueError):
+    """A testbed file that cannot be used; ``problems`` holds one message per problem."""
+
+    __test__ = False
+
+    def __init__(self, problems: list[str], source: Optional[str] = None):
+        self.problems = problems
+        self.source = source
+        head = f"{source}: " if source else ""
+        super().__init__(head + f"{len(problems)} problem(s) in the testbed:\n  " + "\n  ".join(problems))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SshSpec(_Strict):
+    address: str = Field(..., min_length=1, description="IP address or DNS name the controller connects to")
+    port: int = Field(22, ge=1, le=65535)
+    user: str = Field("root", min_length=1)
+    key: Optional[str] = Field(None, description="private key file (never stored in results)")
+    host_key: Optional[str] = Field(None, description="the host's public key, 'ssh-ed25519 AAAA...'")
+    known_hosts: Optional[str] = Field(None, description="a known_hosts file that holds the host's key")
+    connect_timeout_s: float = Field(10.0, gt=0, le=300)
+    keepalive_s: float = Field(2.0, gt=0, le=60, description="keepalive interval; a host silent for "
+                               "3 intervals is lost and the run ends")
+
+    @model_validator(mode="after")
+    def _key_known(self) -> "SshSpec":
+        if not self.host_key and not self.known_hosts:
+            raise ValueError("name the host's key: host_key: 'ssh-ed25519 AAAA...' (ssh-keyscan -t "
+                             "ed25519 <address>, checked out of band) or known_hosts: <file>; "
+                             "unknown host keys are never accepted")
+        if self.host_key and self.host_key.split()[0] not in _KEY_TYPES:
+            raise ValueError(f"host_key: must start with one of {', '.join(_KEY_TYPES)}, "
+                             f"got {self.host_key.split()[0]!r}")
+        return self
+
+    def key_path(self) -> Optional[Path]:
+        return Path(self.key).expanduser() if self.key else None
+
+    def known_hosts_path(self) -> Optional[Path]:
+        return Path(self.known_hosts).expanduser() if self.known_hosts else None
+
+
+class NicSpec(_Strict):
+    name: str = Field(..., pattern=_NAME, description="the port's name in links: (host.name)")
+    pci: Optional[str] = Field(None, description="PCI address 0000:05:00.0 (real NICs)")
+    iface: Optional[str] = Field(None, description="kernel interface (veth, or a NIC before binding)")
+    numa: Optional[int] = Field(None, ge=0, le=63)
+    speed: Union[str, float] = Field("10G", description="link speed, e.g. 10G, 25G, 100G")
+    driver: Optional[str] = Field(None, description="driver to bind for DPDK, e.g. vfio-pci")
+
+    @model_validator(mode="after")
+    def _where(self) -> "NicSpec":
+        if not self.pci and not self.iface:
+            raise ValueError("give pci: (a DPDK port) or iface: (a kernel interface)")
+        if self.pci and not _PCI.match(self.pci):
+            raise ValueError(f"pci: {self.pci!r} is not a PCI address like 0000:05:00.0")
+        return self
+
+
+class CpuHints(_Strict):
+    isolated: Optional[str] = Field(None, description="isolcpus list the host boots with, e.g. 2-15")
+    numa_nodes: Optional[int] = Field(None, ge=1, le=64)
+    housekeeping: Optional[str] = Field(None, description="cores left to the OS, e.g. 0-1")
+
+
+class HostSpec(_Strict):
+    role: Literal["tester", "dut", "vnf"]
+    local: bool = Field(False, description="the controller's own machine (no SSH)")
+    ssh: Optional[SshSpec] = None
+    nics: list[NicSpec] = Field(default_factory=list)
+    cpu: CpuHints = Field(default_factory=CpuHints)
+    hugepages: dict[str, int] = Field(default_factory=dict, description="pages per size to prepare, "
+                                      "e.g. {'1G': 8, '2M': 1024}")
+    work_dir: str = Field("/var/lib/nfvperf", description="where nfvperf keeps files on the host")
+
+    @model_validator(mode="after")
+    def _reach(self) -> "HostSpec":
+        if self.local and self.ssh:
+            raise ValueError("local: true and ssh: exclude each other")
+        if not self.local and not self.ssh:
+            self.local = True
+        names = [n.name for n in self.nics]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"nics: duplicate name(s) {', '.join(dup)}")
+        return self
+
+
+class LinkSpec(_Strict):
+    tester: str = Field(..., description="host.nic on the tester side, e.g. tester1.p0")
+    dut: str = Field(..., description="host.nic on the DUT side, e.g. dut1.p0")
+
+
+class TestbedSpec(_Strict):
+    __test__ = False
+
+    name: str = Field(..., pattern=_NAME)
+    description: str = ""
+    hosts: dict[str, HostSpec] = Field(..., min_length=1)
+    links: list[LinkSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TestbedSpec":
+        problems = []
+        for h in self.hosts:
+            if not re.match(_NAME, h):
+                problems.append(f"hosts.{h}: a host name is a letter then letters, digits, - or _")
+        for i, link in enumerate(self.links):
+            for side in ("tester", "dut"):
+                ref = getattr(link, side)
+                host, _, nic = ref.partition(".")
+                where = f"links.{i}.{side}"
+                if host not in self.hosts:
+                    problems.append(f"{where}: unknown host {host!r} (hosts: {', '.join(self.hosts)})")
+                elif nic not in [n.name for n in self.hosts[host].nics]:
+                    problems.append(f"{where}: host {host} has no nic {nic!r} (give it under "
+                                    f"hosts.{host}.nics)")
+                elif side == "tester" and self.hosts[host].role != "tester":
+                    problems.append(f"{where}: {host} has role {self.hosts[host].role}, not tester")
+        if not any(h.role == "tester" for h in self.hosts.values()):
+            problems.append("hosts: no host has role: tester (the generator runs there)")
+        if not any(h.role == "dut" for h in self.hosts.values()):
+            problems.append("hosts: no host has role: dut (the switch under test runs there)")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def by_role(self, role: str) -> list[tuple[str, HostSpec]]:
+        return [(n, h) for n, h in self.hosts.items() if h.role == role]
+
+    def role_host(self, role: str) -> tuple[str, HostSpec]:
+        """The one host of ``role`` (tester or dut)."""
+        found = self.by_role(role)
+        if len(found) != 1:
+            raise TestbedError([f"hosts: need exactly one host with role: {role}, found {len(found)}"])
+        return found[0]
+
+    def public(self) -> dict[str, Any]:
+        """The testbed as stored with a run: no key file paths, no host keys (issue 10: secrets
+        never appear in results)."""
+        d = self.model_dump(mode="json")
+        for h in d["hosts"].values():
+            if h.get("ssh"):
+                h["ssh"] = {k: h["ssh"][k] for k in ("address", "port", "user")}
+        return d
+
+
+def validate_testbed(data: Any, source: Optional[str] = None) -> TestbedSpec:
+    if not isinstance(data, dict):
+        raise TestbedError([f"(testbed): the file must hold a mapping (name:, hosts:, links:), "
+                            f"got {type(data).__name__}"], source)
+    try:
+        return TestbedSpec.model_validate(data)
+    except ValidationError as e:
+        raise TestbedError(format_validation_error(e, model=TestbedSpec), source) from None
+
+
+def load_testbed(path: Union[str, Path]) -> TestbedSpec:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TestbedError([f"cannot read {p}: {e.strerror}"], str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TestbedError([f"(yaml) {e}; fix the YAML syntax"], str(p)) from None
+    return validate_testbed(data, str(p))
