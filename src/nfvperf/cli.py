@@ -294,14 +294,15 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from nfvperf.report.compare import compare_runs, render
+    from nfvperf.report.compare import compare_many, render
     from nfvperf.report.terminal import console_for
+    refs = [args.a] + list(args.others)
     store = _open_store(args)
     try:
-        a, b = _load(store, args.a), _load(store, args.b)
+        runs = [_load(store, r) for r in refs]
     finally:
         store.close()
-    cmp = compare_runs(a, b, threshold=args.threshold / 100.0)
+    cmp = compare_many(runs, threshold=args.threshold / 100.0)
     render(cmp, console_for())
     return EXIT_OK
 
@@ -521,9 +522,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "self-latency on the harness path (default: the suite's ceiling.latency_net_of_harness)")
     rp.set_defaults(func=cmd_report)
 
-    c = sub.add_parser("compare", parents=[db], help="per-test, per-frame-size deltas between two runs")
-    c.add_argument("a", help="baseline run")
-    c.add_argument("b", help="run to compare with the baseline")
+    c = sub.add_parser("compare", parents=[db], help="two or more runs side by side, matched by configuration; "
+                       "ratios and noise flags against the first")
+    c.add_argument("a", help="baseline run (the ratios are against it)")
+    c.add_argument("others", nargs="+", metavar="run", help="runs to compare with the baseline")
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)

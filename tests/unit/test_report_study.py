@@ -191,3 +191,53 @@ def test_header_of_a_sim_run_without_vm(store) -> None:
 
 
 SUITE_TOPOLOGY_VM = {**SUITE_TOPOLOGY, "kind": "pvp", "vnf": "vm"}
+
+
+# ----------------------------------------------------------------------------- compare, N runs
+
+def _three_runs(store):
+    """#1 and #2 the same numbers under different test names (another suite spelling the same
+    configurations); #3 25 % slower; #1 alone has an extra test; a test whose flows changed is
+    paired by name."""
+    r1, r2, r3 = new_run(store, "a"), new_run(store, "b"), new_run(store, "c")
+    cores_flows_study(store, r1)
+    fps = cores_flows_study(store, r3, scale=0.75)
+    for (cores, flows), v in reversed(list(fps.items())):       # other names, other order
+        masks = {1: "0x4", 2: "0xc", 4: "0x3c"}
+        add_test(store, r2, f"renamed[{cores},{flows}]", "throughput", 64, v,
+                 topology=topo_row(overrides={"ovs": {"pmd_cpu_mask": masks[cores], "pmd_cores": cores}}),
+                 traffic={"flows_per_port": flows},
+                 study={"name": "other", "axes": {"pmd_cores": cores, "flows": flows}, "baseline": False})
+    add_test(store, r1, "only-in-1", "throughput", 128, 1e6, traffic={"flows_per_port": 7})
+    for rid, flows in ((r1, 1), (r2, 1), (r3, 1000)):
+        add_test(store, rid, "plain", "throughput", 512, 2e6, traffic={"flows_per_port": flows})
+    return [store.load_run(r) for r in (r1, r2, r3)]
+
+
+def test_compare_three_runs_matched_by_configuration(store) -> None:
+    from nfvperf.report.compare import compare_many
+    runs = _three_runs(store)
+    cmp = compare_many(runs)
+    grid = [r for r in cmp.rows if r.test.startswith("grid[")]
+    assert len(grid) == 6
+    for r in grid:
+        assert r.values[1] == r.values[0]                      # #2 matched despite its other names
+        assert r.ratios[1] == pytest.approx(1.0) and not r.flagged[1]
+        assert r.ratios[2] == pytest.approx(0.75) and r.flagged[2]
+    assert ("only-in-1 128 B", [2, 3]) in cmp.missing
+    (plain,) = [r for r in cmp.rows if r.test == "plain"]
+    assert "matched by name" in plain.note and "flows_per_port 1 → 1000" in plain.note
+    assert len(cmp.flagged) == 6
+
+
+def test_compare_cli_prints_the_pivot(store, tmp_path, capsys) -> None:
+    from nfvperf.cli import main
+    _three_runs(store)
+    assert main(["compare", "1", "2", "3", "--db", store.url]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "grid[pmd_cores=4,flows=1000]" in ln]
+    assert lines and "1.00×" in lines[0] and "0.75×" in lines[0] and "CHANGED ▼ #3" in lines[0]
+    assert "only in #1: only-in-1 128 B" in out and "6 change(s) above the noise threshold:" in out
+    assert main(["compare", "1", "2", "--db", store.url]) == 0          # two runs: as before
+    two = capsys.readouterr().out
+    assert "0 change(s) above the noise threshold." in two and "#3" not in two
