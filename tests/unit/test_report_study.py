@@ -241,3 +241,56 @@ def test_compare_cli_prints_the_pivot(store, tmp_path, capsys) -> None:
     assert main(["compare", "1", "2", "--db", store.url]) == 0          # two runs: as before
     two = capsys.readouterr().out
     assert "0 change(s) above the noise threshold." in two and "#3" not in two
+
+
+# ----------------------------------------------------------------------------- plots, Markdown
+
+def _rules_study(store) -> int:
+    rid = new_run(store)
+    for rules, v in ((64, 8e6), (1000, 7e6), (65536, 4e6)):
+        for kind in ("p-ovs-p", "pvp"):
+            add_test(store, rid, f"r[rules={rules},kind={kind}]", "throughput", 64, v / (1 if kind == "p-ovs-p" else 2),
+                     study={"name": "rules", "axes": {"rules": rules, "kind": kind},
+                            "baseline": rules == 64 and kind == "p-ovs-p"})
+    return rid
+
+
+def test_study_plot_along_the_axis_log_scale_one_series_per_configuration(store) -> None:
+    from nfvperf.report.plots import study_figure
+    (rep,) = study_reports(resolved_tests(store.load_run(_rules_study(store))))
+    fig = study_figure(rep, rep.pivots[0].metric)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "rules (log scale)"
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert set(lines) == {"kind=p-ovs-p", "kind=pvp"}
+    assert list(lines["kind=pvp"].get_xdata()) == [64, 1000, 65536]
+    assert list(lines["kind=pvp"].get_ydata()) == pytest.approx([4.0, 3.5, 2.0])     # Mfps
+
+
+def test_plot_files_html_and_markdown(store, tmp_path) -> None:
+    from nfvperf.report.markdown import render_markdown
+    from nfvperf.report.plots import write_plot_files
+    run = store.load_run(_rules_study(store))
+    files = write_plot_files(run, tmp_path / "plots")
+    names = sorted(p.name for p in files)
+    assert names == ["study-rules-fps.png", "study-rules-fps.svg", "throughput-vs-frame-size.png",
+                     "throughput-vs-frame-size.svg"]
+    assert (tmp_path / "plots" / "study-rules-fps.svg").read_text().lstrip().startswith("<?xml")
+    assert all(p.stat().st_size > 1000 for p in files)
+    html = render_html(run)
+    assert "Study rules: zero-loss throughput" in html and "study rules: zero-loss throughput, fps per" in html
+    md = render_markdown(run)
+    assert "| rules | kind=p-ovs-p | kind=p-ovs-p × | kind=pvp | kind=pvp × |" in md
+    assert "| 65,536 | 4,000,000 | 0.50× | 2,000,000 | 0.25× |" in md
+    assert "| **VM accelerator** | no VM in this run |" in md
+
+
+def test_report_cli_markdown_and_plots(store, tmp_path, capsys) -> None:
+    from nfvperf.cli import main
+    rid = _rules_study(store)
+    assert main(["report", str(rid), "--db", store.url, "--markdown", "-"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# nfvperf report") and "### study rules: zero-loss throughput" in out
+    assert main(["report", str(rid), "--db", store.url, "-q", "--plots", str(tmp_path / "p")]) == 0
+    assert "plots: 4 files (PNG and SVG) in" in capsys.readouterr().out
+    assert (tmp_path / "p" / "study-rules-fps.svg").exists()
