@@ -87,7 +87,8 @@ class TrafficSpec(_Strict):
     vlan: Optional[int] = Field(_DEFAULT.vlan, ge=1, le=4094)
     ip_version: Literal[4, 6] = _DEFAULT.ip_version
     rate_unit: Literal["pps", "l1_mbps", "l2_mbps", "percent"] = Field(
-        "pps", description="unit of the headline result in history/compare")
+        "pps", description="unit of rates in the run's headline (history), in compare and in a study's first "
+        "pivot (the one with the ratios, and its plot): pps | l1_mbps | l2_mbps | percent (% line rate, L1)")
     latency: bool = _DEFAULT.latency
 
     @field_validator("frame_sizes")

@@ -294,3 +294,19 @@ def test_report_cli_markdown_and_plots(store, tmp_path, capsys) -> None:
     assert main(["report", str(rid), "--db", store.url, "-q", "--plots", str(tmp_path / "p")]) == 0
     assert "plots: 4 files (PNG and SVG) in" in capsys.readouterr().out
     assert (tmp_path / "p" / "study-rules-fps.svg").exists()
+
+
+def test_compare_in_the_suites_rate_unit(store) -> None:
+    """traffic.rate_unit: compare's rate rows in that unit (here % line rate, L1)."""
+    from nfvperf.report.compare import compare_many
+    runs = []
+    for v in (2e6, 3e6):
+        rid = new_run(store)
+        add_test(store, rid, "t", "throughput", 64, v)
+        run = store.load_run(rid)
+        run.config = dict(run.config, traffic={"rate_unit": "percent"})
+        runs.append(run)
+    (row,) = compare_many(runs).rows
+    assert row.metric == "% line rate (L1)"
+    assert row.values == pytest.approx([units.pct_line_rate(2e6, 64, 10e9), units.pct_line_rate(3e6, 64, 10e9)])
+    assert row.ratios[1] == pytest.approx(1.5) and row.flagged[1]
