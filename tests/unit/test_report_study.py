@@ -310,3 +310,19 @@ def test_compare_in_the_suites_rate_unit(store) -> None:
     assert row.metric == "% line rate (L1)"
     assert row.values == pytest.approx([units.pct_line_rate(2e6, 64, 10e9), units.pct_line_rate(3e6, 64, 10e9)])
     assert row.ratios[1] == pytest.approx(1.5) and row.flagged[1]
+
+
+def test_compare_pairs_a_study_unit_with_the_plain_test_of_its_configuration(store) -> None:
+    from nfvperf.report.compare import compare_many
+    r1, r2 = new_run(store), new_run(store)
+    ov = {"ovs": {"pmd_cores": 2}}
+    for cores in (1, 2):
+        add_test(store, r1, f"x[pmd_cores={cores}]", "throughput", 64, 1e6 * cores,
+                 topology=topo_row(overrides={"ovs": {"pmd_cores": cores}}),
+                 study={"name": "x", "axes": {"pmd_cores": cores}, "baseline": cores == 1})
+    add_test(store, r2, "x-2core", "throughput", 64, 2.2e6, topology=topo_row(overrides=ov))
+    cmp = compare_many([store.load_run(r1), store.load_run(r2)])
+    (paired,) = [r for r in cmp.rows if r.values[1] is not None]
+    assert paired.test == "x[pmd_cores=2]" and paired.ratios[1] == pytest.approx(1.1)
+    assert paired.note.startswith("matched by configuration without the study axes")
+    assert ("x[pmd_cores=1] 64 B", [2]) in cmp.missing

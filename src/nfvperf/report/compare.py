@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from nfvperf.report.configuration import config_key, differences
+from nfvperf.report.configuration import config_key, config_key_without_axes, differences
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
                                     method_metric, num, rates, repeat_of, resolved_tests, walk)
 from nfvperf.report.study import ratio_text
@@ -142,8 +142,10 @@ def match_tests(runs: list[Any]) -> list[tuple[list[Optional[Any]], str]]:
     """Tests matched across runs: one entry per configuration (method, frame size, topology
     kind/DUT/port kind/overrides, traffic, study axes; report.configuration.config_key), each a
     list with one test (or None) per run, and a note.  A configuration that occurs more than once
-    in a run is split by test name; tests left unmatched are then paired by test name, method and
-    frame size, with the configuration differences as the note."""
+    in a run is split by test name.  Tests left unmatched are then paired, when that is
+    unambiguous, by the configuration without the study axes (a study unit and a plain test entry
+    with the same overrides), then by test name, method and frame size; the note says so and
+    lists the configuration differences."""
     keyed = [_index(r) for r in runs]
     rows: list[tuple[list[Optional[Any]], str]] = []
     for key in dict.fromkeys(k for idx in keyed for k in idx):
@@ -153,26 +155,34 @@ def match_tests(runs: list[Any]) -> list[tuple[list[Optional[Any]], str]]:
             continue
         for name in dict.fromkeys(t.name for ts in lists for t in ts):
             rows.append(([next((t for t in ts if t.name == name), None) for ts in lists], ""))
-    merged: list[tuple[list[Optional[Any]], str]] = []
-    for row, note in rows:
-        if None in row:
-            host = next((m for m in merged if None in m[0] and _mergeable(m[0], row)), None)
-            if host is not None:
-                for i, t in enumerate(row):
-                    if t is not None:
-                        host[0][i] = t
-                first = next(t for t in host[0] if t is not None)
-                diffs = [d for t in host[0] if t is not None and t is not first for d in differences(first, t)]
-                merged[merged.index(host)] = (host[0], "matched by name; configuration differs: " +
-                                              "; ".join(dict.fromkeys(diffs)))
-                continue
-        merged.append((list(row), note))
-    return merged
+    rows = _pair_leftovers(rows, config_key_without_axes, "matched by configuration without the study axes")
+    return _pair_leftovers(rows, _ident, "matched by name")
 
 
-def _mergeable(a: list[Optional[Any]], b: list[Optional[Any]]) -> bool:
-    ids = {_ident(t) for t in a + b if t is not None}
-    return len(ids) == 1 and all(x is None or y is None for x, y in zip(a, b))
+def _pair_leftovers(rows: list[tuple[list[Optional[Any]], str]], keyfn: Callable[[Any], Any],
+                    how: str) -> list[tuple[list[Optional[Any]], str]]:
+    """Merge the incomplete rows that share ``keyfn`` when each run has at most one test among
+    them (no ambiguity)."""
+    groups: dict[Any, list[int]] = {}
+    for i, (row, _) in enumerate(rows):
+        keys = {keyfn(t) for t in row if t is not None}
+        if None in row and len(keys) == 1:
+            groups.setdefault(keys.pop(), []).append(i)
+    drop: set[int] = set()
+    out = list(rows)
+    for idxs in groups.values():
+        if len(idxs) < 2:
+            continue
+        cols = [[rows[i][0][c] for i in idxs if rows[i][0][c] is not None] for c in range(len(rows[idxs[0]][0]))]
+        if any(len(c) > 1 for c in cols):
+            continue                                   # ambiguous: leave them apart
+        merged: list[Optional[Any]] = [c[0] if c else None for c in cols]
+        first = next(t for t in merged if t is not None)
+        diffs = [d for t in merged if t is not None and t is not first for d in differences(first, t)]
+        out[idxs[0]] = (merged, how + ("; configuration differs: " + "; ".join(dict.fromkeys(diffs))
+                                       if diffs else ""))
+        drop.update(idxs[1:])
+    return [r for i, r in enumerate(out) if i not in drop]
 
 
 # --------------------------------------------------------------------------- N runs

@@ -98,6 +98,11 @@ def config_key(test: Any) -> str:
                    "axes": axes_of(test)})
 
 
+def config_key_without_axes(test: Any) -> str:
+    return _canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
+                   "topology": topology_signature(test), "traffic": traffic_signature(test)})
+
+
 def differences(a: Any, b: Any) -> list[str]:
     """What differs between two tests' configurations, e.g. ``traffic.flows_per_port 1 → 1000``."""
     out = []
