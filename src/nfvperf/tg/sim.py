@@ -150,7 +150,8 @@ class SimMeasurer(Measurer):
         self.invalid_rate = invalid_rate
         self.router = router
         self.time_scale = time_scale
-        unit = dataclasses.replace(unit or SimUnit(), overrides=dict(model or {}))
+        unit = unit or SimUnit()
+        unit = dataclasses.replace(unit, overrides={**unit.overrides, **(model or {})})
         self.model = SimModel(unit)
 
     @property

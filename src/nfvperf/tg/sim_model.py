@@ -20,7 +20,8 @@ Per-packet work of one frame on one core (ns)::
 
     cores  = 1 + (usable physical cores - 1) * core_efficiency  [* ht_gain with ht]
              (usable: PMD threads bounded by the rx queues they can poll, when rxq_bound)
-    capacity per interface = min(cores * 1e9 / t, VNF's own rate) / directions, <= line rate
+    capacity per interface = min(cores * 1e9 / t, VNF's own rate) / directions,
+                             <= n_rxq * rxq_bps / wire bits, <= line rate
 
 ``ops`` is the topology's switching operations (seed 000 Table 5-1: p-ovs-p 1, pvp 2, pvvp 3).
 Every parameter is a field of :class:`SimModelParams` with a documented default; DUT and topology
@@ -70,6 +71,8 @@ class SimModelParams:
     core_efficiency: float = 0.95     # what each added core adds, as a share of the first one
     ht_gain: float = 1.15             # a core with its sibling thread (seed 000 §7.2.3: +12..19 %)
     rxq_bound: bool = True            # PMD threads beyond the rx queues to poll stay idle
+    rxq_bps: float = 20e9             # L1 bit/s one rx queue carries (seed 003: jumbo frames at 25G
+    #                                   reach line rate only with 2+ rx queues); 0: no limit
     default_cores: int = 1            # when neither pmd_cores nor a mask says
     # --- the VNF of pvp/pvvp (its own core; caps the chain)
     vnf_container_ns: float = 40.0    # testpmd io in a container (virtio-user)
@@ -104,7 +107,7 @@ DUT_PRESETS: dict[str, dict[str, Any]] = {
     "linux-bridge": {"base_ns": 1100.0, "byte_ns": 0.02, "polling": False, "flow_tiers": False,
                      "flow_ns_per_log2": 10.0, "rule_ns_per_log2": 0.0, "lat_op_ns": 20_000.0},
     # testpmd io forwarding: no lookups, no rules (the platform baseline, seed 000 7.1)
-    "testpmd": {"base_ns": 30.0, "flow_tiers": False, "flow_ns_per_log2": 0.5,
+    "testpmd": {"base_ns": 28.0, "flow_tiers": False, "flow_ns_per_log2": 0.5,
                 "rule_ns_per_log2": 0.0, "lat_op_ns": 800.0},
 }
 DUT_ALIASES = {"ovs-kernel": "ovs-system", "ovs": "ovs-system", "ovs-native": "ovs-system"}
@@ -205,7 +208,7 @@ class Capacity:
     threads_used: int
     threads_idle: int
     tiers: dict[str, float]           # share of frames per cache tier
-    bound: str                        # "cores" or "vnf"
+    bound: str                        # "cores", "vnf" or "rx queues"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -304,9 +307,15 @@ class SimModel:
             vnf_total = 1e9 / vnf_ns * max(1, self.unit.ports // 2)   # one chain per port pair
             if vnf_total < total:
                 total, bound = vnf_total, "vnf"
+        pps = total / ndir
+        if self.p.rxq_bps and self.p.polling:
+            wire = size + 20 + (50 if self.vxlan(profile) else 0)
+            per_if = max(1, self.unit.n_rxq) * self.p.rxq_bps / (wire * 8)
+            if per_if < pps:
+                pps, bound = per_if, "rx queues"
         used, idle = self.threads()
         flows = max(1, int(profile.flows_per_port)) * ndir
-        return Capacity(pps=total / ndir, total_pps=total, ns_per_frame=t, cores=cores,
+        return Capacity(pps=pps, total_pps=total, ns_per_frame=t, cores=cores,
                         threads_used=used, threads_idle=idle, tiers=self.tiers(flows), bound=bound)
 
     # --- latency
