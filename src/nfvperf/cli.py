@@ -103,10 +103,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.report and outcome.status != "interrupted":
             from nfvperf.report.terminal import print_report
             print_report(run, net_of_harness=args.latency_net_of_harness or None)
+        html = None
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
-            print(f"HTML report: {p}")
+            html = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
+            print(f"HTML report: {html}")
+        if html is not None or any(t.study for t in run.tests):
+            _write_plots(run, None, html)
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
         return outcome.exit_code
@@ -249,15 +252,40 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         run = _load(store, args.run)
         net = args.latency_net_of_harness or None
-        if not args.quiet:
+        if not args.quiet and args.markdown != "-":
             print_report(run, net_of_harness=net)
+        html = None
+        if args.markdown:
+            from nfvperf.report.markdown import render_markdown
+            text = render_markdown(run, net_of_harness=net)
+            if args.markdown == "-":
+                sys.stdout.write(text)
+            else:
+                Path(args.markdown).write_text(text, encoding="utf-8")
+                print(f"Markdown report: {args.markdown}")
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html), net_of_harness=net)
-            print(f"HTML report: {p}")
+            html = write_html(run, Path(args.html), net_of_harness=net)
+            print(f"HTML report: {html}")
+        if args.plots is not None or html is not None:
+            _write_plots(run, args.plots or None, html)
     finally:
         store.close()
     return EXIT_OK
+
+
+def _write_plots(run: Any, directory: Optional[str], html: Optional[Path]) -> None:
+    """The study plots and throughput vs size as PNG and SVG files (default: the run's
+    ``report/`` directory)."""
+    from nfvperf.report.plots import plots_dir, write_plot_files
+    where = Path(directory) if directory else plots_dir(run, html)
+    try:
+        files = write_plot_files(run, where)
+    except OSError as e:
+        print(f"plots not written to {where}: {e}", file=sys.stderr)
+        return
+    if files:
+        print(f"plots: {len(files)} files (PNG and SVG) in {where}")
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -294,14 +322,15 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from nfvperf.report.compare import compare_runs, render
+    from nfvperf.report.compare import compare_many, render
     from nfvperf.report.terminal import console_for
+    refs = [args.a] + list(args.others)
     store = _open_store(args)
     try:
-        a, b = _load(store, args.a), _load(store, args.b)
+        runs = [_load(store, r) for r in refs]
     finally:
         store.close()
-    cmp = compare_runs(a, b, threshold=args.threshold / 100.0)
+    cmp = compare_many(runs, threshold=args.threshold / 100.0)
     render(cmp, console_for())
     return EXIT_OK
 
@@ -516,14 +545,19 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", parents=[db], help="print a run's report; --html writes the HTML report")
     rp.add_argument("run", help="run id, tag (nfv1a2b3c4d), uid prefix, 'latest' or -N (N-th newest)")
     rp.add_argument("--html", metavar="PATH", help="write the self-contained HTML report to PATH")
-    rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html)")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html/--markdown)")
+    rp.add_argument("--markdown", metavar="PATH", help="write the report as Markdown tables to PATH ('-': stdout)")
+    rp.add_argument("--plots", metavar="DIR", nargs="?", const="",
+                    help="write the study and throughput plots as PNG and SVG to DIR (default: the run's "
+                    "report/ directory; --html writes them too)")
     rp.add_argument("--latency-net-of-harness", action="store_true", help="latency net of the generator's "
                     "self-latency on the harness path (default: the suite's ceiling.latency_net_of_harness)")
     rp.set_defaults(func=cmd_report)
 
-    c = sub.add_parser("compare", parents=[db], help="per-test, per-frame-size deltas between two runs")
-    c.add_argument("a", help="baseline run")
-    c.add_argument("b", help="run to compare with the baseline")
+    c = sub.add_parser("compare", parents=[db], help="two or more runs side by side, matched by configuration; "
+                       "ratios and noise flags against the first")
+    c.add_argument("a", help="baseline run (the ratios are against it)")
+    c.add_argument("others", nargs="+", metavar="run", help="runs to compare with the baseline")
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)
