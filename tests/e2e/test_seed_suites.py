@@ -152,3 +152,21 @@ def test_more_rules_forward_less(store) -> None:
     few = _pps(rows, "rules-p-ovs-p", 64, rules="64")
     many = _pps(rows, "rules-p-ovs-p", 64, rules="1000000")
     assert many < few, f"1M rules {many:,.0f} fps vs 64 rules {few:,.0f}"
+
+
+def test_two_rx_queues_beat_one_at_jumbo_sizes(store) -> None:
+    """Seed 003 Table 1: one RX queue converges below line rate at 4096..9000 B, two reach it."""
+    rows = _rows(store["db"], store["runs"]["seed003-jumbo-zpl.yaml"])
+    for size in (4096, 8192, 9000):
+        one = _pps(rows, "rxq", size, rx_queues="1")
+        two = _pps(rows, "rxq", size, rx_queues="2")
+        assert two > one, f"{size} B: 2 RX queues {two:,.0f} fps vs 1 queue {one:,.0f}"
+
+
+def test_vxlan_costs_throughput(store) -> None:
+    """Seed 000 Fig 7-22: VXLAN encapsulation lowers the 64 B rate against plain PHY-VM-PHY."""
+    rows = _rows(store["db"], store["runs"]["seed000-intel-onp.yaml"])
+    for cores in (1, 2):
+        plain = _pps(rows, "vxlan-overhead", 64, pmd_cores=cores, vxlan=False)
+        vx = _pps(rows, "vxlan-overhead", 64, pmd_cores=cores, vxlan=True)
+        assert vx < plain, f"{cores} cores: VXLAN {vx:,.0f} fps vs plain {plain:,.0f}"
