@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
-from nfvperf.host.cpu import cpu_mask
+from nfvperf.host.cpu import CoreRequest, cpu_mask
 from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, Process
@@ -72,13 +72,27 @@ OVSDB_SERVER = Binary("ovsdb-server", "openvswitch-switch")
 
 # the suite's ``topology.ovs:`` section
 class OvsSpec(AdapterOptions):
-    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2'")
+    alternatives = (("pmd_cores", "pmd_cpu_mask"), ("socket_mem", "socket_mem_mb"))
+
+    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2' "
+                                        "(or give pmd_cores)")
+    pmd_cores: Optional[int] = Field(
+        None, ge=1, le=512, description="PMD cores as a count of physical cores (seed 000: 1, 2, "
+        "4); resolved to pmd-cpu-mask from the host's thread siblings when the topology is built, "
+        "avoiding the housekeeping core 0 where the host has others")
+    ht: bool = Field(False, description="with pmd_cores: a PMD on both hyper-threads of each "
+                     "core (pmd_cores: 2, ht: true = 4 PMD threads, seed 000's '2 cores and 4 "
+                     "threads'); the host must have hyper-threading")
     n_rxq: int = Field(1, ge=1, le=64)
     n_rxq_desc: int = Field(1024, ge=64, le=8192)
     n_txq_desc: int = Field(1024, ge=64, le=8192)
     emc_insert_inv_prob: Optional[int] = Field(None, ge=0, le=4294967295)
     smc_enable: bool = False
-    socket_mem_mb: int = Field(1024, ge=256)
+    socket_mem_mb: int = Field(1024, ge=256, description="DPDK socket memory (MB) on one "
+                               "NUMA socket (or give socket_mem per socket)")
+    socket_mem: Optional[list[int]] = Field(
+        None, description="DPDK socket memory (MB) per NUMA socket, other_config:dpdk-socket-mem "
+        "as a list or a string: '11264,1024' (seed 003) = 11264 MB on socket 0, 1024 on socket 1")
     rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
     pmd_maxsleep_us: Optional[int] = Field(
         None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
@@ -90,6 +104,61 @@ class OvsSpec(AdapterOptions):
     existing_ctl: Optional[str] = Field(
         None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
         "next to existing_db)")
+
+
+    @field_validator("socket_mem", mode="before")
+    @classmethod
+    def _socket_mem_list(cls, v: Any) -> Any:
+        """'11264,1024' (the ovs-vsctl form) or 11264 -> [11264, 1024] / [11264]."""
+        if isinstance(v, int):
+            return [v]
+        if isinstance(v, str):
+            try:
+                return [int(x) for x in v.replace(" ", "").split(",") if x != ""]
+            except ValueError:
+                raise ValueError(f"socket_mem {v!r}: MB per NUMA socket, comma-separated, e.g. "
+                                 f"'11264,1024'") from None
+        return v
+
+    @field_validator("socket_mem")
+    @classmethod
+    def _socket_mem_sane(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None:
+            if not v or any(x < 0 for x in v) or not any(v):
+                raise ValueError(f"socket_mem {v}: MB per NUMA socket, at least one > 0 "
+                                 f"(e.g. [1024] or '11264,1024')")
+        return v
+
+    @model_validator(mode="after")
+    def _one_way_each(self) -> "OvsSpec":
+        if self.pmd_cores is not None and self.pmd_cpu_mask:
+            raise ValueError(f"give pmd_cores ({self.pmd_cores}) or pmd_cpu_mask "
+                             f"({self.pmd_cpu_mask}), not both")
+        if self.ht and self.pmd_cores is None:
+            raise ValueError("ht: true applies to pmd_cores (both hyper-threads of each core); "
+                             "give pmd_cores, or put the sibling CPUs in pmd_cpu_mask")
+        if self.socket_mem is not None and \
+                self.socket_mem_mb != type(self).model_fields["socket_mem_mb"].default:
+            raise ValueError(f"give socket_mem ({self.socket_mem}, per NUMA socket) or "
+                             f"socket_mem_mb ({self.socket_mem_mb}), not both")
+        return self
+
+    def socket_mem_list(self) -> list[int]:
+        """MB per NUMA socket (socket_mem, else [socket_mem_mb])."""
+        return list(self.socket_mem) if self.socket_mem is not None else [self.socket_mem_mb]
+
+    def dpdk_socket_mem(self) -> str:
+        """other_config:dpdk-socket-mem, e.g. '11264,1024'."""
+        return ",".join(str(x) for x in self.socket_mem_list())
+
+    def pmd_threads(self) -> Optional[int]:
+        """PMD threads the options ask for, without the host: pmd_cores × (2 with ht), or the
+        bits of pmd_cpu_mask (None when neither is given: the CPU plan decides)."""
+        if self.pmd_cores is not None:
+            return self.pmd_cores * (2 if self.ht else 1)
+        if self.pmd_cpu_mask:
+            return bin(int(self.pmd_cpu_mask, 16)).count("1")
+        return None
 
 
 def _find_vswitchd() -> str:
@@ -122,13 +191,26 @@ class OvsDpdk(DutAdapter):
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
         ovs = cls.options(spec)
-        return int(ovs.socket_mem_mb if ovs is not None else OvsSpec().socket_mem_mb)
+        return int(sum((ovs if ovs is not None else OvsSpec()).socket_mem_list()))
+
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        ovs = cls.options(spec)
+        if ovs is None or getattr(ovs, "pmd_cores", None) is None:
+            return None
+        return CoreRequest("topology.ovs.pmd_cores", int(ovs.pmd_cores), bool(ovs.ht))
 
     @classmethod
     def describe_options(cls, section: dict[str, Any]) -> list[str]:
         bits = []
         if section.get("pmd_cpu_mask"):
             bits.append(f"pmd-cpu-mask {section['pmd_cpu_mask']}")
+        if section.get("pmd_cores"):
+            n = int(section["pmd_cores"])
+            bits.append(f"{n} PMD core{'s' if n != 1 else ''}" +
+                        (f" ({2 * n} threads, HT)" if section.get("ht") else ""))
+        if section.get("socket_mem"):
+            bits.append("socket-mem " + ",".join(str(x) for x in section["socket_mem"]))
         if section.get("n_rxq", 1) != 1:
             bits.append(f"{section['n_rxq']} rxq")
         if section.get("rules"):
@@ -153,6 +235,9 @@ class OvsDpdk(DutAdapter):
         self.pmd_cpu_mask = (getattr(spec, "pmd_cpu_mask", None) if spec is not None else None) or \
             (cpu_mask(self.cpus) if self.cpus else None)
         self.socket_mem_mb = socket_mem_mb or (getattr(spec, "socket_mem_mb", None) if spec else None) or 512
+        #: other_config:dpdk-socket-mem (and -limit): MB per NUMA socket, e.g. '11264,1024'
+        self.socket_mem = str(socket_mem_mb) if socket_mem_mb else \
+            (spec.dpdk_socket_mem() if hasattr(spec, "dpdk_socket_mem") else str(self.socket_mem_mb))
         self.vswitchd_bin = vswitchd
         self.start_timeout_s = start_timeout_s
         self.file_prefix = run.file_prefix("ovs")
@@ -262,8 +347,8 @@ class OvsDpdk(DutAdapter):
             eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
             cfg = {
                 "dpdk-init": "true",
-                "dpdk-socket-mem": str(self.socket_mem_mb),
-                "dpdk-socket-limit": str(self.socket_mem_mb),
+                "dpdk-socket-mem": self.socket_mem,
+                "dpdk-socket-limit": self.socket_mem,
                 "dpdk-extra": eal,
                 "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
                 "pmd-cpu-mask": self._pmd_mask(),
