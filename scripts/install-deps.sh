@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # tests/unit/test_install_deps.py scans the tree and fails when one is missing here.
 APT_PKGS=(dpdk dpdk-dev libdpdk-dev openvswitch-common openvswitch-switch openvswitch-switch-dpdk
           iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
-          ethtool qemu-system-x86 gcc make python3 postgresql)
+          ethtool qemu-system-x86 gcc make python3 postgresql kmod)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

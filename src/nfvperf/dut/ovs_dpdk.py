@@ -26,7 +26,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, ClassVar, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -181,12 +181,14 @@ class OvsDpdk(DutAdapter):
 
     name = "ovs-dpdk"
     switching_operations = 1
+    #: the bridges' datapath: netdev (userspace, DPDK); the kernel datapath is ``ovs-system``
+    datapath_type = "netdev"
     options_key = "ovs"
     options_model = OvsSpec
     binaries = (VSWITCHD, OVSDB_SERVER)
     #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), memif (a
     #: dpdk port on net_memif, role=server; the peer must poll tx_queues() rings), real NICs
-    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -344,46 +346,58 @@ class OvsDpdk(DutAdapter):
         try:
             self._wait_path(self.db_sock, "ovsdb-server")
             self.vsctl("init", wait=False)
-            eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
-            cfg = {
-                "dpdk-init": "true",
-                "dpdk-socket-mem": self.socket_mem,
-                "dpdk-socket-limit": self.socket_mem,
-                "dpdk-extra": eal,
-                "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
-                "pmd-cpu-mask": self._pmd_mask(),
-                "vhost-sock-dir": str(self.dir),
-            }
-            sleep = self.pmd_maxsleep_us()
-            if sleep:
-                cfg["pmd-maxsleep"] = str(sleep)
-            if self.spec is not None:
-                if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
-                    cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
-                if getattr(self.spec, "smc_enable", False):
-                    cfg["smc-enable"] = "true"
-            self.vsctl("set", "Open_vSwitch", ".",
-                       *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
+            cfg = self.other_config()
+            if cfg:
+                self.vsctl("set", "Open_vSwitch", ".",
+                           *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
             self._spawn("ovs-vswitchd", [
                 binary, f"unix:{self.db_sock}", f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
                 f"--unixctl={self.ctl}", f"--log-file={self.dir / 'ovs-vswitchd.log'}",
                 "-vconsole:off"], netns=self.netns)
             self._wait_path(self.ctl, "ovs-vswitchd")
-            deadline = time.monotonic() + self.start_timeout_s
-            while True:
-                self._raise_if_dead()
-                out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
-                if out == "true":
-                    break
-                if time.monotonic() > deadline:
-                    raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
-                                   f"log: {self.log_tail()}")
-                time.sleep(0.2)
+            self._wait_datapath()
         except BaseException:
             self.started = True
             self.stop()
             raise
-        log.info("OVS-DPDK up in %s (netns %s, pmd-cpu-mask %s)", self.dir, self.netns, cfg["pmd-cpu-mask"])
+        log.info("%s up in %s (netns %s, pmd-cpu-mask %s)", self.name, self.dir, self.netns,
+                 cfg.get("pmd-cpu-mask"))
+
+    def other_config(self) -> dict[str, str]:
+        """The Open_vSwitch other_config set before ovs-vswitchd starts: DPDK memory per NUMA
+        socket, EAL options, the PMD and non-PMD CPU masks, EMC/SMC tuning."""
+        eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
+        cfg = {
+            "dpdk-init": "true",
+            "dpdk-socket-mem": self.socket_mem,
+            "dpdk-socket-limit": self.socket_mem,
+            "dpdk-extra": eal,
+            "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
+            "pmd-cpu-mask": self._pmd_mask(),
+            "vhost-sock-dir": str(self.dir),
+        }
+        sleep = self.pmd_maxsleep_us()
+        if sleep:
+            cfg["pmd-maxsleep"] = str(sleep)
+        if self.spec is not None:
+            if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
+                cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
+            if getattr(self.spec, "smc_enable", False):
+                cfg["smc-enable"] = "true"
+        return cfg
+
+    def _wait_datapath(self) -> None:
+        """Wait until DPDK in ovs-vswitchd has initialised (dpdk_initialized)."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            self._raise_if_dead()
+            out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
+            if out == "true":
+                return
+            if time.monotonic() > deadline:
+                raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
+                               f"log: {self.log_tail()}")
+            time.sleep(0.2)
 
     def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path, None] = None,
                rundir: Union[str, Path, None] = None) -> "OvsDpdk":
@@ -514,12 +528,13 @@ class OvsDpdk(DutAdapter):
     # ------------------------------------------------------------------ topology
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None,
                    mtu: Optional[int] = None) -> str:
-        """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says.
+        """A bridge of ``datapath_type`` (netdev: userspace), fail-mode secure: it forwards only what ``program`` says.
         ``mtu``: ``mtu_request`` of its internal port (a tap in OVS's namespace, e.g. a VTEP's)."""
         name = name or f"{self.tag}br{len(self.bridges)}"
         if len(name) > 15:
             raise OvsError(f"bridge name {name!r} longer than 15 characters")
-        args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name, "datapath_type=netdev",
+        args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name,
+                f"datapath_type={self.datapath_type}",
                 "fail_mode=secure", "other_config:disable-in-band=true"]
         if hwaddr:
             args.append(f"other_config:hwaddr={hwaddr}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, Flow, PortRef
 from nfvperf.host import netns as N
@@ -37,7 +37,7 @@ class OvsTopology(Topology):
 
     #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
     n_vnfs = 0
-    duts = ("ovs-dpdk",)
+    duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk",)
     #: ``topology.vnf`` -> (module, class) of the VNF: testpmd in a container or in a QEMU guest
     VNF_CLASSES = {"container": ("nfvperf.dut.testpmd", "TestpmdVnf"),
                    "vm": ("nfvperf.vm.qemu", "VmVnf")}
@@ -176,6 +176,8 @@ class PhyOvsPhy(OvsTopology):
     """PHY-OVS-PHY."""
 
     base_switching_operations = 1
+    #: OVS-DPDK, or OVS on the kernel datapath ("native OvS", seed 000 §7.2.1)
+    duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk", "ovs-system")
 
     def setup(self) -> None:
         dut = self.setup_ovs()
