@@ -230,3 +230,17 @@ def test_calc_pmd_mask_cores(fake_sysfs: Path, capsys: pytest.CaptureFixture[str
     assert "--cores: 9 wanted" in capsys.readouterr().err
     assert main(["calc", "pmd-mask", "--ht", "2,3"]) == 2
     assert main(["calc", "pmd-mask"]) == 2
+
+
+def test_socket_mem_preflight_names_missing_sockets() -> None:
+    from nfvperf.dut.ovs_dpdk import socket_mem_check
+    c = socket_mem_check([11264, 1024], nodes=[0])
+    assert c.status == "fail" and c.required
+    assert c.detail == ("topology.ovs.socket_mem '11264,1024' gives memory to NUMA socket(s) 1, "
+                        "but this host has node(s) 0")
+    assert "socket_mem: '11264,0'" in c.fix
+    assert socket_mem_check([11264, 1024], nodes=[0, 1]).status == "ok"
+    assert socket_mem_check([512, 0], nodes=[0]).status == "ok"
+    names = [ch(("root",)).name for ch in
+             OvsDpdk.preflight_needs(TopologySpec(ovs={"socket_mem": "512,512"})).checks]
+    assert "ovs.socket_mem" in names

@@ -32,9 +32,9 @@ from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
-from nfvperf.host.cpu import CoreRequest, cpu_mask
+from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask
 from nfvperf.host.netns import add_address, set_link
-from nfvperf.host.preflight import Binary
+from nfvperf.host.preflight import Binary, Check, Needs
 from nfvperf.host.proc import LOCAL, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
@@ -161,6 +161,23 @@ class OvsSpec(AdapterOptions):
         return None
 
 
+def socket_mem_check(per_socket: Sequence[int], nodes: Optional[Sequence[int]] = None) -> Check:
+    """Preflight: ``ovs.socket_mem`` gives memory only to NUMA sockets this host has (DPDK
+    refuses to start otherwise)."""
+    nodes = list(nodes) if nodes is not None else CpuTopology.read().nodes()
+    missing = [i for i, mb in enumerate(per_socket) if mb and i not in nodes]
+    given = ",".join(str(x) for x in per_socket)
+    if not missing:
+        return Check("ovs.socket_mem", "ok", f"dpdk-socket-mem={given} on NUMA node(s) "
+                     f"{', '.join(map(str, nodes))}", required=True)
+    fit = ",".join(str(x) if i in nodes else "0" for i, x in enumerate(per_socket))
+    return Check("ovs.socket_mem", "fail",
+                 f"topology.ovs.socket_mem {given!r} gives memory to NUMA socket(s) "
+                 f"{', '.join(map(str, missing))}, but this host has node(s) "
+                 f"{', '.join(map(str, nodes))}",
+                 f"give memory only to the host's sockets, e.g. socket_mem: '{fit}'", required=True)
+
+
 def _find_vswitchd() -> str:
     path = VSWITCHD.find()       # also honours $NFVPERF_OVS_VSWITCHD
     if not path:
@@ -194,6 +211,14 @@ class OvsDpdk(DutAdapter):
     def hugepage_demand_mb(cls, spec: Any) -> int:
         ovs = cls.options(spec)
         return int(sum((ovs if ovs is not None else OvsSpec()).socket_mem_list()))
+
+    @classmethod
+    def preflight_needs(cls, spec: Any) -> Needs:
+        needs = super().preflight_needs(spec)
+        ovs = cls.options(spec)
+        if ovs is not None and getattr(ovs, "socket_mem", None):
+            needs.checks.append(lambda required: socket_mem_check(ovs.socket_mem_list()))
+        return needs
 
     @classmethod
     def core_request(cls, spec: Any) -> Optional[CoreRequest]:
