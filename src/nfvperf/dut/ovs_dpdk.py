@@ -94,6 +94,14 @@ class OvsSpec(AdapterOptions):
         None, description="DPDK socket memory (MB) per NUMA socket, other_config:dpdk-socket-mem "
         "as a list or a string: '11264,1024' (seed 003) = 11264 MB on socket 0, 1024 on socket 1")
     rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    bridges: int = Field(
+        1, ge=1, le=2, description="p-ovs-p: 1 bridge, or 2 (seed 003's dual bridge) with PHY "
+        "port 0 on the first, port 1 on the second, joined by a pair of patch ports")
+    vlan_translate: Optional[dict[int, int]] = Field(
+        None, description="p-ovs-p VLAN translation (seed 003): {100: 200} rewrites the tag of "
+        "frames arriving tagged 100 to 200 (OpenFlow mod_vlan_vid) and forwards only those; "
+        "with bridges: 2 the ingress bridge rewrites and the egress bridge forwards only tag 200. "
+        "The generator sends the tag with traffic.vlan")
     pmd_maxsleep_us: Optional[int] = Field(
         None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
         "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
@@ -129,8 +137,20 @@ class OvsSpec(AdapterOptions):
                                  f"(e.g. [1024] or '11264,1024')")
         return v
 
+    @field_validator("vlan_translate")
+    @classmethod
+    def _vlan_ids(cls, v: Optional[dict[int, int]]) -> Optional[dict[int, int]]:
+        if v is not None:
+            bad = [x for pair in v.items() for x in pair if not 1 <= int(x) <= 4094]
+            if not v or bad:
+                raise ValueError(f"vlan_translate {v}: map VLAN ids 1..4094, e.g. {{100: 200}}")
+        return v
+
     @model_validator(mode="after")
     def _one_way_each(self) -> "OvsSpec":
+        if self.vlan_translate and self.rules:
+            raise ValueError("vlan_translate and rules: give one (the IP rules do not match "
+                             "on VLANs)")
         if self.pmd_cores is not None and self.pmd_cpu_mask:
             raise ValueError(f"give pmd_cores ({self.pmd_cores}) or pmd_cpu_mask "
                              f"({self.pmd_cpu_mask}), not both")
@@ -236,6 +256,10 @@ class OvsDpdk(DutAdapter):
             n = int(section["pmd_cores"])
             bits.append(f"{n} PMD core{'s' if n != 1 else ''}" +
                         (f" ({2 * n} threads, HT)" if section.get("ht") else ""))
+        if int(section.get("bridges") or 1) > 1:
+            bits.append(f"{section['bridges']} bridges (patch ports)")
+        if section.get("vlan_translate"):
+            bits.append("VLAN " + ", ".join(f"{a}->{b}" for a, b in section["vlan_translate"].items()))
         if section.get("socket_mem"):
             bits.append("socket-mem " + ",".join(str(x) for x in section["socket_mem"]))
         if section.get("n_rxq", 1) != 1:
