@@ -114,3 +114,28 @@ def test_single_bridge_vlan_translation_and_plain_dual_bridge(run_ctx) -> None:
         assert res.sent == res.received == 4000
         counters = topo.dut.counters()["ports"]
         assert counters["phy0"]["rx_packets"] >= 2000 and counters["phy1"]["tx_packets"] >= 2000
+
+
+def test_pvp_pmd_and_vnf_core_counts(run_ctx) -> None:
+    """pmd_cores and testpmd.cores together: each resolves to its own core (here, on a 2-CPU
+    host, the VNF's is the housekeeping core, and the environment says so); the container
+    VNF's testpmd runs its forwarding lcore there; traffic passes."""
+    host = CpuTopology.read()
+    if len(host.physical_cores()) < 2:
+        pytest.skip("needs 2 physical cores")
+    spec = TopologySpec(kind="pvp", port_kind="vhost", ovs={"socket_mem_mb": 512, "pmd_cores": 1},
+                        testpmd={"cores": 1})
+    with build(spec, run_ctx) as topo:
+        env = topo.environment()
+        dut, vnf = env["cores"]["dut"], env["cores"]["vnf0"]
+        assert len(dut["cpus"]) == len(vnf["cpus"]) == 1 and dut["cpus"] != vnf["cpus"]
+        assert env["dut"]["pmd_cpu_mask"] == dut["mask"]
+        assert env["vnfs"][0]["lcores"].endswith(f"1@{vnf['cpus'][0]}")
+        if len(host.physical_cores()) == 2:
+            assert any("housekeeping core" in w for w in env["warnings"])
+        m = topo.measurer()
+        m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=4, bidirectional=True,
+                                     drain_s=0.5, learning=False))
+        m.measure(0.5, 500)
+        res = m.measure(1.0, 1000)
+        assert res.sent == res.received == 2000

@@ -244,3 +244,25 @@ def test_socket_mem_preflight_names_missing_sockets() -> None:
     names = [ch(("root",)).name for ch in
              OvsDpdk.preflight_needs(TopologySpec(ovs={"socket_mem": "512,512"})).checks]
     assert "ovs.socket_mem" in names
+
+
+def test_vnf_core_counts_size_the_vm_and_the_container(fake: CpuTopology, tmp_path: Path) -> None:
+    """testpmd.cores: 2, ht: true for each VNF of a pvp: the VM VNF gets a vCPU per resolved CPU
+    plus vCPU 0 (testpmd's main lcore, on housekeeping), pinned to them; the container VNF's
+    EAL lcores run one forwarding lcore per resolved CPU."""
+    from nfvperf.dut.testpmd import TestpmdVnf
+    from nfvperf.host.run import ResourceTracker
+    from nfvperf.vm.qemu import VmVnf
+    spec = TopologySpec(kind="pvp", vnf="vm", testpmd={"cores": 2, "ht": True})
+    run = RunContext("cores2", tmp_path)
+    topo = build(spec, run, preflight=False)
+    plan = topo.plan_cpus(fake)
+    # the OVS PMD has no count here: the VNF's cores resolve first, the PMD gets a CPU left over
+    assert plan.roles["vnf0"] == [1, 2, 9, 10] and plan.resolved["vnf0"]["mask"] == "0x606"
+    assert not set(plan.roles["dut"]) & {0, 1, 2, 9, 10}
+    vm = VmVnf(run, ResourceTracker(run), sockets=[], name="vnf0", plan=plan, spec=spec)
+    assert vm.vcpus == 5 and vm.cpu_pin == [0, 1, 2, 9, 10]
+    assert "nfvperf.nbcores=4" in vm.kernel_cmdline()
+    box = TestpmdVnf(run, ResourceTracker(run), sockets=[tmp_path / "a", tmp_path / "b"],
+                     name="vnf0", plan=plan, spec=spec)
+    assert box.lcores == "0@0,1@1,2@2,3@9,4@10" and box.n_fwd_lcores() == 4
