@@ -41,3 +41,15 @@ def test_tcp_refused_with_vlan_translation(tmp_path) -> None:
     topo = build(TopologySpec(ovs={"vlan_translate": {100: 200}}), RunContext("vt0", tmp_path))
     assert "VLAN-tagged" in (topo.tcp_refusal() or "")
     assert topo.bridge_features() and topo.n_bridges() == 1
+
+
+def test_suite_with_vlan_translation_needs_the_tag() -> None:
+    from nfvperf.config import SuiteError, validate_suite
+    base = {"name": "t", "topology": {"kind": "p-ovs-p", "ovs": {"vlan_translate": {100: 200}}},
+            "traffic": {"frame_sizes": [64]}, "tests": [{"method": "throughput"}]}
+    with pytest.raises(SuiteError) as ei:
+        validate_suite(base)
+    assert any("forwards only frames tagged 100, but traffic.vlan is None; set traffic.vlan: 100"
+               in p for p in ei.value.problems)
+    ok = dict(base, traffic={"frame_sizes": [64], "vlan": 100})
+    assert validate_suite(ok).tests[0].topology.ovs.vlan_translate == {100: 200}
