@@ -19,7 +19,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from nfvperf.topo.spec import TopologySpec, merge_override
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.validation import _model_in, deep_merge, dict_diff, format_validation_error
 from nfvperf.trial import TrafficProfile
 from nfvperf.units import RFC2544_FRAME_SIZES_B
@@ -584,6 +584,7 @@ def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
     if not isinstance(entry["topology"], dict):
         problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
     elif spec is not None:
+        from nfvperf.topo.spec import merge_override
         merged = merge_override(spec.topology.model_dump(), entry["topology"])
         try:
             topology = TopologySpec.model_validate(merged)
