@@ -32,9 +32,10 @@ from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
+from nfvperf.host.preflight import Check, Needs
 from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask
 from nfvperf.host.netns import add_address, set_link
-from nfvperf.host.preflight import Binary, Check, Needs
+from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure

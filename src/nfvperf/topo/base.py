@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
+from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
 from nfvperf.host import netns as N
-from nfvperf.host.cpu import (CoreRequest, CoreRequestError, CpuTopology, PinningPlan,
-                              ResolvedCores, plan_pinning, resolve_cores)
+from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Measurer
 

@@ -175,9 +175,9 @@ class OvsTopology(Topology):
 class PhyOvsPhy(OvsTopology):
     """PHY-OVS-PHY."""
 
-    base_switching_operations = 1
     #: OVS-DPDK, or OVS on the kernel datapath ("native OvS", seed 000 §7.2.1)
     duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk", "ovs-system")
+    base_switching_operations = 1
 
     def setup(self) -> None:
         if self.bridge_features():
