@@ -376,6 +376,46 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _calc_pmd_mask(args: argparse.Namespace) -> int:
+    """``calc pmd-mask``: a CPU list, a mask (--mask) or a core count (--cores N [--ht],
+    resolved from this host's or --sysfs's sibling map) -> the mask, the CPUs and their siblings."""
+    from nfvperf import units
+    from nfvperf.host.cpu import SYS_CPU, CoreRequestError, CpuTopology, format_cpulist, resolve_cores
+    given = [x for x in (args.cpus, args.mask, args.cores) if x is not None]
+    if len(given) != 1:
+        raise CliError("calc pmd-mask: give one of a CPU list (2,20), --mask HEX or --cores N [--ht]")
+    if args.ht and args.cores is None:
+        raise CliError("calc pmd-mask: --ht goes with --cores N (both hyper-threads of N cores)")
+    topo = CpuTopology.read(Path(args.sysfs) if args.sysfs else SYS_CPU)
+    how = ""
+    try:
+        if args.cores is not None:
+            res = resolve_cores(args.cores, args.ht, field="--cores", ht_field="--ht", topo=topo)
+            cpus = res.cpus
+            how = (f"{args.cores} physical core{'s' if args.cores != 1 else ''} × "
+                   f"{2 if args.ht else 1} thread{'s' if args.ht else ''} = {len(cpus)} PMD thread"
+                   f"{'s' if len(cpus) != 1 else ''}")
+            for w in res.warnings:
+                print(f"warning: {w}")
+        elif args.mask is not None:
+            cpus = units.cores_from_mask(args.mask.lower().removeprefix("0x"))
+            if not cpus:
+                raise ValueError("empty mask")
+        else:
+            cpus = units.parse_core_list(args.cpus)
+        mask = units.pmd_cpu_mask(cpus)
+    except CoreRequestError as e:
+        raise CliError(str(e)) from None
+    except ValueError as e:
+        raise CliError(f"pmd-mask {args.mask or args.cpus!r}: {e}") from None
+    print(f"pmd-cpu-mask=0x{mask}" + (f"   ({how})" if how else ""))
+    print(f"CPUs {format_cpulist(cpus)}" + (f" -> pmd-cpu-mask={mask}" if args.cpus else ""))
+    for line in topo.describe(cpus):
+        print(f"  {line}")
+    print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={mask}")
+    return EXIT_OK
+
+
 def cmd_calc(args: argparse.Namespace) -> int:
     from nfvperf import units
     from nfvperf.config import parse_link_speed
@@ -426,13 +466,7 @@ def cmd_calc(args: argparse.Namespace) -> int:
         print(f"dpdk-socket-mem={units.dpdk_socket_mem(per_socket)}   (seed 003 App. C)")
         return EXIT_OK
     if args.calc == "pmd-mask":
-        try:
-            cores = units.parse_core_list(args.cores)
-            print(f"cores {cores} -> pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
-            print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
-        except ValueError as e:
-            raise CliError(f"cores {args.cores!r}: {e}") from None
-        return EXIT_OK
+        return _calc_pmd_mask(args)
     if args.calc == "buffer":
         mx = units.max_fps(args.size, parse_link_speed(args.speed))
         implied = units.implied_buffer_time_s(args.frames, mx)
@@ -590,8 +624,14 @@ def build_parser() -> argparse.ArgumentParser:
     ks = ksub.add_parser("socket-mem", help="DPDK socket memory from port MTUs (seed 003 App. C)")
     ks.add_argument("--socket", action="append", required=True, metavar="COUNTxMTU[,...]",
                     help="ports on one NUMA socket, e.g. 4x9000; repeat per socket; '-' for none")
-    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask from a core list (e.g. 2,20 or 2-5)")
-    kp.add_argument("cores")
+    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask and CPU list (with siblings) from a "
+                         "CPU list (2,20 or 2-5), a mask (--mask 0xc0c) or a core count (--cores 2 --ht)")
+    kp.add_argument("cpus", nargs="?", help="CPU list, e.g. 2,20 or 2-5")
+    kp.add_argument("--mask", help="a pmd-cpu-mask (hex), shown as CPUs with their siblings")
+    kp.add_argument("--cores", type=int, help="physical cores, picked from the host's thread "
+                    "siblings as a run with ovs.pmd_cores does")
+    kp.add_argument("--ht", action="store_true", help="with --cores: both hyper-threads of each core")
+    kp.add_argument("--sysfs", help="read the sibling map from this copy of /sys/devices/system/cpu")
     kb = ksub.add_parser("buffer", help="RFC 9004 implied/corrected buffer time")
     kb.add_argument("--frames", type=float, required=True, help="mean back-to-back frames")
     kb.add_argument("--throughput", type=float, required=True, help="throughput fps")

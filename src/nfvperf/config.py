@@ -513,6 +513,7 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
     if topology is not None:
         _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
+        _check_vlan_translation(where, method, traffic, topology, problems)
     repeat = _test_repeat(where, entry, method, spec, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
                       traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size,
@@ -580,6 +581,19 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
                         "those sizes")
 
 
+def _check_vlan_translation(where: str, method: str, traffic: TrafficSpec, topology: TopologySpec,
+                            problems: list[str]) -> None:
+    """``ovs.vlan_translate`` forwards only frames with a translated tag: the generator must
+    send one of them (``traffic.vlan``), else every frame is dropped."""
+    from nfvperf.methods import runs_on_iperf3
+    vt = getattr(getattr(topology, "ovs", None), "vlan_translate", None)
+    if not vt or runs_on_iperf3(method) or traffic.vlan in vt:
+        return
+    problems.append(f"{where}: topology.ovs.vlan_translate {dict(vt)} forwards only frames tagged "
+                    f"{' or '.join(map(str, vt))}, but traffic.vlan is {traffic.vlan}; set "
+                    f"traffic.vlan: {next(iter(vt))}")
+
+
 def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:
     sizes = spec.traffic.frame_sizes if spec else []
     if "frame_sizes" in entry:
@@ -609,7 +623,8 @@ def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
     if not isinstance(entry["topology"], dict):
         problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
     elif spec is not None:
-        merged = deep_merge(spec.topology.model_dump(), entry["topology"])
+        from nfvperf.topo.spec import merge_override
+        merged = merge_override(spec.topology.model_dump(), entry["topology"])
         try:
             topology = TopologySpec.model_validate(merged)
         except ValidationError as e:
