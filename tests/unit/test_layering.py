@@ -29,7 +29,7 @@ LAYER = {
     "dut": 3, "methods": 3,
     "report": 4, "vm": 4,
     "topo": 5,
-    "config": 6, "testbed": 6,
+    "config": 6, "testbed": 6, "study": 6,
     "runner": 7,
     "cli": 8, "__main__": 9,
 }
