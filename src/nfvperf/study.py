@@ -142,6 +142,8 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def format_value(v: Any) -> str:
+    if isinstance(v, list):            # a list value (socket memory per NUMA socket): 11264/1024
+        return "/".join(format_value(x) for x in v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:
@@ -225,6 +227,11 @@ def _is_scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
+def _is_value(v: Any) -> bool:
+    """An axis value: a scalar, or a list of scalars (a field that takes a list)."""
+    return _is_scalar(v) or (isinstance(v, list) and all(_is_scalar(x) for x in v))
+
+
 def parse_axes(where: str, axes: Any, problems: list[str]) -> list[Axis]:
     if not isinstance(axes, dict) or not axes:
         problems.append(f"{where}: give at least one axis, e.g. axes: {{flows: [1, 1000]}}")
@@ -256,9 +263,10 @@ def parse_axes(where: str, axes: Any, problems: list[str]) -> list[Axis]:
                             if isinstance(spec, list) or spec is None else
                             f"{w}: an axis is a list of values (or a mapping of named variants), got {spec!r}")
             continue
-        bad = [v for v in spec if not _is_scalar(v)]
+        bad = [v for v in spec if not _is_value(v)]
         if bad:
-            problems.append(f"{w}: values are single numbers, strings or booleans, got {bad[0]!r}")
+            problems.append(f"{w}: values are numbers, strings, booleans or lists of them (a mapping "
+                            f"makes a named-variant axis), got {bad[0]!r}")
             continue
         dups = [v for i, v in enumerate(spec) if any(same_value(v, u) for u in spec[:i])]
         if dups:

@@ -225,3 +225,13 @@ def test_port_kind_override_error_names_the_test(tmp_path) -> None:
     # an unknown kind is refused with the allowed ones
     with pytest.raises(SuiteError, match=r"topology.port_kind: .*'af_packet'"):
         load_suite(p, port_kind="nope")
+
+
+def test_list_values_for_fields_that_take_lists() -> None:
+    tcp = {"method": "tcp", "name": "t", "study": {"axes": {"params.pin_cores": [[0], [0, 1]]}}}
+    s = validate_suite(_suite(tcp, topology={"kind": "pvp", "port_kind": "af_packet"}))
+    assert [t.name for t in s.tests] == ["t[params.pin_cores=0]", "t[params.pin_cores=0/1]"]
+    assert [t.params.pin_cores for t in s.tests] == [[0], [0, 1]]
+    assert s.tests[1].study["axes"] == {"params.pin_cores": [0, 1]}
+    probs = _problems(_suite(_entry({"flows": [{"a": 1}]})))
+    assert any("tests[0].study.axes.flows: values are numbers, strings, booleans or lists" in p for p in probs)
