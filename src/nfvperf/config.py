@@ -564,7 +564,8 @@ def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], re
             problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
                             "give each test a distinct name")
         names[name] = i
-    units, errs = expand_study(entry, where)
+    from nfvperf.topo.spec import merge_override
+    units, errs = expand_study(entry, where, merge_topology=merge_override)
     if errs:
         problems += errs
         return []

@@ -322,9 +322,24 @@ def _key(point: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f"{k}={format_value(v)}:{type(v).__name__}" for k, v in point.items())
 
 
-def expand(entry: dict[str, Any], where: str) -> tuple[list[Unit], list[str]]:
+#: how a unit's ``topology:`` override is merged into the entry's (config passes
+#: ``topo.spec.merge_override``: ``pmd_cores`` then replaces an entry's ``pmd_cpu_mask``)
+TopologyMerge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+
+def _apply(entry: dict[str, Any], over: dict[str, Any], merge_topology: Optional[TopologyMerge]) -> dict[str, Any]:
+    topo, over_topo = entry.get("topology"), over.get("topology")
+    out = deep_merge(entry, over)
+    if merge_topology is not None and isinstance(topo, dict) and isinstance(over_topo, dict):
+        out["topology"] = merge_topology(topo, over_topo)
+    return out
+
+
+def expand(entry: dict[str, Any], where: str,
+           merge_topology: Optional[TopologyMerge] = None) -> tuple[list[Unit], list[str]]:
     """The units of ``entry`` (which has ``study:``), ordered topology axes outermost; or the
-    problems of the study block (each naming ``<where>.study.<field>``)."""
+    problems of the study block (each naming ``<where>.study.<field>``).  ``merge_topology``
+    merges an axis's ``topology:`` into the entry's (default: a deep merge)."""
     problems: list[str] = []
     w = f"{where}.study"
     study = entry.get("study")
@@ -352,7 +367,7 @@ def expand(entry: dict[str, Any], where: str) -> tuple[list[Unit], list[str]]:
     for p in _ordered(axes, points):
         e = base
         for a in axes:
-            e = deep_merge(e, copy.deepcopy(a.overrides[a.index(p[a.name])]))   # type: ignore[index]
+            e = _apply(e, copy.deepcopy(a.overrides[a.index(p[a.name])]), merge_topology)   # type: ignore[index]
         e["name"] = unit_name(str(name), p)
         units.append(Unit(e["name"], e, {"name": name, "axes": dict(p),
                                          "baseline": _key(p) == _key(baseline)}))

@@ -95,6 +95,8 @@ def test_dotted_paths_into_params_and_topology() -> None:
     ("kind", "pvp", lambda t: t.topology.kind),
     ("port_kind", "memif", lambda t: t.topology.port_kind),
     ("pmd_mask", "0x6", lambda t: t.topology.ovs.pmd_cpu_mask),
+    ("pmd_cores", 2, lambda t: t.topology.ovs.pmd_cores),
+    ("ht", False, lambda t: t.topology.ovs.ht),
     ("rxq", 2, lambda t: t.topology.ovs.n_rxq),
     ("rules", 64, lambda t: t.topology.ovs.rules),
     ("socket_mem", 2048, lambda t: t.topology.ovs.socket_mem_mb),
@@ -111,6 +113,26 @@ def test_alias_reaches_the_schema_field(alias, value, get) -> None:
             "vnf": {"kind": "pvp", "port_kind": "vhost"}}.get(alias, {"kind": "p-ovs-p", "port_kind": "vhost"})
     s = validate_suite(_suite(_entry({alias: [value]}), topology=topo))
     assert get(s.tests[0]) == expected
+
+
+def test_cores_and_ht_axes_are_topology_axes() -> None:
+    s = validate_suite(_suite(_entry({"flows": [1, 1000], "pmd_cores": [1, 2], "ht": [False, True]})))
+    assert [(t.topology.ovs.pmd_cores, t.topology.ovs.ht, t.traffic.flows_per_port) for t in s.tests] == [
+        (1, False, 1), (1, False, 1000), (1, True, 1), (1, True, 1000),
+        (2, False, 1), (2, False, 1000), (2, True, 1), (2, True, 1000)]
+    groups = runner.topology_groups(runner.test_units(s), s.spec.topology)
+    assert [len(g[1]) for g in groups] == [2, 2, 2, 2]
+    assert s.tests[2].name == "s[flows=1,pmd_cores=1,ht=true]"
+
+
+def test_pmd_cores_axis_replaces_a_mask_of_the_entry_or_suite() -> None:
+    e = _entry({"pmd_cores": [1, 2]}, topology={"ovs": {"pmd_cpu_mask": "0x3c", "n_rxq": 2}})
+    s = validate_suite(_suite(e))
+    assert [(t.topology.ovs.pmd_cores, t.topology.ovs.pmd_cpu_mask, t.topology.ovs.n_rxq) for t in s.tests] == [
+        (1, None, 2), (2, None, 2)]
+    s = validate_suite(_suite(_entry({"pmd_cores": [1]}), topology={"kind": "p-ovs-p", "port_kind": "vhost",
+                                                                   "ovs": {"pmd_cpu_mask": "0x4"}}))
+    assert (s.tests[0].topology.ovs.pmd_cores, s.tests[0].topology.ovs.pmd_cpu_mask) == (1, None)
 
 
 def test_tcp_aliases_and_vxlan_alias() -> None:
