@@ -49,7 +49,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "rxq": ("topology.ovs.n_rxq",),
     "descriptors": ("topology.ovs.n_rxq_desc", "topology.ovs.n_txq_desc"),
     "rules": ("topology.ovs.rules",),
-    "socket_mem": ("topology.ovs.socket_mem_mb",),
+    "socket_mem": ("topology.ovs.socket_mem",),   # MB per NUMA socket: 2048 or "11264,1024"
     "mtu": ("topology.mtu",),
     "vnf": ("topology.vnf",),
     "flows": ("traffic.flows_per_port",),

@@ -99,7 +99,7 @@ def test_dotted_paths_into_params_and_topology() -> None:
     ("ht", False, lambda t: t.topology.ovs.ht),
     ("rxq", 2, lambda t: t.topology.ovs.n_rxq),
     ("rules", 64, lambda t: t.topology.ovs.rules),
-    ("socket_mem", 2048, lambda t: t.topology.ovs.socket_mem_mb),
+    ("socket_mem", "11264,1024", lambda t: t.topology.ovs.socket_mem),
     ("mtu", 9000, lambda t: t.topology.mtu),
     ("vnf", "vm", lambda t: t.topology.vnf),
     ("flows", 1000, lambda t: t.traffic.flows_per_port),
@@ -108,7 +108,8 @@ def test_dotted_paths_into_params_and_topology() -> None:
     ("descriptors", 512, lambda t: (t.topology.ovs.n_rxq_desc, t.topology.ovs.n_txq_desc)),
 ])
 def test_alias_reaches_the_schema_field(alias, value, get) -> None:
-    expected = {"link_speed": 40e9, "frame_size": [128], "descriptors": (512, 512)}.get(alias, value)
+    expected = {"link_speed": 40e9, "frame_size": [128], "descriptors": (512, 512),
+                "socket_mem": [11264, 1024]}.get(alias, value)
     topo = {"dut": {"kind": "p2p", "dut": "testpmd", "port_kind": "af_packet"},
             "vnf": {"kind": "pvp", "port_kind": "vhost"}}.get(alias, {"kind": "p-ovs-p", "port_kind": "vhost"})
     s = validate_suite(_suite(_entry({alias: [value]}), topology=topo))
