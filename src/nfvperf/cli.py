@@ -63,11 +63,15 @@ def _load(store: Any, ref: str) -> Any:
 def cmd_validate(args: argparse.Namespace) -> int:
     from nfvperf.config import load_suite
     path = _suite_path(args.suite)
-    suite = load_suite(path, quick=args.quick)
+    suite = load_suite(path, quick=args.quick, port_kind=args.port_kind)
     from nfvperf.runner import test_units
+    from nfvperf.study import describe, summaries
     units = len(test_units(suite))
-    print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}, "
+    on = f" on port_kind {suite.spec.topology.port_kind}" if args.port_kind else ""
+    print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}{on}, "
           f"{len(suite.tests)} test(s), {units} test unit(s), profile {suite.timing.name}")
+    for s in summaries(suite.tests):
+        print("  " + describe(s))
     return EXIT_OK
 
 
@@ -80,7 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from nfvperf.config import load_suite
     from nfvperf.runner import execute
     from nfvperf.store import Store
-    suite = load_suite(_suite_path(args.suite), quick=args.quick)   # SuiteError -> exit 2, nothing written
+    suite = load_suite(_suite_path(args.suite), quick=args.quick,        # SuiteError -> exit 2, nothing written
+                       port_kind=args.port_kind)
     if getattr(args, "repeat", None) is not None:
         suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
     if args.tg == "tgen":
@@ -514,6 +519,9 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
                    "root), sim (modelled DUT, runs anywhere) or iperf3 (tcp method only: iperf3 through the "
                    "topology's DUT, root); default tgen")
     r.add_argument("--quick", action="store_true", help="apply the quick profile (short trials; not RFC 2544)")
+    r.add_argument("--port-kind", metavar="KIND", help="run every test on this port kind (e.g. vhost): "
+                   "replaces port_kind in the suite, its tests and studies and drops the pci: lists, so a "
+                   "suite written for NICs runs on emulated ports")
     r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
     r.add_argument("--repeat", type=int, metavar="N", help="run each search (throughput, rfc2889_forwarding) N "
                    "times and report the median and spread (overrides the suite's repeat:)")
@@ -565,6 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a suite without running it")
     v.add_argument("suite")
     v.add_argument("--quick", action="store_true")
+    v.add_argument("--port-kind", metavar="KIND", help="check the suite as `nfvperf run --port-kind KIND` runs it")
     v.set_defaults(func=cmd_validate)
 
     d = sub.add_parser("demo", parents=[db], help="set up and run the shipped quick suites, then report",

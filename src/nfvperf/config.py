@@ -19,6 +19,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nfvperf.study import expand as expand_study
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.validation import _model_in, deep_merge, dict_diff, format_validation_error
 from nfvperf.trial import TrafficProfile
@@ -150,6 +151,15 @@ class TrafficOverride(_Strict):
     ip_version: Optional[Literal[4, 6]] = None
     imix: Optional[list[ImixEntry]] = None
     latency: Optional[bool] = None
+    link_speed: Optional[Union[str, float]] = Field(None, description="per-port line rate of this test: "
+                                                    "'10G', '40G', or bit/s")
+
+    @field_validator("link_speed")
+    @classmethod
+    def _speed(cls, v: Optional[Union[str, float]]) -> Optional[Union[str, float]]:
+        if v is not None:
+            parse_link_speed(v)
+        return v
 
 
 # --------------------------------------------------------------------------- timing profile
@@ -379,7 +389,7 @@ class SuiteError(ValueError):
 
 # --------------------------------------------------------------------------- loading
 
-ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size", "repeat", "sim")
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size", "repeat", "sim", "study")
 
 
 def _repeatable(method: str) -> bool:
@@ -461,6 +471,9 @@ def validate_suite(data: dict[str, Any], source: Optional[str] = None,
     raw_tests: list[Any] = listed if isinstance(listed, list) else []
     names: dict[str, int] = {}
     for i, entry in enumerate(raw_tests):
+        if isinstance(entry, dict) and "study" in entry:
+            tests += _validate_study(i, entry, spec, registry, names, quick, problems)
+            continue
         test = _validate_test(i, entry, spec, registry, names, quick, problems)
         if test is not None:
             tests.append(test)
@@ -539,6 +552,44 @@ def _test_sim(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
         return None
 
 
+def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], registry: dict[str, Any],
+                    names: dict[str, int], quick: bool, problems: list[str]) -> list[TestConfig]:
+    """A ``tests[i]`` entry with ``study:``: its units (nfvperf.study.expand), each validated as a
+    hand-written entry.  A problem every unit has is reported once; one that only some units
+    have names the unit."""
+    where = f"tests[{i}]"
+    name = entry.get("name") or entry.get("method")
+    if isinstance(name, str):
+        if name in names:
+            problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
+                            "give each test a distinct name")
+        names[name] = i
+    from nfvperf.topo.spec import merge_override
+    units, errs = expand_study(entry, where, merge_topology=merge_override)
+    if errs:
+        problems += errs
+        return []
+    out: list[TestConfig] = []
+    per_unit: list[list[str]] = []
+    for u in units:
+        unit_problems: list[str] = []
+        test = _validate_test(i, u.entry, spec, registry, names, quick, unit_problems)
+        per_unit.append(unit_problems)
+        if test is not None:
+            test.study = u.study
+            out.append(test)
+    per_unit = [[m.replace(u.name, str(name)) for m in p] for u, p in zip(units, per_unit)]
+    common = [m for m in per_unit[0] if all(m in p for p in per_unit)] if len(units) > 1 else []
+    problems += common
+    some: dict[str, list[str]] = {}
+    for u, unit_problems in zip(units, per_unit):
+        for m in unit_problems:
+            if m not in common:
+                some.setdefault(m, []).append(u.name)
+    problems += [f"{m} (study unit{'s' if len(us) > 1 else ''} {', '.join(us)})" for m, us in some.items()]
+    return out
+
+
 #: L2 header + FCS: a frame of ``mtu + ETH_OVERHEAD_B`` bytes carries an MTU-sized packet
 ETH_OVERHEAD_B = 18
 #: what VXLAN encapsulation adds on the wire (outer Ethernet, IPv4, UDP, VXLAN)
@@ -556,9 +607,10 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
     topo_where = f"{where}.topology" if "topology" in entry else "topology"
     pk = port_kind_class(topology.port_kind)
     if tcp and not pk.tcp:
+        whose = "" if "topology" in entry else f" ({where}: test {entry.get('name') or method})"
         problems.append(f"{topo_where}.port_kind: a {method} test runs iperf3 on kernel "
                         f"interfaces at the generator ends; port_kind {pk.name} has none (use "
-                        "af_packet or af_xdp)")
+                        f"af_packet or af_xdp){whose}")
     if not tcp:
         why = pk.check_mtu(mtu, generator=True)
         if why:
@@ -704,9 +756,85 @@ def topology_overrides(spec: TopologySpec, base: TopologySpec) -> dict[str, Any]
     return dict_diff(spec.model_dump(mode="json"), base.model_dump(mode="json"))
 
 
-def load_suite(path: Union[str, Path], quick: bool = False) -> Suite:
+def load_suite(path: Union[str, Path], quick: bool = False, port_kind: Optional[str] = None) -> Suite:
+    """The suite at ``path``; ``port_kind``: ``--port-kind`` (see :func:`override_port_kind`)."""
     data = read_yaml(path)
-    return validate_suite(data, source=str(path), quick=quick)
+    if port_kind is None:
+        return validate_suite(data, source=str(path), quick=quick)
+    try:
+        return validate_suite(override_port_kind(data, port_kind), source=str(path), quick=quick)
+    except SuiteError as e:
+        e.problems.append(f"(--port-kind {port_kind}: the suite's and every test's port_kind were "
+                          "replaced and their pci: lists dropped; the problems above are on that kind)")
+        raise SuiteError(e.problems, e.source) from None
+
+
+_PORT_KIND_AXES = ("port_kind", "topology.port_kind")
+
+
+def _topology_port_kind(topo: Any, kind: str) -> None:
+    """In place: a ``topology:`` mapping (suite, test or variant) on port kind ``kind``."""
+    if not isinstance(topo, dict):
+        return
+    if "port_kind" in topo:
+        topo["port_kind"] = kind
+    if kind != "pci":
+        topo.pop("pci", None)
+
+
+def override_port_kind(data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``--port-kind KIND`` (issue 9 item 6: a seed suite written for NICs runs here on emulated
+    ports): a copy of the suite data with ``port_kind`` replaced in the suite topology, in every
+    test's ``topology:`` and in every study (a port-kind axis collapses to the one kind), and the
+    ``pci:`` lists dropped (unless KIND is pci).  The result is validated as usual."""
+    import copy
+    out = copy.deepcopy(data)
+    if not isinstance(out.get("topology"), dict):
+        out["topology"] = {}
+    out["topology"]["port_kind"] = kind
+    _topology_port_kind(out["topology"], kind)
+    for entry in out.get("tests") or []:
+        if not isinstance(entry, dict):
+            continue
+        _topology_port_kind(entry.get("topology"), kind)
+        study = entry.get("study")
+        if isinstance(study, dict):
+            _study_port_kind(study, kind)
+    return out
+
+
+def _study_port_kind(study: dict[str, Any], kind: str) -> None:
+    axes = study.get("axes")
+    if not isinstance(axes, dict):
+        return
+    for name, spec in list(axes.items()):
+        if name in _PORT_KIND_AXES and isinstance(spec, list):
+            axes[name] = [kind]
+        elif name == "topology.pci" and kind != "pci":
+            del axes[name]
+        elif isinstance(spec, dict):
+            for over in spec.values():
+                if isinstance(over, dict):
+                    _topology_port_kind(over.get("topology"), kind)
+                    for k in _PORT_KIND_AXES:
+                        if k in over:
+                            over[k] = kind
+                    if kind != "pci":
+                        over.pop("topology.pci", None)
+    for sel in [study.get("baseline")] + list(study.get("only") or []):
+        if isinstance(sel, dict):
+            for k in _PORT_KIND_AXES:
+                if k in sel:
+                    sel[k] = kind
+            if kind != "pci":
+                sel.pop("topology.pci", None)
+    only = study.get("only")
+    if isinstance(only, list):       # units that differed only in port kind are one now
+        dedup: list[Any] = []
+        for sel in only:
+            if sel not in dedup:
+                dedup.append(sel)
+        study["only"] = dedup
 
 
 def find_suite(name: str) -> Path:

@@ -266,3 +266,13 @@ def test_vnf_core_counts_size_the_vm_and_the_container(fake: CpuTopology, tmp_pa
     box = TestpmdVnf(run, ResourceTracker(run), sockets=[tmp_path / "a", tmp_path / "b"],
                      name="vnf0", plan=plan, spec=spec)
     assert box.lcores == "0@0,1@1,2@2,3@9,4@10" and box.n_fwd_lcores() == 4
+
+
+def test_pmd_mask_naming_missing_cpus_fails_preflight() -> None:
+    """seed000's pmd_cpu_mask 0x4 on a 2-CPU host: OVS would start no PMD and forward nothing, so
+    preflight refuses it with the host's CPUs and a mask that fits."""
+    from nfvperf.dut.ovs_dpdk import pmd_mask_check
+    c = pmd_mask_check("0x4", allowed=[0, 1])
+    assert c.status == "fail" and c.required
+    assert "0x4 names CPU(s) 2" in c.detail and "pmd_cores" in c.fix and "0x2" in c.fix
+    assert pmd_mask_check("0x6", allowed=[0, 1, 2]).status == "ok"

@@ -9,7 +9,8 @@ higher one, not even lazily inside a function.  The layers, lowest first:
     dut, methods                DUT adapters; test methods
     report, vm                  tables/plots from stored runs (titles from methods and adapters);
                                 the QEMU VNF (a DUT-shaped adapter)
-    topo                        topologies built from host ports, DUTs, VNFs and the generator
+    topo, study                 topologies built from host ports, DUTs, VNFs and the generator; a test
+                                entry's study: expanded into plain entries (raw YAML; config validates them)
     config, testbed             the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it
     runner                      runs a suite
@@ -28,7 +29,7 @@ LAYER = {
     "store": 2, "search": 2, "tg": 2,
     "dut": 3, "methods": 3,
     "report": 4, "vm": 4,
-    "topo": 5,
+    "topo": 5, "study": 5,
     "config": 6, "testbed": 6,
     "runner": 7,
     "cli": 8, "__main__": 9,

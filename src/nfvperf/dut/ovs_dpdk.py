@@ -33,7 +33,7 @@ from pydantic import Field, field_validator, model_validator
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
-from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask
+from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask, format_cpulist
 from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, Process
@@ -199,6 +199,23 @@ def socket_mem_check(per_socket: Sequence[int], nodes: Optional[Sequence[int]] =
                  f"give memory only to the host's sockets, e.g. socket_mem: '{fit}'", required=True)
 
 
+def pmd_mask_check(mask: str, allowed: Optional[Sequence[int]] = None) -> Check:
+    """Preflight: every CPU of ``ovs.pmd_cpu_mask`` is one this process may run on (OVS starts no
+    PMD thread on a CPU the host lacks, and then forwards nothing)."""
+    allowed = list(allowed) if allowed is not None else CpuTopology.read().allowed
+    bits = int(mask, 16)
+    cpus = [i for i in range(bits.bit_length()) if bits >> i & 1]
+    missing = [c for c in cpus if c not in allowed]
+    if not missing:
+        return Check("ovs.pmd_cpu_mask", "ok", f"PMD CPUs {format_cpulist(cpus)}", required=True)
+    return Check("ovs.pmd_cpu_mask", "fail",
+                 f"topology.ovs.pmd_cpu_mask {mask} names CPU(s) {format_cpulist(missing)}, but this "
+                 f"host has CPU(s) {format_cpulist(allowed)} (OVS would start no PMD thread there "
+                 f"and forward nothing)",
+                 "give pmd_cores: N (resolved on this host) or a mask of the host's CPUs, e.g. "
+                 f"pmd_cpu_mask: '{cpu_mask(allowed[-1:])}'", required=True)
+
+
 def _find_vswitchd() -> str:
     path = VSWITCHD.find()       # also honours $NFVPERF_OVS_VSWITCHD
     if not path:
@@ -239,6 +256,8 @@ class OvsDpdk(DutAdapter):
         ovs = cls.options(spec)
         if ovs is not None and getattr(ovs, "socket_mem", None):
             needs.checks.append(lambda required: socket_mem_check(ovs.socket_mem_list()))
+        if ovs is not None and getattr(ovs, "pmd_cpu_mask", None):
+            needs.checks.append(lambda required: pmd_mask_check(ovs.pmd_cpu_mask))
         return needs
 
     @classmethod

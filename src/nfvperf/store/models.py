@@ -68,7 +68,8 @@ class Test(Base):
     # TopologySpec dump + switching_operations + directions (transmitting interfaces)
     topology: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # a unit of a study: {"name": study, "axes": {axis: value}, "baseline": bool}; None otherwise
-    study: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, nullable=True)
+    # (SQL NULL, not JSON null, so that `where study is not null` selects the units of studies)
+    study: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON(none_as_null=True), nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="tests")
     trials: Mapped[list["Trial"]] = relationship(back_populates="test", cascade="all, delete-orphan",
