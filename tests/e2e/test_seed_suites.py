@@ -170,3 +170,21 @@ def test_vxlan_costs_throughput(store) -> None:
         plain = _pps(rows, "vxlan-overhead", 64, pmd_cores=cores, vxlan=False)
         vx = _pps(rows, "vxlan-overhead", 64, pmd_cores=cores, vxlan=True)
         assert vx < plain, f"{cores} cores: VXLAN {vx:,.0f} fps vs plain {plain:,.0f}"
+
+
+@pytest.mark.parametrize("suite", SEEDS)
+def test_seed_suite_validates_on_emulated_ports(suite: str) -> None:
+    """`--port-kind` moves a suite written for NICs onto emulated ports: vhost-user (jumbo frames
+    too), and for seed 001's TCP tests af_packet, whose veth ends the iperf3 processes use."""
+    kind = "af_packet" if suite.startswith("seed001") else "vhost"
+    p = subprocess.run([sys.executable, "-m", "nfvperf", "validate", f"suites/{suite}", "--port-kind", kind,
+                        "--quick"], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"on port_kind {kind}" in p.stdout and "study " in p.stdout
+
+
+def test_tcp_seed_on_vhost_is_refused_with_the_reason() -> None:
+    p = subprocess.run([sys.executable, "-m", "nfvperf", "validate", "suites/seed001-tcp.yaml", "--port-kind",
+                        "vhost"], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=120)
+    assert p.returncode == 2
+    assert "runs iperf3 on kernel interfaces" in p.stderr and "use af_packet or af_xdp" in p.stderr, p.stderr
