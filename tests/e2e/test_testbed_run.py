@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -170,14 +169,21 @@ def test_testbed_locked_refused_then_waits(tmp_path) -> None:
         assert "testbed 'lab-busy' is locked by run nfvc0ffee" in p.stderr
         assert f"pid {os.getpid()}" in p.stderr and "nothing was run" in p.stderr
         assert store.list_runs() == []
-        timer = threading.Timer(3.0, lock.release)
-        timer.start()
-        t0 = time.monotonic()
-        p = nfv(*run_args, "--wait-lock", "60", check=False)
-        timer.join()
-        assert p.returncode == 0, p.stderr
-        assert time.monotonic() - t0 >= 3.0
-        assert "locked by run nfvc0ffee" in p.stderr and "waiting" in p.stderr
+        w = subprocess.Popen([sys.executable, "-m", "nfvperf", *run_args, "--wait-lock", "120"], cwd=REPO,
+                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert w.stderr is not None
+            first = w.stderr.readline()          # the waiter says whom it waits for ...
+            assert "locked by run nfvc0ffee" in first and "waiting" in first, first
+            time.sleep(1.5)
+            assert w.poll() is None and store.list_runs() == []     # ... and waits
+            lock.release()
+            out, err = w.communicate(timeout=120)
+        finally:
+            if w.poll() is None:
+                w.kill()
+        assert w.returncode == 0, err
+        assert "testbed lab-busy: locked for run" in err and "after waiting" in err
         assert [r.testbed for r in store.list_runs()] == ["lab-busy"]
     finally:
         lock.release()
