@@ -32,7 +32,7 @@ PIPFLAGS=(-q)
 if "$PY" -c 'import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["stdlib"], "EXTERNALLY-MANAGED")) else 1)'; then
   PIPFLAGS+=(--break-system-packages)
 fi
-if ! "$PY" -c 'import nfvperf, pydantic, sqlalchemy, pyroute2, matplotlib, rich, paramiko, hypothesis, MLRsearch, mypy, ruff' 2>/dev/null \
+if ! "$PY" -c 'import nfvperf, pydantic, sqlalchemy, pyroute2, matplotlib, rich, paramiko, ansible, hypothesis, MLRsearch, mypy, ruff' 2>/dev/null \
    || [ pyproject.toml -nt .nfvperf-deps.stamp ]; then
   echo "install-deps: pip install -e .[dev]"
   "$PY" -m pip install "${PIPFLAGS[@]}" -e '.[dev]'

@@ -553,6 +553,85 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.set_defaults(func=cmd_run)
 
 
+def _add_testbed_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    """``nfvperf testbed ...``: the command group of multi-host testbeds (issue 10)."""
+    tb = sub.add_parser("testbed", help="multi-host testbeds: prepare hosts with Ansible, show/free locks",
+                        description="Commands on a testbed file (hosts, SSH, NICs, cabling).")
+    tsub = tb.add_subparsers(dest="testbed_cmd")
+    tb.set_defaults(func=lambda a: (tb.print_help(), EXIT_USAGE)[1])
+    _add_testbed_prepare_parser(tsub)
+    _add_testbed_lock_parsers(tsub, db)
+
+
+def _add_testbed_prepare_parser(tsub: Any) -> None:
+    p = tsub.add_parser("prepare", help="prepare the testbed's hosts with Ansible (packages, hugepages, "
+                        "kernel command line advice, vfio-pci, irqbalance off)",
+                        description="Prepare the testbed's hosts with the repository's Ansible playbook "
+                        "(ansible/prepare.yml). SSH host keys come from the testbed file only: an unknown "
+                        "or changed key is refused. Never reboots; the kernel command line is advice.")
+    p.add_argument("testbed", help="testbed YAML file")
+    p.add_argument("--check", action="store_true", help="dry run (Ansible check mode): report, change nothing")
+    p.add_argument("--limit", metavar="HOST", help="only this host of the testbed")
+    p.add_argument("--inventory-dir", metavar="DIR", help="write (and keep) the inventory, known_hosts and "
+                   "ansible.cfg in DIR instead of a temporary directory")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more Ansible output (-v ... -vvvv)")
+    p.set_defaults(func=cmd_testbed_prepare)
+
+
+def cmd_testbed_prepare(args: argparse.Namespace) -> int:
+    from nfvperf.testbed.prepare import run_prepare, summary_lines
+    from nfvperf.testbed.spec import load_testbed
+    spec = load_testbed(args.testbed)                       # TestbedError: exit 2, naming the field
+    res = run_prepare(spec, check=args.check, limit=args.limit, verbose=args.verbose,
+                      inventory_dir=Path(args.inventory_dir) if args.inventory_dir else None)
+    for line in summary_lines(spec, res):
+        print(line)
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def _add_testbed_lock_parsers(tsub: Any, db: argparse.ArgumentParser) -> None:
+    lk = tsub.add_parser("locks", parents=[db], help="which testbeds are locked, by which run")
+    lk.set_defaults(func=cmd_testbed_locks)
+    ul = tsub.add_parser("unlock", parents=[db], help="free a testbed whose lock is stale (--force: any lock)")
+    ul.add_argument("name", help="the testbed's name:")
+    ul.add_argument("--force", action="store_true", help="free it even if its holder may be alive")
+    ul.set_defaults(func=cmd_testbed_unlock)
+
+
+def cmd_testbed_locks(args: argparse.Namespace) -> int:
+    from nfvperf.store.lock import list_locks, staleness
+    store = _open_store(args)
+    try:
+        locks = list_locks(store)
+    finally:
+        store.close()
+    if not locks:
+        print("no testbed is locked")
+    for h in locks:
+        note = staleness(h)
+        print(f"{h.testbed}: {h.describe()}" + (f" — STALE: {note}" if note else ""))
+    return EXIT_OK
+
+
+def cmd_testbed_unlock(args: argparse.Namespace) -> int:
+    from nfvperf.store.lock import force_release, read_holder, staleness
+    store = _open_store(args)
+    try:
+        h = read_holder(store, args.name)
+        if h is None:
+            print(f"testbed {args.name} is not locked")
+            return EXIT_OK
+        note = staleness(h)
+        if not note and not args.force:
+            raise CliError(f"testbed {args.name} is held by {h.describe()}, which may be alive; "
+                           f"--force frees it anyway")
+        force_release(store, h)
+        print(f"testbed {args.name}: freed the lock of {h.describe()}" + (f" ({note})" if note else " (forced)"))
+    finally:
+        store.close()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
                                 "infrastructure (RFC 2544 family, MLRsearch).",
@@ -666,6 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--size", type=int, default=64)
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
+
+    _add_testbed_parsers(sub, db)
 
     for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",

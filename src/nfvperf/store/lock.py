@@ -114,6 +114,15 @@ def list_locks(store: Store) -> list[LockHolder]:
         return [_holder(r, now) for r in s.scalars(select(TestbedLock).order_by(TestbedLock.testbed))]
 
 
+def force_release(store: Store, holder: LockHolder) -> bool:
+    """Delete ``holder``'s lock row if it is still that run's (``nfvperf testbed unlock``)."""
+    with store.session() as s:
+        res = cast(CursorResult, s.execute(delete(TestbedLock).where(TestbedLock.testbed == holder.testbed,
+                                                                     TestbedLock.run_uid == holder.run_uid)))
+        s.commit()
+    return res.rowcount == 1
+
+
 def staleness(holder: LockHolder, stale_after_s: float = DEFAULT_STALE_AFTER_S,
               hostname: Optional[str] = None) -> Optional[str]:
     """None if the holder may be alive, else why its lock is stale."""
