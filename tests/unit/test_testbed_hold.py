@@ -46,3 +46,38 @@ def test_testbed_filters_history_and_run_references(tmp_path) -> None:
     with pytest.raises(RunNotFound, match="no runs on testbed lab9"):
         s.resolve("latest", testbed="lab9")
     s.close()
+
+
+def test_testbed_locks_and_unlock_commands(tmp_path, capsys) -> None:
+    import datetime as dt
+
+    from sqlalchemy import update
+
+    from nfvperf.cli import main
+    from nfvperf.store.lock import Claim, acquire, read_holder
+    from nfvperf.store.models import TestbedLock
+    db = str(tmp_path / "r.db")
+    s = Store("sqlite:///" + db)
+    assert main(["testbed", "locks", "--db", db]) == 0
+    assert "no testbed is locked" in capsys.readouterr().out
+    live = acquire(s, "lab1", "aa11bb")
+    far = acquire(s, "lab2", "0fe1a2", heartbeat_s=3600,
+                  claim=Claim(run_uid="0fe1a2", hostname="elsewhere", pid=4242, pid_starttime=1, user=None))
+    far._stop.set()
+    with s.session() as se:
+        se.execute(update(TestbedLock).where(TestbedLock.testbed == "lab2")
+                   .values(heartbeat_at=read_holder(s, "lab2").heartbeat_at - dt.timedelta(seconds=900)))
+        se.commit()
+    assert main(["testbed", "locks", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "lab1: run nfvaa11bb" in out and "lab2: run nfv0fe1a2" in out and out.count("STALE") == 1
+    assert main(["testbed", "unlock", "lab1", "--db", db]) == 2          # alive: refused without --force
+    assert "may be alive" in capsys.readouterr().err
+    assert main(["testbed", "unlock", "lab2", "--db", db]) == 0          # stale: freed
+    assert "freed the lock of run nfv0fe1a2" in capsys.readouterr().out
+    assert read_holder(s, "lab2") is None and read_holder(s, "lab1") is not None
+    assert main(["testbed", "unlock", "lab1", "--force", "--db", db]) == 0
+    assert read_holder(s, "lab1") is None
+    assert live.release() is False
+    assert main(["testbed", "prepare", "--help"]) == 0
+    s.close()
