@@ -92,3 +92,17 @@ def test_testbed_prepare_playbook_syntax(tmp_path) -> None:
                         str(ansible_dir() / "prepare.yml"), "--syntax-check"], capture_output=True, text=True,
                        env=dict(os.environ, ANSIBLE_CONFIG=str(files.config)), timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_testbed_readme_example_is_valid() -> None:
+    """The two-server lab of the README's "Multi-host testbeds" section is a valid testbed, and
+    what a run stores of it has no key path and no host key."""
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"```yaml\n(# lab1\.yaml\n.*?)```", text, re.S)
+    assert m, "README: no ```yaml block starting with '# lab1.yaml'"
+    spec = validate_testbed(yaml.safe_load(m.group(1)), "README.md")
+    assert [(lk.tester, lk.dut) for lk in spec.links] == [("tester1.p0", "dut1.p0"), ("tester1.p1", "dut1.p1")]
+    assert spec.role_host("tester")[0] == "tester1" and spec.role_host("dut")[0] == "dut1"
+    assert all(len(h.nics) == 2 and all(n.pci for n in h.nics) for h in spec.hosts.values())
+    public = str(spec.public())
+    assert "nfvperf_lab1" not in public and "AAAAC3Nza" not in public and "known_hosts" not in public
