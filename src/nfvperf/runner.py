@@ -757,14 +757,16 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     if problem:
         raise TestbedUnusable(problem)
     uid = secrets.token_hex(3)
-    lock = hold_testbed(store, testbed, uid, wait_s=wait_lock_s,
-                        say=log or (lambda m: print(m, file=sys.stderr, flush=True)))
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    lock = hold_testbed(store, testbed, uid, wait_s=wait_lock_s, say=say)
     try:
         return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
                         measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid,
                         testbed=testbed, testbed_lock=lock.record())
     finally:
         lock.release()
+        if lock.lost:
+            say(f"warning: {lock.lost}: another run may have used testbed {testbed.name} meanwhile")
 
 
 def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,

@@ -267,6 +267,8 @@ class HeldLock:
 
     def release(self) -> bool:
         """Stop the heartbeat and delete the row if it is still ours; True if it was deleted."""
+        if os.getpid() != self.claim.pid:      # a forked child never frees its parent's lock
+            return False
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=self.heartbeat_s + 5)
