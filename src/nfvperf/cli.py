@@ -553,14 +553,13 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def _add_testbed_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
-    """``nfvperf testbed ...``: the command group of multi-host testbeds (issue 10)."""
-    tb = sub.add_parser("testbed", help="multi-host testbeds: prepare hosts with Ansible, show/free locks",
-                        description="Commands on a testbed file (hosts, SSH, NICs, cabling).")
-    tsub = tb.add_subparsers(dest="testbed_cmd")
+def _add_testbed_parser(sub: Any) -> Any:
+    """``nfvperf testbed ...``: commands on a testbed file (hosts, SSH, NICs, cabling); returns the
+    group's subparsers (prepare, locks, unlock are added to it)."""
+    tb = sub.add_parser("testbed", help="commands on a testbed file (several hosts over SSH)")
+    tsub = tb.add_subparsers(dest="testbed_cmd", metavar="WHAT")
     tb.set_defaults(func=lambda a: (tb.print_help(), EXIT_USAGE)[1])
-    _add_testbed_prepare_parser(tsub)
-    _add_testbed_lock_parsers(tsub, db)
+    return tsub
 
 
 def _add_testbed_prepare_parser(tsub: Any) -> None:
@@ -746,7 +745,9 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
 
-    _add_testbed_parsers(sub, db)
+    tsub = _add_testbed_parser(sub)
+    _add_testbed_prepare_parser(tsub)
+    _add_testbed_lock_parsers(tsub, db)
 
     for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
