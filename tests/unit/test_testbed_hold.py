@@ -81,3 +81,34 @@ def test_testbed_locks_and_unlock_commands(tmp_path, capsys) -> None:
     assert live.release() is False
     assert main(["testbed", "prepare", "--help"]) == 0
     s.close()
+
+
+def test_testbed_lock_released_when_the_run_fails(tmp_path) -> None:
+    """A set-up failure (the measurer cannot be built) fails the run; the lock goes with it."""
+    import contextlib
+
+    import yaml
+
+    from nfvperf.config import load_suite
+    from nfvperf.runner import execute
+    from nfvperf.store.lock import read_holder
+    suite_file = tmp_path / "s.yaml"
+    suite_file.write_text(yaml.safe_dump({"name": "tb-fail", "profile": "quick",
+                                          "traffic": {"frame_sizes": [64]}, "tests": [{"method": "throughput"}]}))
+    seen = []
+
+    @contextlib.contextmanager
+    def broken(*_a, **_k):
+        seen.append(read_holder(store, "lab1"))      # held while the run sets up
+        raise RuntimeError("the DUT host caught fire")
+        yield  # pragma: no cover
+
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    out = execute(load_suite(suite_file), store=store, tg="sim", out_dir=tmp_path / "out", show_progress=False,
+                  log=lambda _m: None, measurer_factory=broken, testbed=_spec(True))
+    assert out.status == "failed" and "caught fire" in (out.reason or "")
+    assert seen and seen[0] is not None and seen[0].run_uid == out.uid
+    assert read_holder(store, "lab1") is None
+    run = store.load_run(out.run_id)
+    assert run.testbed == "lab1" and run.environment["testbed"]["name"] == "lab1"
+    store.close()
