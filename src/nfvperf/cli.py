@@ -562,6 +562,19 @@ def _add_testbed_parser(sub: Any) -> Any:
     return tsub
 
 
+def _add_testbed_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    tsub = _add_testbed_parser(sub)
+    _add_testbed_prepare_parser(tsub)
+    _add_testbed_lock_parsers(tsub, db)
+
+
+def _add_testbed_filters(history: argparse.ArgumentParser, compare: argparse.ArgumentParser) -> None:
+    """``--testbed NAME`` of ``history`` and ``compare`` (issue 10 item 6)."""
+    history.add_argument("--testbed", metavar="NAME", help="only the runs on testbed NAME (its name:, not the file)")
+    compare.add_argument("--testbed", metavar="NAME", help="runs on testbed NAME only: latest and -N count its "
+                         "runs, a run that ran elsewhere is refused")
+
+
 def _add_testbed_prepare_parser(tsub: Any) -> None:
     p = tsub.add_parser("prepare", help="prepare the testbed's hosts with Ansible (packages, hugepages, "
                         "kernel command line advice, vfio-pci, irqbalance off)",
@@ -695,8 +708,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("a", nargs="?", default="-2", help="baseline run (the ratios are against it; default -2: "
                    "the run before the newest)")
     c.add_argument("others", nargs="*", metavar="run", help="runs to compare with the baseline (default latest)")
-    c.add_argument("--testbed", metavar="NAME", help="runs on testbed NAME only: latest and -N count its runs, "
-                   "a run that ran elsewhere is refused")
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)
@@ -704,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("history", parents=[db], help="list the runs in the store")
     h.add_argument("--limit", type=int, default=30)
     h.add_argument("--json", action="store_true")
-    h.add_argument("--testbed", metavar="NAME", help="only the runs on testbed NAME (its name:, not the file)")
+    _add_testbed_filters(h, c)
     h.set_defaults(func=cmd_history)
 
     e = sub.add_parser("export", parents=[db], help="export a run as JSON or CSV (docs/results-schema.md)")
@@ -745,9 +756,7 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
 
-    tsub = _add_testbed_parser(sub)
-    _add_testbed_prepare_parser(tsub)
-    _add_testbed_lock_parsers(tsub, db)
+    _add_testbed_parsers(sub, db)
 
     for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
