@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import platform
+import secrets
 import shutil
 import signal
 import subprocess
@@ -31,10 +32,17 @@ from nfvperf.config import ProfileSpec, Suite, format_link_speed, topology_overr
 from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
+from nfvperf.testbed.spec import TestbedSpec
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class TestbedUnusable(RuntimeError):
+    """The run cannot use its testbed (nothing was written)."""
+
+    __test__ = False
 
 
 @dataclass
@@ -435,10 +443,13 @@ def result_dict(res: Any) -> dict[str, Any]:
     return d if isinstance(d, dict) else {"value": d}
 
 
-def create_run(suite: Suite, store: Store, tg: str, out_dir: Path) -> tuple[Any, Path, dict[str, Any]]:
+def create_run(suite: Suite, store: Store, tg: str, out_dir: Path, uid: Optional[str] = None,
+               testbed: Optional[TestbedSpec] = None,
+               testbed_lock: Optional[dict[str, Any]] = None) -> tuple[Any, Path, dict[str, Any]]:
     """The run row (status ``running``, the config, the pid that runs it) and the run directory
     (a copy of the suite file and ``run.json``, a reference to the run in the store).  Returns
-    (run row, run dir, the environment dict the run keeps filling)."""
+    (run row, run dir, the environment dict the run keeps filling).  ``testbed``: recorded as
+    the run's ``testbed`` column and ``environment["testbed"]`` (its public form: no secrets)."""
     spec, timing = suite.spec, suite.timing
     kinds = list(dict.fromkeys((t.topology or spec.topology).kind for t in suite.tests))
     duts = list(dict.fromkeys((t.topology or spec.topology).dut for t in suite.tests))
@@ -448,10 +459,14 @@ def create_run(suite: Suite, store: Store, tg: str, out_dir: Path) -> tuple[Any,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
                            "topologies": [], "pid": os.getpid(), "hostname": platform.node(),
                            "pid_starttime": process_starttime(os.getpid())}
+    if testbed is not None:
+        env["testbed"] = testbed.public()
+        env["testbed_lock"] = testbed_lock
     run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
                            topology="+".join(kinds), dut="+".join(duts) if tg != "sim" else
                            f"sim ({'+'.join(duts)} model)", tg=tg, profile=timing.name,
-                           config=suite.to_dict(), environment=env)
+                           config=suite.to_dict(), environment=env, uid=uid,
+                           testbed=testbed.name if testbed is not None else None)
     env["tag"] = run.tag
     run_dir = (out_dir / "runs" / run.tag).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -723,19 +738,49 @@ class RunLoop:
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
             show_progress: bool = True, log: Callable[[str], None] | None = None,
             measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False,
-            ceiling: Optional[CeilingOptions] = None) -> RunOutcome:
+            ceiling: Optional[CeilingOptions] = None, testbed: Optional[TestbedSpec] = None,
+            wait_lock_s: float = 0.0) -> RunOutcome:
     """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
     Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
     Ctrl-Cs stay ignored.  ``ceiling``: how the harness ceiling is got (``--tg tgen`` only;
-    default: measured or taken from ``<out_dir>/harness-ceiling.json``)."""
-    run, run_dir, env = create_run(suite, store, tg, out_dir)
+    default: measured or taken from ``<out_dir>/harness-ceiling.json``).
+
+    ``testbed``: run on that testbed: its lock is taken first (waiting up to ``wait_lock_s``;
+    :class:`nfvperf.store.lock.TestbedLocked` naming the holder, and nothing written, when a live
+    run holds it) and released when the books are closed, also after a failure or Ctrl-C;
+    :class:`TestbedUnusable` when this build cannot drive its hosts."""
+    if testbed is None:
+        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
+                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling)
+    from nfvperf.testbed.hold import hold_testbed, remote_hosts_problem
+    problem = remote_hosts_problem(testbed, tg)
+    if problem:
+        raise TestbedUnusable(problem)
+    uid = secrets.token_hex(3)
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    lock = hold_testbed(store, testbed, uid, wait_s=wait_lock_s, say=say)
+    try:
+        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
+                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid,
+                        testbed=testbed, testbed_lock=lock.record())
+    finally:
+        lock.release()
+        if lock.lost:
+            say(f"warning: {lock.lost}: another run may have used testbed {testbed.name} meanwhile")
+
+
+def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,
+             log: Callable[[str], None] | None, measurer_factory: Optional[Callable[..., Any]], exiting: bool,
+             ceiling: Optional[CeilingOptions], uid: Optional[str] = None, testbed: Optional[TestbedSpec] = None,
+             testbed_lock: Optional[dict[str, Any]] = None) -> RunOutcome:
+    run, run_dir, env = create_run(suite, store, tg, out_dir, uid=uid, testbed=testbed, testbed_lock=testbed_lock)
     units = test_units(suite)
     groups = topology_groups(units, suite.spec.topology)
     progress = Progress(len(units), enabled=show_progress)
     say = log or progress.log
     say(f"run {run.id} ({run.tag}): suite {suite.spec.name!r}, {len(units)} test unit(s) on "
         f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={suite.timing.name}, "
-        f"run dir {run_dir}")
+        + (f"testbed {testbed.name}, " if testbed is not None else "") + f"run dir {run_dir}")
     interrupts = Interrupts()
     interrupts.keep_ignoring = exiting
     loop = RunLoop(suite, store, tg, run, run_dir, env, progress, interrupts, measurer_factory or measurer_for)
