@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import platform
 import secrets
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import ProfileSpec, Suite, format_link_speed, topology_overrides
+from nfvperf.host.run import PROGRESS_LOGGER
 from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
@@ -184,6 +186,25 @@ class Progress:
                 print(text, file=self.stream, flush=True)
         except (OSError, ValueError):
             self.stream = None
+
+
+@contextlib.contextmanager
+def progress_logs(say: Callable[[str], None]) -> Iterator[None]:
+    """While inside: INFO lines of :data:`~nfvperf.host.run.PROGRESS_LOGGER` (progress of long
+    set-up steps, e.g. installing 2M OpenFlow rules) go to ``say`` (the run's progress log)."""
+    class _Say(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            say(record.getMessage())
+
+    lg = logging.getLogger(PROGRESS_LOGGER)
+    handler, level = _Say(logging.INFO), lg.level
+    lg.addHandler(handler)
+    lg.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        lg.removeHandler(handler)
+        lg.setLevel(level)
 
 
 # --------------------------------------------------------------------------- recorder
@@ -790,7 +811,7 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     # is released or the run is marked must not cut that short (Interrupts ignores it)
     interrupts.__enter__()
     try:
-        with progress:
+        with progress, progress_logs(progress.log):
             loop.run_groups(groups)
     except KeyboardInterrupt:
         _only_owner(interrupts.owner)

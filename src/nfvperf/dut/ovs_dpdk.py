@@ -31,16 +31,18 @@ from typing import Any, ClassVar, Optional, Sequence, Union
 from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
+from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
 from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask, format_cpulist
 from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, Process
-from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.host.run import PROGRESS_LOGGER, ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
 
 log = logging.getLogger(__name__)
+_progress_log = logging.getLogger(PROGRESS_LOGGER)
 
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 _UNIX_PATH_MAX = 107
@@ -330,6 +332,7 @@ class OvsDpdk(DutAdapter):
         self.host = LOCAL             # where the daemons run (nfvperf.host.proc; one host for now)
         self._attached = False
         self._flow_files = 0
+        self.rule_installs: list[RuleInstall] = []
         if spec is not None and getattr(spec, "existing_db", None):
             self.attach(spec.existing_db, spec.existing_ctl)
 
@@ -717,14 +720,16 @@ class OvsDpdk(DutAdapter):
 
     # ------------------------------------------------------------------ flows
     def program(self, flows: Optional[Sequence[Union[Flow, str]]] = None, bridge: Optional[str] = None,
-                replace: bool = True) -> Path:
-        """Install OpenFlow rules from a file in the run dir (``ovs-ofctl add-flows``).
+                replace: bool = True, method: str = "bundle") -> Path:
+        """Install OpenFlow rules from files in the run dir (``ovs-ofctl --bundle add-flows``, in
+        chunks: :mod:`nfvperf.dut.ovs_rules`); returns the first file.
 
         ``flows``: None = cross-connect 0<->1, 2<->3 (the seed reports' ``in_port=1,dl_type=0x800,
         idle_timeout=0,action=output:2``); :class:`Flow` entries (port *indices*; ``match`` keys
         ``src_ip``/``dst_ip``/``src_mac``/``dst_mac``/``vlan`` or raw ovs-ofctl fields); or strings
-        in ovs-ofctl flow syntax.  ``replace`` deletes the bridge's flows first (``del-flows``).
-        """
+        in ovs-ofctl flow syntax.  ``replace`` deletes the bridge's flows first (``del-flows``) and
+        then requires OVS to count exactly these rules.  Each install is kept in
+        :attr:`rule_installs` (rules, seconds, rules/s; in :meth:`environment`)."""
         bridge = bridge or self.bridges[0]
         if flows is None:
             flows = cross_connect(len(self.ports))
@@ -732,13 +737,19 @@ class OvsDpdk(DutAdapter):
         if bridge == self.bridges[0]:
             self._last_flows = list(flows)
         self._flow_files += 1
-        path = self.dir / f"flows-{bridge}-{self._flow_files}.txt"
-        path.write_text("".join(line + "\n" for line in lines))
-        if replace:
-            self.ofctl("del-flows", bridge)
-        if lines:
-            self.ofctl("add-flows", bridge, str(path), timeout=300)
-        return path
+
+        def ofctl(args: list[str], timeout: float) -> str:
+            args = [self.mgmt(bridge) if a == "{br}" else a for a in args]
+            return self._run(["ovs-ofctl", f"--timeout={int(timeout) + 1}", *args], timeout=timeout + 5)
+
+        try:
+            rec = install_rules(lines, bridge=bridge, directory=self.dir,
+                                stem=f"flows-{bridge}-{self._flow_files}", ofctl=ofctl,
+                                replace=replace, method=method, say=_progress_log.info)
+        except RuleInstallError as e:
+            raise OvsError(f"{e}; log: {self.log_tail()}") from e
+        self.rule_installs.append(rec)
+        return Path(rec.files[0])
 
     _MATCH_KEYS = {"src_ip": "nw_src", "dst_ip": "nw_dst", "src_mac": "dl_src", "dst_mac": "dl_dst",
                    "vlan": "dl_vlan"}
@@ -825,6 +836,7 @@ class OvsDpdk(DutAdapter):
         return {"dut": self.name, "version": self.version(), "versions": self.versions(),
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
+                "rule_installs": [r.to_dict() for r in self.rule_installs],
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
                                     "mtu_request": p.mtu, **p.options}
                           for p in self.ovs_ports.values()}}
