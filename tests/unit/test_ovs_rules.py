@@ -70,6 +70,9 @@ def test_report_table_lists_large_installs_only() -> None:
     assert row[0] == 'p-ovs-p {"ovs":{"rules":1000000}}'
     assert row[2:] == ["2,000,000", "bundle", "20", "21.50", "93,023", "2,000,000"]
     assert rule_install_tables({"topologies": [{"kind": "p2p", "environment": {"dut": {}}}]}) == []
+    # what other DUTs and failed environments leave there
+    assert rule_install_tables({"topologies": [{"kind": "p2p", "environment": {"dut": "testpmd"}},
+                                               {"kind": "pvp", "environment": {"error": "x"}}]}) == []
 
 
 def test_report_shows_the_install_table(tmp_path) -> None:
@@ -90,3 +93,30 @@ def test_report_shows_the_install_table(tmp_path) -> None:
         assert "OpenFlow rule installation" in buf.getvalue() and "93,023" in buf.getvalue()
     finally:
         store.close()
+
+
+def test_seed004_rule_tests_validate_within_the_limits(tmp_path) -> None:
+    """Seed 004's rule-count tests (64 .. 1M rules per direction, 1:1 with flows) validate, in
+    quick mode too, and each install's time limit covers it at the slowest rate allowed for."""
+    from pathlib import Path
+
+    from nfvperf.config import SuiteError, load_suite
+    from nfvperf.dut.ovs_dpdk import OvsSpec
+    path = Path(__file__).resolve().parents[2] / "suites" / "seed004-ovs-scaling.yaml"
+    for quick in (False, True):
+        suite = load_suite(path, quick=quick)
+        counts = {}
+        for t in suite.tests:
+            ovs = (t.topology or suite.spec.topology).ovs
+            assert isinstance(ovs, OvsSpec)
+            n = ovs.rules
+            if n:
+                counts[t.name] = n
+                assert t.traffic.flows_per_port == n, t.name      # 1:1 with the flows
+        assert counts == {"rules-64": 64, "rules-1k": 1000, "rules-64k": 65536, "rules-1m": 1_000_000}
+    assert R.install_timeout_s(2 * 1_000_000) > 2 * 1_000_000 / R.MIN_RULES_PER_S
+    bad = path.read_text().replace("rules: 1000000}", "rules: 5000000}")
+    tmp = tmp_path / "seed004-too-many-rules.yaml"
+    tmp.write_text(bad)
+    with pytest.raises(SuiteError, match="rules"):
+        load_suite(tmp)

@@ -96,7 +96,8 @@ class OvsSpec(AdapterOptions):
     socket_mem: Optional[list[int]] = Field(
         None, description="DPDK socket memory (MB) per NUMA socket, other_config:dpdk-socket-mem "
         "as a list or a string: '11264,1024' (seed 003) = 11264 MB on socket 0, 1024 on socket 1")
-    rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    rules: int = Field(0, ge=0, le=4_194_304, description="extra src/dst-IP rules for rule-complexity "
+                       "tests, per direction (OVS holds ~1.1 GB per million rules)")
     bridges: int = Field(
         1, ge=1, le=2, description="p-ovs-p: 1 bridge, or 2 (seed 003's dual bridge) with PHY "
         "port 0 on the first, port 1 on the second, joined by a pair of patch ports")

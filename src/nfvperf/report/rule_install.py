@@ -20,11 +20,13 @@ def installs(env: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(topology label, install record) of every stored rule install, in run order."""
     out = []
     for topo in env.get("topologies") or []:
-        dut = ((topo.get("environment") or {}).get("dut")) or {}
+        topo_env = topo.get("environment") if isinstance(topo, dict) else None
+        dut = topo_env.get("dut") if isinstance(topo_env, dict) else None
+        if not isinstance(dut, dict):          # a sim run, an error, another kind of DUT
+            continue
         over = topo.get("overrides") or {}
         label = str(topo.get("kind") or "?") + (f" {json.dumps(over, separators=(',', ':'))}" if over else "")
-        for rec in dut.get("rule_installs") or []:
-            out.append((label, rec))
+        out += [(label, rec) for rec in dut.get("rule_installs") or [] if isinstance(rec, dict)]
     return out
 
 
