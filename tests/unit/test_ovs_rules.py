@@ -120,3 +120,15 @@ def test_seed004_rule_tests_validate_within_the_limits(tmp_path) -> None:
     tmp.write_text(bad)
     with pytest.raises(SuiteError, match="rules"):
         load_suite(tmp)
+
+
+def test_flow_ips_match_address_arithmetic() -> None:
+    """The rules' addresses (integer arithmetic for IPv4) are tgen's: base + i, carrying over octets."""
+    import ipaddress
+
+    from nfvperf.topo.p_ovs_p import flow_ips
+    for n, src, dst in ((70_000, "198.18.0.1", "198.19.0.1"), (300, "10.0.255.200", "198.19.255.255"),
+                        (10, "2001:db8::1", "2001:db8::ff"), (6, "255.255.255.250", "1.2.3.4")):
+        s, d = ipaddress.ip_address(src), ipaddress.ip_address(dst)
+        assert flow_ips(n, src, dst) == [(str(s + i), str(d + i)) for i in range(n)], (n, src, dst)
+    assert flow_ips(65_535)[-1] == ("198.18.255.255", "198.19.255.255")   # base .0.1 + 65,534
