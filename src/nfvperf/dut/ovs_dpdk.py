@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Optional, Sequence, Union
 from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
-from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules
+from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules, install_timeout_s
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
 from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask, format_cpulist
@@ -777,7 +777,9 @@ class OvsDpdk(DutAdapter):
 
     def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, Any]]:
         """``ovs-ofctl dump-flows`` parsed: [{"match": ..., "actions": ..., "n_packets": .., ...}]."""
-        out = self.ofctl("dump-flows", bridge or self.bridges[0], "--no-names")
+        bridge = bridge or self.bridges[0]
+        n = next((r.rules for r in reversed(self.rule_installs) if r.bridge == bridge), 0)
+        out = self.ofctl("dump-flows", bridge, "--no-names", timeout=install_timeout_s(n))
         return parse_dump_flows(out)
 
     def dump_ports(self, bridge: Optional[str] = None) -> dict[str, dict[str, int]]:
