@@ -6,8 +6,8 @@ in all, 1:1 with 1M flows per port) tests, taken from suites/seed004-ovs-scaling
 Asserts: both pass with a positive throughput; OVS counts the 2M rules it was given; the install
 (rules, seconds, rules/s) is stored with the run and printed in the report; the install logged
 its progress; the warm-up of ``rules-1m`` lasted long enough to send each of the 1M flows 3 times
-at its load and sent a million distinct flows to OVS's slow path.  About 4 minutes on a busy
-2-core host (rule generation + install ~1 min, rules-1m's warm-up ~70 s)."""
+at its load and sent a million distinct flows to OVS's slow path.  About 5 minutes on a busy
+2-core host (rule generation + install 1-1.5 min, rules-1m's warm-up 70-85 s)."""
 from __future__ import annotations
 
 import json
