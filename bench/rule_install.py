@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def main() -> int:
                   f"({row['bundle']['rules_per_s']:>8,}/s)  ratio {row['ratio']:.1f}x", flush=True)
     finally:
         tracker.release_all()
+        shutil.rmtree(run.run_dir, ignore_errors=True)     # the rule files: ~180 MB per 2M rules
     print(json.dumps({"per_count": per}))
     return 0
 

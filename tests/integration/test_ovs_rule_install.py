@@ -77,3 +77,12 @@ def test_time_limit_names_the_count_and_time(ovs, monkeypatch) -> None:
     with pytest.raises(OvsError, match=r"installing 200,000 OpenFlow rules on \S+ \(bundle\) timed out: "
                                        r"200,000 rules are allowed 0 s .*; \d[\d,]* installed in [\d.]+ s"):
         ovs.program(_rules(200_000))
+
+
+def test_large_plain_install_keeps_a_sample(ovs) -> None:
+    n = 250_000                     # above the files kept in full: the one file is cut to a chunk
+    first = ovs.program(_rules(n), method="add-flows")
+    rec = ovs.rule_installs[-1]
+    assert (rec.installed, rec.files_removed) == (n, 1)
+    lines = first.read_text().splitlines()
+    assert len(lines) == ovs_rules.CHUNK_RULES and lines[0] == _rules(1)[0]

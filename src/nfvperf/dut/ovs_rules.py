@@ -65,7 +65,9 @@ class RuleInstall:
     installed: Optional[int]       # dump-aggregate flow_count after the install
     delete_s: float = 0.0          # del-flows before it (replace)
     files: list[str] = field(default_factory=list)
-    files_removed: int = 0         # chunk files deleted after a verified large install
+    #: after a verified install of more than KEEP_FILES_MAX_RULES: chunk files deleted (a single
+    #: add-flows file is cut to its first CHUNK_RULES lines and counts as 1)
+    files_removed: int = 0
 
     @property
     def rules_per_s(self) -> Optional[float]:
@@ -94,6 +96,17 @@ def write_chunks(lines: Sequence[str], directory: Path, stem: str, chunk: int = 
                 fh.write("\n")
         paths.append(p)
     return paths
+
+
+def _truncate(path: Path, lines: int) -> None:
+    """Keep the first ``lines`` lines of ``path``."""
+    tmp = path.with_suffix(".head")
+    with path.open() as src, tmp.open("w") as dst:
+        for k, line in enumerate(src):
+            if k >= lines:
+                break
+            dst.write(line)
+    tmp.replace(path)
 
 
 class _Progress:
@@ -173,10 +186,13 @@ def install_rules(lines: Sequence[str], *, bridge: str, directory: Path, stem: s
             f"OVS counts {installed:,} rules on {bridge} after installing {n:,} "
             f"(dump-aggregate flow_count): duplicate rules in the list, or OVS dropped some; "
             f"the rules are in {files[0]}" + (" ..." if len(files) > 1 else ""))
-    if n > KEEP_FILES_MAX_RULES:
+    if n > KEEP_FILES_MAX_RULES and len(files) > 1:
         for p in files[1:]:
             p.unlink(missing_ok=True)
         rec.files, rec.files_removed = [str(files[0])], len(files) - 1
+    elif n > KEEP_FILES_MAX_RULES:         # one file (add-flows): keep its first chunk's worth
+        _truncate(files[0], chunk)
+        rec.files_removed = 1
     rate = rec.rules_per_s
     prog.line(f"installed {n:,} OpenFlow rules on {bridge} in {seconds:.1f} s"
               + (f" ({rate:,.0f} rules/s)" if rate else "") + f"; OVS counts {installed:,}")
