@@ -230,3 +230,26 @@ def test_ssh_cleanup_by_tag_reaches_the_remote_host(testbed_hosts, tmp_path):
         assert h.cleanup_tag(tag, dry_run=True)["processes"] == []
     finally:
         h.close()
+
+
+def test_testbed_check_runs_preflight_on_every_host_over_ssh(testbed_hosts, capsys):
+    from nfvperf.cli import main
+    tb = testbed_hosts
+    rc = main(["testbed", "check", str(tb.path)])
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:4] == ["host", "role", "check", "ok"]
+    for host, role in (("tester1", "tester"), ("dut1", "dut")):
+        rows = [line.split() for line in out.splitlines() if line.startswith(host + " ")]
+        checks = {r[2]: r[3] for r in rows}
+        assert checks["ssh"] == "ok*" and checks["root"] == "ok*", out
+        assert {"hugepages", "irqbalance", "binary:ip"} <= set(checks), out
+        assert all(r[1] == role for r in rows)
+    assert "binary:tgen" in out and "binary:ovs-vswitchd" in out
+    assert str(tb.user_key) not in out                # the key path is a secret
+    assert rc in (0, 1)
+    # a changed host key: one failed ssh row naming the host, nothing run there
+    rotate_host_key(tb, "dut1")
+    assert main(["testbed", "check", str(tb.path)]) == 1
+    out = capsys.readouterr().out
+    dut_rows = [line for line in out.splitlines() if line.startswith("dut1 ")]
+    assert len(dut_rows) == 1 and "FAIL*" in dut_rows[0] and "CHANGED" in dut_rows[0], out

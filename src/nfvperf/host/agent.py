@@ -11,6 +11,8 @@ host (``<work_dir>/nfvperf-agent-<hash>.py``) and runs with ``python3``.
 ``relay PATH``
     Connect to the Unix socket PATH and copy bytes both ways between it and stdin/stdout: an
     SSH-forwarded connection to tgen's control socket (no TCP port, no token on the host).
+``tags``
+    The run tags present on this host (JSON list): processes' ``NFVPERF_TAG`` and link names.
 ``cleanup TAG [--dry-run]``
     Remove what a run tagged TAG left on this host: processes with ``NFVPERF_TAG=TAG`` in their
     environment (SIGTERM, then SIGKILL), network namespaces and links whose name contains TAG,
@@ -122,11 +124,33 @@ def relay(path: str) -> int:
     return 0
 
 
+def _host_netns(tag: str = "") -> set[str]:
+    """The network namespaces that belong to this host: the agent's own (what sshd runs in) and
+    the named ones of run ``tag`` (a host may share its process table with others, e.g. hosts
+    that are namespaces of one machine: their processes are not ours)."""
+    spaces = {os.readlink("/proc/self/ns/net")}
+    try:
+        for name in os.listdir("/run/netns"):
+            if tag and tag in name:
+                spaces.add(f"net:[{os.stat(os.path.join('/run/netns', name)).st_ino}]")
+    except OSError:
+        pass
+    return spaces
+
+
+def _on_this_host(pid: str, spaces: set[str]) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") in spaces
+    except OSError:
+        return False
+
+
 def _tagged_pids(tag: str) -> list[tuple[int, str]]:
     me = {os.getpid(), os.getppid()}
+    spaces = _host_netns(tag)
     out = []
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) in me:
+        if not d.isdigit() or int(d) in me or not _on_this_host(d, spaces):
             continue
         try:
             with open(f"/proc/{d}/environ", "rb") as f:
@@ -201,6 +225,28 @@ def cleanup(tag: str, dry_run: bool = False) -> dict:
     return report
 
 
+def tags() -> list[str]:
+    """Run tags present on this host: in processes' environment, netns and link names."""
+    found = set()
+    spaces = _host_netns()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or not _on_this_host(d, spaces):
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        for kv in env:
+            if kv.startswith(b"NFVPERF_TAG="):
+                found.add(kv.split(b"=", 1)[1].decode(errors="replace"))
+    # links of this host's namespace; named namespaces are left out: /run/netns may be shared
+    # with other hosts' runs (hosts that are namespaces of one machine)
+    for line in _ip_lines(["ip", "-o", "link", "show"]):
+        found.update(TAG_RE.findall(line))
+    return sorted(t for t in found if TAG_RE.fullmatch(t))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         os.write(2, b"usage: agent guard ARGV... | relay PATH | cleanup TAG [--dry-run]\n")
@@ -210,6 +256,9 @@ def main(argv: list[str]) -> int:
         return guard(rest)
     if cmd == "relay" and len(rest) == 1:
         return relay(rest[0])
+    if cmd == "tags":
+        print(json.dumps(tags()))
+        return 0
     if cmd == "cleanup" and rest:
         print(json.dumps(cleanup(rest[0], dry_run="--dry-run" in rest[1:])))
         return 0

@@ -495,6 +495,30 @@ class SshHost:
         cp = self.run(argv, timeout=60)
         return json.loads(cp.stdout)
 
+    def tags(self) -> list[str]:
+        """Run tags present on this host (processes, namespaces, links)."""
+        import json
+        return list(json.loads(self.run(["python3", self.agent(), "tags"], timeout=30).stdout))
+
+    def preflight(self, needs: dict[str, Any]) -> list[dict[str, Any]]:
+        """:func:`nfvperf.host.preflight.run_checks` on this host: the check modules are
+        uploaded as a zip (stdlib only) and run with the host's python3.  ``needs``:
+        ``{"binaries": [{name, package, candidates, env, required}], "pci": [...],
+        "required": [...]}``; returns the checks as dicts."""
+        import json
+
+        from .remote_preflight import BUNDLE_NAME, SCRIPT, bundle
+        with self._lock:
+            d = f"{self.work_dir}/agent"
+            self.mkdir(d)
+            path = f"{d}/{BUNDLE_NAME}"
+            if not self.exists(path):
+                with self.sftp().open(path + ".new", "wb") as f:
+                    f.write(bundle())
+                self.sftp().posix_rename(path + ".new", path)
+        cp = self.run(["python3", "-c", SCRIPT, path, json.dumps(needs)], timeout=60)
+        return list(json.loads(cp.stdout))
+
     # ------------------------------------------------------------------ files
     def sftp(self) -> paramiko.SFTPClient:
         with self._lock:
