@@ -199,6 +199,14 @@ def start_sshd(h: TestbedHost, d: Path, authorized: Path) -> None:
     _wait_port(h.address, 22, h.sshd, log)
 
 
+def restart_sshd(tb: Testbed, host: str) -> None:
+    """Start ``host``'s sshd again (after :meth:`TestbedHost.kill_sshd`): the host is back."""
+    h = tb.hosts[host]
+    if h.sshd is not None:
+        h.sshd.wait(5)
+    start_sshd(h, h.host_key_file.parent, tb.tmp / "authorized_keys")
+
+
 def rotate_host_key(tb: Testbed, host: str) -> str:
     """Give ``host`` a new host key and restart its sshd (the testbed file keeps the old key):
     what a reinstalled or impostor host looks like.  Returns the new public key."""

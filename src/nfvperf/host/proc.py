@@ -87,6 +87,8 @@ class LocalHost:
 
     name = "local"
     remote = False
+    #: where nfvperf keeps files on a testbed host (a remote one; here only for the interface)
+    work_dir = "/var/lib/nfvperf"
 
     def wrap(self, argv: Sequence[str], netns: Optional[str] = None) -> list[str]:
         """The command that runs ``argv`` inside ``netns`` on this host."""

@@ -222,3 +222,42 @@ def cleanup_main(argv: Sequence[str]) -> int:
     from nfvperf.store.cleanup import main as local_cleanup
     rc = local_cleanup(local)
     return 1 if failed else int(rc or 0)
+
+
+# ------------------------------------------------------------------------------- a run on it
+def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
+    """What :func:`nfvperf.topo.build` gets for a run on the testbed: the tester and DUT host
+    objects, the cabled links between them (kernel interfaces), tgen's path on the tester, no
+    local preflight (:func:`check_testbed` checks every host)."""
+    from pathlib import Path
+
+    from .spec import TestbedError
+    tname, tester = hosts.role("tester")
+    dname, dut = hosts.role("dut")
+    links = []
+    for i, lk in enumerate(spec.links):
+        th, _, tn = lk.tester.partition(".")
+        dh, _, dn = lk.dut.partition(".")
+        if th != tname or dh != dname:
+            continue
+        tnic = next(n for n in spec.hosts[th].nics if n.name == tn)
+        dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
+        if not tnic.iface or not dnic.iface:
+            raise TestbedError([f"links.{i}: {lk.tester} -> {lk.dut}: a run across hosts drives "
+                                f"the kernel interfaces of the link (iface: on both nics, "
+                                f"port_kind af_packet or af_xdp); DPDK-bound PCI NICs across "
+                                f"hosts are not supported yet"])
+        links.append({"tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
+                      "dut_iface": dnic.iface, "speed": str(tnic.speed)})
+    kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
+                          "preflight": False}
+    tgen = spec.hosts[tname].tgen
+    if tgen:
+        kw["tgen_binary"] = Path(tgen)
+    return kw
+
+
+def preflight_failures(rows: Sequence[HostCheck]) -> list[str]:
+    """The required checks that failed, as ``host: check: detail (fix)``."""
+    return [f"{r.host}: {r.check}: {r.detail}" + (f" (fix: {r.fix})" if r.fix else "")
+            for r in rows if r.required and r.status == "fail"]
