@@ -62,12 +62,13 @@ def _assert_hosts_clean(tb) -> None:
     assert not any(left.values()), f"processes left on the hosts: {left}"
 
 
-def test_multihost_p_ovs_p_over_ssh_counts_match(testbed_hosts, run_ctx):
+@pytest.mark.parametrize("port_kind", ["af_packet", "af_xdp"])
+def test_multihost_p_ovs_p_over_ssh_counts_match(testbed_hosts, run_ctx, port_kind):
     tb = testbed_hosts
     spec = tb.spec
     with TestbedHosts(spec) as hosts:
         kw = topology_kwargs(spec, hosts)
-        with build(_spec(), run_ctx, **kw) as topo:
+        with build(_spec(port_kind), run_ctx, **kw) as topo:
             # tgen runs in the tester host, OVS in the DUT host, started over SSH
             assert _pid_netns_inode(topo.tgen.process.pid) == \
                 _netns_inode(tb.hosts["tester1"].netns)
