@@ -122,6 +122,8 @@ def test_multihost_lost_dut_host_ends_the_measurement_within_seconds(testbed_hos
     assert any(f"/dpdk/{run_ctx.tag}ovs" in i for i in found), rep
     again = cleanup_testbed(spec, run_ctx.tag, dry_run=True)
     assert all(v == [] for h in again.values() for v in h[run_ctx.tag].values()), again
+    assert not (Path(spec.hosts["dut1"].work_dir) / run_ctx.tag).exists()
+    assert not Path(f"/tmp/{run_ctx.tag}-ovs").exists()
 
 
 def test_multihost_killed_remote_vswitchd_ends_the_measurement(testbed_hosts, run_ctx):
@@ -227,7 +229,10 @@ def test_multihost_run_lost_dut_host_fails_the_run_keeps_trials(testbed_hosts, t
     _assert_hosts_clean(tb)
     restart_sshd(tb, "dut1")
     from nfvperf.testbed.hosts import cleanup_testbed
-    cleanup_testbed(tb.spec, out.run_dir.name)
+    tag = out.run_dir.name
+    cleanup_testbed(tb.spec, tag)
+    assert not (Path(tb.spec.hosts["dut1"].work_dir) / tag).exists()
+    assert not Path(f"/tmp/{tag}-ovs").exists()
     store.close()
 
 

@@ -253,3 +253,19 @@ def test_testbed_check_runs_preflight_on_every_host_over_ssh(testbed_hosts, caps
     out = capsys.readouterr().out
     dut_rows = [line for line in out.splitlines() if line.startswith("dut1 ")]
     assert len(dut_rows) == 1 and "FAIL*" in dut_rows[0] and "CHANGED" in dut_rows[0], out
+
+
+def test_testbed_check_three_hosts_one_table(make_testbed, capsys):
+    from nfvperf.cli import main
+    tb = make_testbed(hosts=[("tester1", "tester"), ("dut1", "dut"), ("vnf1", "vnf")], links=1)
+    assert len(tb.spec.hosts) == 3
+    main(["testbed", "check", str(tb.path), "--json"])
+    import json
+    rows = json.loads(capsys.readouterr().out)
+    by_host = {}
+    for r in rows:
+        by_host.setdefault(r["host"], {})[r["check"]] = r
+    assert set(by_host) == {"tester1", "dut1", "vnf1"}
+    for host, checks in by_host.items():
+        assert checks["ssh"]["ok"] and checks["root"]["ok"], (host, checks)
+    assert by_host["vnf1"]["ssh"]["role"] == "vnf"

@@ -13,11 +13,11 @@ host (``<work_dir>/nfvperf-agent-<hash>.py``) and runs with ``python3``.
     SSH-forwarded connection to tgen's control socket (no TCP port, no token on the host).
 ``tags``
     The run tags present on this host (JSON list): processes' ``NFVPERF_TAG`` and link names.
-``cleanup TAG [--dry-run]``
+``cleanup TAG [--dry-run] [--work-dir DIR]``
     Remove what a run tagged TAG left on this host: processes with ``NFVPERF_TAG=TAG`` in their
     environment (SIGTERM, then SIGKILL), network namespaces and links whose name contains TAG,
-    DPDK runtime directories and hugepage files of its file prefixes, ``/run/nfvperf/TAG`` and
-    the ``/tmp`` fallbacks.  Prints a JSON report.
+    DPDK runtime directories and hugepage files of its file prefixes, ``/run/nfvperf/TAG``,
+    ``DIR/TAG`` (the host's work directory) and the ``/tmp`` fallbacks.  Prints a JSON report.
 
 It imports nothing from nfvperf (the host needs only python3) and never builds a shell string.
 """
@@ -171,7 +171,7 @@ def _ip_lines(argv: list[str]) -> list[str]:
         return []
 
 
-def cleanup(tag: str, dry_run: bool = False) -> dict:
+def cleanup(tag: str, dry_run: bool = False, work_dir: str = "") -> dict:
     if not TAG_RE.fullmatch(tag):
         raise SystemExit(f"not a run tag: {tag!r}")
     report: dict = {"processes": [], "netns": [], "links": [], "files": []}
@@ -206,6 +206,8 @@ def cleanup(tag: str, dry_run: bool = False) -> dict:
             if not dry_run:
                 subprocess.run(["ip", "link", "del", m.group(1)], capture_output=True)
     paths = [f"/run/nfvperf/{tag}", f"/tmp/{tag}-ovs"]
+    if work_dir:
+        paths.append(os.path.join(work_dir, tag))
     for base in ("/dev/hugepages", "/var/run/dpdk", "/tmp"):
         try:
             paths += [os.path.join(base, n) for n in os.listdir(base) if tag in n]
@@ -260,7 +262,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(tags()))
         return 0
     if cmd == "cleanup" and rest:
-        print(json.dumps(cleanup(rest[0], dry_run="--dry-run" in rest[1:])))
+        wd = rest[rest.index("--work-dir") + 1] if "--work-dir" in rest[1:-1] else ""
+        print(json.dumps(cleanup(rest[0], dry_run="--dry-run" in rest[1:], work_dir=wd)))
         return 0
     os.write(2, f"agent: bad command {cmd!r}\n".encode())
     return 2

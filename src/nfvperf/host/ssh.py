@@ -334,7 +334,8 @@ class SshHost:
         if not t.is_active():
             exc = t.get_exception()
             self._lost = (f"connection to {self.where} lost"
-                          + (f" ({type(exc).__name__}: {exc})" if exc else "")
+                          + (f" ({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
+                             if exc else "")
                           + f"; sshd gone, host rebooted or silent for {3 * self.ssh.keepalive_s:g} s")
         return self._lost
 
@@ -491,7 +492,8 @@ class SshHost:
     def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, Any]:
         """What run ``tag`` left on this host, removed (``dry_run``: only listed)."""
         import json
-        argv = ["python3", self.agent(), "cleanup", tag] + (["--dry-run"] if dry_run else [])
+        argv = ["python3", self.agent(), "cleanup", tag, "--work-dir", self.work_dir] + \
+            (["--dry-run"] if dry_run else [])
         cp = self.run(argv, timeout=60)
         return json.loads(cp.stdout)
 
