@@ -269,3 +269,28 @@ def test_testbed_check_three_hosts_one_table(make_testbed, capsys):
     for host, checks in by_host.items():
         assert checks["ssh"]["ok"] and checks["root"]["ok"], (host, checks)
     assert by_host["vnf1"]["ssh"]["role"] == "vnf"
+
+
+def test_ssh_silent_host_is_noticed_by_keepalives(testbed_hosts, tmp_path):
+    """The management link goes down (no FIN, no RST: a pulled cable, a hung host): the
+    keepalives (1 s in the fixture's testbed) break the connection within a few intervals."""
+    tb = testbed_hosts
+    h = _host(tb, "dut1").connect()
+    root_if = tb.hosts["dut1"].root_if
+    try:
+        p = h.spawn(["sleep", "300"], name="quiet", log_path=tmp_path / "q.log", tag=new_tag())
+        pid = p.pid
+        t0 = time.monotonic()
+        subprocess.run(["ip", "link", "set", root_if, "down"], check=True)
+        while p.running() and time.monotonic() - t0 < 20:
+            time.sleep(0.1)
+        took = time.monotonic() - t0
+        assert not p.running(), "a silent host was not noticed within 20 s"
+        assert took < 10, f"noticed after {took:.1f} s (keepalive 1 s)"
+        with pytest.raises(HostLost, match="dut1"):
+            h.check()
+        # the host's sshd (ClientAliveInterval) ends the session: the guard kills the process
+        assert _gone(pid, 10), "the remote process outlived its silent controller"
+    finally:
+        subprocess.run(["ip", "link", "set", root_if, "up"], check=False)
+        h.close()

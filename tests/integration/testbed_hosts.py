@@ -165,6 +165,10 @@ def _sshd_config(d: Path, address: str, host_key: Path, authorized: Path) -> Pat
         "X11Forwarding no",
         "PrintMotd no",
         "MaxSessions 64",
+        # the host side of the keepalive: a controller gone silent ends its sessions (and the
+        # guarded processes with them) within ~3 s, as recommended for testbed hosts
+        "ClientAliveInterval 1",
+        "ClientAliveCountMax 3",
         "MaxStartups 64:30:128",
         "LogLevel VERBOSE",
         "Subsystem sftp internal-sftp",
