@@ -103,10 +103,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.report and outcome.status != "interrupted":
             from nfvperf.report.terminal import print_report
             print_report(run, net_of_harness=args.latency_net_of_harness or None)
+        html = None
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
-            print(f"HTML report: {p}")
+            html = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
+            print(f"HTML report: {html}")
+        if html is not None or any(t.study for t in run.tests):
+            _write_plots(run, None, html)
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
         return outcome.exit_code
@@ -249,15 +252,40 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         run = _load(store, args.run)
         net = args.latency_net_of_harness or None
-        if not args.quiet:
+        if not args.quiet and args.markdown != "-":
             print_report(run, net_of_harness=net)
+        html = None
+        if args.markdown:
+            from nfvperf.report.markdown import render_markdown
+            text = render_markdown(run, net_of_harness=net)
+            if args.markdown == "-":
+                sys.stdout.write(text)
+            else:
+                Path(args.markdown).write_text(text, encoding="utf-8")
+                print(f"Markdown report: {args.markdown}")
         if args.html:
             from nfvperf.report.html import write_html
-            p = write_html(run, Path(args.html), net_of_harness=net)
-            print(f"HTML report: {p}")
+            html = write_html(run, Path(args.html), net_of_harness=net)
+            print(f"HTML report: {html}")
+        if args.plots is not None or html is not None:
+            _write_plots(run, args.plots or None, html)
     finally:
         store.close()
     return EXIT_OK
+
+
+def _write_plots(run: Any, directory: Optional[str], html: Optional[Path]) -> None:
+    """The study plots and throughput vs size as PNG and SVG files (default: the run's
+    ``report/`` directory)."""
+    from nfvperf.report.plots import plots_dir, write_plot_files
+    where = Path(directory) if directory else plots_dir(run, html)
+    try:
+        files = write_plot_files(run, where)
+    except OSError as e:
+        print(f"plots not written to {where}: {e}", file=sys.stderr)
+        return
+    if files:
+        print(f"plots: {len(files)} files (PNG and SVG) in {where}")
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -294,14 +322,15 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from nfvperf.report.compare import compare_runs, render
+    from nfvperf.report.compare import compare_many, render
     from nfvperf.report.terminal import console_for
+    refs = [args.a] + list(args.others)
     store = _open_store(args)
     try:
-        a, b = _load(store, args.a), _load(store, args.b)
+        runs = [_load(store, r) for r in refs]
     finally:
         store.close()
-    cmp = compare_runs(a, b, threshold=args.threshold / 100.0)
+    cmp = compare_many(runs, threshold=args.threshold / 100.0)
     render(cmp, console_for())
     return EXIT_OK
 
@@ -344,6 +373,46 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(f"imported as run {rid}")
+    return EXIT_OK
+
+
+def _calc_pmd_mask(args: argparse.Namespace) -> int:
+    """``calc pmd-mask``: a CPU list, a mask (--mask) or a core count (--cores N [--ht],
+    resolved from this host's or --sysfs's sibling map) -> the mask, the CPUs and their siblings."""
+    from nfvperf import units
+    from nfvperf.host.cpu import SYS_CPU, CoreRequestError, CpuTopology, format_cpulist, resolve_cores
+    given = [x for x in (args.cpus, args.mask, args.cores) if x is not None]
+    if len(given) != 1:
+        raise CliError("calc pmd-mask: give one of a CPU list (2,20), --mask HEX or --cores N [--ht]")
+    if args.ht and args.cores is None:
+        raise CliError("calc pmd-mask: --ht goes with --cores N (both hyper-threads of N cores)")
+    topo = CpuTopology.read(Path(args.sysfs) if args.sysfs else SYS_CPU)
+    how = ""
+    try:
+        if args.cores is not None:
+            res = resolve_cores(args.cores, args.ht, field="--cores", ht_field="--ht", topo=topo)
+            cpus = res.cpus
+            how = (f"{args.cores} physical core{'s' if args.cores != 1 else ''} × "
+                   f"{2 if args.ht else 1} thread{'s' if args.ht else ''} = {len(cpus)} PMD thread"
+                   f"{'s' if len(cpus) != 1 else ''}")
+            for w in res.warnings:
+                print(f"warning: {w}")
+        elif args.mask is not None:
+            cpus = units.cores_from_mask(args.mask.lower().removeprefix("0x"))
+            if not cpus:
+                raise ValueError("empty mask")
+        else:
+            cpus = units.parse_core_list(args.cpus)
+        mask = units.pmd_cpu_mask(cpus)
+    except CoreRequestError as e:
+        raise CliError(str(e)) from None
+    except ValueError as e:
+        raise CliError(f"pmd-mask {args.mask or args.cpus!r}: {e}") from None
+    print(f"pmd-cpu-mask=0x{mask}" + (f"   ({how})" if how else ""))
+    print(f"CPUs {format_cpulist(cpus)}" + (f" -> pmd-cpu-mask={mask}" if args.cpus else ""))
+    for line in topo.describe(cpus):
+        print(f"  {line}")
+    print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={mask}")
     return EXIT_OK
 
 
@@ -397,13 +466,7 @@ def cmd_calc(args: argparse.Namespace) -> int:
         print(f"dpdk-socket-mem={units.dpdk_socket_mem(per_socket)}   (seed 003 App. C)")
         return EXIT_OK
     if args.calc == "pmd-mask":
-        try:
-            cores = units.parse_core_list(args.cores)
-            print(f"cores {cores} -> pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
-            print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={units.pmd_cpu_mask(cores)}")
-        except ValueError as e:
-            raise CliError(f"cores {args.cores!r}: {e}") from None
-        return EXIT_OK
+        return _calc_pmd_mask(args)
     if args.calc == "buffer":
         mx = units.max_fps(args.size, parse_link_speed(args.speed))
         implied = units.implied_buffer_time_s(args.frames, mx)
@@ -551,14 +614,19 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", parents=[db], help="print a run's report; --html writes the HTML report")
     rp.add_argument("run", help="run id, tag (nfv1a2b3c4d), uid prefix, 'latest' or -N (N-th newest)")
     rp.add_argument("--html", metavar="PATH", help="write the self-contained HTML report to PATH")
-    rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html)")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no terminal report (with --html/--markdown)")
+    rp.add_argument("--markdown", metavar="PATH", help="write the report as Markdown tables to PATH ('-': stdout)")
+    rp.add_argument("--plots", metavar="DIR", nargs="?", const="",
+                    help="write the study and throughput plots as PNG and SVG to DIR (default: the run's "
+                    "report/ directory; --html writes them too)")
     rp.add_argument("--latency-net-of-harness", action="store_true", help="latency net of the generator's "
                     "self-latency on the harness path (default: the suite's ceiling.latency_net_of_harness)")
     rp.set_defaults(func=cmd_report)
 
-    c = sub.add_parser("compare", parents=[db], help="per-test, per-frame-size deltas between two runs")
-    c.add_argument("a", help="baseline run")
-    c.add_argument("b", help="run to compare with the baseline")
+    c = sub.add_parser("compare", parents=[db], help="two or more runs side by side, matched by configuration; "
+                       "ratios and noise flags against the first")
+    c.add_argument("a", help="baseline run (the ratios are against it)")
+    c.add_argument("others", nargs="+", metavar="run", help="runs to compare with the baseline")
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)
@@ -591,8 +659,14 @@ def build_parser() -> argparse.ArgumentParser:
     ks = ksub.add_parser("socket-mem", help="DPDK socket memory from port MTUs (seed 003 App. C)")
     ks.add_argument("--socket", action="append", required=True, metavar="COUNTxMTU[,...]",
                     help="ports on one NUMA socket, e.g. 4x9000; repeat per socket; '-' for none")
-    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask from a core list (e.g. 2,20 or 2-5)")
-    kp.add_argument("cores")
+    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask and CPU list (with siblings) from a "
+                         "CPU list (2,20 or 2-5), a mask (--mask 0xc0c) or a core count (--cores 2 --ht)")
+    kp.add_argument("cpus", nargs="?", help="CPU list, e.g. 2,20 or 2-5")
+    kp.add_argument("--mask", help="a pmd-cpu-mask (hex), shown as CPUs with their siblings")
+    kp.add_argument("--cores", type=int, help="physical cores, picked from the host's thread "
+                    "siblings as a run with ovs.pmd_cores does")
+    kp.add_argument("--ht", action="store_true", help="with --cores: both hyper-threads of each core")
+    kp.add_argument("--sysfs", help="read the sibling map from this copy of /sys/devices/system/cpu")
     kb = ksub.add_parser("buffer", help="RFC 9004 implied/corrected buffer time")
     kb.add_argument("--frames", type=float, required=True, help="mean back-to-back frames")
     kb.add_argument("--throughput", type=float, required=True, help="throughput fps")

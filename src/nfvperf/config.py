@@ -87,7 +87,8 @@ class TrafficSpec(_Strict):
     vlan: Optional[int] = Field(_DEFAULT.vlan, ge=1, le=4094)
     ip_version: Literal[4, 6] = _DEFAULT.ip_version
     rate_unit: Literal["pps", "l1_mbps", "l2_mbps", "percent"] = Field(
-        "pps", description="unit of the headline result in history/compare")
+        "pps", description="unit of rates in the run's headline (history), in compare and in a study's first "
+        "pivot (the one with the ratios, and its plot): pps | l1_mbps | l2_mbps | percent (% line rate, L1)")
     latency: bool = _DEFAULT.latency
 
     @field_validator("frame_sizes")
@@ -210,7 +211,11 @@ class SimSpec(_Strict):
     latency_samples: Optional[int] = Field(None, ge=1, le=1_000_000)
     mac_table_size: Optional[int] = Field(None, ge=1)
     learning_rate_pps: Optional[float] = Field(None, gt=0)
-    tcp_capacity_bps: Optional[float] = Field(None, gt=0)
+    tcp_capacity_bps: Optional[float] = Field(None, gt=0, description="fix the TCP goodput cap "
+                                              "(default: the model's streams/TSO/multi-queue/link bounds)")
+    model: dict[str, Any] = Field(default_factory=dict, description="parameters of the configuration "
+                                  "model (nfvperf.tg.sim_model.SimModelParams, docs/sim.md), e.g. "
+                                  "{base_ns: 100, ht_gain: 1.2}; {<dut or kind>: {...}} for one only")
     invalid_rate: Optional[float] = Field(None, ge=0, lt=1)
     pace_s: float = Field(0.0, ge=0, le=60, description="wall seconds to wait per trial (the model itself "
                           "never sleeps); use it to watch the progress bar or to test Ctrl-C")
@@ -229,8 +234,22 @@ class SimSpec(_Strict):
             raise ValueError("capacity must be > 0 fps")
         return v
 
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from nfvperf.tg.sim_model import check_overrides
+        problems = check_overrides(v, "model")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    def with_test(self, over: dict[str, Any]) -> "SimSpec":
+        """This block with a test's ``sim:`` on top (``model:`` and ``options:`` merged key by key)."""
+        return SimSpec.model_validate(deep_merge(self.model_dump(exclude_unset=True), over))
+
     def measurer_kwargs(self) -> dict[str, Any]:
-        kw = {k: v for k, v in self.model_dump(exclude={"pace_s", "options"}).items() if v is not None}
+        kw = {k: v for k, v in self.model_dump(exclude={"pace_s", "options"}).items()
+              if v is not None and v != {}}
         kw.update(self.options)
         return kw
 
@@ -299,6 +318,7 @@ class TestConfig:
     repeat: int = 1                   # repetitions of the search (rate methods); result = median
     # a unit of a study (issue 9): {"name": study, "axes": {axis: value}, "baseline": bool}
     study: Optional[dict[str, Any]] = None
+    sim: Optional["SimSpec"] = None   # the suite's sim: with the entry's sim: on top (--tg sim)
 
     def params_for(self, size: Optional[int]) -> Any:
         return self.params_by_size.get(size, self.params) if size is not None else self.params
@@ -359,7 +379,7 @@ class SuiteError(ValueError):
 
 # --------------------------------------------------------------------------- loading
 
-ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size", "repeat")
+ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per_size", "repeat", "sim")
 
 
 def _repeatable(method: str) -> bool:
@@ -493,10 +513,30 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     traffic = traffic.model_copy(update={"frame_sizes": list(sizes)}) if sizes else traffic
     if topology is not None:
         _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
+        _check_vlan_translation(where, method, traffic, topology, problems)
     repeat = _test_repeat(where, entry, method, spec, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
                       traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size,
-                      repeat=repeat)
+                      repeat=repeat, sim=_test_sim(where, entry, spec, problems))
+
+
+def _test_sim(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
+              problems: list[str]) -> Optional[SimSpec]:
+    """A test's ``sim:`` over the suite's (None when the entry has none)."""
+    if "sim" not in entry or spec is None:
+        return None
+    over = entry["sim"]
+    if not isinstance(over, dict):
+        problems.append(f"{where}.sim: must be a mapping of sim settings, e.g. {{model: {{base_ns: 100}}}}")
+        return None
+    if "pace_s" in over:
+        problems.append(f"{where}.sim.pace_s: set per suite only (sim.pace_s at the top level)")
+        return None
+    try:
+        return spec.sim.with_test(over)
+    except ValidationError as e:
+        problems += format_validation_error(e, prefix=f"{where}.sim", model=SimSpec)
+        return None
 
 
 #: L2 header + FCS: a frame of ``mtu + ETH_OVERHEAD_B`` bytes carries an MTU-sized packet
@@ -541,6 +581,19 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
                         "those sizes")
 
 
+def _check_vlan_translation(where: str, method: str, traffic: TrafficSpec, topology: TopologySpec,
+                            problems: list[str]) -> None:
+    """``ovs.vlan_translate`` forwards only frames with a translated tag: the generator must
+    send one of them (``traffic.vlan``), else every frame is dropped."""
+    from nfvperf.methods import runs_on_iperf3
+    vt = getattr(getattr(topology, "ovs", None), "vlan_translate", None)
+    if not vt or runs_on_iperf3(method) or traffic.vlan in vt:
+        return
+    problems.append(f"{where}: topology.ovs.vlan_translate {dict(vt)} forwards only frames tagged "
+                    f"{' or '.join(map(str, vt))}, but traffic.vlan is {traffic.vlan}; set "
+                    f"traffic.vlan: {next(iter(vt))}")
+
+
 def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:
     sizes = spec.traffic.frame_sizes if spec else []
     if "frame_sizes" in entry:
@@ -570,7 +623,8 @@ def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
     if not isinstance(entry["topology"], dict):
         problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
     elif spec is not None:
-        merged = deep_merge(spec.topology.model_dump(), entry["topology"])
+        from nfvperf.topo.spec import merge_override
+        merged = merge_override(spec.topology.model_dump(), entry["topology"])
         try:
             topology = TopologySpec.model_validate(merged)
         except ValidationError as e:

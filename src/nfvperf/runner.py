@@ -302,13 +302,42 @@ def _version() -> str:
 
 # --------------------------------------------------------------------------- measurer factory
 
-def make_sim_measurer(suite: Suite) -> Measurer:
+def make_sim_measurer(suite: Suite, spec: Any = None) -> Measurer:
+    """The simulated DUT for topology ``spec`` (default: the suite's), set from the suite's
+    ``sim:``; :meth:`RunLoop.measure_unit` sets it again per test unit (:func:`configure_sim`)."""
     from nfvperf.tg.sim import SimMeasurer  # the core engineer's modelled DUT
     sim = suite.spec.sim
-    m = SimMeasurer(**sim.measurer_kwargs())
+    m = SimMeasurer(**sim.measurer_kwargs(), unit=sim_unit(spec or suite.spec.topology))
+    m.per_unit = True     # type: ignore[attr-defined]  # configure_sim applies each unit's config
     if sim.pace_s > 0:
         pace(m, sim.pace_s)
     return m
+
+
+def sim_unit(spec: Any, params: Any = None) -> Any:
+    """What the sim's model needs from a topology spec (and a test's method params): DUT, kind,
+    switching operations, VNFs, ports, PMD cores (``pmd_cores``/``ht`` when the DUT options have
+    them, else the popcount of ``pmd_cpu_mask``), rx queues, rules, SMC, TCP TSO/multi-queue."""
+    import nfvperf.topo as topo
+    from nfvperf.tg.sim_model import SimUnit, popcount_mask
+    opts = spec.dut_class().options(spec)     # the DUT's own topology section (ovs:, testpmd: ...)
+    cores = getattr(opts, "pmd_cores", None)
+    rxq = getattr(opts, "n_rxq", None) or getattr(opts, "queues", None) or 1
+    return SimUnit(dut=spec.dut, datapath=getattr(opts, "datapath", None), kind=spec.kind,
+                   switching_ops=topo.switching_operations(spec),
+                   n_vnfs=int(getattr(topo.topology_class(spec.kind), "n_vnfs", 0) or 0),
+                   vnf=str(getattr(spec, "vnf", "container")), ports=int(spec.ports),
+                   pmd_cores=int(cores) if cores else None, ht=bool(getattr(opts, "ht", False)),
+                   pmd_threads=popcount_mask(getattr(opts, "pmd_cpu_mask", None)), n_rxq=int(rxq),
+                   rules=int(getattr(opts, "rules", 0) or 0), smc=getattr(opts, "smc_enable", None),
+                   tso=getattr(params, "tso", None), multiqueue=getattr(params, "multiqueue", None))
+
+
+def configure_sim(m: Any, suite: Suite, spec: Any, test: Any, size: Optional[int]) -> None:
+    """Set a simulated DUT for one test unit: the suite's ``sim:`` with the test's on top, and
+    the unit's configuration (topology spec, method params) for the model."""
+    sim = getattr(test, "sim", None) or suite.spec.sim
+    m.configure(**sim.measurer_kwargs(), unit=sim_unit(spec, test.params_for(size)))
 
 
 def pace(m: Measurer, seconds: float) -> None:
@@ -334,7 +363,7 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
     spec = spec or suite.spec.topology
     bidir = bool(suite.spec.traffic.bidirectional)
     if tg == "sim":
-        m = make_sim_measurer(suite)
+        m = make_sim_measurer(suite, spec)
         info["switching_operations"] = topology_switching_operations(spec)
         info["switching_operations_source"] = f"declared by topology kind {spec.kind}"
         with m:
@@ -670,6 +699,8 @@ class RunLoop:
             self.progress.log(f"  {label}: using the Throughput measured earlier in this run "
                               f"({params.throughput_pps:,.0f} fps per interface)")
         measurer.set_profile(profile)
+        if getattr(measurer, "per_unit", False):
+            configure_sim(measurer, self.suite, topo_spec, test, size)
         reps = max(1, int(getattr(test, "repeat", 1) or 1))
         datas = []
         for i in range(reps):
@@ -806,7 +837,9 @@ def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: Traff
 
 def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:
     traffic = test.traffic.model_dump(exclude={"frame_sizes", "rate_unit", "latency"})
-    return json.dumps([size, topo_spec.model_dump(mode="json"), traffic], sort_keys=True, default=str)
+    sim = getattr(test, "sim", None)     # a test's own sim: settings model another DUT
+    return json.dumps([size, topo_spec.model_dump(mode="json"), traffic] +
+                      ([sim.model_dump(mode="json")] if sim is not None else []), sort_keys=True, default=str)
 
 
 def zero_loss(data: dict[str, Any]) -> bool:

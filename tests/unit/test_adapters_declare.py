@@ -79,7 +79,7 @@ def test_kind_and_dut_errors_name_the_registered_values() -> None:
     probs = _problems(_suite(kind="nope"))
     assert probs == ["topology.kind: got 'nope'; allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp' or 'vxlan'"]
     probs = _problems(_suite(dut="ovs"))
-    assert probs == ["topology.dut: got 'ovs'; allowed values: 'linux-bridge', 'ovs-dpdk' or 'testpmd'"]
+    assert probs == ["topology.dut: got 'ovs'; allowed values: 'linux-bridge', 'ovs-dpdk', 'ovs-system' or 'testpmd'"]
 
 
 def test_incompatible_topology_and_dut_refused_at_validation() -> None:

@@ -38,7 +38,7 @@ PROGRAM_PACKAGES = {
     "mount": "mount", "runuser": "util-linux", "taskset": "util-linux",
     "ip": "iproute2", "bridge": "iproute2",
     "sysctl": "procps", "pgrep": "procps",
-    "ethtool": "ethtool",
+    "ethtool": "ethtool", "modprobe": "kmod",
     "pkg-config": "pkgconf", "debconf-set-selections": "debconf",
     "meson": "meson", "ninja": "ninja-build", "make": "make", "cc": "gcc",
     "python3": "python3",

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -139,6 +140,16 @@ class AdapterOptions(BaseModel):
     """Base of an adapter's options model (its section of the suite's ``topology:``)."""
 
     model_config = ConfigDict(extra="forbid")
+    #: groups of options that say the same thing two ways (``pmd_cores`` / ``pmd_cpu_mask``):
+    #: a test or study override giving one drops the others inherited from the suite
+    alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
+
+    @classmethod
+    def without_alternatives(cls, base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+        """``base`` (a dumped section) without the alternatives of the keys ``override`` sets."""
+        drop = {k for group in cls.alternatives if set(group) & set(override)
+                for k in group if k not in override}
+        return {k: v for k, v in base.items() if k not in drop}
 
 
 class DutAdapter(abc.ABC):
@@ -183,6 +194,13 @@ class DutAdapter(abc.ABC):
     def spec_options(cls, spec: Any) -> dict[str, Any]:
         """Constructor keywords a topology passes, taken from the adapter's options section."""
         return {}
+
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        """The polling cores the options ask for as a count (``pmd_cores: 2, ht: true``), which
+        the topology resolves from the host's sibling map when it plans CPUs; None = the
+        plan's default (``polling_cpus`` CPUs) or a raw mask/lcore list of the options."""
+        return None
 
     @classmethod  # noqa: B027 - optional hook, default: no change
     def adjust_plan(cls, plan: Any, spec: Any) -> None:

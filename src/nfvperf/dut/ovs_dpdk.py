@@ -26,13 +26,14 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, ClassVar, Optional, Sequence, Union
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
 from nfvperf.host import hugepages as hp
-from nfvperf.host.cpu import cpu_mask
+from nfvperf.host.preflight import Check, Needs
+from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask
 from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, CommandError, Process
@@ -72,14 +73,36 @@ OVSDB_SERVER = Binary("ovsdb-server", "openvswitch-switch")
 
 # the suite's ``topology.ovs:`` section
 class OvsSpec(AdapterOptions):
-    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2'")
+    alternatives = (("pmd_cores", "pmd_cpu_mask"), ("socket_mem", "socket_mem_mb"))
+
+    pmd_cpu_mask: Optional[str] = Field(None, description="hex mask of PMD cores, e.g. '0x2' "
+                                        "(or give pmd_cores)")
+    pmd_cores: Optional[int] = Field(
+        None, ge=1, le=512, description="PMD cores as a count of physical cores (seed 000: 1, 2, "
+        "4); resolved to pmd-cpu-mask from the host's thread siblings when the topology is built, "
+        "avoiding the housekeeping core 0 where the host has others")
+    ht: bool = Field(False, description="with pmd_cores: a PMD on both hyper-threads of each "
+                     "core (pmd_cores: 2, ht: true = 4 PMD threads, seed 000's '2 cores and 4 "
+                     "threads'); the host must have hyper-threading")
     n_rxq: int = Field(1, ge=1, le=64)
     n_rxq_desc: int = Field(1024, ge=64, le=8192)
     n_txq_desc: int = Field(1024, ge=64, le=8192)
     emc_insert_inv_prob: Optional[int] = Field(None, ge=0, le=4294967295)
     smc_enable: bool = False
-    socket_mem_mb: int = Field(1024, ge=256)
+    socket_mem_mb: int = Field(1024, ge=256, description="DPDK socket memory (MB) on one "
+                               "NUMA socket (or give socket_mem per socket)")
+    socket_mem: Optional[list[int]] = Field(
+        None, description="DPDK socket memory (MB) per NUMA socket, other_config:dpdk-socket-mem "
+        "as a list or a string: '11264,1024' (seed 003) = 11264 MB on socket 0, 1024 on socket 1")
     rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    bridges: int = Field(
+        1, ge=1, le=2, description="p-ovs-p: 1 bridge, or 2 (seed 003's dual bridge) with PHY "
+        "port 0 on the first, port 1 on the second, joined by a pair of patch ports")
+    vlan_translate: Optional[dict[int, int]] = Field(
+        None, description="p-ovs-p VLAN translation (seed 003): {100: 200} rewrites the tag of "
+        "frames arriving tagged 100 to 200 (OpenFlow mod_vlan_vid) and forwards only those; "
+        "with bridges: 2 the ingress bridge rewrites and the egress bridge forwards only tag 200. "
+        "The generator sends the tag with traffic.vlan")
     pmd_maxsleep_us: Optional[int] = Field(
         None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
         "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
@@ -90,6 +113,90 @@ class OvsSpec(AdapterOptions):
     existing_ctl: Optional[str] = Field(
         None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
         "next to existing_db)")
+
+
+    @field_validator("socket_mem", mode="before")
+    @classmethod
+    def _socket_mem_list(cls, v: Any) -> Any:
+        """'11264,1024' (the ovs-vsctl form) or 11264 -> [11264, 1024] / [11264]."""
+        if isinstance(v, int):
+            return [v]
+        if isinstance(v, str):
+            try:
+                return [int(x) for x in v.replace(" ", "").split(",") if x != ""]
+            except ValueError:
+                raise ValueError(f"socket_mem {v!r}: MB per NUMA socket, comma-separated, e.g. "
+                                 f"'11264,1024'") from None
+        return v
+
+    @field_validator("socket_mem")
+    @classmethod
+    def _socket_mem_sane(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None:
+            if not v or any(x < 0 for x in v) or not any(v):
+                raise ValueError(f"socket_mem {v}: MB per NUMA socket, at least one > 0 "
+                                 f"(e.g. [1024] or '11264,1024')")
+        return v
+
+    @field_validator("vlan_translate")
+    @classmethod
+    def _vlan_ids(cls, v: Optional[dict[int, int]]) -> Optional[dict[int, int]]:
+        if v is not None:
+            bad = [x for pair in v.items() for x in pair if not 1 <= int(x) <= 4094]
+            if not v or bad:
+                raise ValueError(f"vlan_translate {v}: map VLAN ids 1..4094, e.g. {{100: 200}}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_way_each(self) -> "OvsSpec":
+        if self.vlan_translate and self.rules:
+            raise ValueError("vlan_translate and rules: give one (the IP rules do not match "
+                             "on VLANs)")
+        if self.pmd_cores is not None and self.pmd_cpu_mask:
+            raise ValueError(f"give pmd_cores ({self.pmd_cores}) or pmd_cpu_mask "
+                             f"({self.pmd_cpu_mask}), not both")
+        if self.ht and self.pmd_cores is None:
+            raise ValueError("ht: true applies to pmd_cores (both hyper-threads of each core); "
+                             "give pmd_cores, or put the sibling CPUs in pmd_cpu_mask")
+        if self.socket_mem is not None and \
+                self.socket_mem_mb != type(self).model_fields["socket_mem_mb"].default:
+            raise ValueError(f"give socket_mem ({self.socket_mem}, per NUMA socket) or "
+                             f"socket_mem_mb ({self.socket_mem_mb}), not both")
+        return self
+
+    def socket_mem_list(self) -> list[int]:
+        """MB per NUMA socket (socket_mem, else [socket_mem_mb])."""
+        return list(self.socket_mem) if self.socket_mem is not None else [self.socket_mem_mb]
+
+    def dpdk_socket_mem(self) -> str:
+        """other_config:dpdk-socket-mem, e.g. '11264,1024'."""
+        return ",".join(str(x) for x in self.socket_mem_list())
+
+    def pmd_threads(self) -> Optional[int]:
+        """PMD threads the options ask for, without the host: pmd_cores × (2 with ht), or the
+        bits of pmd_cpu_mask (None when neither is given: the CPU plan decides)."""
+        if self.pmd_cores is not None:
+            return self.pmd_cores * (2 if self.ht else 1)
+        if self.pmd_cpu_mask:
+            return bin(int(self.pmd_cpu_mask, 16)).count("1")
+        return None
+
+
+def socket_mem_check(per_socket: Sequence[int], nodes: Optional[Sequence[int]] = None) -> Check:
+    """Preflight: ``ovs.socket_mem`` gives memory only to NUMA sockets this host has (DPDK
+    refuses to start otherwise)."""
+    nodes = list(nodes) if nodes is not None else CpuTopology.read().nodes()
+    missing = [i for i, mb in enumerate(per_socket) if mb and i not in nodes]
+    given = ",".join(str(x) for x in per_socket)
+    if not missing:
+        return Check("ovs.socket_mem", "ok", f"dpdk-socket-mem={given} on NUMA node(s) "
+                     f"{', '.join(map(str, nodes))}", required=True)
+    fit = ",".join(str(x) if i in nodes else "0" for i, x in enumerate(per_socket))
+    return Check("ovs.socket_mem", "fail",
+                 f"topology.ovs.socket_mem {given!r} gives memory to NUMA socket(s) "
+                 f"{', '.join(map(str, missing))}, but this host has node(s) "
+                 f"{', '.join(map(str, nodes))}",
+                 f"give memory only to the host's sockets, e.g. socket_mem: '{fit}'", required=True)
 
 
 def _find_vswitchd() -> str:
@@ -112,23 +219,50 @@ class OvsDpdk(DutAdapter):
 
     name = "ovs-dpdk"
     switching_operations = 1
+    #: the bridges' datapath: netdev (userspace, DPDK); the kernel datapath is ``ovs-system``
+    datapath_type = "netdev"
     options_key = "ovs"
     options_model = OvsSpec
     binaries = (VSWITCHD, OVSDB_SERVER)
     #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), memif (a
     #: dpdk port on net_memif, role=server; the peer must poll tx_queues() rings), real NICs
-    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
         ovs = cls.options(spec)
-        return int(ovs.socket_mem_mb if ovs is not None else OvsSpec().socket_mem_mb)
+        return int(sum((ovs if ovs is not None else OvsSpec()).socket_mem_list()))
+
+    @classmethod
+    def preflight_needs(cls, spec: Any) -> Needs:
+        needs = super().preflight_needs(spec)
+        ovs = cls.options(spec)
+        if ovs is not None and getattr(ovs, "socket_mem", None):
+            needs.checks.append(lambda required: socket_mem_check(ovs.socket_mem_list()))
+        return needs
+
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        ovs = cls.options(spec)
+        if ovs is None or getattr(ovs, "pmd_cores", None) is None:
+            return None
+        return CoreRequest("topology.ovs.pmd_cores", int(ovs.pmd_cores), bool(ovs.ht))
 
     @classmethod
     def describe_options(cls, section: dict[str, Any]) -> list[str]:
         bits = []
         if section.get("pmd_cpu_mask"):
             bits.append(f"pmd-cpu-mask {section['pmd_cpu_mask']}")
+        if section.get("pmd_cores"):
+            n = int(section["pmd_cores"])
+            bits.append(f"{n} PMD core{'s' if n != 1 else ''}" +
+                        (f" ({2 * n} threads, HT)" if section.get("ht") else ""))
+        if int(section.get("bridges") or 1) > 1:
+            bits.append(f"{section['bridges']} bridges (patch ports)")
+        if section.get("vlan_translate"):
+            bits.append("VLAN " + ", ".join(f"{a}->{b}" for a, b in section["vlan_translate"].items()))
+        if section.get("socket_mem"):
+            bits.append("socket-mem " + ",".join(str(x) for x in section["socket_mem"]))
         if section.get("n_rxq", 1) != 1:
             bits.append(f"{section['n_rxq']} rxq")
         if section.get("rules"):
@@ -153,6 +287,9 @@ class OvsDpdk(DutAdapter):
         self.pmd_cpu_mask = (getattr(spec, "pmd_cpu_mask", None) if spec is not None else None) or \
             (cpu_mask(self.cpus) if self.cpus else None)
         self.socket_mem_mb = socket_mem_mb or (getattr(spec, "socket_mem_mb", None) if spec else None) or 512
+        #: other_config:dpdk-socket-mem (and -limit): MB per NUMA socket, e.g. '11264,1024'
+        self.socket_mem = str(socket_mem_mb) if socket_mem_mb else \
+            (spec.dpdk_socket_mem() if hasattr(spec, "dpdk_socket_mem") else str(self.socket_mem_mb))
         self.vswitchd_bin = vswitchd
         self.start_timeout_s = start_timeout_s
         self.file_prefix = run.file_prefix("ovs")
@@ -282,46 +419,58 @@ class OvsDpdk(DutAdapter):
         try:
             self._wait_path(self.db_sock, "ovsdb-server")
             self.vsctl("init", wait=False)
-            eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
-            cfg = {
-                "dpdk-init": "true",
-                "dpdk-socket-mem": str(self.socket_mem_mb),
-                "dpdk-socket-limit": str(self.socket_mem_mb),
-                "dpdk-extra": eal,
-                "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
-                "pmd-cpu-mask": self._pmd_mask(),
-                "vhost-sock-dir": str(self.dir),
-            }
-            sleep = self.pmd_maxsleep_us()
-            if sleep:
-                cfg["pmd-maxsleep"] = str(sleep)
-            if self.spec is not None:
-                if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
-                    cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
-                if getattr(self.spec, "smc_enable", False):
-                    cfg["smc-enable"] = "true"
-            self.vsctl("set", "Open_vSwitch", ".",
-                       *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
+            cfg = self.other_config()
+            if cfg:
+                self.vsctl("set", "Open_vSwitch", ".",
+                           *[f'other_config:{k}="{v}"' for k, v in cfg.items()], wait=False)
             self._spawn("ovs-vswitchd", [
                 binary, f"unix:{self.db_sock}", f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
                 f"--unixctl={self.ctl}", f"--log-file={self.dir / 'ovs-vswitchd.log'}",
                 "-vconsole:off"], netns=self.netns)
             self._wait_path(self.ctl, "ovs-vswitchd")
-            deadline = time.monotonic() + self.start_timeout_s
-            while True:
-                self._raise_if_dead()
-                out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
-                if out == "true":
-                    break
-                if time.monotonic() > deadline:
-                    raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
-                                   f"log: {self.log_tail()}")
-                time.sleep(0.2)
+            self._wait_datapath()
         except BaseException:
             self.started = True
             self.stop()
             raise
-        log.info("OVS-DPDK up in %s (netns %s, pmd-cpu-mask %s)", self.dir, self.netns, cfg["pmd-cpu-mask"])
+        log.info("%s up in %s (netns %s, pmd-cpu-mask %s)", self.name, self.dir, self.netns,
+                 cfg.get("pmd-cpu-mask"))
+
+    def other_config(self) -> dict[str, str]:
+        """The Open_vSwitch other_config set before ovs-vswitchd starts: DPDK memory per NUMA
+        socket, EAL options, the PMD and non-PMD CPU masks, EMC/SMC tuning."""
+        eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
+        cfg = {
+            "dpdk-init": "true",
+            "dpdk-socket-mem": self.socket_mem,
+            "dpdk-socket-limit": self.socket_mem,
+            "dpdk-extra": eal,
+            "dpdk-lcore-mask": cpu_mask([self.lcore_cpu]),
+            "pmd-cpu-mask": self._pmd_mask(),
+            "vhost-sock-dir": str(self.dir),
+        }
+        sleep = self.pmd_maxsleep_us()
+        if sleep:
+            cfg["pmd-maxsleep"] = str(sleep)
+        if self.spec is not None:
+            if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
+                cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
+            if getattr(self.spec, "smc_enable", False):
+                cfg["smc-enable"] = "true"
+        return cfg
+
+    def _wait_datapath(self) -> None:
+        """Wait until DPDK in ovs-vswitchd has initialised (dpdk_initialized)."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            self._raise_if_dead()
+            out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
+            if out == "true":
+                return
+            if time.monotonic() > deadline:
+                raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
+                               f"log: {self.log_tail()}")
+            time.sleep(0.2)
 
     def attach(self, db_sock: Union[str, Path], ctl: Union[str, Path, None] = None,
                rundir: Union[str, Path, None] = None) -> "OvsDpdk":
@@ -469,12 +618,13 @@ class OvsDpdk(DutAdapter):
     # ------------------------------------------------------------------ topology
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None,
                    mtu: Optional[int] = None) -> str:
-        """A netdev (userspace) bridge, fail-mode secure: it forwards only what ``program`` says.
+        """A bridge of ``datapath_type`` (netdev: userspace), fail-mode secure: it forwards only what ``program`` says.
         ``mtu``: ``mtu_request`` of its internal port (a tap in OVS's namespace, e.g. a VTEP's)."""
         name = name or f"{self.tag}br{len(self.bridges)}"
         if len(name) > 15:
             raise OvsError(f"bridge name {name!r} longer than 15 characters")
-        args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name, "datapath_type=netdev",
+        args = ["--may-exist", "add-br", name, "--", "set", "Bridge", name,
+                f"datapath_type={self.datapath_type}",
                 "fail_mode=secure", "other_config:disable-in-band=true"]
         if hwaddr:
             args.append(f"other_config:hwaddr={hwaddr}")

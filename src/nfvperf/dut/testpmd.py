@@ -23,9 +23,10 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from nfvperf.host import hugepages as hp
+from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
@@ -59,8 +60,15 @@ TESTPMD = Binary("dpdk-testpmd", "dpdk", env="NFVPERF_TESTPMD")
 # the suite's ``topology.testpmd:`` section: the testpmd DUT and the container VNFs
 class TestpmdSpec(AdapterOptions):
     __test__ = False   # not a pytest class
+    alternatives = (("cores", "lcores"),)
     forward_mode: Literal["io", "mac"] = "io"
     lcores: Optional[str] = Field(None, description="EAL --lcores, e.g. '0@0,1@1' (default: the CPU plan)")
+    cores: Optional[int] = Field(
+        None, ge=1, le=64, description="forwarding cores of the testpmd DUT, or of each VNF "
+        "(container or VM), as a count of physical cores resolved from the host's sibling map "
+        "(instead of lcores)")
+    ht: bool = Field(False, description="with cores: forwarding lcores on both hyper-threads "
+                     "of each core")
     memory: Literal["hugepages", "in-memory", "no-huge"] = Field(
         "hugepages", description="hugepage files with the run's --file-prefix, --in-memory, or --no-huge")
     queues: int = Field(1, ge=1, le=16, description="rx/tx queues per port")
@@ -70,6 +78,14 @@ class TestpmdSpec(AdapterOptions):
         1024, ge=64, le=4096, description="virtqueue size of the container VNF's virtio-user ports "
         "(a power of two; DPDK's default is 256): a VNF sharing a CPU is descheduled for "
         "milliseconds, and the vring is what the switch can queue to it meanwhile")
+
+    @model_validator(mode="after")
+    def _cores_one_way(self) -> "TestpmdSpec":
+        if self.cores is not None and self.lcores:
+            raise ValueError(f"give cores ({self.cores}) or lcores ({self.lcores!r}), not both")
+        if self.ht and self.cores is None:
+            raise ValueError("ht: true applies to cores (both hyper-threads of each core); give cores")
+        return self
 
     @field_validator("vnf_queue_size")
     @classmethod
@@ -85,6 +101,15 @@ def mbuf_size_for(mtu: int) -> int:
     DPDK's default 2176.  MTU 9000 -> 9216, 9216 -> 9728."""
     need = 128 + mtu + 18 + 4
     return max(2176, -(-need // 512) * 512)
+
+
+def testpmd_core_request(spec: Any) -> Optional[CoreRequest]:
+    """``testpmd.cores``/``ht`` of a TopologySpec as a CoreRequest (the testpmd DUT's forwarding
+    cores, or each VNF's: container or VM)."""
+    tp = getattr(spec, "testpmd", None)
+    if tp is None or getattr(tp, "cores", None) is None:
+        return None
+    return CoreRequest("topology.testpmd.cores", int(tp.cores), bool(tp.ht))
 
 
 def find_testpmd() -> str:
@@ -121,6 +146,11 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
 
 class _TestpmdProcess(DutAdapter):
     """Common part: argv, interactive console, counters, life cycle."""
+
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        return testpmd_core_request(spec)
+
 
     role = "dut"
     binaries = (TESTPMD,)

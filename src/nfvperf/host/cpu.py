@@ -16,6 +16,7 @@ DUT, not its capacity.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,11 +101,50 @@ class CpuTopology:
             cpus[c] = Cpu(c, int(_read(t / "core_id", str(c)) or c),
                           int(_read(t / "physical_package_id", "0") or 0), node, sib)
         try:
-            allowed = sorted(os.sched_getaffinity(0))
+            # this process's affinity applies to this host's sysfs, not to a copy of another's
+            allowed = sorted(os.sched_getaffinity(0)) if root == SYS_CPU else list(online)
         except (AttributeError, OSError):
             allowed = list(online)
         return cls(cpus, online, allowed, parse_cpulist(_read(root / "isolated")),
                    parse_cpulist(_read(root / "nohz_full")))
+
+    @classmethod
+    def from_siblings(cls, siblings: dict[int, Sequence[int]], nodes: Optional[dict[int, int]] = None,
+                      allowed: Optional[Sequence[int]] = None,
+                      isolated: Sequence[int] = ()) -> "CpuTopology":
+        """A topology from a sibling map ``{cpu: [its thread siblings]}`` (what
+        ``thread_siblings_list`` says per CPU), e.g. for a host other than this one."""
+        nodes = nodes or {}
+        cpus: dict[int, Cpu] = {}
+        for c, sib in sorted(siblings.items()):
+            group = sorted(set(sib) | {c})
+            cpus[c] = Cpu(c, group[0], nodes.get(c, 0), nodes.get(c, 0), group)
+        online = sorted(cpus)
+        return cls(cpus, online, sorted(allowed) if allowed is not None else list(online),
+                   sorted(isolated), [])
+
+    def threads_per_core(self) -> int:
+        """Hardware threads per physical core (1 without hyper-threading / SMT)."""
+        return max((len(g) for g in self.physical_cores()), default=1)
+
+    def describe(self, cpus: Iterable[int]) -> list[str]:
+        """One line per physical core that ``cpus`` use: 'core 1 (node 0): CPUs 1,9 [both]'."""
+        want = set(cpus)
+        out = []
+        for group in self.physical_cores():
+            used = [c for c in group if c in want]
+            if not used:
+                continue
+            node = self.cpus[group[0]].node
+            which = "both threads" if len(used) == len(group) > 1 else \
+                (f"sibling(s) {format_cpulist(set(group) - set(used))} unused" if len(group) > 1
+                 else "no sibling")
+            out.append(f"CPU {format_cpulist(used)} (node {node}, siblings "
+                       f"{format_cpulist(group)}: {which})")
+        missing = sorted(want - set(self.cpus))
+        if missing:
+            out.append(f"CPU {format_cpulist(missing)}: not on this host")
+        return out
 
     @property
     def hyperthreading(self) -> bool:
@@ -141,6 +181,9 @@ class PinningPlan:
     cores_shared: bool = False
     warnings: list[str] = field(default_factory=list)
     topology: dict[str, Any] = field(default_factory=dict)
+    #: roles whose CPUs came from a core count: role -> ResolvedCores.to_dict() (field, cores,
+    #: ht, cpus, mask, siblings)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def cpus(self, role: str) -> list[int]:
         return list(self.roles.get(role, []))
@@ -165,18 +208,27 @@ class PinningPlan:
 
 def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
                  housekeeping: Optional[Sequence[int]] = None,
-                 numa_node: Optional[int] = None) -> PinningPlan:
+                 numa_node: Optional[int] = None,
+                 fixed: Optional[dict[str, ResolvedCores]] = None) -> PinningPlan:
     """Give each role in ``demands`` ({"tgen": 1, "dut": 1, "vnf0": 1}) its number of dedicated
     polling CPUs, in the order given.
 
     Dedicated CPUs come from the allowed CPUs minus housekeeping (isolated CPUs first, whole
     physical cores, the NIC's NUMA node first).  If that pool is too small the housekeeping CPUs
     join it; if still too small, roles share CPUs round-robin and the plan says so.
+
+    ``fixed``: roles whose CPUs were resolved from a core count (:func:`resolve_cores`); they keep
+    exactly those CPUs (whatever ``demands`` says for them), which leave the pool of the others.
     """
     topo = topo or CpuTopology.read()
-    allowed = [c for c in topo.allowed if c in topo.cpus] or list(topo.online)
-    hk = [c for c in (housekeeping if housekeeping is not None else allowed[:1]) if c in allowed]
-    hk = hk or allowed[:1]
+    fixed = dict(fixed or {})
+    allowed_all = [c for c in topo.allowed if c in topo.cpus] or list(topo.online)
+    hk = [c for c in (housekeeping if housekeeping is not None else allowed_all[:1])
+          if c in allowed_all]
+    hk = hk or allowed_all[:1]
+    pinned = {c for r in fixed.values() for c in r.cpus}
+    allowed = [c for c in allowed_all if c not in pinned or c in hk]
+    demands = {r: n for r, n in demands.items() if r not in fixed}
 
     def ordered(cands: list[int]) -> list[int]:
         # isolated first, then the wanted NUMA node, keeping hyper-thread siblings adjacent
@@ -220,9 +272,105 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
                         f"({detail}); generator and DUT compete for the same cores, so results "
                         f"are lower bounds of the DUT's capacity, not comparable to dedicated-core "
                         f"reports")
+    for role, res in fixed.items():
+        roles[role] = list(res.cpus)
+        warnings += res.warnings
+        if any(c in hk for c in res.cpus):
+            shared = True
     if numa_node is not None:
         off = [c for cpus in roles.values() for c in cpus if topo.cpus[c].node != numa_node]
         if off:
             warnings.append(f"CPU(s) {format_cpulist(off)} are not on the NIC's NUMA node {numa_node}")
     return PinningPlan(housekeeping=hk, roles=roles, cores_shared=shared, warnings=warnings,
-                       topology=topo.to_dict())
+                       topology=topo.to_dict(),
+                       resolved={role: res.to_dict() for role, res in fixed.items()})
+
+
+@dataclass(frozen=True)
+class CoreRequest:
+    """A core count as people say it: ``cores`` physical cores, ``ht`` both hyper-threads of
+    each; ``field`` is the option that asked (named in errors), e.g. 'topology.ovs.pmd_cores'."""
+
+    field: str
+    cores: int
+    ht: bool = False
+    ht_field: str = ""         # the option that asked for ``ht`` (default: <section>.ht)
+
+
+class CoreRequestError(ValueError):
+    """A core count the host cannot give (the message names the field and what the host has)."""
+
+
+@dataclass
+class ResolvedCores:
+    """What a core count (``pmd_cores: 2, ht: true``) resolved to on one host."""
+
+    field: str                 # e.g. "topology.ovs.pmd_cores"
+    cores: int                 # physical cores asked for
+    ht: bool                   # both sibling threads of each core
+    cpus: list[int]            # the logical CPUs (threads), sorted
+    mask: str                  # hex mask of ``cpus``, e.g. '0x606'
+    siblings: list[str] = dataclasses.field(default_factory=list)   # CpuTopology.describe(cpus)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def threads(self) -> int:
+        return len(self.cpus)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cpu_list"] = format_cpulist(self.cpus)
+        return d
+
+
+def resolve_cores(cores: int, ht: bool = False, *, field: str = "cores", ht_field: str = "",
+                  topo: Optional[CpuTopology] = None, housekeeping: Optional[Sequence[int]] = None,
+                  exclude: Iterable[int] = (), numa_node: Optional[int] = None) -> ResolvedCores:
+    """``cores`` physical cores of the host (``ht``: both hyper-threads of each, as seed 000 §10.3
+    picks the PMD mask from ``thread_siblings_list``; else one thread per core, its sibling left
+    idle), as a CPU list and mask.
+
+    Whole cores only: a core any of whose threads is in ``exclude`` (taken by another request)
+    is not used.  Cores holding a ``housekeeping`` CPU (default: the first allowed CPU, i.e. core
+    0) come last and only when the host has no other (then a warning says so); isolated CPUs and
+    the ``numa_node`` come first.  Raises :class:`CoreRequestError` naming ``field`` when the host
+    has fewer cores (or no hyper-threads for ``ht``)."""
+    if cores < 1:
+        raise CoreRequestError(f"{field}: must be at least 1, not {cores}")
+    topo = topo or CpuTopology.read()
+    allowed = [c for c in topo.allowed if c in topo.cpus] or list(topo.online)
+    hk = set(housekeeping if housekeeping is not None else allowed[:1])
+    taken = set(exclude)
+    groups = [[c for c in g if c in allowed] for g in topo.physical_cores()]
+    groups = [g for g in groups if g and not (set(g) & taken)]
+    tpc = topo.threads_per_core()
+    what = f"{cores} physical core{'s' if cores != 1 else ''}" + \
+        (" with both hyper-threads" if ht else "")
+    host = (f"this host has {len(topo.physical_cores())} physical core(s) × {tpc} thread(s) "
+            f"(CPUs {format_cpulist(allowed)} allowed)")
+    if ht:
+        if tpc < 2:
+            raise CoreRequestError(
+                f"{ht_field or field.rsplit('.', 1)[0] + '.ht'}: true uses both hyper-threads of "
+                f"each core, but {host}, one thread per core (no hyper-threading/SMT); set it "
+                f"false")
+        groups = [g for g in groups if len(g) > 1]
+    if len(groups) < cores:
+        free = f"{len(groups)} usable" + (f" (CPUs {format_cpulist(taken)} already taken by other "
+                                          f"roles)" if taken else "")
+        raise CoreRequestError(f"{field}: {cores} wanted ({what}), but {host}: {free}; "
+                               f"lower {field} or run on a larger host")
+
+    def key(g: list[int]) -> tuple[bool, bool, bool, int, int]:
+        return (bool(set(g) & hk), not any(c in topo.isolated for c in g),
+                numa_node is not None and topo.cpus[g[0]].node != numa_node,
+                topo.cpus[g[0]].node, g[0])
+
+    chosen = sorted(groups, key=key)[:cores]
+    cpus = sorted(c for g in chosen for c in (g if ht else g[:1]))
+    warnings = []
+    shared = sorted(c for g in chosen for c in g if c in hk)
+    if shared:
+        warnings.append(f"{field}: {what} take the housekeeping core (CPU {format_cpulist(shared)}, "
+                        f"the OS and control threads); the host has no other free core")
+    return ResolvedCores(field, cores, ht, cpus, cpu_mask(cpus), topo.describe(cpus), warnings)

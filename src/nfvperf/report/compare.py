@@ -1,4 +1,8 @@
-"""Compare two runs test by test and frame size by frame size.
+"""Compare two or more runs configuration by configuration and frame size by frame size.
+
+Tests are matched by configuration (:func:`match_tests`: method, frame size, topology
+kind/DUT/port kind/overrides, traffic, study axes), not only by name; every run's value is shown
+with its ratio against the first run's ("0.75×").
 
 A change is flagged when ``|B − A| / A`` exceeds the noise threshold of that row:
 
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+from nfvperf.report.configuration import config_key, config_key_without_axes, differences
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
-                                    method_metric, num, repeat_of, walk)
+                                    method_metric, num, rates, repeat_of, resolved_tests, walk)
+from nfvperf.report.study import ratio_text
 
 DEFAULT_THRESHOLD = 0.02
 # latency is noisier than a searched rate: its rows never flag less than this
@@ -112,66 +118,232 @@ def _metric(test: Any) -> tuple[str, Optional[float], dict[str, Any]]:
     return ("fps per interface", v, data)
 
 
-def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
-    cmp = Comparison(a=a, b=b)
-    ta = {(t.name, t.frame_size_b): t for t in a.tests}
-    tb = {(t.name, t.frame_size_b): t for t in b.tests}
-    order = list(dict.fromkeys(list(ta) + list(tb)))
-    for key in order:
-        label = f"{key[0]} {key[1] or 'IMIX'} B"
-        if key not in tb:
-            cmp.only_a.append(label)
+# --------------------------------------------------------------------------- matching
+
+def _index(run: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for t in _tests(run):
+        out.setdefault(config_key(t), []).append(t)
+    return out
+
+
+def _tests(run: Any) -> list[Any]:
+    """The run's tests with their topology resolved when the run carries its config."""
+    if getattr(run, "config", None) is not None and all(hasattr(t, "topology") for t in run.tests):
+        return resolved_tests(run)
+    return list(run.tests)
+
+
+def _ident(t: Any) -> tuple[str, str, Optional[int]]:
+    return (t.name, t.method, t.frame_size_b)
+
+
+def match_tests(runs: list[Any]) -> list[tuple[list[Optional[Any]], str]]:
+    """Tests matched across runs: one entry per configuration (method, frame size, topology
+    kind/DUT/port kind/overrides, traffic, study axes; report.configuration.config_key), each a
+    list with one test (or None) per run, and a note.  A configuration that occurs more than once
+    in a run is split by test name.  Tests left unmatched are then paired, when that is
+    unambiguous, by the configuration without the study axes (a study unit and a plain test entry
+    with the same overrides), then by test name, method and frame size; the note says so and
+    lists the configuration differences."""
+    keyed = [_index(r) for r in runs]
+    rows: list[tuple[list[Optional[Any]], str]] = []
+    for key in dict.fromkeys(k for idx in keyed for k in idx):
+        lists = [idx.get(key, []) for idx in keyed]
+        if all(len(ts) <= 1 for ts in lists):
+            rows.append(([ts[0] if ts else None for ts in lists], ""))
             continue
-        if key not in ta:
-            cmp.only_b.append(label)
+        for name in dict.fromkeys(t.name for ts in lists for t in ts):
+            rows.append(([next((t for t in ts if t.name == name), None) for ts in lists], ""))
+    rows = _pair_leftovers(rows, config_key_without_axes, "matched by configuration without the study axes")
+    return _pair_leftovers(rows, _ident, "matched by name")
+
+
+def _pair_leftovers(rows: list[tuple[list[Optional[Any]], str]], keyfn: Callable[[Any], Any],
+                    how: str) -> list[tuple[list[Optional[Any]], str]]:
+    """Merge the incomplete rows that share ``keyfn`` when each run has at most one test among
+    them (no ambiguity)."""
+    groups: dict[Any, list[int]] = {}
+    for i, (row, _) in enumerate(rows):
+        keys = {keyfn(t) for t in row if t is not None}
+        if None in row and len(keys) == 1:
+            groups.setdefault(keys.pop(), []).append(i)
+    drop: set[int] = set()
+    out = list(rows)
+    for idxs in groups.values():
+        if len(idxs) < 2:
             continue
-        ma, va, da = _metric(ta[key])
-        mb, vb, db = _metric(tb[key])
-        thr, source = noise_threshold(da, db, threshold)
-        if ta[key].method == "latency":
-            thr = max(thr, LATENCY_THRESHOLD)
-        delta = (vb - va) / va if va and vb is not None else None
-        note = f"noise = {source}" if source else ""
-        if va is None and vb is None:
+        cols = [[rows[i][0][c] for i in idxs if rows[i][0][c] is not None] for c in range(len(rows[idxs[0]][0]))]
+        if any(len(c) > 1 for c in cols):
+            continue                                   # ambiguous: leave them apart
+        merged: list[Optional[Any]] = [c[0] if c else None for c in cols]
+        first = next(t for t in merged if t is not None)
+        diffs = [d for t in merged if t is not None and t is not first for d in differences(first, t)]
+        out[idxs[0]] = (merged, how + ("; configuration differs: " + "; ".join(dict.fromkeys(diffs))
+                                       if diffs else ""))
+        drop.update(idxs[1:])
+    return [r for i, r in enumerate(out) if i not in drop]
+
+
+# --------------------------------------------------------------------------- N runs
+
+@dataclass
+class MultiRow:
+    """One matched configuration across the runs: values, ratios against the first run, and the
+    noise threshold and flag of every run against the first."""
+    test: str
+    frame_size_b: Optional[int]
+    metric: str
+    values: list[Optional[float]]
+    ratios: list[Optional[float]]
+    thresholds: list[float]
+    flagged: list[bool]
+    note: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return any(self.flagged)
+
+
+@dataclass
+class MultiComparison:
+    runs: list[Any]
+    rows: list[MultiRow] = field(default_factory=list)
+    missing: list[tuple[str, list[int]]] = field(default_factory=list)   # (label, runs lacking it)
+
+    @property
+    def flagged(self) -> list[MultiRow]:
+        return [r for r in self.rows if r.changed]
+
+
+def _rate_unit(run: Any) -> str:
+    return str(((getattr(run, "config", None) or {}).get("traffic") or {}).get("rate_unit") or "pps")
+
+
+RATE_UNITS = {"l1_mbps": ("L1 Mbps per interface", "l1_mbps"), "l2_mbps": ("L2 Mbps per interface", "l2_mbps"),
+              "percent": ("% line rate (L1)", "l1_pct")}
+
+
+def _in_unit(test: Any, metric: str, v: Optional[float], unit: str) -> tuple[str, Optional[float]]:
+    """A rate in fps per interface in the suite's ``traffic.rate_unit``."""
+    if metric != "fps per interface" or unit not in RATE_UNITS or v is None:
+        return metric, v
+    label, key = RATE_UNITS[unit]
+    return label, rates(v, getattr(test, "traffic", None) or {})[key]
+
+
+def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> MultiComparison:
+    """Every configuration of the runs side by side; ratios and noise flags against ``runs[0]``."""
+    if len(runs) < 2:
+        raise ValueError("compare needs at least two runs")
+    cmp = MultiComparison(runs=list(runs))
+    unit = _rate_unit(runs[0])
+    for tests, note in match_tests(runs):
+        first = next(t for t in tests if t is not None)
+        label = f"{first.name} {first.frame_size_b or 'IMIX'} B"
+        lacking = [i + 1 for i, t in enumerate(tests) if t is None]
+        if lacking:
+            cmp.missing.append((label, lacking))
+        measured = [_metric(t) if t is not None else ("", None, {}) for t in tests]
+        if all(m[1] is None for m in measured):
             continue
-        if va is None or vb is None:
-            note = "missing value"
-        flagged = delta is not None and abs(delta) > thr
-        cmp.rows.append(Row(test=key[0], frame_size_b=key[1], metric=ma if va is not None else mb, a=va, b=vb,
-                            delta=delta, threshold=thr, flagged=flagged, note=note))
+        metric = next(m[0] for m in measured if m[1] is not None)
+        values = [_in_unit(t, m[0], m[1], unit)[1] if t is not None else None for t, m in zip(tests, measured)]
+        metric = _in_unit(first, metric, 1.0, unit)[0]
+        va, da = values[0], measured[0][2]
+        ratios, thresholds, flagged = [], [], []
+        for v, m in zip(values, measured):
+            thr, source = noise_threshold(da, m[2], threshold)
+            if first.method == "latency":
+                thr = max(thr, LATENCY_THRESHOLD)
+            r = v / va if va and v is not None else None
+            ratios.append(r)
+            thresholds.append(thr)
+            flagged.append(r is not None and abs(r - 1.0) > thr)
+            if source and "noise" not in note:
+                note = (note + "; " if note else "") + f"noise = {source}"
+        if va is None or any(v is None for v in values):
+            note = (note + "; " if note else "") + "missing value"
+        cmp.rows.append(MultiRow(test=first.name, frame_size_b=first.frame_size_b, metric=metric, values=values,
+                                 ratios=ratios, thresholds=thresholds, flagged=flagged, note=note))
     return cmp
 
 
-def render(cmp: Comparison, console: Any) -> None:
+def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+    """Two runs (:func:`compare_many` of ``[a, b]``) as A/B rows with the relative change."""
+    many = compare_many([a, b], threshold)
+    cmp = Comparison(a=a, b=b)
+    for r in many.rows:
+        va, vb = r.values
+        delta = (r.ratios[1] - 1.0) if r.ratios[1] is not None else None
+        cmp.rows.append(Row(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, a=va, b=vb, delta=delta,
+                            threshold=r.thresholds[1], flagged=r.flagged[1], note=r.note))
+    for label, lacking in many.missing:
+        (cmp.only_a if 2 in lacking else cmp.only_b).append(label)
+    return cmp
+
+
+# --------------------------------------------------------------------------- rendering
+
+def _f(v: Optional[float]) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3f}"
+
+
+def render(cmp: Any, console: Any) -> None:
+    """Print a comparison (two runs: :class:`Comparison`, or :class:`MultiComparison`)."""
+    if isinstance(cmp, Comparison):
+        cmp = compare_view(cmp)
     from rich.markup import escape
     from rich.table import Table
 
-    def f(v: Optional[float]) -> str:
-        return "—" if v is None else f"{v:,.0f}"
-
-    console.print(f"compare run A {cmp.a.id} ({cmp.a.tag}, {cmp.a.suite}) → "
-                  f"run B {cmp.b.id} ({cmp.b.tag}, {cmp.b.suite})", markup=False)
-    t = Table(caption="Δ = (B − A) / A. CHANGED: |Δ| above the row's noise threshold = max(default, relative "
-                      "search width RUB−RLB of A/B, 2 × CV of repeated values); when both runs repeated the "
-                      "search (--repeat), max(their relative range (max−min)/median, search width). "
-                      "Rates per interface.",
+    runs = cmp.runs
+    console.print("compare " + " → ".join(f"#{i + 1} run {r.id} ({r.tag}, {r.suite})" for i, r in enumerate(runs))
+                  + "; ratios and Δ against #1", markup=False)
+    t = Table(caption="Tests matched by configuration (method, frame size, topology kind/DUT/port kind/overrides, "
+                      "traffic, study axes), else by test name (noted). × = value / #1's; Δ = (#n − #1) / #1. "
+                      "CHANGED: |Δ| above the row's noise threshold = max(default, relative search width "
+                      "RUB−RLB, 2 × CV of repeated values); when both runs repeated the search (--repeat), "
+                      "max(their relative range (max−min)/median, search width). Rates per interface.",
               caption_justify="left")
-    for c in ("Test", "Frame B", "Metric", "A", "B", "Δ %", "Noise ±%", "Verdict"):
+    cols = ["Test", "Frame B", "Metric"] + [f"#{i + 1}" for i in range(len(runs))]
+    cols += [f"#{i + 1} ×" for i in range(1, len(runs))]
+    cols += ["Δ %" if len(runs) == 2 else "Δ % (#2…)", "Noise ±%", "Verdict"]
+    for c in cols:
         t.add_column(c, justify="left" if c in ("Test", "Metric", "Verdict") else "right")
     for r in cmp.rows:
-        verdict = ("CHANGED ▲" if (r.delta or 0) > 0 else "CHANGED ▼") if r.flagged else ("same" if r.delta is not None
-                                                                                         else r.note)
-        if r.delta is not None and r.note:
-            verdict += f" ({r.note})"
-        t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, f(r.a), f(r.b),
-                  "—" if r.delta is None else f"{100 * r.delta:+.2f}", f"{100 * r.threshold:.2f}", verdict)
+        deltas = ["—" if x is None else f"{100 * (x - 1):+.2f}" for x in r.ratios[1:]]
+        which = (lambda i: f" #{i + 1}") if len(runs) > 2 else (lambda i: "")
+        verdict = ", ".join(f"CHANGED {'▲' if (r.ratios[i] or 0) > 1 else '▼'}{which(i)}"
+                            for i in range(1, len(runs)) if r.flagged[i])
+        if not verdict:
+            verdict = "same" if all(x is not None for x in r.ratios) else ""
+        if r.note:
+            verdict = f"{verdict} ({r.note})" if verdict else r.note
+        t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, *[_f(v) for v in r.values],
+                  *[ratio_text(x) for x in r.ratios[1:]], " / ".join(deltas),
+                  " / ".join(f"{100 * x:.2f}" for x in r.thresholds[1:]), escape(verdict))
     console.print(t)
-    for lab in cmp.only_a:
-        console.print(f"only in A: {lab}", markup=False)
-    for lab in cmp.only_b:
-        console.print(f"only in B: {lab}", markup=False)
+    for label, lacking in cmp.missing:
+        present = [f"#{i + 1}" for i in range(len(runs)) if i + 1 not in lacking]
+        console.print(f"only in {', '.join(present)}: {label}", markup=False)
     n = len(cmp.flagged)
     console.print(f"{n} change(s) above the noise threshold" + (":" if n else "."))
     for r in cmp.flagged:
-        console.print(f"  {r.test} {r.frame_size_b or 'IMIX'} B {r.metric}: {100 * (r.delta or 0):+.2f} % "
-                      f"(noise ±{100 * r.threshold:.2f} %)", markup=False)
+        for i in range(1, len(runs)):
+            if r.flagged[i]:
+                console.print(f"  {r.test} {r.frame_size_b or 'IMIX'} B {r.metric}: #{i + 1} "
+                              f"{100 * ((r.ratios[i] or 1) - 1):+.2f} % (noise ±{100 * r.thresholds[i]:.2f} %)",
+                              markup=False)
+
+
+def compare_view(cmp: Comparison) -> MultiComparison:
+    """A two-run :class:`Comparison` as a :class:`MultiComparison` (for :func:`render`)."""
+    out = MultiComparison(runs=[cmp.a, cmp.b])
+    for r in cmp.rows:
+        out.rows.append(MultiRow(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, values=[r.a, r.b],
+                                 ratios=[1.0 if r.a else None, None if r.delta is None else 1.0 + r.delta],
+                                 thresholds=[0.0, r.threshold], flagged=[False, r.flagged], note=r.note))
+    out.missing = [(lab, [2]) for lab in cmp.only_a] + [(lab, [1]) for lab in cmp.only_b]
+    return out

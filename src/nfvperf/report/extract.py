@@ -199,6 +199,7 @@ class TestView:
     def __init__(self, test: Any, topology: dict[str, Any]):
         self._test = test
         self.topology = topology
+        self.stored_topology = test.topology or {}      # the row as stored (kind, overrides, ...)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._test, name)

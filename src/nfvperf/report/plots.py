@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import base64
 import io
+import re
+from pathlib import Path
 from typing import Any, Optional
 
 import matplotlib
@@ -171,8 +173,112 @@ def latency_histogram(run: Any) -> Optional[str]:
     return _png(fig)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def study_figure(rep: Any, metric: Any) -> Any:
+    """``metric`` of one study along its axis (the pivot's row axis, else the first axis), one
+    series per configuration of the other axes (and per frame size when there are several); log
+    x for the flows and rules axes.  None when nothing is plottable."""
+    from nfvperf.report.study import axis_text, is_log_axis
+    axis = rep.row_axis or (rep.axes[0] if rep.axes else None)
+    if axis is None:
+        return None
+    others = [a for a in rep.axes if a != axis]
+    sizes = {p.size for p in rep.points}
+    series: dict[str, list[tuple[Any, float]]] = {}
+    for p in rep.points:
+        y = metric.fn(p)
+        if y is None or axis not in p.axes:
+            continue
+        label = ", ".join(f"{a}={axis_text(p.axes.get(a))}" for a in others)
+        if len(sizes) > 1:
+            label = (label + ", " if label else "") + f"{p.size or 'IMIX'} B"
+        series.setdefault(label or rep.name, []).append((p.axes[axis], y))
+    if not series:
+        return None
+    xs = list(dict.fromkeys(x for pts in series.values() for x, _ in pts))
+    numeric = all(_is_number(x) for x in xs)
+    scale, ylabel = (1e-6, "Mfps per interface") if metric.unit == "fps" else \
+        (1.0, metric.title.split(",", 1)[-1].strip())
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, pts in series.items():
+        if numeric:
+            pts.sort(key=lambda q: q[0])
+        ax.plot([x if numeric else xs.index(x) for x, _ in pts], [y * scale for _, y in pts], "o-", label=label)
+    log = numeric and is_log_axis(axis) and all(x > 0 for x in xs)
+    if log:
+        ax.set_xscale("log")
+        ax.minorticks_off()
+    ax.set_xticks(sorted(xs) if numeric else list(range(len(xs))))
+    ax.set_xticklabels([axis_text(x) for x in (sorted(xs) if numeric else xs)])
+    ax.set_xlabel(axis + (" (log scale)" if log else ""))
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"study {rep.name}: {metric.title}")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def study_figures(run: Any) -> list[tuple[str, str, Any]]:
+    """(title, file stem, figure) for every study of the run: its first metric (the one with the
+    ratios: ``traffic.rate_unit`` for rate methods) and, when cores vary, Mpps per PMD core."""
+    from nfvperf.report.extract import resolved_tests
+    from nfvperf.report.study import study_reports
+    rate_unit = str(((run.config or {}).get("traffic") or {}).get("rate_unit") or "pps")
+    out = []
+    for rep in study_reports(resolved_tests(run), rate_unit):
+        for pv in rep.pivots[:1] + [p for p in rep.pivots if p.metric.key == "per_core"]:
+            fig = study_figure(rep, pv.metric)
+            if fig is not None:
+                stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"study-{rep.name}-{pv.metric.key}")
+                out.append((f"Study {rep.name}: {pv.metric.title}", stem, fig))
+    return out
+
+
+def study_plots(run: Any) -> list[tuple[str, str]]:
+    return [(title, _png(fig)) for title, _, fig in study_figures(run)]
+
+
+def plots_dir(run: Any, html_path: Optional[Path] = None) -> Path:
+    """Where a run's plot files go: ``<run dir>/report`` when the run directory exists here, else
+    ``<html name>-plots`` beside the HTML file (or ``./nfv<uid>-plots``)."""
+    rd = Path(run.run_dir) if getattr(run, "run_dir", None) else None
+    if rd is not None and rd.is_dir():
+        return rd / "report"
+    if html_path is not None:
+        return Path(html_path).with_name(Path(html_path).stem + "-plots")
+    return Path(f"{run.tag}-plots")
+
+
+def write_plot_files(run: Any, directory: Path) -> list[Path]:
+    """Every study plot and the throughput-vs-size plot as PNG and SVG files in ``directory``."""
+    figs = [(stem, fig) for _, stem, fig in study_figures(run)]
+    tvs = throughput_figure(run)
+    if tvs is not None:
+        figs.append(("throughput-vs-frame-size", tvs))
+    out: list[Path] = []
+    if not figs:
+        return out
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stem, fig in figs:
+        for ext in ("png", "svg"):
+            p = directory / f"{stem}.{ext}"
+            fig.savefig(p, format=ext, dpi=100, bbox_inches="tight")
+            out.append(p)
+        plt.close(fig)
+    return out
+
+
 def all_plots(run: Any) -> list[tuple[str, str]]:
     out = []
+    try:
+        out += study_plots(run)
+    except Exception:  # noqa: BLE001 - a plot must not take the report down (as below)
+        pass
     for title, fn in (("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
                       ("Latency percentiles", latency_percentiles), ("Latency histogram", latency_histogram)):
         try:

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report import ceiling as hc
+from nfvperf.report.configuration import same_configuration
 from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
                                     latency_points, num, rates, repeat_of, scalars, size_of)
 from nfvperf.store.db import run_liveness
@@ -66,7 +67,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     header = [
         ("Run", f"{run.id} ({run.tag})"), ("Suite", run.suite), ("Status", run.status +
                                                                   (f" — {run.reason}" if run.reason else "")),
-        ("Topology", f"{run.topology}, {ports} ports, DUT {run.dut}"), ("Traffic generator", run.tg),
+        ("Topology", f"{run.topology}, {ports} ports, DUT {run.dut}"),
         ("Started / finished (UTC)", f"{_dt(run.started_at)} / {_dt(run.finished_at)}"),
         ("Link speed", f"{env.get('link_speed') or traffic.get('link_speed')} per port (L1)"),
         ("Flows per port", str(traffic.get("flows_per_port", 1))),
@@ -79,6 +80,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
             for i in env.get("topologies") or [])) or f"{sw} per direction"),
         ("Harness ceiling", hc.summary(env, run.tg)),
     ]
+    from nfvperf.report.facts import run_facts        # what ran: generator, ports, CPU, versions, VM accel
+    header[4:4] = run_facts(run)
     notes = []
     dead = run_liveness(run)
     if dead:
@@ -95,6 +98,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     tests = resolved_tests(run)
     notes += result_notes(tests)
     tables: list[Table] = []
+    from nfvperf.report.study import study_tables     # study.py builds on this module's Table
+    tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"))
     tables += _throughput_tables(tests, ndir, ports, traffic, sw, env)
     tables += _latency_tables(tests, ndir, ports, traffic, env, net_of_harness)
     notes += ceiling_notes(tables, env, net_of_harness)
@@ -150,12 +155,14 @@ def _by_name(tests: list[Any], methods: tuple[str, ...]) -> dict[str, list[Any]]
     return out
 
 
-def _latency_for(tests: list[Any], size: Optional[int], own: Any, kind: str = "") -> Optional[dict[str, Any]]:
-    """Latency for a size: a latency test of the run at that size (same topology), else the
-    throughput result's own."""
+def latency_for(tests: list[Any], test: Any, own: Any) -> Optional[dict[str, Any]]:
+    """Latency for a throughput result: a latency test of the run at the same frame size in the
+    same configuration (topology overrides, traffic, study axes: report.configuration), else the
+    throughput result's own; None (an empty cell) when neither exists — never the latency of
+    another configuration."""
     for t in tests:
-        if t.method == "latency" and t.frame_size_b == size and t.results and \
-                (not kind or (t.topology or {}).get("kind", kind) == kind):
+        if t.method == "latency" and t.frame_size_b == test.frame_size_b and t.results and \
+                same_configuration(t, test):
             lat = latency_at_throughput(t.results[-1].data or {})
             if lat:
                 return lat
@@ -241,7 +248,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
             data = t.results[-1].data or {}
             pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
             ceil_cells.append(hc.bound_label(pps, ceil))
-            lat = _latency_for(tests, t.frame_size_b, data, kind)
+            lat = latency_for(tests, t, data)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
                        if lat else "—")
             frac = num(lat.get("fraction")) if lat else None

@@ -8,8 +8,11 @@ seed and the trial counter, so a run is reproducible.
 
 The model (all rates per interface, i.e. per direction):
 
-* ``capacity_pps`` — a number, a dict ``{size_b: pps}`` (interpolated on frame size, clamped
-  at the ends) or a function ``size_b -> pps``; never above line rate.
+* ``capacity_pps`` — None (the default): the configuration model of :mod:`nfvperf.tg.sim_model`
+  for the unit (:class:`~nfvperf.tg.sim_model.SimUnit`: DUT, topology, cores, rules ...) and the
+  traffic profile (frame size, flows, VXLAN); or fixed: a number, a dict ``{size_b: pps}``
+  (interpolated on frame size, clamped at the ends) or a function ``size_b -> pps``; never above
+  line rate.  :meth:`SimMeasurer.configure` sets everything again for the next test unit.
 * loss models —
   ``"threshold"``: loses iff load > C, lost = (load − C) × duration (at least 1 frame), so the
   loss ratio is (load − C)/load (TV4/TV6);
@@ -22,22 +25,25 @@ The model (all rates per interface, i.e. per direction):
 * ``outage_s``: a DUT reset stops forwarding that long (frames lost = outage × load).
 * ``recovery_s``: after an overload that overflowed the buffer, the DUT stalls that long once
   the load drops (system recovery).
-* latency: ``base_latency_ns`` + uniform jitter + exponential queueing with mean
+* latency: ``base_latency_ns`` (default: the model's, from the path) + uniform jitter + exponential queueing with mean
   ``queue_scale_ns × ρ/(1−ρ)`` (ρ = load/C), capped at the buffer time B/C; above C the queue
   is full.  Summaries carry percentiles, a log-linear histogram, PDV and IPDV.
 * ``mac_table_size`` and ``learning_rate_pps`` for RFC 2889 address caching/learning
-  (:meth:`measure_addresses`); ``tcp_capacity_bps`` for :meth:`measure_tcp`.
+  (:meth:`measure_addresses`); ``tcp_capacity_bps`` (default: the model's streams/TSO/
+  multi-queue bounds) for :meth:`measure_tcp`.
 * ``invalid_rate``: a share of trials comes back ``valid=False`` with *misleading* counters
   (nothing lost), so a search that used them would be wrong.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
 from typing import Any, Callable, Optional, Union
 
 from nfvperf import units
+from nfvperf.tg.sim_model import SimModel, SimUnit, check_overrides
 from nfvperf.trial import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
                              TrialResult, Unsupported)
 
@@ -89,22 +95,41 @@ def summarize_latency(samples_ns: list[float], definition: Optional[str] = None)
 class SimMeasurer(Measurer):
     name = "sim"
 
-    def __init__(self, capacity_pps: Capacity = 8e6, *, loss_model: str = "threshold",
-                 seed: int = 1, noise_pps: float = 10.0, softness: float = 0.05,
-                 spike_rate_per_s: float = 0.0, spike_frames: int = 1000,
-                 buffer_frames: int = 4096, outage_s: float = 0.2, recovery_s: float = 0.0,
-                 base_latency_ns: float = 5000.0, jitter_ns: float = 500.0,
-                 queue_scale_ns: float = 200.0, latency_samples: int = 1000,
-                 mac_table_size: int = 8192, learning_rate_pps: float = 50000.0,
-                 tcp_capacity_bps: float = 9.4e9, invalid_rate: float = 0.0,
-                 router: bool = False, time_scale: float = 0.0,
-                 profile: Optional[TrafficProfile] = None) -> None:
+    def __init__(self, capacity_pps: Optional[Capacity] = None, *,
+                 profile: Optional[TrafficProfile] = None, **settings: Any) -> None:
+        self.configure(capacity_pps, **settings)
+        self.profile = profile or TrafficProfile()
+        self.trials = 0
+        self.invalid_trials = 0
+        self.total_trial_s = 0.0
+        self.wall_s = 0.0
+        self.resets = 0
+
+    def configure(self, capacity_pps: Optional[Capacity] = None, *, loss_model: str = "threshold",
+                  seed: int = 1, noise_pps: float = 10.0, softness: float = 0.05,
+                  spike_rate_per_s: float = 0.0, spike_frames: int = 1000,
+                  buffer_frames: int = 4096, outage_s: float = 0.2, recovery_s: float = 0.0,
+                  base_latency_ns: Optional[float] = None, jitter_ns: float = 500.0,
+                  queue_scale_ns: float = 200.0, latency_samples: int = 1000,
+                  mac_table_size: int = 8192, learning_rate_pps: float = 50000.0,
+                  tcp_capacity_bps: Optional[float] = None, invalid_rate: float = 0.0,
+                  router: bool = False, time_scale: float = 0.0,
+                  unit: Optional[SimUnit] = None, model: Optional[dict[str, Any]] = None) -> None:
+        """All settings at once (what is not given takes its default; the trial counters stay):
+        the runner calls this per test unit with the suite's ``sim:`` merged with the test's.
+        ``capacity_pps`` None: the capacity comes from the model (:mod:`nfvperf.tg.sim_model`)
+        for ``unit`` with the ``model`` parameter overrides; a number, dict or function fixes it."""
         if loss_model not in LOSS_MODELS:
             raise ValueError(f"loss_model must be one of {LOSS_MODELS}, got {loss_model!r}")
         if loss_model == "spikes" and spike_rate_per_s == 0.0:
             spike_rate_per_s = 0.01
         if not 0.0 <= invalid_rate < 1.0:
             raise ValueError("invalid_rate must be in [0, 1)")
+        if time_scale < 0:
+            raise ValueError("time_scale must be >= 0")
+        problems = check_overrides(model or {})
+        if problems:
+            raise ValueError("; ".join(problems))
         self.capacity = capacity_pps
         self.loss_model = loss_model
         self.seed = seed
@@ -115,7 +140,7 @@ class SimMeasurer(Measurer):
         self.buffer_frames = buffer_frames
         self.outage_s = outage_s
         self.recovery_s = recovery_s
-        self.base_latency_ns = base_latency_ns
+        self.base_latency = base_latency_ns
         self.jitter_ns = jitter_ns
         self.queue_scale_ns = queue_scale_ns
         self.latency_samples = latency_samples
@@ -124,15 +149,22 @@ class SimMeasurer(Measurer):
         self.tcp_capacity_bps = tcp_capacity_bps
         self.invalid_rate = invalid_rate
         self.router = router
-        if time_scale < 0:
-            raise ValueError("time_scale must be >= 0")
         self.time_scale = time_scale
-        self.profile = profile or TrafficProfile()
-        self.trials = 0
-        self.invalid_trials = 0
-        self.total_trial_s = 0.0
-        self.wall_s = 0.0
-        self.resets = 0
+        unit = unit or SimUnit()
+        unit = dataclasses.replace(unit, overrides={**unit.overrides, **(model or {})})
+        self.model = SimModel(unit)
+
+    @property
+    def base_latency_ns(self) -> float:
+        """Latency through the idle path: ``base_latency_ns`` if given, else the model's."""
+        if self.base_latency is not None:
+            return float(self.base_latency)
+        return self.model.base_latency_ns(self.profile)
+
+    @property
+    def modelled(self) -> bool:
+        """True when the capacity comes from the model (no explicit ``capacity_pps``)."""
+        return self.capacity is None
 
     # --- model ---------------------------------------------------------------------------
     def set_profile(self, profile: TrafficProfile) -> None:
@@ -153,7 +185,9 @@ class SimMeasurer(Measurer):
         p = self.profile
         size = p.frame_size_b if size_b is None else size_b
         c = self.capacity
-        if callable(c):
+        if c is None:
+            val = self.model.capacity(p, size).pps
+        elif callable(c):
             val = float(c(size))
         elif isinstance(c, dict):
             keys = sorted(c)
@@ -267,7 +301,17 @@ class SimMeasurer(Measurer):
                            latency=self._merge_latency(streams),
                            tg_counters={"opackets": sent, "ipackets": rec},
                            dut_counters={"capacity_pps": self.capacity_pps()},
-                           extra={"sim": True, **extra})
+                           extra={"sim": True, **self.model_extra(), **extra})
+
+    def model_extra(self) -> dict[str, Any]:
+        """What the model said for this trial's configuration (nothing with an explicit capacity)."""
+        if not self.modelled:
+            return {}
+        c = self.model.capacity(self.profile)
+        return {"sim_model": {"capacity_pps": c.pps, "cores": round(c.cores, 3),
+                              "threads_used": c.threads_used, "threads_idle": c.threads_idle,
+                              "ns_per_frame": round(c.ns_per_frame, 2), "bound": c.bound,
+                              "tiers": {k: round(v, 4) for k, v in c.tiers.items()}}}
 
     # --- Measurer API ------------------------------------------------------------------------
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
@@ -414,20 +458,34 @@ class SimMeasurer(Measurer):
         return self._maybe_invalid(rng, tr)
 
     def measure_tcp(self, streams: int = 1, processes: int = 1, duration_s: float = 60.0,
+                    tso: Optional[bool] = None, multiqueue: Optional[bool] = None,
                     **_: Any) -> TrialResult:
-        """A modelled iperf3 run: goodput shares ``tcp_capacity_bps``, more streams help a bit."""
+        """A modelled iperf3 run.  With an explicit ``tcp_capacity_bps``: goodput shares it and
+        more streams help a bit; otherwise the model's streams/TSO/multi-queue/link/DUT bounds."""
         rng = self._rng()
-        eff = min(1.0, 0.85 + 0.05 * math.log2(max(1, streams * processes)))
-        bps = self.tcp_capacity_bps * eff * rng.uniform(0.98, 1.0)
+        info: dict[str, Any] = {}
+        if self.tcp_capacity_bps is not None:
+            eff = min(1.0, 0.85 + 0.05 * math.log2(max(1, streams * processes)))
+            bps = self.tcp_capacity_bps * eff * rng.uniform(0.98, 1.0)
+        else:
+            info = self.model.tcp_bps(self.profile, streams, processes, tso, multiqueue)
+            bps = info.pop("bps") * rng.uniform(0.98, 1.0)
         self._account(duration_s)
         return TrialResult(duration_s=duration_s, load_pps=0.0, effective_duration_s=duration_s,
                            extra={"sim": True, "throughput_bps": bps, "streams": streams,
-                                  "processes": processes, "retransmits": 0})
+                                  "processes": processes, "retransmits": 0,
+                                  **({"sim_model": info} if info else {})})
 
     def environment(self) -> dict[str, Any]:
-        return {"measurer": self.name, "loss_model": self.loss_model, "seed": self.seed,
-                "capacity_pps": self.capacity_pps(), "buffer_frames": self.buffer_frames,
-                "note": "simulated DUT; no traffic was sent"}
+        env: dict[str, Any] = {"measurer": self.name, "loss_model": self.loss_model, "seed": self.seed,
+                               "capacity_pps": self.capacity_pps(), "buffer_frames": self.buffer_frames,
+                               "note": "simulated DUT; no traffic was sent: every number comes from a model"}
+        if self.modelled:
+            env["model"] = self.model.describe()
+        else:
+            env["model"] = {"model": "explicit sim.capacity_pps (the configuration model is not used)",
+                            "capacity_pps": self.capacity if not callable(self.capacity) else "a function"}
+        return env
 
     def measure_tcp_supported(self) -> bool:
         return True

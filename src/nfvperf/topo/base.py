@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
+from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.proc import LOCAL
@@ -255,9 +256,39 @@ class Topology:
         self.preflight_results = [r.to_dict() for r in results]
         pf.raise_on_failure(results)
 
-    def plan_cpus(self) -> PinningPlan:
+    def core_requests(self) -> dict[str, CoreRequest]:
+        """Roles whose polling cores the spec gives as a count (``ovs.pmd_cores``/``ht``, the
+        VNFs' ``testpmd.cores``, ``tgen_cores``): role -> CoreRequest, resolved in this order."""
+        out: dict[str, CoreRequest] = {}
+        req = self.dut_class().core_request(self.spec)
+        if req is not None:
+            out["dut"] = req
+        for j, vnf in enumerate(self.vnf_classes_for(self.spec)):
+            req = vnf.core_request(self.spec)
+            if req is not None:
+                out[f"vnf{j}"] = req
+        n = getattr(self.spec, "tgen_cores", None)
+        if n is not None and self.want_tgen:
+            out["tgen"] = CoreRequest("topology.tgen_cores", int(n),
+                                      bool(getattr(self.spec, "tgen_ht", False)), "topology.tgen_ht")
+        return out
+
+    def plan_cpus(self, topo: Optional[CpuTopology] = None) -> PinningPlan:
+        """The CPU plan: core counts resolved from the host's sibling map first (a count the
+        host cannot give is a TopologyError naming the option), then the other roles' CPUs."""
         numa = self.port_kind_class().numa_node(self.spec)
-        plan = plan_pinning(self.cpu_demands(), numa_node=numa)
+        topo = topo or CpuTopology.read()
+        fixed: dict[str, ResolvedCores] = {}
+        taken: list[int] = []
+        for role, req in self.core_requests().items():
+            try:
+                res = resolve_cores(req.cores, req.ht, field=req.field, ht_field=req.ht_field,
+                                    topo=topo, exclude=taken, numa_node=numa)
+            except CoreRequestError as e:
+                raise TopologyError(str(e)) from None
+            fixed[role] = res
+            taken += res.cpus
+        plan = plan_pinning(self.cpu_demands(), topo, numa_node=numa, fixed=fixed)
         self.dut_class().adjust_plan(plan, self.spec)
         return plan
 
@@ -517,6 +548,9 @@ class Topology:
             env["hosts"]["links"] = [dict(lk) for lk in self.testbed_links]
         if self.plan is not None:
             env["pinning"] = self.plan.to_dict()
+            if self.plan.resolved:
+                # core counts -> CPUs and masks (e.g. dut: pmd_cores 2, ht -> mask 0xc0c)
+                env["cores"] = dict(self.plan.resolved)
             env["cores_shared"] = self.plan.cores_shared
             env["warnings"] = list(self.plan.warnings)
         if self.dut is not None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, Flow, PortRef
 from nfvperf.host import netns as N
 from nfvperf.topo import register
-from nfvperf.topo.base import Topology
+from nfvperf.topo.base import Topology, TopologyError
 
 #: tgen's stream addresses; the rules and stream_params use the same bases
 SRC_IP = "198.18.0.1"
@@ -37,7 +37,7 @@ class OvsTopology(Topology):
 
     #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
     n_vnfs = 0
-    duts = ("ovs-dpdk",)
+    duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk",)
     #: ``topology.vnf`` -> (module, class) of the VNF: testpmd in a container or in a QEMU guest
     VNF_CLASSES = {"container": ("nfvperf.dut.testpmd", "TestpmdVnf"),
                    "vm": ("nfvperf.vm.qemu", "VmVnf")}
@@ -178,10 +178,17 @@ class OvsTopology(Topology):
 class PhyOvsPhy(OvsTopology):
     """PHY-OVS-PHY."""
 
+    #: OVS-DPDK, or OVS on the kernel datapath ("native OvS", seed 000 §7.2.1)
+    duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk", "ovs-system")
     base_switching_operations = 1
     testbed_ready = True
 
     def setup(self) -> None:
+        if self.bridge_features():
+            dut = self.setup_ovs(attach_phys=self.n_bridges() == 1)
+            dut.start()
+            self.wire_bridges(dut)
+            return
         dut = self.setup_ovs()
         dut.start()
         pairs = self.tg_pairs()
@@ -190,3 +197,66 @@ class PhyOvsPhy(OvsTopology):
             flows += self.path_flows([(a, b)], i)
             flows += self.path_flows([(b, a)], len(pairs) + i)
         dut.program(flows)
+
+    # -- seed 003: dual bridge (patch ports) and VLAN translation --------------------------------
+    def n_bridges(self) -> int:
+        return int(getattr(self.ovs_spec(), "bridges", 1) or 1)
+
+    def bridge_features(self) -> bool:
+        return self.n_bridges() > 1 or bool(getattr(self.ovs_spec(), "vlan_translate", None))
+
+    def tcp_refusal(self) -> Optional[str]:
+        if getattr(self.ovs_spec(), "vlan_translate", None):
+            return "ovs.vlan_translate forwards only VLAN-tagged frames; TCP endpoints send untagged"
+        return super().tcp_refusal()
+
+    def wire_bridges(self, dut: Any) -> None:
+        """Ports, patch ports and rules of the dual-bridge / VLAN-translating p-ovs-p: with one
+        bridge each port pair forwards ``in_port=a,dl_vlan=A -> mod_vlan_vid:B,output:b``; with
+        two, PHY 0 sits on the first bridge and PHY 1 on the second, joined by patch ports, the
+        ingress bridge rewrites A -> B and the egress bridge forwards only tag B (so a frame
+        whose tag was not rewritten is dropped: the translation is seen to happen)."""
+        vt = dict(getattr(self.ovs_spec(), "vlan_translate", None) or {})
+        if self.n_bridges() == 1:
+            rules = []
+            for a, b in self.tg_pairs():
+                rules += self._hop_rules(dut.ofport(a), dut.ofport(b), vt, ingress=True)
+                rules += self._hop_rules(dut.ofport(b), dut.ofport(a), vt, ingress=True)
+            dut.program(rules)
+            return
+        if len(self.ports) != 2:
+            raise TopologyError(f"ovs.bridges: 2 puts PHY port 0 and PHY port 1 on two bridges "
+                                f"joined by patch ports: give ports: 2, not {len(self.ports)}")
+        brs = [dut.bridges[0], dut.add_bridge()]
+        phy, patch = [], []
+        for k, br in enumerate(brs):
+            phy.append(dut.attach_portref(self.ports[k].dut_portref(), br, ofport=1))
+            patch.append(dut.add_ovs_port(br, f"patch-{brs[1 - k]}", "patch", ofport=2,
+                                          options={"peer": f"patch-{br}"}))
+        for k, br in enumerate(brs):
+            dut.program(self._hop_rules(phy[k], patch[k], vt, ingress=True) +
+                        self._hop_rules(patch[k], phy[k], vt, ingress=False), bridge=br)
+
+    @staticmethod
+    def _hop_rules(in_of: int, out_of: int, vt: dict[int, int], ingress: bool) -> list[str]:
+        """ovs-ofctl rules for one hop: plain forwarding, or per translated VLAN: at the ingress
+        rewrite the tag, at the egress forward only the rewritten tag."""
+        if not vt:
+            return [f"priority=100,in_port={in_of},idle_timeout=0,actions=output:{out_of}"]
+        if ingress:
+            return [f"priority=200,in_port={in_of},dl_vlan={a},idle_timeout=0,"
+                    f"actions=mod_vlan_vid:{b},output:{out_of}" for a, b in vt.items()]
+        return [f"priority=200,in_port={in_of},dl_vlan={b},idle_timeout=0,actions=output:{out_of}"
+                for b in vt.values()]
+
+    def reset_dut(self) -> None:
+        """RFC 6201 reset; the dual-bridge wiring (second bridge, patch ports) is redone."""
+        if not self.bridge_features() or self.n_bridges() == 1:
+            super().reset_dut()
+            return
+        assert self.dut is not None
+        self.dut.stop()
+        self.dut.start()
+        self.wire_bridges(self.dut)
+        if self.tgen is not None:
+            self.wait_vhost_up(self.dut, kinds=("vhost-backend",))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
 from nfvperf.dut import load_adapters
@@ -103,7 +104,22 @@ class TopologyBase(_Strict):
                            "af_xdp (veth), vhost, memif (userspace), pci (real NICs)")
     pci: list[str] = Field(default_factory=list, description="PCI addresses when port_kind=pci")
     vnf: Literal["container", "vm"] = "container"
-    tgen_lcores: Optional[str] = None
+    tgen_lcores: Optional[str] = Field(None, description="the generator's EAL --lcores, e.g. "
+                                       "'0@0,1@2' (default: the CPU plan; or give tgen_cores)")
+    tgen_cores: Optional[int] = Field(
+        None, ge=1, le=64, description="generator worker cores as a count of physical cores, "
+        "resolved from the host's sibling map when the topology is built")
+    tgen_ht: bool = Field(False, description="with tgen_cores: workers on both hyper-threads "
+                          "of each core")
+
+    @model_validator(mode="after")
+    def _tgen_cores_one_way(self) -> "TopologyBase":
+        if self.tgen_cores is not None and self.tgen_lcores:
+            raise ValueError(f"give tgen_cores ({self.tgen_cores}) or tgen_lcores "
+                             f"({self.tgen_lcores!r}), not both")
+        if self.tgen_ht and self.tgen_cores is None:
+            raise ValueError("tgen_ht: true applies to tgen_cores; give tgen_cores")
+        return self
 
     @field_validator("kind")
     @classmethod
@@ -171,6 +187,20 @@ def option_sections() -> dict[str, type[BaseModel]]:
         if cls.options_key and cls.options_model is not None:
             out.setdefault(cls.options_key, cls.options_model)
     return out
+
+
+def merge_override(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """A test's (or study unit's) ``topology:`` override deep-merged into the suite's dumped
+    topology; in an adapter's section, an option given one way (``pmd_cores``) replaces the
+    suite's other way of saying it (``pmd_cpu_mask``; ``AdapterOptions.alternatives``)."""
+    from nfvperf.validation import deep_merge
+    base = dict(base)
+    for key, model in option_sections().items():
+        over = override.get(key)
+        if isinstance(over, dict) and isinstance(base.get(key), dict) and \
+                hasattr(model, "without_alternatives"):
+            base[key] = model.without_alternatives(base[key], over)
+    return deep_merge(base, override)
 
 
 def _build() -> type[TopologyBase]:

@@ -43,10 +43,11 @@ from typing import Any, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
     run_version
+from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from nfvperf.dut.testpmd import parse_banner, parse_port_stats  # the guest runs testpmd too
+from nfvperf.dut.testpmd import parse_banner, parse_port_stats, testpmd_core_request  # noqa: E501 (the guest runs testpmd too)
 
 from . import image as vm_image
 
@@ -219,6 +220,12 @@ class VmVnf(DutAdapter):
     def hugepage_demand_mb(cls, spec: Any) -> int:
         return 1024 + 256     # the default guest memory (hugepage_mb) + slack for QEMU's own
 
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        """``testpmd.cores``: the guest gets one vCPU per resolved CPU (forwarding lcores) plus
+        vCPU 0 for testpmd's main lcore."""
+        return testpmd_core_request(spec)
+
     def __init__(self, run: RunContext, tracker: ResourceTracker,
                  sockets: Sequence[Union[str, Path]] = (), server: bool = True, name: str = "vnf0",
                  hugepage_mb: int = 1024, vcpus: int = 2, cpus: Sequence[int] = (),
@@ -258,6 +265,9 @@ class VmVnf(DutAdapter):
         self.hugepage_dir = hugepage_dir
         self.connect_timeout_s = connect_timeout_s
         plan = options.get("plan")
+        if testpmd_core_request(spec) is not None and plan is not None and name in plan.resolved:
+            # testpmd.cores resolved for this VNF: a vCPU per forwarding CPU, + vCPU 0
+            self.vcpus = 1 + len(plan.cpus(name))
         if cpu_pin is None and plan is not None and plan.cpus(name):
             role = plan.cpus(name)
             cpu_pin = [plan.housekeeping[0]] + [role[i % len(role)] for i in range(self.vcpus - 1)]
