@@ -218,6 +218,7 @@ class OvsDpdk(DutAdapter):
     """
 
     name = "ovs-dpdk"
+    runs_remote = True
     switching_operations = 1
     #: the bridges' datapath: netdev (userspace, DPDK); the kernel datapath is ``ovs-system``
     datapath_type = "netdev"
