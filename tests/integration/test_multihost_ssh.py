@@ -84,6 +84,10 @@ def test_ssh_process_is_tagged_stopped_and_dies_with_its_channel(testbed_hosts, 
     try:
         p = h.spawn(["sleep", "300"], name="sleeper", log_path=tmp_path / "s.log", tag=tag)
         assert p.running()
+        deadline = time.monotonic() + 5        # the pid is printed before the child execs
+        while Path(f"/proc/{p.pid}/cmdline").read_bytes() != b"sleep\x00300\x00" and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
         assert f"NFVPERF_TAG={tag}".encode() in _environ(p.pid)
         assert _netns_of(p.pid) != _netns_of(os.getpid())
         # the controller's environment does not travel

@@ -131,7 +131,7 @@ class Topology:
                                 f"hosts yet (p-ovs-p does); run it without --testbed")
         if self.dut_host.remote and not self.dut_class().runs_remote:
             raise TopologyError(f"topology.dut {self.spec.dut} runs on this machine only; on a "
-                                f"testbed's DUT host use a DUT that runs over SSH (ovs-dpdk)")
+                                f"testbed's DUT host use a DUT adapter that runs over SSH (runs_remote)")
         if self.port_kind_class().family != "veth":
             raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
                                 f"are the cabled kernel interfaces of the testbed's links "
