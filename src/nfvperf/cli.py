@@ -561,12 +561,39 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.set_defaults(func=cmd_run)
 
 
+# --------------------------------------------------------------------------- testbed (issue 10)
+
+def cmd_testbed_check(args: argparse.Namespace) -> int:
+    """``nfvperf testbed check FILE``: the preflight of every host, one table."""
+    import json
+
+    from nfvperf.testbed.hosts import check_testbed, format_check_table
+    from nfvperf.testbed.spec import TestbedError, load_testbed
+    try:
+        spec = load_testbed(args.testbed)
+    except TestbedError as e:
+        raise CliError(str(e)) from None
+    rows = check_testbed(spec, dut=args.dut)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+    else:
+        print(f"testbed {spec.name}: {len(spec.hosts)} host(s)")
+        print(format_check_table(rows))
+    bad = [r for r in rows if r.required and r.status == "fail"]
+    return 1 if bad else EXIT_OK
+
+
 def _add_testbed_parser(sub: Any) -> Any:
-    """``nfvperf testbed ...``: commands on a testbed file (hosts, SSH, NICs, cabling); returns the
-    group's subparsers (prepare, locks, unlock are added to it)."""
+    """``nfvperf testbed check|prepare|locks|unlock``: commands on a testbed file (hosts, SSH,
+    NICs, cabling); returns the group's subparsers (prepare, locks, unlock are added to it)."""
     tb = sub.add_parser("testbed", help="commands on a testbed file (several hosts over SSH)")
     tsub = tb.add_subparsers(dest="testbed_cmd", metavar="WHAT")
-    tb.set_defaults(func=lambda a: (tb.print_help(), EXIT_USAGE)[1])
+    tc = tsub.add_parser("check", help="run the preflight on every host over SSH; one table")
+    tc.add_argument("testbed", help="testbed YAML")
+    tc.add_argument("--dut", default="ovs-dpdk", help="the DUT adapter whose binaries the DUT "
+                    "host must have (default ovs-dpdk)")
+    tc.add_argument("--json", action="store_true", help="the rows as JSON")
+    tc.set_defaults(func=cmd_testbed_check)
     return tsub
 
 
@@ -778,6 +805,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from nfvperf.config import SuiteError
     from nfvperf.testbed.spec import TestbedError
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "cleanup" and any(a == "--testbed" or a.startswith("--testbed=")
+                                             for a in argv[1:]):
+        from nfvperf.testbed.hosts import cleanup_main
+        return cleanup_main(argv[1:])
     if argv and argv[0] in DELEGATES:
         return _delegate(argv[0], argv[1:])
     parser = build_parser()
@@ -787,6 +818,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(e.code or 0)
     if not getattr(args, "func", None):
         parser.print_help()
+        return EXIT_USAGE
+    if args.cmd == "testbed" and not getattr(args, "testbed_cmd", None):
+        _err("testbed: choose what to do: check (see nfvperf testbed --help)")
         return EXIT_USAGE
     if args.cmd == "calc" and not getattr(args, "calc", None):
         _err("calc: choose what to calculate: rate, socket-mem, pmd-mask or buffer (see nfvperf calc --help)")

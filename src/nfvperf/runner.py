@@ -385,9 +385,10 @@ def pace(m: Measurer, seconds: float) -> None:
 
 @contextlib.contextmanager
 def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str, Any],
-                 spec: Any = None) -> Iterator[Measurer]:
+                 spec: Any = None, topo_kwargs: Optional[dict[str, Any]] = None) -> Iterator[Measurer]:
     """Yields a measurer for topology ``spec`` (default: the suite's); fills ``info`` with the
-    topology environment and its switching operations."""
+    topology environment and its switching operations.  ``topo_kwargs``: more arguments of the
+    topology (a testbed run: its hosts and cabled links)."""
     spec = spec or suite.spec.topology
     bidir = bool(suite.spec.traffic.bidirectional)
     if tg == "sim":
@@ -401,6 +402,7 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
         raise ValueError(f"--tg {tg!r}: allowed sim, tgen, iperf3")
     import nfvperf.topo as topo  # lazily: needs root and the topology code
     build_kw: dict[str, Any] = {"start_tgen": False} if tg == "iperf3" else {}
+    build_kw.update(topo_kwargs or {})
     with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir), **build_kw) as topology:
         ends = topology.tcp_endpoints() if tg == "iperf3" else None
         try:
@@ -565,6 +567,45 @@ class RunLoop:
         self.measured: dict[str, float] = {}   # zero-loss throughput found so far, for prerequisite reuse
         self.ceiling = CeilingOptions()
         self.ceilings: dict[str, dict[str, Any]] = {}   # harness ceilings of this run, by path key
+        self.hosts: Any = None         # a testbed run: nfvperf.testbed.hosts.TestbedHosts
+
+    # ------------------------------------------------------------------ testbed (issue 10)
+    def use_testbed(self, testbed: Any) -> None:
+        """Run on ``testbed``'s hosts: preflight on every host over SSH (a required check that
+        fails ends the set-up), the hosts connected, the topology built with them; which host
+        did what goes into the environment.  No harness ceiling (it would measure this
+        machine, not the tester host)."""
+        import functools
+
+        from nfvperf.testbed.hosts import (TestbedHosts, check_testbed, preflight_failures,
+                                           topology_kwargs)
+        if self.tg != "tgen":
+            raise ValueError(f"--testbed runs the generator on the tester host: use --tg tgen, "
+                             f"not --tg {self.tg}")
+        rows = check_testbed(testbed, dut=self.suite.spec.topology.dut)
+        info = self.env.setdefault("testbed_hosts", {})
+        info["preflight"] = [r.to_dict() for r in rows]
+        bad = preflight_failures(rows)
+        if bad:
+            raise RuntimeError(f"testbed {testbed.name}: preflight failed: " + "; ".join(bad))
+        self.hosts = TestbedHosts(testbed).open()
+        info["hosts"] = self.hosts.public()
+        kw = topology_kwargs(testbed, self.hosts)
+        info["roles"] = {"generator": kw["tg_host"].name, "dut": kw["dut_host"].name,
+                         "latency_clock": kw["tg_host"].name}
+        info["links"] = kw["testbed_links"]
+        self.factory = functools.partial(self.factory, topo_kwargs=kw)
+        self.ceiling.enabled = False
+        self.env["harness_ceiling_off"] = "testbed run: the ceiling is measured on one machine"
+        self.progress.log(f"testbed {testbed.name}: generator on {kw['tg_host'].name}, DUT on "
+                          f"{kw['dut_host'].name}, {len(kw['testbed_links'])} cabled link(s)")
+        with self.interrupts.critical():
+            self.store.update_run(self.run.id, environment=self.env)
+
+    def close_testbed(self) -> None:
+        if self.hosts is not None:
+            self.hosts.close()
+            self.hosts = None
 
     # ------------------------------------------------------------------ topology groups
     def run_groups(self, groups: list[tuple[Any, list]]) -> None:
@@ -812,6 +853,8 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     interrupts.__enter__()
     try:
         with progress, progress_logs(progress.log):
+            if testbed is not None and tg != "sim":
+                loop.use_testbed(testbed)
             loop.run_groups(groups)
     except KeyboardInterrupt:
         _only_owner(interrupts.owner)
@@ -823,6 +866,7 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     finally:
         _only_owner(interrupts.owner)
         try:
+            loop.close_testbed()
             loop.finish(len(units))
         finally:
             interrupts.__exit__(None, None, None)

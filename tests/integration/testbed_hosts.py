@@ -165,6 +165,10 @@ def _sshd_config(d: Path, address: str, host_key: Path, authorized: Path) -> Pat
         "X11Forwarding no",
         "PrintMotd no",
         "MaxSessions 64",
+        # the host side of the keepalive: a controller gone silent ends its sessions (and the
+        # guarded processes with them) within ~3 s, as recommended for testbed hosts
+        "ClientAliveInterval 1",
+        "ClientAliveCountMax 3",
         "MaxStartups 64:30:128",
         "LogLevel VERBOSE",
         "Subsystem sftp internal-sftp",
@@ -197,6 +201,14 @@ def start_sshd(h: TestbedHost, d: Path, authorized: Path) -> None:
                               stderr=subprocess.STDOUT, start_new_session=True)
     h.sshd_config = cfg
     _wait_port(h.address, 22, h.sshd, log)
+
+
+def restart_sshd(tb: Testbed, host: str) -> None:
+    """Start ``host``'s sshd again (after :meth:`TestbedHost.kill_sshd`): the host is back."""
+    h = tb.hosts[host]
+    if h.sshd is not None:
+        h.sshd.wait(5)
+    start_sshd(h, h.host_key_file.parent, tb.tmp / "authorized_keys")
 
 
 def rotate_host_key(tb: Testbed, host: str) -> str:

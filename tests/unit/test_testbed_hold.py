@@ -20,10 +20,11 @@ def _spec(dut_local: bool):
 
 
 def test_testbed_remote_hosts_problem() -> None:
-    assert remote_hosts_problem(_spec(True), "tgen") is None
+    assert remote_hosts_problem(_spec(True), "iperf3") is None
     assert remote_hosts_problem(_spec(False), "sim") is None           # the sim touches no host
-    msg = remote_hosts_problem(_spec(False), "tgen")
-    assert msg and "host(s) d are reached over SSH" in msg and "remote hosts need" in msg
+    assert remote_hosts_problem(_spec(False), "tgen") is None          # tester/DUT hosts over SSH
+    msg = remote_hosts_problem(_spec(False), "iperf3")
+    assert msg and "host(s) d are reached over SSH" in msg and "use --tg tgen" in msg
 
 
 def test_testbed_filters_history_and_run_references(tmp_path) -> None:

@@ -133,14 +133,17 @@ class _Progress:
 def install_rules(lines: Sequence[str], *, bridge: str, directory: Path, stem: str,
                   ofctl: Callable[[list[str], float], str], replace: bool = True,
                   method: str = "bundle", chunk: int = CHUNK_RULES,
-                  say: Optional[Callable[[str], None]] = None) -> RuleInstall:
+                  say: Optional[Callable[[str], None]] = None,
+                  publish: Optional[Callable[[Path], str]] = None) -> RuleInstall:
     """Install ``lines`` (ovs-ofctl flow syntax) on ``bridge``.
 
     ``ofctl(args, timeout_s)`` runs ``ovs-ofctl --timeout=.. <args>`` (``args`` hold the bridge's
     management target in place of ``{br}``) and returns its stdout or raises.  ``replace``
     deletes the bridge's rules first and then requires ``dump-aggregate`` to count exactly
     ``len(lines)``.  ``method``: ``bundle`` (one OpenFlow bundle per chunk) or ``add-flows``
-    (the plain, slow way, one file: kept for the benchmark).  ``say``: progress lines."""
+    (the plain, slow way, one file: kept for the benchmark).  ``say``: progress lines.
+    ``publish(path)``: where ``ovs-ofctl`` finds a file written to ``directory`` (an OVS on
+    another host: the file is copied there first); default the path itself."""
     if method not in METHODS:
         raise ValueError(f"rule install method {method!r}: allowed {', '.join(METHODS)}")
     n = len(lines)
@@ -167,7 +170,7 @@ def install_rules(lines: Sequence[str], *, bridge: str, directory: Path, stem: s
         try:
             if left <= 0:
                 raise TimeoutError("no time left")
-            ofctl([*opts, "add-flows", "{br}", str(path)], left)
+            ofctl([*opts, "add-flows", "{br}", publish(path) if publish else str(path)], left)
         except Exception as e:  # noqa: BLE001 - re-raised with the count and the time
             el = time.monotonic() - t0
             what = (f"timed out: {n:,} rules are allowed {limit:.0f} s ({TIMEOUT_FLOOR_S:.0f} s + "

@@ -1,5 +1,5 @@
 """What a run does with its testbed before and after the trials (issue 10 items 1 and 4): check
-that this build can drive its hosts, take the testbed's lock in the results store (waiting if
+that the run's measurer can drive its hosts, take the testbed's lock in the results store (waiting if
 asked), and what the run records about it (never a key path, a host key or a token)."""
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from nfvperf.testbed.spec import TestbedSpec
 def remote_hosts_problem(testbed: TestbedSpec, tg: str) -> Optional[str]:
     """None when the run can go ahead on ``testbed`` with ``tg``, else why not.
 
-    ``--tg sim`` touches no host (the DUT is modelled), so any testbed will do; a real generator
-    runs here, so every host must be ``local: true`` until remote execution drives the others."""
-    if tg == "sim":
+    ``--tg sim`` touches no host (the DUT is modelled); ``--tg tgen`` runs the generator on the
+    tester host and the DUT on the DUT host (over SSH for hosts that are not ``local: true``);
+    the other measurers (iperf3) run only on this machine."""
+    if tg in ("sim", "tgen"):
         return None
     remote = [n for n, h in testbed.hosts.items() if not h.local]
     if not remote:
         return None
-    return (f"testbed {testbed.name}: host(s) {', '.join(remote)} are reached over SSH; remote hosts need "
-            f"remote execution (the SSH host layer), which this build does not have: use a testbed whose "
-            f"hosts are all local: true, or --tg sim")
+    return (f"testbed {testbed.name}: host(s) {', '.join(remote)} are reached over SSH, and --tg {tg} "
+            f"runs only on this machine: use --tg tgen (or --tg sim) on this testbed")
 
 
 def hold_testbed(store: Store, testbed: TestbedSpec, run_uid: str, *, wait_s: float = 0.0,

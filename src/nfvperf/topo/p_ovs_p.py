@@ -80,7 +80,10 @@ class OvsTopology(Topology):
     def setup_ovs(self, attach_phys: bool = True) -> Any:
         """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
         (ofport = index + 1) unless ``attach_phys`` is False."""
-        if getattr(self.ovs_spec(), "existing_db", None):
+        if self.dut_host.remote:
+            # the DUT's ends of the cabled links are in the DUT host's own namespace
+            self.dut_netns = None
+        elif getattr(self.ovs_spec(), "existing_db", None):
             # an OVS that is already running sees the host's namespace: the DUT ends stay there
             self.dut_netns = None
         else:
@@ -186,6 +189,7 @@ class PhyOvsPhy(OvsTopology):
     #: OVS-DPDK, or OVS on the kernel datapath ("native OvS", seed 000 §7.2.1)
     duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk", "ovs-system")
     base_switching_operations = 1
+    testbed_ready = True
 
     def setup(self) -> None:
         if self.bridge_features():
