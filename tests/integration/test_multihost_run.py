@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # testbed_hosts, whatever the import mode
 from testbed_hosts import make_testbed, restart_sshd, testbed_hosts  # noqa: E402,F401
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("need_tgen")]
 
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
@@ -23,15 +23,6 @@ from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs  # noqa: E402
 from nfvperf.topo import build  # noqa: E402
 from nfvperf.topo.spec import TopologySpec  # noqa: E402
 from nfvperf.trial import DutFailure, TrafficProfile  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _need_tgen():
-    from nfvperf.tg.tgen import find_tgen_binary
-    try:
-        find_tgen_binary()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
 
 
 def _spec(port_kind: str = "af_packet") -> TopologySpec:
