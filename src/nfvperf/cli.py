@@ -827,16 +827,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
-    except SuiteError as e:
+    except (SuiteError, TestbedError) as e:
         head = f"{e.source}: " if e.source else ""
-        print(f"nfvperf: error: {head}the suite is not valid ({len(e.problems)} problem(s)); nothing was run:",
-              file=sys.stderr)
-        for prob in e.problems:
-            print(f"  {prob}", file=sys.stderr)
-        return EXIT_USAGE
-    except TestbedError as e:
-        head = f"{e.source}: " if e.source else ""
-        print(f"nfvperf: error: {head}the testbed is not valid ({len(e.problems)} problem(s)); nothing was run:",
+        what = "suite" if isinstance(e, SuiteError) else "testbed"
+        print(f"nfvperf: error: {head}the {what} is not valid ({len(e.problems)} problem(s)); nothing was run:",
               file=sys.stderr)
         for prob in e.problems:
             print(f"  {prob}", file=sys.stderr)
