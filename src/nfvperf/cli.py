@@ -50,10 +50,10 @@ def _open_store(args: argparse.Namespace, must_exist: bool = True) -> Any:
     return Store(url)
 
 
-def _load(store: Any, ref: str) -> Any:
+def _load(store: Any, ref: str, testbed: Optional[str] = None) -> Any:
     from nfvperf.store.db import RunNotFound
     try:
-        return store.load_run(ref)
+        return store.load_run(ref, testbed) if testbed else store.load_run(ref)
     except RunNotFound as e:
         raise CliError(str(e)) from None
 
@@ -96,14 +96,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         problem = _iperf3_problem()
         if problem:
             raise CliError(problem)
+    testbed = None
+    if args.testbed:
+        from nfvperf.testbed.spec import load_testbed
+        testbed = load_testbed(args.testbed)                          # TestbedError -> exit 2
+    if args.wait_lock is not None and (testbed is None or args.wait_lock < 0):
+        raise CliError("--wait-lock SECONDS: give --testbed FILE too, and SECONDS >= 0")
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
     store = Store(url)
     from nfvperf.runner import CeilingOptions
     ceiling = CeilingOptions(enabled=not args.no_ceiling, refresh=args.refresh_ceiling)
     try:
-        outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
-                          exiting=True, ceiling=ceiling)
+        outcome = _execute_on_testbed(execute, suite, store, args, out, ceiling, testbed)
         run = store.load_run(outcome.run_id)
         if args.report and outcome.status != "interrupted":
             from nfvperf.report.terminal import print_report
@@ -120,6 +125,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         return outcome.exit_code
     finally:
         store.close()
+
+
+def _execute_on_testbed(execute: Any, suite: Any, store: Any, args: argparse.Namespace, out: Path,
+                        ceiling: Any, testbed: Any) -> Any:
+    """``execute`` with the testbed options; a locked or unusable testbed is bad input (exit 2,
+    nothing run)."""
+    from nfvperf.runner import TestbedUnusable
+    from nfvperf.store.lock import TestbedLocked
+    try:
+        return execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
+                       exiting=True, ceiling=ceiling, testbed=testbed, wait_lock_s=args.wait_lock or 0.0)
+    except (TestbedLocked, TestbedUnusable) as e:
+        raise CliError(str(e)) from None
 
 
 def _iperf3_problem() -> Optional[str]:
@@ -301,7 +319,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     store = _open_store(args)
     try:
         aborted = store.mark_aborted_runs()
-        runs = store.list_runs(args.limit)
+        runs = store.list_runs(args.limit, testbed=args.testbed)
     finally:
         store.close()
     for r, note in aborted:      # on stderr with --json: stdout stays one JSON document
@@ -309,19 +327,21 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{"id": r.id, "tag": r.tag, "started_at": r.started_at.isoformat(), "suite": r.suite,
                            "topology": r.topology, "dut": r.dut, "tg": r.tg, "status": r.status,
-                           "reason": r.reason, "headline": r.headline} for r in runs], indent=2))
+                           "reason": r.reason, "headline": r.headline, "testbed": r.testbed} for r in runs],
+                         indent=2))
         return EXIT_OK
+    on = f" on testbed {args.testbed}" if args.testbed else ""
     if not runs:
-        print("no runs in the store yet")
+        print(f"no runs{on} in the store yet")
         return EXIT_OK
-    t = Table(title="nfvperf runs (newest first)", title_justify="left")
-    for c in ("ID", "Run", "Date (UTC)", "Suite", "Topology", "DUT", "TG", "Status", "Headline"):
+    t = Table(title=f"nfvperf runs{on} (newest first)", title_justify="left")
+    for c in ("ID", "Run", "Date (UTC)", "Suite", "Topology", "DUT", "TG", "Testbed", "Status", "Headline"):
         t.add_column(c)
     from nfvperf.store.db import run_liveness
     for r in runs:
         status = r.status + (" (killed?)" if run_liveness(r) else "")
         t.add_row(str(r.id), r.tag, r.started_at.strftime("%Y-%m-%d %H:%M"), r.suite, r.topology, r.dut, r.tg,
-                  status, r.headline or "—")
+                  r.testbed or "(local)", status, r.headline or "—")
     console_for().print(t)
     return EXIT_OK
 
@@ -329,10 +349,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from nfvperf.report.compare import compare_many, render
     from nfvperf.report.terminal import console_for
-    refs = [args.a] + list(args.others)
+    refs = [args.a] + (list(args.others) or ["latest"])
     store = _open_store(args)
     try:
-        runs = [_load(store, r) for r in refs]
+        runs = [_load(store, r, args.testbed) for r in refs]
     finally:
         store.close()
     cmp = compare_many(runs, threshold=args.threshold / 100.0)
@@ -534,7 +554,129 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
                    "if a fresh one is cached")
     r.add_argument("--latency-net-of-harness", action="store_true", help="report latency net of the "
                    "generator's self-latency on the harness path")
+    r.add_argument("--testbed", metavar="FILE", help="run on the testbed described in FILE (hosts, SSH, NICs, "
+                   "cabling); the run takes the testbed's lock in the results store")
+    r.add_argument("--wait-lock", type=float, metavar="SECONDS", help="when another run holds the testbed, "
+                   "wait up to SECONDS for it (default: fail at once, naming the holder)")
     r.set_defaults(func=cmd_run)
+
+
+# --------------------------------------------------------------------------- testbed (issue 10)
+
+def cmd_testbed_check(args: argparse.Namespace) -> int:
+    """``nfvperf testbed check FILE``: the preflight of every host, one table."""
+    import json
+
+    from nfvperf.testbed.hosts import check_testbed, format_check_table
+    from nfvperf.testbed.spec import TestbedError, load_testbed
+    try:
+        spec = load_testbed(args.testbed)
+    except TestbedError as e:
+        raise CliError(str(e)) from None
+    rows = check_testbed(spec, dut=args.dut)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+    else:
+        print(f"testbed {spec.name}: {len(spec.hosts)} host(s)")
+        print(format_check_table(rows))
+    bad = [r for r in rows if r.required and r.status == "fail"]
+    return 1 if bad else EXIT_OK
+
+
+def _add_testbed_parser(sub: Any) -> Any:
+    """``nfvperf testbed check|prepare|locks|unlock``: commands on a testbed file (hosts, SSH,
+    NICs, cabling); returns the group's subparsers (prepare, locks, unlock are added to it)."""
+    tb = sub.add_parser("testbed", help="commands on a testbed file (several hosts over SSH)")
+    tsub = tb.add_subparsers(dest="testbed_cmd", metavar="WHAT")
+    tc = tsub.add_parser("check", help="run the preflight on every host over SSH; one table")
+    tc.add_argument("testbed", help="testbed YAML")
+    tc.add_argument("--dut", default="ovs-dpdk", help="the DUT adapter whose binaries the DUT "
+                    "host must have (default ovs-dpdk)")
+    tc.add_argument("--json", action="store_true", help="the rows as JSON")
+    tc.set_defaults(func=cmd_testbed_check)
+    return tsub
+
+
+def _add_testbed_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    tsub = _add_testbed_parser(sub)
+    _add_testbed_prepare_parser(tsub)
+    _add_testbed_lock_parsers(tsub, db)
+
+
+def _add_testbed_filters(history: argparse.ArgumentParser, compare: argparse.ArgumentParser) -> None:
+    """``--testbed NAME`` of ``history`` and ``compare`` (issue 10 item 6)."""
+    history.add_argument("--testbed", metavar="NAME", help="only the runs on testbed NAME (its name:, not the file)")
+    compare.add_argument("--testbed", metavar="NAME", help="runs on testbed NAME only: latest and -N count its "
+                         "runs, a run that ran elsewhere is refused")
+
+
+def _add_testbed_prepare_parser(tsub: Any) -> None:
+    p = tsub.add_parser("prepare", help="prepare the testbed's hosts with Ansible (packages, hugepages, "
+                        "kernel command line advice, vfio-pci, irqbalance off)",
+                        description="Prepare the testbed's hosts with the repository's Ansible playbook "
+                        "(ansible/prepare.yml). SSH host keys come from the testbed file only: an unknown "
+                        "or changed key is refused. Never reboots; the kernel command line is advice.")
+    p.add_argument("testbed", help="testbed YAML file")
+    p.add_argument("--check", action="store_true", help="dry run (Ansible check mode): report, change nothing")
+    p.add_argument("--limit", metavar="HOST", help="only this host of the testbed")
+    p.add_argument("--inventory-dir", metavar="DIR", help="write (and keep) the inventory, known_hosts and "
+                   "ansible.cfg in DIR instead of a temporary directory")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more Ansible output (-v ... -vvvv)")
+    p.set_defaults(func=cmd_testbed_prepare)
+
+
+def cmd_testbed_prepare(args: argparse.Namespace) -> int:
+    from nfvperf.testbed.prepare import run_prepare, summary_lines
+    from nfvperf.testbed.spec import load_testbed
+    spec = load_testbed(args.testbed)                       # TestbedError: exit 2, naming the field
+    res = run_prepare(spec, check=args.check, limit=args.limit, verbose=args.verbose,
+                      inventory_dir=Path(args.inventory_dir) if args.inventory_dir else None)
+    for line in summary_lines(spec, res):
+        print(line)
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def _add_testbed_lock_parsers(tsub: Any, db: argparse.ArgumentParser) -> None:
+    lk = tsub.add_parser("locks", parents=[db], help="which testbeds are locked, by which run")
+    lk.set_defaults(func=cmd_testbed_locks)
+    ul = tsub.add_parser("unlock", parents=[db], help="free a testbed whose lock is stale (--force: any lock)")
+    ul.add_argument("name", help="the testbed's name:")
+    ul.add_argument("--force", action="store_true", help="free it even if its holder may be alive")
+    ul.set_defaults(func=cmd_testbed_unlock)
+
+
+def cmd_testbed_locks(args: argparse.Namespace) -> int:
+    from nfvperf.store.lock import list_locks, staleness
+    store = _open_store(args)
+    try:
+        locks = list_locks(store)
+    finally:
+        store.close()
+    if not locks:
+        print("no testbed is locked")
+    for h in locks:
+        note = staleness(h)
+        print(f"{h.testbed}: {h.describe()}" + (f" — STALE: {note}" if note else ""))
+    return EXIT_OK
+
+
+def cmd_testbed_unlock(args: argparse.Namespace) -> int:
+    from nfvperf.store.lock import force_release, read_holder, staleness
+    store = _open_store(args)
+    try:
+        h = read_holder(store, args.name)
+        if h is None:
+            print(f"testbed {args.name} is not locked")
+            return EXIT_OK
+        note = staleness(h)
+        if not note and not args.force:
+            raise CliError(f"testbed {args.name} is held by {h.describe()}, which may be alive; "
+                           f"--force frees it anyway")
+        force_release(store, h)
+        print(f"testbed {args.name}: freed the lock of {h.describe()}" + (f" ({note})" if note else " (forced)"))
+    finally:
+        store.close()
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -599,8 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", parents=[db], help="two or more runs side by side, matched by configuration; "
                        "ratios and noise flags against the first")
-    c.add_argument("a", help="baseline run (the ratios are against it)")
-    c.add_argument("others", nargs="+", metavar="run", help="runs to compare with the baseline")
+    c.add_argument("a", nargs="?", default="-2", help="baseline run (the ratios are against it; default -2: "
+                   "the run before the newest)")
+    c.add_argument("others", nargs="*", metavar="run", help="runs to compare with the baseline (default latest)")
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)
@@ -608,6 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("history", parents=[db], help="list the runs in the store")
     h.add_argument("--limit", type=int, default=30)
     h.add_argument("--json", action="store_true")
+    _add_testbed_filters(h, c)
     h.set_defaults(func=cmd_history)
 
     e = sub.add_parser("export", parents=[db], help="export a run as JSON or CSV (docs/results-schema.md)")
@@ -648,6 +792,8 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--speed", default="10G")
     k.set_defaults(func=cmd_calc)
 
+    _add_testbed_parsers(sub, db)
+
     for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
                             add_help=False)
@@ -657,7 +803,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from nfvperf.config import SuiteError
+    from nfvperf.testbed.spec import TestbedError
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "cleanup" and any(a == "--testbed" or a.startswith("--testbed=")
+                                             for a in argv[1:]):
+        from nfvperf.testbed.hosts import cleanup_main
+        return cleanup_main(argv[1:])
     if argv and argv[0] in DELEGATES:
         return _delegate(argv[0], argv[1:])
     parser = build_parser()
@@ -668,14 +819,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    if args.cmd == "testbed" and not getattr(args, "testbed_cmd", None):
+        _err("testbed: choose what to do: check (see nfvperf testbed --help)")
+        return EXIT_USAGE
     if args.cmd == "calc" and not getattr(args, "calc", None):
         _err("calc: choose what to calculate: rate, socket-mem, pmd-mask or buffer (see nfvperf calc --help)")
         return EXIT_USAGE
     try:
         return args.func(args)
-    except SuiteError as e:
+    except (SuiteError, TestbedError) as e:
         head = f"{e.source}: " if e.source else ""
-        print(f"nfvperf: error: {head}the suite is not valid ({len(e.problems)} problem(s)); nothing was run:",
+        what = "suite" if isinstance(e, SuiteError) else "testbed"
+        print(f"nfvperf: error: {head}the {what} is not valid ({len(e.problems)} problem(s)); nothing was run:",
               file=sys.stderr)
         for prob in e.problems:
             print(f"  {prob}", file=sys.stderr)

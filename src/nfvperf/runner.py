@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import platform
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,13 +30,21 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import ProfileSpec, Suite, format_link_speed, topology_overrides
+from nfvperf.host.run import PROGRESS_LOGGER
 from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
+from nfvperf.testbed.spec import TestbedSpec
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
 EXIT_OK, EXIT_TEST_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class TestbedUnusable(RuntimeError):
+    """The run cannot use its testbed (nothing was written)."""
+
+    __test__ = False
 
 
 @dataclass
@@ -176,6 +186,25 @@ class Progress:
                 print(text, file=self.stream, flush=True)
         except (OSError, ValueError):
             self.stream = None
+
+
+@contextlib.contextmanager
+def progress_logs(say: Callable[[str], None]) -> Iterator[None]:
+    """While inside: INFO lines of :data:`~nfvperf.host.run.PROGRESS_LOGGER` (progress of long
+    set-up steps, e.g. installing 2M OpenFlow rules) go to ``say`` (the run's progress log)."""
+    class _Say(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            say(record.getMessage())
+
+    lg = logging.getLogger(PROGRESS_LOGGER)
+    handler, level = _Say(logging.INFO), lg.level
+    lg.addHandler(handler)
+    lg.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        lg.removeHandler(handler)
+        lg.setLevel(level)
 
 
 # --------------------------------------------------------------------------- recorder
@@ -356,9 +385,10 @@ def pace(m: Measurer, seconds: float) -> None:
 
 @contextlib.contextmanager
 def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str, Any],
-                 spec: Any = None) -> Iterator[Measurer]:
+                 spec: Any = None, topo_kwargs: Optional[dict[str, Any]] = None) -> Iterator[Measurer]:
     """Yields a measurer for topology ``spec`` (default: the suite's); fills ``info`` with the
-    topology environment and its switching operations."""
+    topology environment and its switching operations.  ``topo_kwargs``: more arguments of the
+    topology (a testbed run: its hosts and cabled links)."""
     spec = spec or suite.spec.topology
     bidir = bool(suite.spec.traffic.bidirectional)
     if tg == "sim":
@@ -372,6 +402,7 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
         raise ValueError(f"--tg {tg!r}: allowed sim, tgen, iperf3")
     import nfvperf.topo as topo  # lazily: needs root and the topology code
     build_kw: dict[str, Any] = {"start_tgen": False} if tg == "iperf3" else {}
+    build_kw.update(topo_kwargs or {})
     with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir), **build_kw) as topology:
         ends = topology.tcp_endpoints() if tg == "iperf3" else None
         try:
@@ -435,10 +466,13 @@ def result_dict(res: Any) -> dict[str, Any]:
     return d if isinstance(d, dict) else {"value": d}
 
 
-def create_run(suite: Suite, store: Store, tg: str, out_dir: Path) -> tuple[Any, Path, dict[str, Any]]:
+def create_run(suite: Suite, store: Store, tg: str, out_dir: Path, uid: Optional[str] = None,
+               testbed: Optional[TestbedSpec] = None,
+               testbed_lock: Optional[dict[str, Any]] = None) -> tuple[Any, Path, dict[str, Any]]:
     """The run row (status ``running``, the config, the pid that runs it) and the run directory
     (a copy of the suite file and ``run.json``, a reference to the run in the store).  Returns
-    (run row, run dir, the environment dict the run keeps filling)."""
+    (run row, run dir, the environment dict the run keeps filling).  ``testbed``: recorded as
+    the run's ``testbed`` column and ``environment["testbed"]`` (its public form: no secrets)."""
     spec, timing = suite.spec, suite.timing
     kinds = list(dict.fromkeys((t.topology or spec.topology).kind for t in suite.tests))
     duts = list(dict.fromkeys((t.topology or spec.topology).dut for t in suite.tests))
@@ -448,10 +482,14 @@ def create_run(suite: Suite, store: Store, tg: str, out_dir: Path) -> tuple[Any,
                            "link_speed": format_link_speed(spec.traffic.link_speed_bps),
                            "topologies": [], "pid": os.getpid(), "hostname": platform.node(),
                            "pid_starttime": process_starttime(os.getpid())}
+    if testbed is not None:
+        env["testbed"] = testbed.public()
+        env["testbed_lock"] = testbed_lock
     run = store.create_run(suite=spec.name, suite_path=str(suite.source) if suite.source else None,
                            topology="+".join(kinds), dut="+".join(duts) if tg != "sim" else
                            f"sim ({'+'.join(duts)} model)", tg=tg, profile=timing.name,
-                           config=suite.to_dict(), environment=env)
+                           config=suite.to_dict(), environment=env, uid=uid,
+                           testbed=testbed.name if testbed is not None else None)
     env["tag"] = run.tag
     run_dir = (out_dir / "runs" / run.tag).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -529,6 +567,45 @@ class RunLoop:
         self.measured: dict[str, float] = {}   # zero-loss throughput found so far, for prerequisite reuse
         self.ceiling = CeilingOptions()
         self.ceilings: dict[str, dict[str, Any]] = {}   # harness ceilings of this run, by path key
+        self.hosts: Any = None         # a testbed run: nfvperf.testbed.hosts.TestbedHosts
+
+    # ------------------------------------------------------------------ testbed (issue 10)
+    def use_testbed(self, testbed: Any) -> None:
+        """Run on ``testbed``'s hosts: preflight on every host over SSH (a required check that
+        fails ends the set-up), the hosts connected, the topology built with them; which host
+        did what goes into the environment.  No harness ceiling (it would measure this
+        machine, not the tester host)."""
+        import functools
+
+        from nfvperf.testbed.hosts import (TestbedHosts, check_testbed, preflight_failures,
+                                           topology_kwargs)
+        if self.tg != "tgen":
+            raise ValueError(f"--testbed runs the generator on the tester host: use --tg tgen, "
+                             f"not --tg {self.tg}")
+        rows = check_testbed(testbed, dut=self.suite.spec.topology.dut)
+        info = self.env.setdefault("testbed_hosts", {})
+        info["preflight"] = [r.to_dict() for r in rows]
+        bad = preflight_failures(rows)
+        if bad:
+            raise RuntimeError(f"testbed {testbed.name}: preflight failed: " + "; ".join(bad))
+        self.hosts = TestbedHosts(testbed).open()
+        info["hosts"] = self.hosts.public()
+        kw = topology_kwargs(testbed, self.hosts)
+        info["roles"] = {"generator": kw["tg_host"].name, "dut": kw["dut_host"].name,
+                         "latency_clock": kw["tg_host"].name}
+        info["links"] = kw["testbed_links"]
+        self.factory = functools.partial(self.factory, topo_kwargs=kw)
+        self.ceiling.enabled = False
+        self.env["harness_ceiling_off"] = "testbed run: the ceiling is measured on one machine"
+        self.progress.log(f"testbed {testbed.name}: generator on {kw['tg_host'].name}, DUT on "
+                          f"{kw['dut_host'].name}, {len(kw['testbed_links'])} cabled link(s)")
+        with self.interrupts.critical():
+            self.store.update_run(self.run.id, environment=self.env)
+
+    def close_testbed(self) -> None:
+        if self.hosts is not None:
+            self.hosts.close()
+            self.hosts = None
 
     # ------------------------------------------------------------------ topology groups
     def run_groups(self, groups: list[tuple[Any, list]]) -> None:
@@ -723,19 +800,49 @@ class RunLoop:
 def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path("results"),
             show_progress: bool = True, log: Callable[[str], None] | None = None,
             measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False,
-            ceiling: Optional[CeilingOptions] = None) -> RunOutcome:
+            ceiling: Optional[CeilingOptions] = None, testbed: Optional[TestbedSpec] = None,
+            wait_lock_s: float = 0.0) -> RunOutcome:
     """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
     Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
     Ctrl-Cs stay ignored.  ``ceiling``: how the harness ceiling is got (``--tg tgen`` only;
-    default: measured or taken from ``<out_dir>/harness-ceiling.json``)."""
-    run, run_dir, env = create_run(suite, store, tg, out_dir)
+    default: measured or taken from ``<out_dir>/harness-ceiling.json``).
+
+    ``testbed``: run on that testbed: its lock is taken first (waiting up to ``wait_lock_s``;
+    :class:`nfvperf.store.lock.TestbedLocked` naming the holder, and nothing written, when a live
+    run holds it) and released when the books are closed, also after a failure or Ctrl-C;
+    :class:`TestbedUnusable` when this build cannot drive its hosts."""
+    if testbed is None:
+        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
+                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling)
+    from nfvperf.testbed.hold import hold_testbed, remote_hosts_problem
+    problem = remote_hosts_problem(testbed, tg)
+    if problem:
+        raise TestbedUnusable(problem)
+    uid = secrets.token_hex(3)
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    lock = hold_testbed(store, testbed, uid, wait_s=wait_lock_s, say=say)
+    try:
+        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
+                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid,
+                        testbed=testbed, testbed_lock=lock.record())
+    finally:
+        lock.release()
+        if lock.lost:
+            say(f"warning: {lock.lost}: another run may have used testbed {testbed.name} meanwhile")
+
+
+def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,
+             log: Callable[[str], None] | None, measurer_factory: Optional[Callable[..., Any]], exiting: bool,
+             ceiling: Optional[CeilingOptions], uid: Optional[str] = None, testbed: Optional[TestbedSpec] = None,
+             testbed_lock: Optional[dict[str, Any]] = None) -> RunOutcome:
+    run, run_dir, env = create_run(suite, store, tg, out_dir, uid=uid, testbed=testbed, testbed_lock=testbed_lock)
     units = test_units(suite)
     groups = topology_groups(units, suite.spec.topology)
     progress = Progress(len(units), enabled=show_progress)
     say = log or progress.log
     say(f"run {run.id} ({run.tag}): suite {suite.spec.name!r}, {len(units)} test unit(s) on "
         f"{len(groups)} topolog{'y' if len(groups) == 1 else 'ies'}, tg={tg}, profile={suite.timing.name}, "
-        f"run dir {run_dir}")
+        + (f"testbed {testbed.name}, " if testbed is not None else "") + f"run dir {run_dir}")
     interrupts = Interrupts()
     interrupts.keep_ignoring = exiting
     loop = RunLoop(suite, store, tg, run, run_dir, env, progress, interrupts, measurer_factory or measurer_for)
@@ -745,7 +852,9 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     # is released or the run is marked must not cut that short (Interrupts ignores it)
     interrupts.__enter__()
     try:
-        with progress:
+        with progress, progress_logs(progress.log):
+            if testbed is not None and tg != "sim":
+                loop.use_testbed(testbed)
             loop.run_groups(groups)
     except KeyboardInterrupt:
         _only_owner(interrupts.owner)
@@ -757,6 +866,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     finally:
         _only_owner(interrupts.owner)
         try:
+            loop.close_testbed()
             loop.finish(len(units))
         finally:
             interrupts.__exit__(None, None, None)

@@ -206,6 +206,16 @@ def raw_port() -> Callable[[str], RawPort]:
         p.close()
 
 
+@pytest.fixture
+def need_tgen() -> None:
+    """Skip when tgen is not built (``pytestmark = pytest.mark.usefixtures("need_tgen")``)."""
+    from nfvperf.tg.tgen import find_tgen_binary
+    try:
+        find_tgen_binary()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
 def wait_for(pred: Callable[[], bool], timeout_s: float = 5.0, step_s: float = 0.05) -> bool:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:

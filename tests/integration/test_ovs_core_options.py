@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("need_tgen")]
 
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
@@ -17,15 +17,6 @@ from nfvperf.trial import TrafficProfile  # noqa: E402
 from nfvperf.topo import build  # noqa: E402
 from nfvperf.topo.base import TopologyError  # noqa: E402
 from nfvperf.topo.spec import TopologySpec  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _need_tgen():
-    from nfvperf.tg.tgen import find_tgen_binary
-    try:
-        find_tgen_binary()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
 
 
 def test_pmd_cores_and_socket_mem_reach_ovs(run_ctx) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("need_tgen")]
 
 if os.geteuid() != 0:
     pytest.skip("needs root", allow_module_level=True)
@@ -22,15 +22,6 @@ from nfvperf.trial import TrafficProfile  # noqa: E402
 
 HAVE_OVS = os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
 HAVE_TESTPMD = bool(shutil.which("dpdk-testpmd"))
-
-
-@pytest.fixture(autouse=True)
-def _need_tgen():
-    from nfvperf.tg.tgen import find_tgen_binary
-    try:
-        find_tgen_binary()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
 
 
 def _spec(kind: str, port_kind: str, **kw) -> TopologySpec:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("need_tgen")]
 
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
@@ -18,15 +18,6 @@ if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs
 from nfvperf.trial import DutFailure, TrafficProfile  # noqa: E402
 from nfvperf.topo import build  # noqa: E402
 from nfvperf.topo.spec import TopologySpec  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _need_tgen():
-    from nfvperf.tg.tgen import find_tgen_binary
-    try:
-        find_tgen_binary()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
 
 
 def _spec(kind: str, **kw) -> TopologySpec:

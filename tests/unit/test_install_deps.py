@@ -51,6 +51,7 @@ PROGRAM_PACKAGES = {
     "tshark": "tshark",
     "qemu-system-x86_64": "qemu-system-x86",
     "initdb": "postgresql", "pg_ctl": "postgresql",
+    "sshd": "openssh-server", "ssh-keygen": "openssh-client", "kill": "procps", "printf": "coreutils",
 }
 
 #: always present on Debian (Essential: yes, or apt itself, which installs everything else)

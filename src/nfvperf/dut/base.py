@@ -172,6 +172,9 @@ class DutAdapter(abc.ABC):
     port_kind_notes: ClassVar[dict[str, str]] = {}
     #: the programs it runs (required by preflight when the adapter is used)
     binaries: ClassVar[tuple[Binary, ...]] = ()
+    #: drives its processes and files through a host object (``options["host"]``: a testbed's
+    #: DUT host over SSH, issue 10); the others run on this machine only
+    runs_remote: ClassVar[bool] = False
     #: busy-polling CPUs it wants (the CPU plan's ``dut`` role); 0 = it forwards in the kernel
     polling_cpus: ClassVar[int] = 1
 

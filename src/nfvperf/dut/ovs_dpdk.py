@@ -17,12 +17,12 @@ an explicit ``--db`` / ``-t`` / bridge management socket, so nothing falls back 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,16 +31,18 @@ from typing import Any, ClassVar, Optional, Sequence, Union
 from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
+from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules, install_timeout_s
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
 from nfvperf.host.cpu import CoreRequest, CpuTopology, cpu_mask, format_cpulist
 from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
-from nfvperf.host.proc import LOCAL, Process
-from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.host.proc import LOCAL, CommandError, Process
+from nfvperf.host.run import PROGRESS_LOGGER, ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
 
 log = logging.getLogger(__name__)
+_progress_log = logging.getLogger(PROGRESS_LOGGER)
 
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 _UNIX_PATH_MAX = 107
@@ -94,7 +96,8 @@ class OvsSpec(AdapterOptions):
     socket_mem: Optional[list[int]] = Field(
         None, description="DPDK socket memory (MB) per NUMA socket, other_config:dpdk-socket-mem "
         "as a list or a string: '11264,1024' (seed 003) = 11264 MB on socket 0, 1024 on socket 1")
-    rules: int = Field(0, ge=0, description="extra src/dst-IP rules for rule-complexity tests")
+    rules: int = Field(0, ge=0, le=4_194_304, description="extra src/dst-IP rules for rule-complexity "
+                       "tests, per direction (OVS holds ~1.1 GB per million rules)")
     bridges: int = Field(
         1, ge=1, le=2, description="p-ovs-p: 1 bridge, or 2 (seed 003's dual bridge) with PHY "
         "port 0 on the first, port 1 on the second, joined by a pair of patch ports")
@@ -235,6 +238,7 @@ class OvsDpdk(DutAdapter):
     """
 
     name = "ovs-dpdk"
+    runs_remote = True
     switching_operations = 1
     #: the bridges' datapath: netdev (userspace, DPDK); the kernel datapath is ``ovs-system``
     datapath_type = "netdev"
@@ -312,8 +316,13 @@ class OvsDpdk(DutAdapter):
         self.vswitchd_bin = vswitchd
         self.start_timeout_s = start_timeout_s
         self.file_prefix = run.file_prefix("ovs")
+        # where the daemons run (nfvperf.host.proc.LOCAL, or an SshHost of a testbed: then the
+        # files below are on that host, reached through self.host)
+        self.host: Any = options.get("host") or LOCAL
+        self.remote = bool(getattr(self.host, "remote", False))
         # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
-        d = self.run_dir / "ovs"
+        d = (Path(self.host.work_dir) / self.tag / "ovs") if self.remote \
+            else self.run_dir / "ovs"
         if len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX:
             d = Path(f"/tmp/{self.tag}-ovs")
             self._own_dir = True
@@ -327,28 +336,33 @@ class OvsDpdk(DutAdapter):
         self.ovs_ports: dict[str, OvsPort] = {}
         self.bridges: list[str] = []
         self._procs: dict[str, Process] = {}
-        self.host = LOCAL             # where the daemons run (nfvperf.host.proc; one host for now)
         self._attached = False
         self._flow_files = 0
+        self.rule_installs: list[RuleInstall] = []
         if spec is not None and getattr(spec, "existing_db", None):
             self.attach(spec.existing_db, spec.existing_ctl)
 
     # ------------------------------------------------------------------ plumbing
     @property
-    def env(self) -> dict[str, str]:
-        e = dict(os.environ)
-        e.update(self.run.env())          # NFVPERF_TAG: `nfvperf cleanup` finds our processes
+    def ovs_env(self) -> dict[str, str]:
+        """What OVS's processes get on top of their host's environment."""
+        e = dict(self.run.env())          # NFVPERF_TAG: `nfvperf cleanup` finds our processes
         for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
             e[k] = str(self.dir)
         return e
 
+    @property
+    def env(self) -> dict[str, str]:
+        e = dict(os.environ)
+        e.update(self.ovs_env)
+        return e
+
     def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
         try:
-            cp = subprocess.run(list(argv), env=self.env, capture_output=True, text=True,
-                                timeout=timeout)
-        except subprocess.TimeoutExpired as e:
+            cp = self.host.run(list(argv), env=self.ovs_env, timeout=timeout, check=False)
+        except CommandError as e:
             self._raise_if_dead()
-            raise OvsError(f"timed out after {timeout:.0f} s: {' '.join(argv)}") from e
+            raise OvsError(f"{' '.join(argv)}: {e}") from e
         if check and cp.returncode != 0:
             self._raise_if_dead()
             raise OvsError(f"{' '.join(argv)} failed ({cp.returncode}): {cp.stderr.strip() or cp.stdout.strip()}")
@@ -401,12 +415,26 @@ class OvsDpdk(DutAdapter):
             self.stop()
             raise
 
+    def _vswitchd(self) -> str:
+        if self.vswitchd_bin:
+            return self.vswitchd_bin
+        if not self.remote:
+            return _find_vswitchd()
+        for cand in VSWITCHD.candidates:
+            if self.host.exists(cand):
+                return cand
+        return VSWITCHD.name
+
     def _start_daemons(self) -> None:
-        binary = self.vswitchd_bin or _find_vswitchd()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        binary = self._vswitchd()
+        self.host.mkdir(self.dir)
+        if self.remote and self.tracker is not None:
+            # the run's directory on that host (never the /tmp fallback's parent)
+            root = Path(self.host.work_dir) / self.tag
+            if root in self.dir.parents:
+                self.tracker.add("dir", f"{self.host.name}:{root}", lambda: self.host.rmtree(root))
         db = self.dir / "conf.db"
-        if db.exists():
-            db.unlink()
+        self.host.remove(db)
         self._run(["ovsdb-tool", "create", str(db), SCHEMA])
         self._spawn("ovsdb-server", [
             "ovsdb-server", str(db), f"--remote=punix:{self.db_sock}",
@@ -505,14 +533,16 @@ class OvsDpdk(DutAdapter):
     def _spawn(self, key: str, argv: list[str], netns: Optional[str] = None) -> None:
         """Start one daemon (nfvperf.host.proc.Process): its console output in ``<key>.out``,
         registered with the tracker, stopped by :meth:`stop`."""
-        p = Process(key, argv, self.run, self.tracker, netns=netns, env=self.env, host=self.host,
-                    log_path=self.dir / f"{key}.out", died=OvsError)
+        # a remote daemon's console output comes to the controller's run directory
+        out = self.run.path(f"{key}.out") if self.remote else self.dir / f"{key}.out"
+        p = Process(key, argv, self.run, self.tracker, netns=netns, env=self.ovs_env,
+                    host=self.host, log_path=out, died=OvsError)
         p.start()
         self._procs[key] = p
 
     def _wait_path(self, path: Path, what: str, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout
-        while not path.exists():
+        while not self.host.exists(path):
             p = self._procs.get(what)
             if p is not None and p.returncode() is not None:
                 raise OvsError(f"{what} exited with {p.returncode()} at start: {self.log_tail(what)}")
@@ -524,8 +554,11 @@ class OvsDpdk(DutAdapter):
         text = ""
         for f in (self.dir / f"{what}.log", self.dir / f"{what}.out"):
             try:
-                text += f.read_text(errors="replace")
-            except OSError:
+                if self.remote and f.suffix == ".out":
+                    text += self.run.path(f.name).read_text(errors="replace")
+                else:
+                    text += self.host.read_text(f)
+            except Exception:  # noqa: BLE001 - a log is best effort (the host may be gone)
                 pass
         return " | ".join(text.strip().splitlines()[-lines:])
 
@@ -533,7 +566,9 @@ class OvsDpdk(DutAdapter):
         return {k: p.pid for k, p in self._procs.items()}
 
     def alive(self) -> None:
-        """Raise :class:`DutFailure` if ovs-vswitchd or ovsdb-server is gone."""
+        """Raise :class:`DutFailure` if ovs-vswitchd or ovsdb-server is gone (or their host)."""
+        if hasattr(self.host, "check"):
+            self.host.check()
         self._raise_if_dead(DutFailure)
         if self._attached:
             try:
@@ -546,6 +581,9 @@ class OvsDpdk(DutAdapter):
             rc = p.returncode()
             if rc is not None:
                 how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+                lost = getattr(p.proc, "lost", None)
+                if lost:
+                    raise exc(f"{key} (pid {p.pid} on {self.host.name}) unreachable: {lost}")
                 raise exc(f"{key} (pid {p.pid}) died ({how}); log: {self.log_tail(key, 4)}")
 
     def stop(self) -> None:
@@ -565,9 +603,9 @@ class OvsDpdk(DutAdapter):
         vsd = self._procs.get("ovs-vswitchd")
         if vsd is not None and vsd.running():
             try:
-                subprocess.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
-                               env=self.env, capture_output=True, timeout=8)
-            except (subprocess.TimeoutExpired, OSError):
+                self.host.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
+                              env=self.ovs_env, timeout=8, check=False)
+            except Exception:  # noqa: BLE001 - stopping goes on (the host may be gone)
                 pass
         # ovs-vswitchd was asked to exit: a grace for that, then SIGTERM, then SIGKILL
         for key, grace in (("ovs-vswitchd", 5.0), ("ovsdb-server", 0.0)):
@@ -577,13 +615,18 @@ class OvsDpdk(DutAdapter):
         self._procs.clear()
         # OVS's sockets and pidfiles; logs and flow files stay in the run directory for the record.
         # The VNFs' vhost-user sockets are theirs (a reset() keeps the VNFs running).
-        for pat in ("db.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid"):
-            for stale in self.dir.glob(pat):
-                try:
-                    stale.unlink()
-                except OSError:
-                    pass
-        hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
+        with contextlib.suppress(Exception):      # the host may be gone
+            for pat in ("db.sock", "*.ctl", "*.mgmt", "*.snoop", "*.pid"):
+                for stale in self.host.glob(self.dir, pat):
+                    with contextlib.suppress(OSError):
+                        self.host.remove(stale)
+        if self.remote:
+            with contextlib.suppress(Exception):
+                for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
+                    self.host.remove(f)
+                self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
+        else:
+            hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         self._release_dir()
         self.bridges.clear()
         self.ovs_ports.clear()
@@ -591,8 +634,10 @@ class OvsDpdk(DutAdapter):
 
     def _release_dir(self) -> None:
         """Remove the /tmp fallback directory unless VNF sockets still live in it (reset())."""
-        if self._own_dir and not any(self.vhost_dir.glob("vhu-*")):
-            shutil.rmtree(self.vhost_dir, ignore_errors=True)
+        if self._own_dir:
+            with contextlib.suppress(Exception):
+                if not self.host.glob(self.vhost_dir, "vhu-*"):
+                    self.host.rmtree(self.vhost_dir)
 
     # ------------------------------------------------------------------ topology
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None,
@@ -717,14 +762,16 @@ class OvsDpdk(DutAdapter):
 
     # ------------------------------------------------------------------ flows
     def program(self, flows: Optional[Sequence[Union[Flow, str]]] = None, bridge: Optional[str] = None,
-                replace: bool = True) -> Path:
-        """Install OpenFlow rules from a file in the run dir (``ovs-ofctl add-flows``).
+                replace: bool = True, method: str = "bundle") -> Path:
+        """Install OpenFlow rules from files in the run dir (``ovs-ofctl --bundle add-flows``, in
+        chunks: :mod:`nfvperf.dut.ovs_rules`); returns the first file.
 
         ``flows``: None = cross-connect 0<->1, 2<->3 (the seed reports' ``in_port=1,dl_type=0x800,
         idle_timeout=0,action=output:2``); :class:`Flow` entries (port *indices*; ``match`` keys
         ``src_ip``/``dst_ip``/``src_mac``/``dst_mac``/``vlan`` or raw ovs-ofctl fields); or strings
-        in ovs-ofctl flow syntax.  ``replace`` deletes the bridge's flows first (``del-flows``).
-        """
+        in ovs-ofctl flow syntax.  ``replace`` deletes the bridge's flows first (``del-flows``) and
+        then requires OVS to count exactly these rules.  Each install is kept in
+        :attr:`rule_installs` (rules, seconds, rules/s; in :meth:`environment`)."""
         bridge = bridge or self.bridges[0]
         if flows is None:
             flows = cross_connect(len(self.ports))
@@ -732,13 +779,27 @@ class OvsDpdk(DutAdapter):
         if bridge == self.bridges[0]:
             self._last_flows = list(flows)
         self._flow_files += 1
-        path = self.dir / f"flows-{bridge}-{self._flow_files}.txt"
-        path.write_text("".join(line + "\n" for line in lines))
-        if replace:
-            self.ofctl("del-flows", bridge)
-        if lines:
-            self.ofctl("add-flows", bridge, str(path), timeout=300)
-        return path
+
+        def ofctl(args: list[str], timeout: float) -> str:
+            args = [self.mgmt(bridge) if a == "{br}" else a for a in args]
+            return self._run(["ovs-ofctl", f"--timeout={int(timeout) + 1}", *args], timeout=timeout + 5)
+
+        def publish(path: Path) -> str:
+            """Rule files are written in the controller's run directory; a remote OVS reads a copy."""
+            target = self.dir / path.name
+            self.host.write_text(target, path.read_text())
+            return str(target)
+
+        directory = self.run.run_dir if self.remote else self.dir
+        try:
+            rec = install_rules(lines, bridge=bridge, directory=directory,
+                                stem=f"flows-{bridge}-{self._flow_files}", ofctl=ofctl,
+                                replace=replace, method=method, say=_progress_log.info,
+                                publish=publish if self.remote else None)
+        except RuleInstallError as e:
+            raise OvsError(f"{e}; log: {self.log_tail()}") from e
+        self.rule_installs.append(rec)
+        return Path(rec.files[0])
 
     _MATCH_KEYS = {"src_ip": "nw_src", "dst_ip": "nw_dst", "src_mac": "dl_src", "dst_mac": "dl_dst",
                    "vlan": "dl_vlan"}
@@ -765,7 +826,9 @@ class OvsDpdk(DutAdapter):
 
     def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, Any]]:
         """``ovs-ofctl dump-flows`` parsed: [{"match": ..., "actions": ..., "n_packets": .., ...}]."""
-        out = self.ofctl("dump-flows", bridge or self.bridges[0], "--no-names")
+        bridge = bridge or self.bridges[0]
+        n = next((r.rules for r in reversed(self.rule_installs) if r.bridge == bridge), 0)
+        out = self.ofctl("dump-flows", bridge, "--no-names", timeout=install_timeout_s(n))
         return parse_dump_flows(out)
 
     def dump_ports(self, bridge: Optional[str] = None) -> dict[str, dict[str, int]]:
@@ -825,6 +888,7 @@ class OvsDpdk(DutAdapter):
         return {"dut": self.name, "version": self.version(), "versions": self.versions(),
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
+                "rule_installs": [r.to_dict() for r in self.rule_installs],
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
                                     "mtu_request": p.mtu, **p.options}
                           for p in self.ovs_ports.values()}}

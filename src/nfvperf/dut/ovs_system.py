@@ -61,6 +61,7 @@ class OvsSystem(OvsDpdk):
 
     name = "ovs-system"
     datapath_type = "system"
+    runs_remote = False        # loads the kernel module on this machine
     binaries = (VSWITCHD_SYSTEM, OVSDB_SERVER)
     #: kernel interfaces only: the DUT ends of veth pairs (af_packet / af_xdp on the generator)
     port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp")

@@ -86,6 +86,9 @@ class LocalHost:
     commands to completion)."""
 
     name = "local"
+    remote = False
+    #: where nfvperf keeps files on a testbed host (a remote one; here only for the interface)
+    work_dir = "/var/lib/nfvperf"
 
     def wrap(self, argv: Sequence[str], netns: Optional[str] = None) -> list[str]:
         """The command that runs ``argv`` inside ``netns`` on this host."""
@@ -122,6 +125,75 @@ class LocalHost:
             raise CommandError(f"{' '.join(cmd)} failed ({cp.returncode}): "
                                f"{cp.stderr.strip() or cp.stdout.strip()}", cp)
         return cp
+
+    # -- what SshHost offers too: environment, signals, files, connections, cleanup ------------
+    def environment(self, extra: dict[str, str]) -> dict[str, str]:
+        """The environment of a process started here: ours plus ``extra``."""
+        env = dict(os.environ)
+        env.update(extra)
+        return env
+
+    def killpg(self, pid: int, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+
+    def check(self) -> None:
+        """The local host is never lost."""
+
+    def public(self) -> dict[str, Any]:
+        import socket
+        return {"name": self.name, "via": "local", "hostname": socket.gethostname()}
+
+    def exists(self, path: "str | Path") -> bool:
+        return os.path.lexists(path)
+
+    def read_text(self, path: "str | Path") -> str:
+        return Path(path).read_text(errors="replace")
+
+    def write_text(self, path: "str | Path", text: str, mode: int = 0o644) -> None:
+        Path(path).write_text(text)
+        os.chmod(path, mode)
+
+    def mkdir(self, path: "str | Path", mode: int = 0o755) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True, mode=mode)
+
+    def remove(self, path: "str | Path") -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    def rmtree(self, path: "str | Path") -> None:
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+
+    def glob(self, directory: "str | Path", pattern: str) -> list[str]:
+        return sorted(str(p) for p in Path(directory).glob(pattern))
+
+    def put(self, local: "str | Path", remote: "str | Path") -> None:
+        import shutil
+        shutil.copyfile(local, remote)
+
+    def get(self, remote: "str | Path", local: "str | Path") -> None:
+        import shutil
+        shutil.copyfile(remote, local)
+
+    def connect_unix(self, path: "str | Path", timeout: float = 10.0) -> Any:
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(str(path))
+        except OSError:
+            s.close()
+            raise
+        s.settimeout(None)
+        return s
+
+    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, Any]:
+        from .cleanup import cleanup
+        return cleanup(tag, dry_run=dry_run, force=True).to_dict()
+
+    def close(self) -> None:
+        """Nothing to close."""
 
     def __repr__(self) -> str:
         return "LocalHost()"
@@ -205,10 +277,12 @@ class Process:
     def start(self) -> "Process":
         if self.proc is not None:
             raise ProcessError(f"{self.name} already started (pid {self.proc.pid})")
-        env = dict(os.environ)
+        extra: dict[str, str] = {}
         if self.tag and TAG_RE.fullmatch(self.tag):
-            env["NFVPERF_TAG"] = self.tag
-        env.update(self.env)
+            extra["NFVPERF_TAG"] = self.tag
+        extra.update(self.env)
+        env = self.host.environment(extra) if hasattr(self.host, "environment") else \
+            {**os.environ, **extra}
         mode = "ab" if self.append else "wb"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._logf = open(self.log_path, mode, buffering=0)
@@ -345,6 +419,9 @@ class Process:
         rc = self.returncode()
         if rc is None:
             return "running"
+        lost = getattr(self.proc, "lost", None)
+        if lost:
+            return f"unreachable: {lost}"
         return f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
 
     def check(self) -> None:
@@ -378,20 +455,27 @@ class Process:
         if grace > 0 and self.proc.poll() is None:
             self.wait(grace)
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, sig)
+            self._killpg(sig)
             if self.wait(timeout) is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self._killpg(signal.SIGKILL)
                 self.wait(5)
         # the group may hold children that outlived the leader
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._killpg(signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            getattr(self.proc, "close", lambda: None)()     # a remote process: its channel
         self._close_fds()
         if self.tracker is not None and self._reg is not None:
             self.tracker.forget("process", self._reg)
             self._reg = None
         return self.proc.poll()
+
+    def _killpg(self, sig: int) -> None:
+        assert self.proc is not None
+        if hasattr(self.host, "killpg"):
+            self.host.killpg(self.proc.pid, sig)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
 
     def _close_fds(self) -> None:
         if self._master_fd is not None:

@@ -36,6 +36,9 @@ TAG_RE = re.compile(r"nfv[0-9a-f]{6}")
 #: where live runs announce themselves (owner pid), so cleanup can tell a killed run from a live one
 REGISTRY_DIR = Path(os.environ.get("NFVPERF_REGISTRY_DIR", "/run/nfvperf/runs"))
 DEFAULT_RUN_ROOT = Path(os.environ.get("NFVPERF_RUN_ROOT", "/run/nfvperf"))
+#: INFO lines on this logger are progress of long set-up steps (e.g. installing 2M OpenFlow
+#: rules); ``nfvperf run`` prints them with its progress (:func:`nfvperf.runner.progress_logs`)
+PROGRESS_LOGGER = "nfvperf.progress"
 
 
 def new_tag() -> str:

@@ -105,6 +105,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     notes += ceiling_notes(tables, env, net_of_harness)
     tables += _loss_tables(tests)
     tables += _other_tables(tests)
+    from nfvperf.report.rule_install import rule_install_tables   # imports Table from here
+    tables += rule_install_tables(env)
     failed = [t for t in tests if t.status not in ("passed",)]
     if failed:
         tables.append(Table("Tests not passed", "", ["Test", "Frame B", "Status", "Reason"],

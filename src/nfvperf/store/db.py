@@ -100,12 +100,13 @@ class Store:
     # ------------------------------------------------------------------ writing
     def create_run(self, *, suite: str, suite_path: Optional[str], topology: str, dut: str, tg: str,
                    profile: str, config: dict, run_dir: Optional[str] = None,
-                   uid: Optional[str] = None, environment: Optional[dict] = None) -> Run:
+                   uid: Optional[str] = None, environment: Optional[dict] = None,
+                   testbed: Optional[str] = None) -> Run:
         with self.session() as s:
             uid = uid or secrets.token_hex(3)
             run = Run(uid=uid, tag=f"nfv{uid}", suite=suite, suite_path=suite_path, topology=topology,
                       dut=dut, tg=tg, profile=profile, status="running", config=jsonable(config),
-                      environment=jsonable(environment or {}), run_dir=run_dir,
+                      environment=jsonable(environment or {}), run_dir=run_dir, testbed=testbed,
                       schema_version=SCHEMA_VERSION)
             s.add(run)
             s.commit()
@@ -203,38 +204,50 @@ class Store:
         return marked
 
     # ------------------------------------------------------------------ reading
-    def list_runs(self, limit: int = 50) -> list[Run]:
+    def list_runs(self, limit: int = 50, testbed: Optional[str] = None) -> list[Run]:
+        """The newest ``limit`` runs; ``testbed``: only the runs on that testbed."""
         with self.session() as s:
             q = select(Run).order_by(Run.id.desc()).limit(limit)
+            if testbed is not None:
+                q = q.where(Run.testbed == testbed)
             return list(s.scalars(q))
 
-    def resolve(self, ref: Union[str, int]) -> int:
-        """Run id from ``12``, ``nfv1a2b3c4d``, ``1a2b`` (uid prefix), ``latest``/``last``, ``-2``."""
+    def resolve(self, ref: Union[str, int], testbed: Optional[str] = None) -> int:
+        """Run id from ``12``, ``nfv1a2b3c4d``, ``1a2b`` (uid prefix), ``latest``/``last``, ``-2``.
+        ``testbed``: among the runs on that testbed only (``latest`` is its newest run; a run given
+        by id that ran elsewhere is refused, saying where it ran)."""
         ref = str(ref).strip()
+        on = f" on testbed {testbed}" if testbed is not None else ""
+        scope = select(Run.id) if testbed is None else select(Run.id).where(Run.testbed == testbed)
         with self.session() as s:
             if ref in ("latest", "last", "-1"):
-                rid = s.scalar(select(func.max(Run.id)))
+                rid = s.scalar(select(func.max(scope.subquery().c.id)))
                 if rid is None:
-                    raise RunNotFound("the store has no runs yet")
+                    raise RunNotFound(f"the store has no runs{on} yet")
                 return rid
             if ref.startswith("-") and ref[1:].isdigit():
-                ids = list(s.scalars(select(Run.id).order_by(Run.id.desc()).limit(int(ref[1:]))))
+                ids = list(s.scalars(scope.order_by(Run.id.desc()).limit(int(ref[1:]))))
                 if len(ids) < int(ref[1:]):
-                    raise RunNotFound(f"no run {ref}: the store holds {len(ids)} run(s)")
+                    raise RunNotFound(f"no run {ref}: the store holds {len(ids)} run(s){on}")
                 return ids[-1]
-            if ref.isdigit():
-                if s.get(Run, int(ref)) is not None:
-                    return int(ref)
-            key = ref[3:] if ref.startswith("nfv") else ref
-            rows = list(s.scalars(select(Run.id).where(Run.uid.like(key + "%"))))
-            if len(rows) == 1:
-                return rows[0]
+            rows: list[int] = []
+            if ref.isdigit() and s.get(Run, int(ref)) is not None:
+                rows = [int(ref)]
+            else:
+                key = ref[3:] if ref.startswith("nfv") else ref
+                rows = list(s.scalars(select(Run.id).where(Run.uid.like(key + "%"))))
             if len(rows) > 1:
                 raise RunNotFound(f"run {ref!r} is ambiguous ({len(rows)} runs match); give more of the id")
+            if len(rows) == 1:
+                where = s.scalar(select(Run.testbed).where(Run.id == rows[0]))
+                if testbed is not None and where != testbed:
+                    raise RunNotFound(f"run {ref!r} ran on {f'testbed {where}' if where else 'the local host'}"
+                                      f", not on testbed {testbed}")
+                return rows[0]
         raise RunNotFound(f"no run {ref!r} in the store; see `nfvperf history`")
 
-    def load_run(self, ref: Union[str, int]) -> Run:
-        rid = self.resolve(ref)
+    def load_run(self, ref: Union[str, int], testbed: Optional[str] = None) -> Run:
+        rid = self.resolve(ref, testbed)
         with self.session() as s:
             q = (select(Run).where(Run.id == rid)
                  .options(selectinload(Run.tests).selectinload(Test.trials),

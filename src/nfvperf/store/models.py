@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 SCHEMA_VERSION = 2   # 2: tests.study, runs.testbed (added in place to older stores)
@@ -107,3 +107,21 @@ class Result(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)         # MethodResult.to_dict()
 
     test: Mapped[Test] = relationship(back_populates="results")
+
+
+class TestbedLock(Base):
+    """One testbed, one job (issue 10): the row exists while a run holds the testbed.  Taken by
+    inserting the primary key (atomic on SQLite and PostgreSQL), refreshed by a heartbeat, deleted
+    at the run's end; see :mod:`nfvperf.store.lock`.  Times are the database's clock (UTC)."""
+
+    __tablename__ = "testbed_locks"
+    __test__ = False
+
+    testbed: Mapped[str] = mapped_column(String(120), primary_key=True)
+    run_uid: Mapped[str] = mapped_column(String(32))
+    hostname: Mapped[str] = mapped_column(String(255))          # the controller that runs the job
+    pid: Mapped[int] = mapped_column(Integer)
+    pid_starttime: Mapped[Optional[int]] = mapped_column(BigInteger, nullable=True)
+    user: Mapped[Optional[str]] = mapped_column(String(64), nullable=True)
+    acquired_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(DateTime)

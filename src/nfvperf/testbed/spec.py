@@ -120,6 +120,8 @@ class HostSpec(_Strict):
     hugepages: dict[str, int] = Field(default_factory=dict, description="pages per size to prepare, "
                                       "e.g. {'1G': 8, '2M': 1024}")
     work_dir: str = Field("/var/lib/nfvperf", description="where nfvperf keeps files on the host")
+    tgen: Optional[str] = Field(None, description="path of the tgen binary on this host (tester); "
+                                "default: the controller's own tgen path")
 
     @model_validator(mode="after")
     def _reach(self) -> "HostSpec":

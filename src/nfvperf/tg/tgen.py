@@ -253,7 +253,11 @@ class TgenProcess:
         # there); the control socket is a file, reachable from any namespace
         self.netns = netns
         self.file_prefix = f"nfvperf-{tag}"
-        sock = self.run_dir / f"tgen-{tag}.sock"
+        self.host = host if host is not None else LOCAL
+        # a remote tgen (a testbed's tester host) listens on that host; the controller reaches
+        # the socket through an SSH-forwarded connection (SshHost.connect_unix)
+        self.remote = bool(getattr(self.host, "remote", False))
+        sock = (Path(self.host.work_dir) if self.remote else self.run_dir) / f"tgen-{tag}.sock"
         if len(str(sock)) > 100:   # sun_path is 108 bytes
             sock = Path("/tmp") / f"nfvperf-tgen-{tag}.sock"
         self.socket_path = sock
@@ -261,7 +265,6 @@ class TgenProcess:
         self.out_path = self.run_dir / f"tgen-{tag}.out"      # stdout (the ready line)
         self.ready: dict[str, Any] = {}
         self.tracker = tracker
-        self.host = host if host is not None else LOCAL
         self.process: Optional[Process] = None
         self._sock: Optional[socket.socket] = None
         self._rbuf = b""
@@ -330,10 +333,9 @@ class TgenProcess:
         if self.process is not None:
             return self
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self.socket_path.unlink()
-        except FileNotFoundError:
-            pass
+        if self.remote:
+            self.host.mkdir(self.socket_path.parent)
+        self.host.remove(self.socket_path)
         self.process = Process("tgen", self.base_argv(), None, self.tracker, netns=self.netns,
                                host=self.host, log_path=self.log_path, stdout_path=self.out_path,
                                append=False, tag=self.tag, died=MeasurerError)
@@ -382,16 +384,13 @@ class TgenProcess:
         last: Optional[Exception] = None
         while time.monotonic() < deadline:
             self.check_alive()
-            if self.socket_path.exists():
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            if self.host.exists(self.socket_path):
                 try:
-                    s.connect(str(self.socket_path))
-                    self._sock = s
+                    self._sock = self.host.connect_unix(self.socket_path)
                     self._rbuf = b""
                     return
                 except OSError as e:
                     last = e
-                    s.close()
             time.sleep(0.05)
         raise MeasurerError(f"tgen did not open {self.socket_path} within {timeout_s:.0f} s "
                             f"({last}); log tail:\n{self.log_tail()}")
@@ -404,7 +403,9 @@ class TgenProcess:
             raise MeasurerError("tgen is not started")
         rc = self.process.returncode()
         if rc is not None:
-            raise MeasurerError(f"tgen exited with status {rc}; log tail:\n{self.log_tail()}")
+            how = self.process.describe_exit()
+            how = how if how.startswith("unreachable") else f"exited with status {rc}"
+            raise MeasurerError(f"tgen {how}; log tail:\n{self.log_tail()}")
 
     def log_tail(self, nbytes: int = 3000) -> str:
         if self.process is not None:
@@ -435,10 +436,10 @@ class TgenProcess:
                 pass
             self._sock = None
         try:
-            self.socket_path.unlink()
-        except FileNotFoundError:
-            pass
-        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)
+            self.host.remove(self.socket_path)
+            self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
+        except Exception as e:  # noqa: BLE001 - the host may be gone; cleanup by tag remains
+            log.warning("tgen: cannot remove its files on %s: %s", self.host.name, e)
         return rc
 
     def __enter__(self) -> "TgenProcess":

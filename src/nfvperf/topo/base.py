@@ -31,6 +31,7 @@ from nfvperf.dut.base import DutAdapter, create_dut, dut_class
 from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
+from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Measurer
 
@@ -59,11 +60,21 @@ class Topology:
     port_kinds: ClassVar[Optional[tuple[str, ...]]] = None
     #: hugepage memory of the generator (tgen's mbuf pools)
     TGEN_HUGEPAGES_MB: ClassVar[int] = 512
+    #: can run on a testbed of several hosts (generator on the tester host, DUT on the DUT host,
+    #: the testbed's cabled ports; issue 10)
+    testbed_ready: ClassVar[bool] = False
 
     def __init__(self, spec: TopologySpec, run: RunContext, *, preflight: bool = True,
                  tgen_binary: Optional[Path] = None, start_tgen: bool = True,
-                 tgen_hugepages: bool = True):
+                 tgen_hugepages: bool = True, tg_host: Any = None, dut_host: Any = None,
+                 testbed_links: Optional[Sequence[dict[str, Any]]] = None):
         self.spec = spec
+        # where the generator and the DUT run (issue 10): this machine, or the tester and DUT
+        # hosts of a testbed (nfvperf.host.ssh.SshHost); ``testbed_links`` are the cabled
+        # ports [{"tester_iface", "dut_iface", "tester", "dut", ...}] the ports are made of
+        self.tg_host = tg_host if tg_host is not None else LOCAL
+        self.dut_host = dut_host if dut_host is not None else LOCAL
+        self.testbed_links = list(testbed_links or [])
         self.run = run if isinstance(run, RunContext) else RunContext(getattr(run, "tag", None),
                                                                      getattr(run, "run_dir", None))
         self.do_preflight = preflight and bool(getattr(spec, "preflight", True))
@@ -80,6 +91,7 @@ class Topology:
         self.dut_netns: Optional[str] = None
         self.tg_netns: Optional[str] = None
         self._measurer: Optional[Measurer] = None
+        self.hugepages: dict[str, Any] = {}
         self.up = False
 
     # ------------------------------------------------------------------------------ life cycle
@@ -104,6 +116,31 @@ class Topology:
         why = self.port_kind_class().check_mtu(self.spec_mtu(), generator=self.want_tgen)
         if why:
             raise TopologyError(f"topology.mtu: {why}")
+        if self.on_testbed():
+            self.check_testbed()
+
+    def on_testbed(self) -> bool:
+        """The generator or the DUT runs on another host (a testbed)."""
+        return bool(self.tg_host.remote or self.dut_host.remote or self.testbed_links)
+
+    def check_testbed(self) -> None:
+        """What a testbed run of this topology needs: a topology and port kind that run across
+        hosts, and enough cabled links."""
+        if not self.testbed_ready:
+            raise TopologyError(f"topology kind {self.kind} does not run on a testbed of several "
+                                f"hosts yet (p-ovs-p does); run it without --testbed")
+        if self.dut_host.remote and not self.dut_class().runs_remote:
+            raise TopologyError(f"topology.dut {self.spec.dut} runs on this machine only; on a "
+                                f"testbed's DUT host use a DUT adapter that runs over SSH (runs_remote)")
+        if self.port_kind_class().family != "veth":
+            raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
+                                f"are the cabled kernel interfaces of the testbed's links "
+                                f"(port_kind af_packet or af_xdp)")
+        need = self.port_kind_class().port_count(self.spec)
+        if len(self.testbed_links) < need:
+            raise TopologyError(f"topology.ports: {need} ports, but the testbed cables only "
+                                f"{len(self.testbed_links)} tester-DUT link(s) (links: in the "
+                                f"testbed file)")
 
     def bring_up(self) -> None:
         self.check_spec()
@@ -111,9 +148,16 @@ class Topology:
         try:
             self.run.run_dir.mkdir(parents=True, exist_ok=True)
             self.plan = self.plan_cpus()
-            self.prepare_hugepages()
-            if self.do_preflight:
-                self.preflight()
+            if self.on_testbed():
+                # hosts are prepared by `nfvperf testbed prepare`, checked by the runner's
+                # testbed preflight (nfvperf.testbed.hosts.check_testbed) on each host
+                info: dict[str, Any] = {"demand_mb": self.hugepage_demand_mb(),
+                                        "testbed": "prepared and checked on each host"}
+                self.hugepages = info
+            else:
+                self.prepare_hugepages()
+                if self.do_preflight:
+                    self.preflight()
             self.setup()
             if self.want_tgen:
                 self.start_tgen()
@@ -200,7 +244,7 @@ class Topology:
         """On a fresh host: mount hugetlbfs and reserve 2 MB pages for this topology (never
         shrinking the pool).  Failure is left to preflight, which says what to do."""
         from nfvperf.host import hugepages as hp
-        self.hugepages: dict[str, Any] = {"demand_mb": self.hugepage_demand_mb()}
+        self.hugepages = {"demand_mb": self.hugepage_demand_mb()}
         try:
             self.hugepages.update(hp.prepare(self.hugepages["demand_mb"]))
         except OSError as e:
@@ -291,6 +335,8 @@ class Topology:
     def make_dut(self, name: Optional[str] = None, netns: Optional[str] = None,
                  **options: Any) -> DutAdapter:
         assert self.tracker is not None and self.plan is not None
+        if self.dut_host.remote:
+            options.setdefault("host", self.dut_host)
         dut = create_dut(name or self.spec.dut, self.run, self.tracker,
                          cpus=self.plan.cpus("dut"), netns=netns, plan=self.plan, spec=self.spec,
                          **options)
@@ -323,6 +369,8 @@ class Topology:
                                       extra_eal=extra_eal)
         if self.tg_netns and "netns" in inspect.signature(TgenProcess).parameters:
             kwargs["netns"] = self.tg_netns
+        if self.tg_host.remote:
+            kwargs["host"] = self.tg_host
         proc = TgenProcess(self.tgen_port_specs(), self.tgen_lcores(), **kwargs)
         assert self.tracker is not None
         self.tracker.add("tgen", self.run.tag, proc.stop)
@@ -457,7 +505,10 @@ class Topology:
 
     # ------------------------------------------------------------------------------ DUT views
     def dut_alive(self) -> None:
-        """Raise DutFailure if the DUT or any VNF died."""
+        """Raise DutFailure if the DUT or any VNF died (or the host of the DUT or the generator
+        was lost: :class:`nfvperf.host.ssh.HostLost`)."""
+        for h in {id(self.dut_host): self.dut_host, id(self.tg_host): self.tg_host}.values():
+            h.check()
         if self.dut is not None:
             self.dut.alive()
         for v in self.vnfs:
@@ -491,7 +542,13 @@ class Topology:
             "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),
             "ports": [p.to_dict() for p in self.ports],
             "switching_operations": self.switching_operations(True),
+            "hosts": {"tester": self.tg_host.public(), "dut": self.dut_host.public(),
+                      "generator_on": self.tg_host.name, "dut_on": self.dut_host.name,
+                      "latency_clock": f"{self.tg_host.name} (both ends of every stream on the "
+                                       f"generator's host)"},
         }
+        if self.testbed_links:
+            env["hosts"]["links"] = [dict(lk) for lk in self.testbed_links]
         if self.plan is not None:
             env["pinning"] = self.plan.to_dict()
             if self.plan.resolved:

@@ -28,7 +28,15 @@ DST_IP = "198.19.0.1"
 def flow_ips(n: int, src: str = SRC_IP, dst: str = DST_IP) -> list[tuple[str, str]]:
     """The (src, dst) IPs of tgen's flows 0..n-1 when it varies both (``vary: [src_ip, dst_ip]``)."""
     s, d = ipaddress.ip_address(src), ipaddress.ip_address(dst)
+    if s.version == d.version == 4 and int(s) + n <= 1 << 32 and int(d) + n <= 1 << 32:
+        # integer arithmetic: ~10x faster than IPv4Address objects (seed 004: 2M rules)
+        a, b = int(s), int(d)
+        return [(_v4(a + i), _v4(b + i)) for i in range(n)]
     return [(str(s + i), str(d + i)) for i in range(n)]
+
+
+def _v4(x: int) -> str:
+    return f"{x >> 24}.{x >> 16 & 255}.{x >> 8 & 255}.{x & 255}"
 
 
 class OvsTopology(Topology):
@@ -72,7 +80,10 @@ class OvsTopology(Topology):
     def setup_ovs(self, attach_phys: bool = True) -> Any:
         """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
         (ofport = index + 1) unless ``attach_phys`` is False."""
-        if getattr(self.ovs_spec(), "existing_db", None):
+        if self.dut_host.remote:
+            # the DUT's ends of the cabled links are in the DUT host's own namespace
+            self.dut_netns = None
+        elif getattr(self.ovs_spec(), "existing_db", None):
             # an OVS that is already running sees the host's namespace: the DUT ends stay there
             self.dut_netns = None
         else:
@@ -178,6 +189,7 @@ class PhyOvsPhy(OvsTopology):
     #: OVS-DPDK, or OVS on the kernel datapath ("native OvS", seed 000 §7.2.1)
     duts: ClassVar[Optional[tuple[str, ...]]] = ("ovs-dpdk", "ovs-system")
     base_switching_operations = 1
+    testbed_ready = True
 
     def setup(self) -> None:
         if self.bridge_features():

@@ -26,6 +26,9 @@ class VethKind(PortKind):
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
+        links = getattr(topo, "testbed_links", None)
+        if links:
+            return self.from_testbed(topo, n, links, mtu)
         new = []
         for _ in range(n):
             i = len(topo.ports)          # this port is appended below
@@ -36,6 +39,23 @@ class VethKind(PortKind):
             new.append(HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
                                 dut_netns=dut_netns, driver=self.driver, mtu=mtu, veth=pair,
                                 tg_mac=mac_a, dut_mac=mac_b))
+            topo.ports.append(new[-1])
+            new[-1].port_kind = self
+        return new
+
+    def from_testbed(self, topo: Any, n: int, links: list[dict[str, Any]], mtu: int
+                     ) -> list[HostPort]:
+        """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
+        end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
+        new = []
+        for _ in range(n):
+            i = len(topo.ports)
+            if i >= len(links):
+                raise ValueError(f"the testbed cables {len(links)} link(s); port {i} has none")
+            lk = links[i]
+            new.append(HostPort(i, "veth", tg_ifname=lk["tester_iface"], tg_netns=None,
+                                dut_ifname=lk["dut_iface"], dut_netns=None, driver=self.driver,
+                                mtu=mtu, tg_mac=lk.get("tester_mac"), dut_mac=lk.get("dut_mac")))
             topo.ports.append(new[-1])
             new[-1].port_kind = self
         return new

@@ -1,0 +1,263 @@
+"""The hosts of a testbed as host objects (issue 10): :class:`~nfvperf.host.proc.LocalHost` for a
+host with ``local: true`` (or no ``ssh:``), :class:`~nfvperf.host.ssh.SshHost` otherwise, and what
+is done on all of them: the preflight table of ``nfvperf testbed check`` and the cleanup of
+``nfvperf cleanup --testbed``.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator, Optional, Sequence
+
+from nfvperf.host.proc import LOCAL, LocalHost
+from nfvperf.host.run import RunContext
+from nfvperf.host.ssh import SshError, SshHost
+
+from .spec import HostSpec, TestbedSpec
+
+
+def make_host(name: str, spec: HostSpec) -> Any:
+    """The host object of one testbed host (not connected yet)."""
+    if spec.local or spec.ssh is None:
+        return LOCAL
+    return SshHost(name, spec.ssh, role=spec.role, work_dir=spec.work_dir)
+
+
+class TestbedHosts:
+    """Every host of a testbed, connected on :meth:`open`; ``hosts[name]``, :meth:`role`."""
+
+    __test__ = False
+
+    def __init__(self, spec: TestbedSpec):
+        self.spec = spec
+        self.hosts: dict[str, Any] = {n: make_host(n, h) for n, h in spec.hosts.items()}
+
+    def open(self) -> "TestbedHosts":
+        try:
+            for h in self.hosts.values():
+                if isinstance(h, SshHost):
+                    h.connect()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        for h in self.hosts.values():
+            with contextlib.suppress(Exception):
+                h.close()
+
+    def role(self, role: str) -> tuple[str, Any]:
+        """(name, host object) of the one host with ``role``."""
+        name, _ = self.spec.role_host(role)
+        return name, self.hosts[name]
+
+    def public(self) -> dict[str, Any]:
+        """Which host is which, without secrets (for a run's environment)."""
+        out = {}
+        for n, h in self.hosts.items():
+            d = h.public() if isinstance(h, SshHost) else {"via": "local"}
+            d["role"] = self.spec.hosts[n].role
+            out[n] = d
+        return out
+
+    def __enter__(self) -> "TestbedHosts":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return iter(self.hosts.items())
+
+
+# ----------------------------------------------------------------------------------- check
+@dataclass
+class HostCheck:
+    host: str
+    role: str
+    check: str
+    ok: bool
+    status: str            # ok | warn | fail
+    detail: str
+    fix: str = ""
+    required: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk") -> dict[str, Any]:
+    """What preflight checks on a host of this role: the tester's tgen, the DUT adapter's
+    binaries, the NICs' PCI devices; root and hugepages required."""
+    from nfvperf.dut.base import dut_class
+    from nfvperf.host.preflight import Binary
+    from nfvperf.host.remote_preflight import needs_dict
+    binaries: list[tuple[Binary, bool]] = []
+    if spec.role == "tester":
+        path = spec.tgen
+        if path is None:
+            with contextlib.suppress(Exception):
+                from nfvperf.tg.tgen import find_tgen_binary
+                path = str(find_tgen_binary())
+        binaries.append((Binary("tgen", "nfvperf's tgen (make build)",
+                                (path,) if path else ()), True))
+    if spec.role in ("dut", "vnf"):
+        binaries += [(b, True) for b in dut_class(dut).binaries]
+    pci = [n.pci for n in spec.nics if n.pci]
+    return needs_dict(binaries, pci, required=("root", "hugepages"))
+
+
+def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk") -> list[HostCheck]:
+    """The preflight of every host, one row per (host, check); a host that cannot be reached
+    (or presents a wrong key) is one failed ``ssh`` row with the reason."""
+    from nfvperf.host.remote_preflight import local_checks
+    rows: list[HostCheck] = []
+    for name, hspec in spec.hosts.items():
+        host = make_host(name, hspec)
+        needs = role_needs(name, hspec, dut)
+        try:
+            if isinstance(host, SshHost):
+                host.connect()
+                rows.append(HostCheck(name, hspec.role, "ssh", True, "ok",
+                                      f"{hspec.ssh.user}@{hspec.ssh.address}:{hspec.ssh.port}, "  # type: ignore[union-attr]
+                                      f"host key matches", required=True))
+                checks = host.preflight(needs)
+            else:
+                checks = local_checks(needs)
+        except (SshError, OSError) as e:
+            rows.append(HostCheck(name, hspec.role, "ssh", False, "fail", str(e), required=True))
+            continue
+        finally:
+            host.close() if isinstance(host, SshHost) else None
+        for c in checks:
+            rows.append(HostCheck(name, hspec.role, c["name"], c["status"] != "fail", c["status"],
+                                  c["detail"], c.get("fix", ""), bool(c.get("required"))))
+    return rows
+
+
+def format_check_table(rows: Sequence[HostCheck]) -> str:
+    head = ("host", "role", "check", "ok", "detail")
+    table = [head] + [(r.host, r.role, r.check, {"ok": "ok", "warn": "WARN"}.get(r.status, "FAIL")
+                       + ("*" if r.required else ""), r.detail + (f" (fix: {r.fix})"
+                                                                   if r.status != "ok" and r.fix
+                                                                   else ""))
+                      for r in rows]
+    widths = [max(len(str(t[i])) for t in table) for i in range(4)]
+    lines = ["  ".join(str(t[i]).ljust(widths[i]) for i in range(4)) + "  " + str(t[4])
+             for t in table]
+    lines.append("* required: a run on this testbed refuses to start while it fails")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------- cleanup
+def cleanup_testbed(spec: TestbedSpec, tag: Optional[str] = None, dry_run: bool = False,
+                    force: bool = False) -> dict[str, Any]:
+    """Remove run leftovers on every SSH host of the testbed: ``tag``'s, or (no tag) every tag
+    found there that no live run of this controller holds (``force``: every tag found).
+    Returns {host: {tag: report} | {"error": ...}}; the controller itself is cleaned by the
+    local ``nfvperf cleanup``."""
+    live = set() if force else RunContext.live_tags()
+    out: dict[str, Any] = {}
+    for name, hspec in spec.hosts.items():
+        host = make_host(name, hspec)
+        if isinstance(host, LocalHost):
+            continue
+        try:
+            host.connect()
+            tags = [tag] if tag else [t for t in host.tags() if t not in live]
+            out[name] = {t: host.cleanup_tag(t, dry_run=dry_run) for t in tags}
+        except (SshError, OSError, RuntimeError) as e:
+            out[name] = {"error": str(e)}
+        finally:
+            host.close()
+    return out
+
+
+def cleanup_main(argv: Sequence[str]) -> int:
+    """``nfvperf cleanup --testbed FILE [--tag T] [--dry-run] [--force] [--json]``: every SSH host
+    of the testbed by tag, then this machine (``nfvperf cleanup`` with the other options)."""
+    import argparse
+    import json
+
+    from .spec import TestbedError, load_testbed
+    p = argparse.ArgumentParser(prog="nfvperf cleanup --testbed")
+    p.add_argument("--testbed", required=True, metavar="FILE")
+    p.add_argument("--tag")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--json", action="store_true")
+    args, rest = p.parse_known_args([a for a in argv if a != "--"])
+    try:
+        spec = load_testbed(args.testbed)
+    except TestbedError as e:
+        print(f"nfvperf cleanup: {e}", file=__import__("sys").stderr)
+        return 2
+    if args.tag:
+        from nfvperf.host.run import normalize_tag
+        args.tag = normalize_tag(args.tag)
+    remote = cleanup_testbed(spec, args.tag, dry_run=args.dry_run, force=args.force)
+    failed = False
+    if args.json:
+        print(json.dumps({"testbed": spec.name, "hosts": remote}, indent=2))
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        for host, per_tag in remote.items():
+            if "error" in per_tag:
+                failed = True
+                print(f"{host}: cannot clean: {per_tag['error']}")
+                continue
+            if not per_tag:
+                print(f"{host}: nothing to clean")
+            for t, rep in per_tag.items():
+                items = [f"{k} {v}" for k, vs in rep.items() for v in vs]
+                print(f"{host}: {t}: {verb} {len(items)} item(s)"
+                      + "".join(f"\n  {i}" for i in items))
+    local = list(rest)
+    for flag in ("dry_run", "force", "json"):
+        if getattr(args, flag):
+            local.append("--" + flag.replace("_", "-"))
+    if args.tag:
+        local += ["--tag", args.tag]
+    from nfvperf.store.cleanup import main as local_cleanup
+    rc = local_cleanup(local)
+    return 1 if failed else int(rc or 0)
+
+
+# ------------------------------------------------------------------------------- a run on it
+def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
+    """What :func:`nfvperf.topo.build` gets for a run on the testbed: the tester and DUT host
+    objects, the cabled links between them (kernel interfaces), tgen's path on the tester, no
+    local preflight (:func:`check_testbed` checks every host)."""
+    from pathlib import Path
+
+    from .spec import TestbedError
+    tname, tester = hosts.role("tester")
+    dname, dut = hosts.role("dut")
+    links = []
+    for i, lk in enumerate(spec.links):
+        th, _, tn = lk.tester.partition(".")
+        dh, _, dn = lk.dut.partition(".")
+        if th != tname or dh != dname:
+            continue
+        tnic = next(n for n in spec.hosts[th].nics if n.name == tn)
+        dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
+        if not tnic.iface or not dnic.iface:
+            raise TestbedError([f"links.{i}: {lk.tester} -> {lk.dut}: a run across hosts drives "
+                                f"the kernel interfaces of the link (iface: on both nics, "
+                                f"port_kind af_packet or af_xdp); DPDK-bound PCI NICs across "
+                                f"hosts are not supported yet"])
+        links.append({"tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
+                      "dut_iface": dnic.iface, "speed": str(tnic.speed)})
+    kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
+                          "preflight": False}
+    tgen = spec.hosts[tname].tgen
+    if tgen:
+        kw["tgen_binary"] = Path(tgen)
+    return kw
+
+
+def preflight_failures(rows: Sequence[HostCheck]) -> list[str]:
+    """The required checks that failed, as ``host: check: detail (fix)``."""
+    return [f"{r.host}: {r.check}: {r.detail}" + (f" (fix: {r.fix})" if r.fix else "")
+            for r in rows if r.required and r.status == "fail"]

@@ -1,0 +1,92 @@
+"""SshHost's pieces that need no sshd: the remote command line, host key expectations, the
+agent's guard (a child dies when its channel's stdin closes) and cleanup argument checks."""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nfvperf.host import agent
+from nfvperf.host.ssh import HostKeyError, SshHost, fingerprint, _pkey_from_line
+from nfvperf.testbed.spec import SshSpec
+
+AGENT = Path(agent.__file__)
+ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+
+
+def test_ssh_command_line_quotes_every_argument():
+    line = SshHost.command_line(["printf", "%s", "a b", "$(reboot)", "'q'"], {"NFVPERF_TAG": "nfv0a0b0c"},
+                                cwd="/tmp/x y")
+    assert line.startswith("cd '/tmp/x y' && exec env NFVPERF_TAG=nfv0a0b0c printf")
+    # what a POSIX shell makes of it: the original words, nothing expanded
+    words = shlex.split(line.split("&& exec ", 1)[1])
+    assert words == ["env", "NFVPERF_TAG=nfv0a0b0c", "printf", "%s", "a b", "$(reboot)", "'q'"]
+
+
+def test_ssh_expected_keys_from_host_key_and_known_hosts(tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[192.0.2.7]:2222 {ED}\n192.0.2.8 {ED}\n")
+    h = SshHost("dut1", SshSpec(address="192.0.2.7", port=2222, known_hosts=str(kh)))
+    keys = h.expected_keys()
+    assert len(keys) == 1 and fingerprint(keys[0]).startswith("SHA256:")
+    assert fingerprint(keys[0]) == fingerprint(_pkey_from_line(ED))
+    h2 = SshHost("dut2", SshSpec(address="192.0.2.9", known_hosts=str(kh)))
+    with pytest.raises(HostKeyError, match=r"dut2 .*never accepted"):
+        h2.connect()            # refused before any connection is attempted
+    bad = SshHost("dut3", SshSpec(address="192.0.2.9", host_key="ssh-ed25519 notbase64!"))
+    with pytest.raises(HostKeyError, match=r"hosts\.dut3\.ssh\.host_key"):
+        bad.expected_keys()
+
+
+def test_ssh_public_view_has_no_secrets():
+    h = SshHost("dut1", SshSpec(address="192.0.2.7", key="/root/.ssh/lab_key", host_key=ED),
+                role="dut")
+    pub = h.public()
+    assert pub == {"name": "dut1", "role": "dut", "address": "192.0.2.7", "port": 22,
+                   "user": "root", "via": "ssh"}
+    assert "lab_key" not in repr(h) and "lab_key" not in str(pub)
+
+
+def test_ssh_agent_guard_kills_its_child_when_stdin_closes():
+    p = subprocess.Popen([sys.executable, str(AGENT), "guard", "sleep", "300"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout is not None and p.stdin is not None
+    line = p.stdout.readline().decode()
+    assert line.startswith("NFVPERF-PID ")
+    child = int(line.split()[1])
+    assert os.getpgid(child) == child             # its own process group
+    p.stdin.close()                               # the channel closed
+    assert p.wait(10) == 128 + 15
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}")
+
+
+def test_ssh_agent_guard_passes_the_exit_status():
+    p = subprocess.Popen([sys.executable, str(AGENT), "guard", "sh", "-c", "echo hi; exit 5"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.wait(10) == 5                        # stdin still open: the child's own exit
+    assert p.stdout is not None and p.stdout.read().splitlines()[1:] == ["hi"]
+    assert p.stdin is not None
+    p.stdin.close()
+    p.stdout.close()
+    q = subprocess.Popen([sys.executable, str(AGENT), "guard", "/nonexistent/prog"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    assert q.wait(10) == 127
+    assert q.stderr is not None and "cannot run /nonexistent/prog" in q.stderr.read()
+    assert q.stdin is not None
+    q.stdin.close()
+    q.stderr.close()
+
+
+def test_ssh_agent_cleanup_refuses_a_non_tag():
+    cp = subprocess.run([sys.executable, str(AGENT), "cleanup", "sshd"], capture_output=True,
+                        text=True, timeout=10)
+    assert cp.returncode != 0 and "not a run tag" in cp.stderr
