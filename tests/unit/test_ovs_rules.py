@@ -113,9 +113,12 @@ def test_seed004_rule_tests_validate_within_the_limits(tmp_path) -> None:
             if n:
                 counts[t.name] = n
                 assert t.traffic.flows_per_port == n, t.name      # 1:1 with the flows
-        assert counts == {"rules-64": 64, "rules-1k": 1000, "rules-64k": 65536, "rules-1m": 1_000_000}
+        # the rules studies on p-ovs-p, pvp and vxlan (seed 004 §6.1-6.3), one unit per count
+        assert counts == {f"rules-{kind}[rules={n}]": n for kind in ("p-ovs-p", "pvp", "vxlan")
+                          for n in (64, 1000, 8000, 64000, 128000, 1_000_000)}
     assert R.install_timeout_s(2 * 1_000_000) > 2 * 1_000_000 / R.MIN_RULES_PER_S
-    bad = path.read_text().replace("rules: 1000000}", "rules: 5000000}")
+    bad = path.read_text().replace("{rules: 1000000, flows: 1000000}", "{rules: 5000000, flows: 5000000}")
+    assert bad != path.read_text()
     tmp = tmp_path / "seed004-too-many-rules.yaml"
     tmp.write_text(bad)
     with pytest.raises(SuiteError, match="rules"):
