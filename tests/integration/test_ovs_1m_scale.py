@@ -1,6 +1,7 @@
-"""Seed 004's scale on a real OVS-DPDK (issue 9 item 7): its ``p-ovs-p-1m-flows`` (1M flows per
-port through the in_port cross-connect) and ``rules-1m`` (1M src/dst-IP rules per direction, 2M
-in all, 1:1 with 1M flows per port) tests, taken from suites/seed004-ovs-scaling.yaml, run with
+"""Seed 004's scale on a real OVS-DPDK (issue 9 item 7): 1M flows per port through the in_port
+cross-connect (``p-ovs-p-1m-flows``, the 1M count of its pvp-flows study) and 1M src/dst-IP rules
+per direction, 2M in all, 1:1 with 1M flows per port (``rules-1m``, the 1M unit of its
+rules-p-ovs-p study), taken from suites/seed004-ovs-scaling.yaml, run with
 ``nfvperf run --tg tgen --quick`` on vhost ports (no NICs here) with 1 s trials.
 
 Asserts: both pass with a positive throughput; OVS counts the 2M rules it was given; the install
@@ -31,11 +32,16 @@ FLOWS = 1_000_000
 
 
 def _suite(tmp_path: Path) -> Path:
+    """Seed 004's 1M-rule unit (study rules-p-ovs-p, rules=1000000) and its 1M-flow count (study
+    pvp-flows, flows=1000000, here on p-ovs-p's in_port cross-connect), as two plain tests."""
     seed = yaml.safe_load(SEED.read_text())
     tests = {t["name"]: dict(t) for t in seed["tests"]}
-    flows, rules = tests["p-ovs-p-1m-flows"], tests["rules-1m"]
-    assert flows["traffic"]["flows_per_port"] == rules["traffic"]["flows_per_port"] == FLOWS
-    assert rules["topology"]["ovs"]["rules"] == FLOWS
+    assert FLOWS in tests["pvp-flows"]["study"]["axes"]["flows"]
+    big = tests["rules-p-ovs-p"].pop("study")["axes"]["rules"][str(FLOWS)]
+    assert big == {"rules": FLOWS, "flows": FLOWS}, big         # 1:1 with the flows
+    flows = {"method": "throughput", "name": "p-ovs-p-1m-flows", "traffic": {"flows_per_port": FLOWS}}
+    rules = dict(tests["rules-p-ovs-p"], name="rules-1m", topology={"ovs": {"rules": FLOWS}},
+                 traffic={"flows_per_port": FLOWS})
     # binary search to 0.02 % of the 25G line rate (7.4k fps): a few 1 s trials at these rates
     short = {"trial_duration_s": 1, "resolution_pct": 0.02}
     # the cross-connect is one datapath flow whatever the flow count: a short warm-up does
@@ -43,7 +49,8 @@ def _suite(tmp_path: Path) -> Path:
     rules.update(short)                   # default warm-up: every flow 3 times at the warm-up load
     suite = {"name": "seed004-1m-scale", "description": "seed 004's 1M-flow and 1M-rule tests on vhost",
              "topology": {"kind": "p-ovs-p", "ports": 2, "port_kind": "vhost", "ovs": {"socket_mem_mb": 1024}},
-             "traffic": seed["traffic"], "profile": seed["profile"], "tests": [flows, rules]}
+             "traffic": dict(seed["traffic"], link_speed="25G"), "profile": seed["profile"],
+             "tests": [flows, rules]}
     path = tmp_path / "seed004-1m.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False))
     return path
