@@ -326,3 +326,22 @@ def test_compare_pairs_a_study_unit_with_the_plain_test_of_its_configuration(sto
     assert paired.test == "x[pmd_cores=2]" and paired.ratios[1] == pytest.approx(1.1)
     assert paired.note.startswith("matched by configuration without the study axes")
     assert ("x[pmd_cores=1] 64 B", [2]) in cmp.missing
+
+
+def test_vxlan_pair_listed_once_when_two_tests_hold_it(store) -> None:
+    """seed 004 holds the same VXLAN-vs-plain pair in two studies: the overhead table lists it once."""
+    rid = new_run(store)
+    add_test(store, rid, "pvp", "throughput", 64, 3.0e6, topology=topo_row("pvp", {"kind": "pvp"}, sw=2))
+    for name in ("vxlan-a", "vxlan-b"):
+        add_test(store, rid, name, "throughput", 64, 2.4e6,
+                 topology=topo_row("vxlan", {"kind": "vxlan", "mtu": 1550}, sw=2), traffic={"vxlan": True})
+    (vx,) = [t for t in build(store.load_run(rid)).tables if t.key == "vxlan_overhead"]
+    assert vx.rows == [["64", "pvp", "3,000,000", "vxlan-a", "2,400,000", "20.0"]]
+
+
+def test_numeric_variant_names_plot_as_numbers() -> None:
+    """A rules axis written as named variants "64" … "1000000" (rules and flows set together)
+    plots on the log scale of a number axis."""
+    from nfvperf.report.plots import _axis_value
+    assert _axis_value("1000000") == 1_000_000 and _axis_value(" 64") == 64
+    assert _axis_value("ht-on") == "ht-on" and _axis_value(8) == 8

@@ -177,6 +177,14 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _axis_value(v: Any) -> Any:
+    """A named variant called "64" or "1000000" (a rules axis that also sets flows) plots as the
+    number it names, so a rules or flows axis gets its log scale."""
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    return v
+
+
 def study_figure(rep: Any, metric: Any) -> Any:
     """``metric`` of one study along its axis (the pivot's row axis, else the first axis), one
     series per configuration of the other axes (and per frame size when there are several); log
@@ -195,7 +203,7 @@ def study_figure(rep: Any, metric: Any) -> Any:
         label = ", ".join(f"{a}={axis_text(p.axes.get(a))}" for a in others)
         if len(sizes) > 1:
             label = (label + ", " if label else "") + f"{p.size or 'IMIX'} B"
-        series.setdefault(label or rep.name, []).append((p.axes[axis], y))
+        series.setdefault(label or rep.name, []).append((_axis_value(p.axes[axis]), y))
     if not series:
         return None
     xs = list(dict.fromkeys(x for pts in series.values() for x, _ in pts))

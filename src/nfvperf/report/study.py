@@ -336,10 +336,13 @@ def vxlan_overhead(tests: list[Any]) -> list[VxlanPair]:
         if t.method in THROUGHPUT_METHODS and not is_vxlan(t):
             plain.setdefault(without_vxlan(t), t)
     out = []
+    seen = set()
     for t in tests:
         if t.method in THROUGHPUT_METHODS and is_vxlan(t):
             p = plain.get(without_vxlan(t))
-            if p is not None:
+            key = (without_vxlan(t), t.frame_size_b)
+            if p is not None and key not in seen:      # two studies may hold the same pair
+                seen.add(key)
                 out.append(VxlanPair(plain=p, vxlan=t, size=t.frame_size_b, plain_pps=_pps(p), vxlan_pps=_pps(t)))
     return out
 
