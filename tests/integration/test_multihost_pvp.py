@@ -1,12 +1,15 @@
 """PVP across two hosts over SSH (issue 10 item 2): tgen on the tester host, OVS-DPDK and the
 testpmd VNF (container) on the DUT host, both started through the DUT host object (the VNF on a
 terminal of that host: agent ``guard-pty``), its vhost-user sockets and hugepage files there,
-tagged with the run tag.  Counts match at tgen, OVS and the VNF; a whole PVVP run stores its
+tagged with the run tag.  Counts match at tgen, OVS and the VNF; a VNF killed on the DUT host
+ends the measurement within seconds; a whole PVVP run stores its
 results; nothing is left on either host."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs
 from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs  # noqa: E402
 from nfvperf.topo import build  # noqa: E402
 from nfvperf.topo.spec import TopologySpec  # noqa: E402
-from nfvperf.trial import TrafficProfile  # noqa: E402
+from nfvperf.trial import DutFailure, TrafficProfile  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +84,12 @@ def test_multihost_pvp_over_ssh_vnf_on_the_dut_host_counts_match(testbed_hosts, 
             assert env["vnfs"][0]["vnf"] == "vnf0" and env["vnfs"][0]["version"]
             assert str(tb.user_key) not in repr(env)
             prefix, vhost_dir = vnf.file_prefix, topo.dut.vhost_dir
+            # a VNF that dies on the DUT host ends the next measurement within seconds
+            os.kill(vnf.proc.pid, signal.SIGKILL)
+            t0 = time.monotonic()
+            with pytest.raises(DutFailure, match="testpmd-vnf0"):
+                m.measure(5.0, 1000)
+            assert time.monotonic() - t0 < 8
         _assert_hosts_clean(tb)
         dut = hosts.hosts["dut1"]
         assert not dut.glob("/dev/hugepages", f"{prefix}*")
@@ -118,6 +127,9 @@ def test_multihost_pvvp_run_on_testbed_stores_results(testbed_hosts, tmp_path, l
     assert out.status == "completed", out.reason
     env = store.load_run(out.run_id).environment
     assert env["testbed_hosts"]["roles"]["dut"] == "dut1"
+    # the VNFs' testpmd is checked on the DUT host before the run
+    assert any(r["host"] == "dut1" and r["status"] == "ok" and "dpdk-testpmd" in r["check"]
+               for r in env["testbed_hosts"]["preflight"]), env["testbed_hosts"]["preflight"]
     topo_env = env["topologies"][0]["environment"]
     assert topo_env["topology"] == "pvvp" and topo_env["hosts"]["dut_on"] == "dut1"
     assert [v["vnf"] for v in topo_env["vnfs"]] == ["vnf0", "vnf1"]
