@@ -42,6 +42,7 @@ def test_multihost_topology_accepts_p_ovs_p_on_cabled_links(tmp_path):
 def test_multihost_topology_accepts_pvp_with_container_vnfs(tmp_path, kind):
     t = _topo(tmp_path, kind=kind)
     t.check_spec()
+    assert t.kind == kind                # pvvp (a subclass of pvp) records its own kind
     assert all(v.runs_remote for v in t.vnf_classes_for(t.spec))
 
 
