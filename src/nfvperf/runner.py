@@ -582,7 +582,12 @@ class RunLoop:
         if self.tg != "tgen":
             raise ValueError(f"--testbed runs the generator on the tester host: use --tg tgen, "
                              f"not --tg {self.tg}")
-        rows = check_testbed(testbed, dut=self.suite.spec.topology.dut)
+        from nfvperf.topo import topology_class
+        tspec = self.suite.spec.topology
+        vnfs: list[Any] = getattr(topology_class(tspec.kind), "vnf_classes_for", lambda _s: [])(tspec)
+        rows = check_testbed(testbed, dut=tspec.dut,
+                             vnf_binaries=sorted({b for v in vnfs for b in v.binaries},
+                                                 key=lambda b: b.name))
         info = self.env.setdefault("testbed_hosts", {})
         info["preflight"] = [r.to_dict() for r in rows]
         bad = preflight_failures(rows)

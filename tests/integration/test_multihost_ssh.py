@@ -111,6 +111,46 @@ def test_ssh_process_is_tagged_stopped_and_dies_with_its_channel(testbed_hosts, 
         h.close()
 
 
+_SHELL = """
+import sys
+print("tty", sys.stdin.isatty(), sys.stdout.isatty())
+sys.stdout.write("shell> "); sys.stdout.flush()
+for line in sys.stdin:
+    if line.strip() == "quit":
+        print("Bye"); break
+    print("got", line.strip())          # no flush: line-buffered only on a terminal
+    sys.stdout.write("shell> "); sys.stdout.flush()
+"""
+
+
+def test_ssh_interactive_process_runs_on_a_remote_terminal(testbed_hosts, tmp_path):
+    from nfvperf.host.proc import Process
+    tb = testbed_hosts
+    tag = new_tag()
+    h = _host(tb, "dut1").connect()
+    try:
+        p = Process("shell", ["python3", "-c", _SHELL], interactive=True, host=h,
+                    log_path=tmp_path / "sh.log", tag=tag).start()
+        assert "tty True True" in p.expect(r"shell> ", 10)
+        assert _netns_of(p.pid) != _netns_of(os.getpid())
+        assert f"NFVPERF_TAG={tag}".encode() in _environ(p.pid)
+        assert "got hello" in p.command("hello", "shell> ", 10)
+        assert "got two" in p.command("two", "shell> ", 10)
+        p.send("quit")
+        p.expect("Bye", 10)
+        assert p.wait(10) == 0
+        p.stop()
+        assert "got hello" in (tmp_path / "sh.log").read_text()      # the console is logged
+        # stopped mid-session: gone from the host
+        q = Process("shell2", ["python3", "-c", _SHELL], interactive=True, host=h,
+                    log_path=tmp_path / "sh2.log", tag=tag).start()
+        q.expect(r"shell> ", 10)
+        q.stop(timeout=3)
+        assert _gone(q.pid, 5)
+    finally:
+        h.close()
+
+
 def test_ssh_lost_host_is_noticed_within_seconds(testbed_hosts, tmp_path):
     tb = testbed_hosts
     h = _host(tb, "dut1").connect()

@@ -1,5 +1,5 @@
 """What a topology on a testbed refuses before anything starts (issue 10): a kind that does not
-run across hosts, a DUT that runs on this machine only, a port kind that is not the cabled
+run across hosts (vxlan), a DUT or VNF (vnf: vm) that runs on this machine only, a port kind that is not the cabled
 kernel interfaces, fewer cabled links than ports.  Without a testbed nothing changes."""
 from __future__ import annotations
 
@@ -38,8 +38,17 @@ def test_multihost_topology_accepts_p_ovs_p_on_cabled_links(tmp_path):
     assert local.tg_host is LOCAL and local.dut_host is LOCAL and not local.on_testbed()
 
 
+@pytest.mark.parametrize("kind", ["pvp", "pvvp"])
+def test_multihost_topology_accepts_pvp_with_container_vnfs(tmp_path, kind):
+    t = _topo(tmp_path, kind=kind)
+    t.check_spec()
+    assert t.kind == kind                # pvvp (a subclass of pvp) records its own kind
+    assert all(v.runs_remote for v in t.vnf_classes_for(t.spec))
+
+
 @pytest.mark.parametrize("spec, why", [
-    ({"kind": "pvp", "port_kind": "af_packet"}, "topology kind pvp does not run on a testbed"),
+    ({"kind": "vxlan", "port_kind": "af_packet"}, "topology kind vxlan does not run on a testbed"),
+    ({"kind": "pvp", "vnf": "vm"}, "topology.vnf vm: this VNF runs on this machine only"),
     ({"port_kind": "vhost"}, "port_kind vhost: on a testbed the ports are the cabled"),
     ({"dut": "ovs-system"}, "ovs-system runs on this machine only"),
 ])

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,8 +399,7 @@ class OvsDpdk(DutAdapter):
         if self.tracker is not None and self._own_dir and \
                 ("dir", str(self.vhost_dir)) not in self.tracker.items():
             # the /tmp fallback dir goes at the end of the run, after the VNFs using it
-            self.tracker.add("dir", str(self.vhost_dir),
-                             lambda: shutil.rmtree(self.vhost_dir, ignore_errors=True))
+            self.tracker.add("dir", str(self.vhost_dir), lambda: self.host.rmtree(self.vhost_dir))
         if not self._attached:
             self._start_daemons()
         self.started = True

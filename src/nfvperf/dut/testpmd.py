@@ -28,6 +28,7 @@ from pydantic import Field, field_validator, model_validator
 from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
+from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
@@ -193,6 +194,10 @@ class _TestpmdProcess(DutAdapter):
         self.extra_eal = list(extra_eal)
         self.extra_args = list(extra_args)
         self.proc_name = name or f"testpmd-{self.role}"
+        # where it runs (nfvperf.host.proc.LOCAL, or a testbed's DUT host over SSH: its sockets
+        # and hugepage files are on that host, reached through self.host)
+        self.host: Any = options.get("host") or LOCAL
+        self.remote = bool(getattr(self.host, "remote", False))
         self.file_prefix = run.file_prefix(self.role)
         self.start_timeout_s = start_timeout_s
         self.proc: Optional[Process] = None
@@ -208,8 +213,17 @@ class _TestpmdProcess(DutAdapter):
     def port_devargs(self, index: int, port: PortRef) -> str:
         return port.dpdk_devargs(index, self.queues)
 
+    def binary(self) -> str:
+        """testpmd's path on the host it runs on."""
+        if not self.remote:
+            return find_testpmd()
+        for cand in TESTPMD.candidates:
+            if self.host.exists(cand):
+                return cand
+        return TESTPMD.name
+
     def argv(self) -> list[str]:
-        eal = [find_testpmd(), "-v", "--lcores", self.lcores, "--file-prefix", self.file_prefix,
+        eal = [self.binary(), "-v", "--lcores", self.lcores, "--file-prefix", self.file_prefix,
                "--log-level", "lib.eal:notice"]
         if self.memory == "in-memory":
             eal.append("--in-memory")
@@ -260,11 +274,11 @@ class _TestpmdProcess(DutAdapter):
             if creates and p.socket is not None:
                 if len(str(p.socket)) > 107:
                     raise ValueError(f"vhost-user socket path longer than 107 bytes: {p.socket}")
-                Path(p.socket).parent.mkdir(parents=True, exist_ok=True)
+                self.host.mkdir(Path(p.socket).parent)
                 self.tracker.add("socket", str(p.socket),
-                                 functools.partial(Path(p.socket).unlink, missing_ok=True))
+                                 functools.partial(self.host.remove, p.socket))
         self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
-                            interactive=True)
+                            interactive=True, host=self.host)
         # registered before the process so it runs after the process is gone (LIFO)
         self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
         self.proc.start()
@@ -343,7 +357,13 @@ class _TestpmdProcess(DutAdapter):
         self.started = False
 
     def _remove_files(self) -> None:
-        hp.remove_leftovers(self.file_prefix)
+        if not self.remote:
+            hp.remove_leftovers(self.file_prefix)
+            return
+        with contextlib.suppress(Exception):          # the host may be gone
+            for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
+                self.host.remove(f)
+            self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
 
     def version(self) -> str:
         return self.rte_version
@@ -397,6 +417,8 @@ class TestpmdVnf(_TestpmdProcess):
 
     name = "testpmd-vnf"
     __test__ = False
+    #: runs on a testbed's DUT host (``host=``, over SSH) next to the switch (issue 10)
+    runs_remote = True
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, sockets: Sequence[str | Path] = (),
                  server: bool = False, name: str = "vnf0", queue_size: Optional[int] = None,

@@ -8,6 +8,11 @@ host (``<work_dir>/nfvperf-agent-<hash>.py``) and runs with ``python3``.
     controller stopped it, died, or lost the connection), SIGTERM the child's group, SIGKILL it
     after 3 s, and exit: a remote process dies with its channel, as a local one dies with its
     parent (PR_SET_PDEATHSIG).
+``guard-pty ARGV...``
+    The same, with ARGV on a pseudo-terminal of this host (raw mode, its controlling terminal):
+    what arrives on stdin goes to the terminal, what ARGV writes comes out on stdout.  An
+    interactive console (testpmd's ``testpmd>``) driven from the controller, line-buffered as a
+    terminal makes it.
 ``relay PATH``
     Connect to the Unix socket PATH and copy bytes both ways between it and stdin/stdout: an
     SSH-forwarded connection to tgen's control socket (no TCP port, no token on the host).
@@ -50,9 +55,14 @@ def _exit_code(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def guard(argv: list[str]) -> int:
+def guard(argv: list[str], use_pty: bool = False) -> int:
     ready_r, ready_w = os.pipe()         # child -> parent: in its own session now
     go_r, go_w = os.pipe()               # parent -> child: the pid is printed, exec
+    master = slave = -1
+    if use_pty:
+        import tty
+        master, slave = os.openpty()
+        tty.setraw(slave)                # no echo, no line discipline surprises
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
@@ -62,8 +72,16 @@ def guard(argv: list[str]) -> int:
         os.close(ready_w)
         os.read(go_r, 1)
         os.close(go_r)
-        fd = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(fd, 0)
+        if use_pty:
+            import fcntl
+            import termios
+            os.close(master)
+            fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+            for std in (0, 1, 2):
+                os.dup2(slave, std)
+            os.close(slave)
+        else:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         try:
             os.execvp(argv[0], argv)
@@ -78,6 +96,9 @@ def guard(argv: list[str]) -> int:
     os.close(go_w)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if use_pty:
+        os.close(slave)
+        return _guard_console(pid, master)
     while True:
         ready, _, _ = select.select([0], [], [], 0.2)
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -85,6 +106,39 @@ def guard(argv: list[str]) -> int:
             return _exit_code(status)
         if ready and not os.read(0, 4096):
             return _stop_group(pid)
+
+
+def _guard_console(pid: int, master: int) -> int:
+    """guard-pty's loop: stdin -> the terminal, the terminal -> stdout, until the child exits
+    (its last output copied) or stdin ends (the child's group stopped)."""
+    fds = [0, master]
+    while True:
+        ready, _, _ = select.select(fds, [], [], 0.2)
+        if master in ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:              # EIO: no process holds the terminal any more
+                data = b""
+            if data:
+                os.write(1, data)
+            else:
+                fds.remove(master)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            while master in fds and select.select([master], [], [], 0)[0]:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                os.write(1, data)
+            return _exit_code(status)
+        if 0 in ready:
+            data = os.read(0, 4096)
+            if not data:
+                return _stop_group(pid)
+            os.write(master, data)
 
 
 def _stop_group(pid: int) -> int:
@@ -251,11 +305,13 @@ def tags() -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        os.write(2, b"usage: agent guard ARGV... | relay PATH | cleanup TAG [--dry-run]\n")
+        os.write(2, b"usage: agent guard ARGV... | guard-pty ARGV... | relay PATH | cleanup TAG [--dry-run]\n")
         return 2
     cmd, rest = argv[1], argv[2:]
     if cmd == "guard" and rest:
         return guard(rest)
+    if cmd == "guard-pty" and rest:
+        return guard(rest, use_pty=True)
     if cmd == "relay" and len(rest) == 1:
         return relay(rest[0])
     if cmd == "tags":

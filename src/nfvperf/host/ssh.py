@@ -31,13 +31,14 @@ import fnmatch
 import hashlib
 import logging
 import os
+import select
 import shlex
 import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import paramiko
 
@@ -85,18 +86,49 @@ class RemotePopen:
     :class:`Process` uses: ``pid`` (the remote pid, also its process group), ``poll()``,
     ``wait()``, ``returncode``.  A lost connection reads as exit status 255 and sets ``lost``."""
 
-    def __init__(self, host: "SshHost", chan: paramiko.Channel, stdout: Optional[IO[Any]],
-                 stderr: Optional[IO[Any]], timeout: float = 15.0):
+    def __init__(self, host: "SshHost", chan: paramiko.Channel, stdout: Optional[Any],
+                 stderr: Optional[Any], timeout: float = 15.0, console: Optional[int] = None):
         self.host = host
         self.chan = chan
         self.returncode: Optional[int] = None
         self._lost: Optional[str] = None
         self.pid = self._read_pid(timeout)
-        self._threads = [threading.Thread(target=self._pump, args=(chan.recv, stdout), daemon=True),
+        if console is not None:
+            # an interactive process (agent guard-pty): the local pty slave ``console`` (a dup
+            # of the one Process gave) stands for the remote terminal, both ways
+            stdout = stderr = _FdWriter(console)
+        self._output_done = threading.Event()
+        self._threads = [threading.Thread(target=self._pump, args=(chan.recv, stdout,
+                                                                   self._output_done), daemon=True),
                          threading.Thread(target=self._pump, args=(chan.recv_stderr, stderr),
                                           daemon=True)]
         for t in self._threads:
             t.start()
+        if console is not None:
+            threading.Thread(target=self._console_input, args=(console,), daemon=True).start()
+
+    def _console_input(self, fd: int) -> None:
+        """What :class:`Process` writes to its pty goes to the remote terminal.  The slave ``fd``
+        is closed once the channel's output ended (the process exited or was stopped: the local
+        pty then reads EOF as with a local process) or the local side closed."""
+        while not self._output_done.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            try:
+                self.chan.sendall(data)
+            except Exception:  # noqa: BLE001 - the channel went away
+                break
+        for t in self._threads:
+            t.join(2.0)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
     def _read_pid(self, timeout: float) -> int:
         buf = b""
@@ -126,17 +158,21 @@ class RemotePopen:
         return int(line.split()[1])
 
     @staticmethod
-    def _pump(recv: Any, out: Optional[IO[Any]]) -> None:
-        while True:
-            try:
-                data = recv(65536)
-            except Exception:  # noqa: BLE001 - the channel went away
-                return
-            if not data:
-                return
-            if out is not None:
-                with contextlib.suppress(Exception):
-                    out.write(data)
+    def _pump(recv: Any, out: Optional[Any], done: Optional[threading.Event] = None) -> None:
+        try:
+            while True:
+                try:
+                    data = recv(65536)
+                except Exception:  # noqa: BLE001 - the channel went away
+                    return
+                if not data:
+                    return
+                if out is not None:
+                    with contextlib.suppress(Exception):
+                        out.write(data)
+        finally:
+            if done is not None:
+                done.set()
 
     def poll(self) -> Optional[int]:
         if self.returncode is not None:
@@ -175,6 +211,18 @@ class RemotePopen:
         """Close the channel: the guard kills the process group."""
         with contextlib.suppress(Exception):
             self.chan.close()
+
+
+class _FdWriter:
+    """``write(data)`` of all of ``data`` to a file descriptor (a pty slave)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
 
 
 class SshHost:
@@ -461,20 +509,34 @@ class SshHost:
               stderr: Any = None, env: Optional[dict[str, str]] = None,
               cwd: Optional[Path] = None, **_ignored: Any) -> RemotePopen:
         """Start ``cmd`` (already wrapped) on the host under the agent's guard; ``stdout`` /
-        ``stderr`` are local files its output is copied to (``stderr=STDOUT``: the same file)."""
-        if isinstance(stdin, int) and stdin not in (subprocess.DEVNULL,):
-            raise ProcessError(f"{self.name}: interactive (pty) processes are not supported on a "
-                               f"remote host")
-        out = None if stdout in (None, subprocess.DEVNULL) else stdout
-        err = out if stderr == subprocess.STDOUT else (None if stderr in (None, subprocess.DEVNULL)
-                                                       else stderr)
-        line = self.command_line(["python3", self.agent(), "guard", *cmd], env, cwd)
-        chan = self._session()
+        ``stderr`` are local files its output is copied to (``stderr=STDOUT``: the same file).
+        ``stdin`` a file descriptor (the slave of a local pty, :class:`Process` with
+        ``interactive=True``): ``cmd`` runs on a terminal of the host (agent ``guard-pty``) whose
+        input and output are that pty's."""
+        console = None
+        if isinstance(stdin, int) and stdin >= 0:
+            console = os.dup(stdin)
+            out = err = None
+        else:
+            out = None if stdout in (None, subprocess.DEVNULL) else stdout
+            err = out if stderr == subprocess.STDOUT else \
+                (None if stderr in (None, subprocess.DEVNULL) else stderr)
+        mode = "guard" if console is None else "guard-pty"
+        line = self.command_line(["python3", self.agent(), mode, *cmd], env, cwd)
+        try:
+            chan = self._session()
+        except BaseException:
+            if console is not None:
+                os.close(console)
+            raise
         try:
             chan.exec_command(line)
-            return RemotePopen(self, chan, out, err)
+            return RemotePopen(self, chan, out, err, console=console)
         except BaseException:
             chan.close()
+            if console is not None:
+                with contextlib.suppress(OSError):
+                    os.close(console)
             raise
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,

@@ -87,9 +87,11 @@ class HostCheck:
         return asdict(self)
 
 
-def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk") -> dict[str, Any]:
+def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
+               vnf_binaries: Sequence[Any] = ()) -> dict[str, Any]:
     """What preflight checks on a host of this role: the tester's tgen, the DUT adapter's
-    binaries, the NICs' PCI devices; root and hugepages required."""
+    binaries and those of the topology's VNFs (``vnf_binaries``: Binary objects, e.g. pvp's
+    dpdk-testpmd), the NICs' PCI devices; root and hugepages required."""
     from nfvperf.dut.base import dut_class
     from nfvperf.host.preflight import Binary
     from nfvperf.host.remote_preflight import needs_dict
@@ -104,18 +106,21 @@ def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk") -> dict[str, An
                                 (path,) if path else ()), True))
     if spec.role in ("dut", "vnf"):
         binaries += [(b, True) for b in dut_class(dut).binaries]
+        binaries += [(b, True) for b in vnf_binaries if b not in dut_class(dut).binaries]
     pci = [n.pci for n in spec.nics if n.pci]
     return needs_dict(binaries, pci, required=("root", "hugepages"))
 
 
-def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk") -> list[HostCheck]:
+def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
+                  vnf_binaries: Sequence[Any] = ()) -> list[HostCheck]:
     """The preflight of every host, one row per (host, check); a host that cannot be reached
-    (or presents a wrong key) is one failed ``ssh`` row with the reason."""
+    (or presents a wrong key) is one failed ``ssh`` row with the reason.  ``vnf_binaries``: the
+    programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`)."""
     from nfvperf.host.remote_preflight import local_checks
     rows: list[HostCheck] = []
     for name, hspec in spec.hosts.items():
         host = make_host(name, hspec)
-        needs = role_needs(name, hspec, dut)
+        needs = role_needs(name, hspec, dut, vnf_binaries)
         try:
             if isinstance(host, SshHost):
                 host.connect()

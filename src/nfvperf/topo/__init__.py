@@ -43,7 +43,8 @@ def register(kind: str):
 
     def deco(cls):
         REGISTRY[kind] = cls
-        if getattr(cls, "kind", "abstract") == "abstract":
+        # its own kind, also for a subclass of another registered kind (pvvp of pvp)
+        if "kind" not in vars(cls):
             cls.kind = kind
         return cls
 

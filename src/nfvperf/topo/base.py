@@ -128,10 +128,13 @@ class Topology:
         hosts, and enough cabled links."""
         if not self.testbed_ready:
             raise TopologyError(f"topology kind {self.kind} does not run on a testbed of several "
-                                f"hosts yet (p-ovs-p does); run it without --testbed")
+                                f"hosts yet (p-ovs-p, pvp and pvvp do); run it without --testbed")
         if self.dut_host.remote and not self.dut_class().runs_remote:
             raise TopologyError(f"topology.dut {self.spec.dut} runs on this machine only; on a "
                                 f"testbed's DUT host use a DUT adapter that runs over SSH (runs_remote)")
+        if self.dut_host.remote and not all(v.runs_remote for v in self.vnf_classes_for(self.spec)):
+            raise TopologyError(f"topology.vnf {getattr(self.spec, 'vnf', '?')}: this VNF runs on "
+                                f"this machine only; on a testbed's DUT host use vnf: container")
         if self.port_kind_class().family != "veth":
             raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
                                 f"are the cabled kernel interfaces of the testbed's links "

@@ -112,8 +112,10 @@ class OvsTopology(Topology):
         # testpmd.vnf_queue_size, default 1024, DPDK's own is 256: a VNF on a shared CPU is
         # descheduled for milliseconds, the vring is what OVS queues meanwhile)
         assert self.tracker is not None  # bring_up() creates it before setup()
+        # on a testbed the VNF runs on the DUT host, next to OVS and its sockets
+        where: dict[str, Any] = {"host": self.dut_host} if self.dut_host.remote else {}
         vnf = self.vnf_class(self.spec)(self.run, self.tracker, sockets=socks, server=True,
-                                        name=name, plan=self.plan, spec=self.spec)
+                                        name=name, plan=self.plan, spec=self.spec, **where)
         vnf.start()
         self.vnfs.append(vnf)
         return idx[0], idx[1]

@@ -21,6 +21,8 @@ class Pvp(OvsTopology):
 
     n_vnfs = 1
     base_switching_operations = n_vnfs + 1     # phy -> VNF, VNF -> phy
+    #: on a testbed OVS-DPDK and the container VNFs run on the DUT host (issue 10)
+    testbed_ready = True
 
     def vnf_chain(self, pair: int, dut: Any) -> list[tuple[int, int]]:
         """The VNFs of one port pair, each as (in port index, out port index) on the bridge."""
