@@ -13,16 +13,17 @@ from nfvperf.trial import MeasurerError
 Queues = Union[bool, int, None]
 
 
-def _ethtool(argv: list[str], ns: Optional[str], host: Any, field: str, what: str) -> str:
+def _ethtool(argv: list[str], ns: Optional[str], host: Any, field: str) -> str:
+    """Run ``argv`` (an ethtool command: ``["ethtool", "-K", ifname, ...]``) in ``ns``."""
     try:
-        return str((host or LOCAL).run(["ethtool", *argv], netns=ns, check=True, timeout=20.0).stdout)
+        return str((host or LOCAL).run(argv, netns=ns, check=True, timeout=20.0).stdout)
     except CommandError as e:
-        raise MeasurerError(f"{field}: {what} refused on {ns or '(host)'}/{argv[1]}: {e}") from None
+        raise MeasurerError(f"{field}: {' '.join(argv)} refused on {ns or '(host)'}/{argv[2]}: {e}") from None
 
 
 def read_tso(ifname: str, ns: Optional[str], host: Any = None) -> str:
     """``ethtool -k``'s tcp-segmentation-offload value ("on", "off", "off [fixed]" ...)."""
-    out = _ethtool(["-k", ifname], ns, host, "params.tso", "ethtool -k")
+    out = _ethtool(["ethtool", "-k", ifname], ns, host, "params.tso")
     for line in out.splitlines():
         k, _, v = line.partition(":")
         if k.strip() == "tcp-segmentation-offload":
@@ -32,7 +33,7 @@ def read_tso(ifname: str, ns: Optional[str], host: Any = None) -> str:
 
 def read_channels(ifname: str, ns: Optional[str], host: Any = None) -> dict[str, dict[str, Optional[int]]]:
     """``ethtool -l`` -> {"max": {"rx", "tx", "combined"}, "current": {...}} (None for n/a)."""
-    out = _ethtool(["-l", ifname], ns, host, "params.multiqueue", "ethtool -l")
+    out = _ethtool(["ethtool", "-l", ifname], ns, host, "params.multiqueue")
     res: dict[str, dict[str, Optional[int]]] = {"max": {}, "current": {}}
     part = "max"
     for line in out.splitlines():
@@ -48,8 +49,9 @@ def read_channels(ifname: str, ns: Optional[str], host: Any = None) -> dict[str,
 
 def _set_tso(ifname: str, ns: Optional[str], on: bool, host: Any) -> str:
     # TSO needs scatter-gather and tx checksumming (the DUT topologies turn those off)
-    args = ["tx", "on", "sg", "on", "tso", "on"] if on else ["tso", "off"]
-    _ethtool(["-K", ifname, *args], ns, host, "params.tso", "ethtool -K " + " ".join(args))
+    word = "on" if on else "off"
+    argv = ["ethtool", "-K", ifname] + (["tx", word, "sg", word] if on else []) + ["tso", word]
+    _ethtool(argv, ns, host, "params.tso")
     state = read_tso(ifname, ns, host)
     if state.split()[0] != ("on" if on else "off"):
         raise MeasurerError(f"params.tso: {ns or '(host)'}/{ifname} reports tcp-segmentation-offload "
@@ -70,13 +72,15 @@ def _set_queues(ifname: str, ns: Optional[str], want: Union[bool, int], host: An
     if n > limit:
         raise MeasurerError(f"params.multiqueue: {n} queues asked but {ns or '(host)'}/{ifname} allows "
                             f"at most {limit} (ethtool -l; veth: the CPU count or its numrxqueues)")
-    args = ["combined", str(n)] if combined else ["rx", str(n), "tx", str(n)]
-    _ethtool(["-L", ifname, *args], ns, host, "params.multiqueue", "ethtool -L " + " ".join(args))
+    argv = ["ethtool", "-L", ifname]
+    for k in (("combined",) if combined else ("rx", "tx")):
+        argv += [k, str(n)]
+    _ethtool(argv, ns, host, "params.multiqueue")
     cur = read_channels(ifname, ns, host)["current"]
     got = cur.get("combined") if combined else min(cur.get("rx") or 0, cur.get("tx") or 0)
     if got != n:
         raise MeasurerError(f"params.multiqueue: {ns or '(host)'}/{ifname} reads back {cur} after "
-                            f"ethtool -L {' '.join(args)}")
+                            f"{' '.join(argv)}")
     return {"queues": n, "max_queues": limit, "channels": cur}
 
 

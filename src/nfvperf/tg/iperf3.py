@@ -463,6 +463,7 @@ class Iperf3Measurer(Measurer):
         self.dut_alive_fn: Optional[Any] = None      # callable, raises DutFailure
         # the kernel interfaces of the TCP path that apply_tcp_settings() sets: (netns, ifname)
         self.ifaces: list[tuple[Optional[str], str]] = list(topology._ifaces()) if topology else []
+        self.tso_refusal: Optional[str] = None       # why params.tso true cannot work on this path
 
     # -- construction ---------------------------------------------------------------------
 
@@ -535,6 +536,8 @@ class Iperf3Measurer(Measurer):
         if not self.ifaces:
             raise MeasurerError("params.tso/params.multiqueue: this iperf3 measurer does not know "
                                 "the interfaces of its path (no topology)")
+        if tso and self.tso_refusal:
+            raise MeasurerError(f"params.tso: true: {self.tso_refusal}")
         applied = ifsettings.apply(self.ifaces, tso=tso, multiqueue=multiqueue, host=self.host)
         self.path_info["interface_settings"] = applied
         return applied
