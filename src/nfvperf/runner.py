@@ -443,10 +443,17 @@ def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -
                 note="iperf3 client/server on the generator ends of ports 0/1; the DUT forwards "
                      "between them")
     info["tcp_endpoints"] = path
-    return Iperf3Measurer.in_namespaces(ends["client_ns"], ends["server_ns"], ends["server_ip"],
-                                        path=path, dut_counters=topology.dut_counters,
-                                        dut_alive=topology.dut_alive,
-                                        workdir=topology.run.run_dir)
+    m = Iperf3Measurer.in_namespaces(ends["client_ns"], ends["server_ns"], ends["server_ip"],
+                                     path=path, dut_counters=topology.dut_counters,
+                                     dut_alive=topology.dut_alive, workdir=topology.run.run_dir)
+    if topology.dut_class().polling_cpus > 0:
+        # measured: through OVS-DPDK's af_packet ports, TSO on (with the tx checksum offload it
+        # needs) leaves iperf3 unable to even connect
+        m.tso_refusal = (f"the {dut_name} DUT reads the TCP ends' veth peers with DPDK "
+                         f"{topology.spec.port_kind} ports (one frame per mbuf, no TSO super-frames, "
+                         "no checksum offload: iperf3 cannot connect); use tso: false or unset, or a "
+                         "kernel DUT (linux-bridge, ovs-system)")
+    return m
 
 
 # --------------------------------------------------------------------------- the run

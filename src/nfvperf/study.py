@@ -56,6 +56,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "link_speed": ("traffic.link_speed",),
     "streams": ("params.streams",),
     "processes": ("params.processes",),
+    "tso": ("params.tso",),               # tcp method: ethtool -K tso on|off on the path's interfaces
+    "multiqueue": ("params.multiqueue",),  # tcp method: queues of the path's interfaces (ethtool -L)
 }
 
 
@@ -79,11 +81,7 @@ ALIAS_FUNCS: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 #: aliases of the contract with no field in the schema yet (a clear error instead of "unknown")
-MISSING_ALIASES: dict[str, str] = {
-    "tso": "TSO is an option of the iperf3 measurer (nfvperf.tg.iperf3) but no suite field sets it yet",
-    "multiqueue": "the veth/virtio queue count is an option of the iperf3 measurer and the VM VNF "
-                  "but no suite field sets it yet",
-}
+MISSING_ALIASES: dict[str, str] = {}
 
 
 def alias_names() -> list[str]:

@@ -117,6 +117,16 @@ def test_tcp_streams_tso_multiqueue() -> None:
     # the unit's TSO (from the test's params) counts when the call does not say
     m.configure(unit=SimUnit(tso=False))
     assert m.measure_tcp(streams=4, duration_s=10).extra["throughput_bps"] < 6e9
+    # params.multiqueue as a queue count: 1 is single-queue, N queues bound at N x per queue
+    m.configure(unit=SimUnit(tso=True))
+    m.set_profile(TrafficProfile(link_speed_bps=100e9))
+
+    def queues(mq: object) -> tuple[int, bool]:
+        x = m.model.tcp_bps(m.profile, 12, 1, multiqueue=mq)  # type: ignore[arg-type]
+        return x["queues"], x["multiqueue"]
+    assert queues(1) == (1, False) == queues(False) and queues(2) == (2, True)
+    assert queues(True) == (m.model.p.tcp_mq_queues, True)
+    assert gbps(12, mq=1) == pytest.approx(gbps(12, mq=False), rel=0.03)  # type: ignore[arg-type]
 
 
 def test_explicit_capacity_still_overrides_the_model() -> None:

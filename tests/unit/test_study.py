@@ -146,6 +146,26 @@ def test_tcp_aliases_and_vxlan_alias() -> None:
     assert (vx.topology.kind, vx.traffic.vxlan) == ("vxlan", True)
 
 
+def test_tso_and_multiqueue_axes_set_the_tcp_params() -> None:
+    assert ALIASES["tso"] == ("params.tso",) and ALIASES["multiqueue"] == ("params.multiqueue",)
+    tcp = {"method": "tcp", "name": "t", "study": {"axes": {"tso": [False, True], "multiqueue": [1, 2]}}}
+    s = validate_suite(_suite(tcp, topology={"kind": "pvp", "port_kind": "af_packet"}))
+    assert [(t.name, t.params.tso, t.params.multiqueue) for t in s.tests] == [
+        ("t[tso=false,multiqueue=1]", False, 1), ("t[tso=false,multiqueue=2]", False, 2),
+        ("t[tso=true,multiqueue=1]", True, 1), ("t[tso=true,multiqueue=2]", True, 2)]
+    assert s.tests[0].study["axes"] == {"tso": False, "multiqueue": 1}
+    # the sim model reads them from the unit's params (runner.sim_unit)
+    spec = s.spec.topology
+    assert (runner.sim_unit(spec, s.tests[3].params).tso, runner.sim_unit(spec, s.tests[3].params).multiqueue) \
+        == (True, 2)
+    # bad values and a method without the fields: errors that name the field
+    bad = {"method": "tcp", "name": "b", "study": {"axes": {"multiqueue": [0, 2], "tso": ["maybe"]}}}
+    text = "\n".join(_problems(_suite(bad, topology={"kind": "pvp", "port_kind": "af_packet"})))
+    assert "multiqueue: 0 queues; give 1..4096" in text and "tso" in text, text
+    text = "\n".join(_problems(_suite(_entry({"tso": [True, False]}))))
+    assert "params.tso" in text or "tso: unknown field" in text, text
+
+
 def test_every_alias_of_the_contract_is_mapped_or_named_missing() -> None:
     contract = ("dut kind port_kind pmd_cores ht pmd_mask rxq flows rules mtu frame_size vxlan vnf "
                 "socket_mem streams processes tso multiqueue descriptors link_speed").split()
@@ -156,7 +176,7 @@ def test_every_alias_of_the_contract_is_mapped_or_named_missing() -> None:
 
 def test_study_block_errors_name_the_field() -> None:
     probs = _problems(_suite(
-        _entry({"flowz": [1], "tso": [True], "foo.bar": [1], "flows": [], "rules": [1, 1]}, name="a"),
+        _entry({"flowz": [1], "foo.bar": [1], "flows": [], "rules": [1, 1]}, name="a"),
         _entry({"flows": [1, 2]}, name="b", study_extra={"baseline": {"flows": 5}}),
         _entry({"flows": [1, 2]}, name="c", study_extra={"baseline": {"rxq": 1}}),
         _entry({"flows": [1, 2]}, name="d", study_extra={"only": [{"flows": 1}, {"flows": 3}]}),
@@ -168,7 +188,6 @@ def test_study_block_errors_name_the_field() -> None:
     ))
     text = "\n".join(probs)
     assert "tests[0].study.axes.flowz: unknown axis 'flowz': not an alias (" in text
-    assert "tests[0].study.axes.tso: alias 'tso' has no field in the schema" in text
     assert "tests[0].study.axes.foo.bar: unknown path root 'foo'" in text
     assert "tests[0].study.axes.flows: empty axis" in text
     assert "tests[0].study.axes.rules: value 1 repeats" in text

@@ -3,9 +3,9 @@ a measurer without it raises Unsupported (the iperf3 measurer provides it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from pydantic import Field
+from pydantic import Field, StrictBool, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile, Unsupported
 
@@ -22,6 +22,19 @@ class TcpParams(MethodParams):
     pin_cores: Optional[list[int]] = Field(None, description="CPU cores to pin the iperf3 processes to")
     mss: Optional[int] = Field(None, ge=88, le=9216, description="iperf3 -M")
     repetitions: int = Field(1, ge=1, le=100)
+    tso: Optional[bool] = Field(None, description="TCP segmentation offload on the path's kernel "
+                                "interfaces (ethtool -K tso on|off); None leaves them as they are")
+    multiqueue: Optional[Union[StrictBool, int]] = Field(
+        None, description="queues of the path's kernel interfaces (ethtool -L): N, true = as many "
+        "as the interface allows, false = 1; None leaves them as they are")
+
+    @field_validator("multiqueue")
+    @classmethod
+    def _queues(cls, v: Any) -> Any:
+        if v is not None and not isinstance(v, bool) and not 1 <= v <= 4096:
+            raise ValueError(f"multiqueue: {v} queues; give 1..4096, true (as many as the "
+                             "interface allows), false (1) or leave it unset")
+        return v
 
 
 @dataclass
@@ -33,6 +46,10 @@ class TcpResult(ResultBase):
     processes: int = 1
     duration_s: float = 0.0
     retransmits: list = field(default_factory=list)
+    tso: Optional[bool] = None
+    multiqueue: Union[bool, int, None] = None
+    # what the path's interfaces read back after params.tso/multiqueue were applied ("<ns>/<if>")
+    interface_settings: dict = field(default_factory=dict)
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
@@ -42,7 +59,7 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
         raise Unsupported(f"{measurer.name} cannot run TCP tests (needs the iperf3 measurer)")
     rec, runner = setup(measurer, profile, params, recorder, "tcp")
     out = TcpResult(method="tcp", streams=params.streams, processes=params.processes,
-                    duration_s=params.duration_s)
+                    duration_s=params.duration_s, tso=params.tso, multiqueue=params.multiqueue)
     if params.reverse and params.bidirectional:
         raise ValueError("reverse and bidirectional are exclusive (iperf3)")
     kw: dict[str, Any] = dict(duration_s=params.duration_s, streams=params.streams,
@@ -50,6 +67,11 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
                               bidir=params.bidirectional, mss=params.mss, omit_s=params.omit_s)
     if params.pin_cores:
         kw["pin_cores"] = params.pin_cores
+    apply = getattr(measurer, "apply_tcp_settings", None)
+    if callable(apply):     # real interfaces: ethtool, read back
+        out.interface_settings = apply(tso=params.tso, multiqueue=params.multiqueue)
+    elif params.tso is not None or params.multiqueue is not None:
+        kw.update(tso=params.tso, multiqueue=params.multiqueue)   # the sim models them
 
     def trial() -> Any:
         r = fn(**kw)

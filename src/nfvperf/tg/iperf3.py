@@ -50,6 +50,7 @@ from typing import Any, Optional, Sequence
 from nfvperf.host import netns as N
 from nfvperf.host.proc import LOCAL, CommandError, Process, ProcessError
 from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext, normalize_tag
+from nfvperf.tg import ifsettings
 from nfvperf.trial import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
 
 LAYER = "tcp_payload_goodput"
@@ -460,6 +461,9 @@ class Iperf3Measurer(Measurer):
         self.path_info: dict[str, Any] = {}          # set by in_namespaces()
         self.dut_counters_fn: Optional[Any] = None   # callable -> dict, read around each trial
         self.dut_alive_fn: Optional[Any] = None      # callable, raises DutFailure
+        # the kernel interfaces of the TCP path that apply_tcp_settings() sets: (netns, ifname)
+        self.ifaces: list[tuple[Optional[str], str]] = list(topology._ifaces()) if topology else []
+        self.tso_refusal: Optional[str] = None       # why params.tso true cannot work on this path
 
     # -- construction ---------------------------------------------------------------------
 
@@ -489,6 +493,8 @@ class Iperf3Measurer(Measurer):
         trial; ``dut_alive()`` is checked after each trial (raises DutFailure)."""
         m = cls(server_ns, client_ns, server_ip, **kw)
         m.path_info = dict(path or {})
+        m.ifaces = [(ns, ifc) for ns, ifc in ((client_ns, m.path_info.get("client_if")),
+                                               (server_ns, m.path_info.get("server_if"))) if ifc]
         m.dut_counters_fn = dut_counters
         m.dut_alive_fn = dut_alive
         return m
@@ -518,6 +524,23 @@ class Iperf3Measurer(Measurer):
 
     def measure_tcp_supported(self) -> bool:
         return True
+
+    def apply_tcp_settings(self, tso: Optional[bool] = None,
+                           multiqueue: ifsettings.Queues = None) -> dict[str, dict[str, Any]]:
+        """Set TSO / the queue count on the path's kernel interfaces (:attr:`ifaces`: the
+        client and server ends; on a standalone topology every veth end) with ethtool
+        (:mod:`nfvperf.tg.ifsettings`); what reads back goes into ``path.interface_settings``
+        of every later result and is returned.  None leaves a setting as it is."""
+        if tso is None and multiqueue is None:
+            return {}
+        if not self.ifaces:
+            raise MeasurerError("params.tso/params.multiqueue: this iperf3 measurer does not know "
+                                "the interfaces of its path (no topology)")
+        if tso and self.tso_refusal:
+            raise MeasurerError(f"params.tso: true: {self.tso_refusal}")
+        applied = ifsettings.apply(self.ifaces, tso=tso, multiqueue=multiqueue, host=self.host)
+        self.path_info["interface_settings"] = applied
+        return applied
 
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {"measurer": self.name, "iperf3": self.version, "layer": LAYER,

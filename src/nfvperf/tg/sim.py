@@ -458,7 +458,7 @@ class SimMeasurer(Measurer):
         return self._maybe_invalid(rng, tr)
 
     def measure_tcp(self, streams: int = 1, processes: int = 1, duration_s: float = 60.0,
-                    tso: Optional[bool] = None, multiqueue: Optional[bool] = None,
+                    tso: Optional[bool] = None, multiqueue: Union[bool, int, None] = None,
                     **_: Any) -> TrialResult:
         """A modelled iperf3 run.  With an explicit ``tcp_capacity_bps``: goodput shares it and
         more streams help a bit; otherwise the model's streams/TSO/multi-queue/link/DUT bounds."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from nfvperf.trial import TrafficProfile
 
@@ -143,7 +143,7 @@ class SimUnit:
     rules: int = 0
     smc: Optional[bool] = None
     tso: Optional[bool] = None
-    multiqueue: Optional[bool] = None
+    multiqueue: Union[bool, int, None] = None   # tcp params.multiqueue: N queues, or true/false
     overrides: dict[str, Any] = field(default_factory=dict)   # sim.model of the suite/test
 
     def to_dict(self) -> dict[str, Any]:
@@ -330,16 +330,18 @@ class SimModel:
 
     # --- TCP
     def tcp_bps(self, profile: TrafficProfile, streams: int, processes: int,
-                tso: Optional[bool] = None, multiqueue: Optional[bool] = None,
+                tso: Optional[bool] = None, multiqueue: Union[bool, int, None] = None,
                 mtu: int = 1500) -> dict[str, Any]:
         """iperf3 goodput: streams x per-stream rate, bounded by the rx queues, the host, the
         link's goodput and the DUT's frame rate at MTU-size frames."""
         p, u = self.p, self.unit
         tso = bool(next(v for v in (tso, u.tso, p.tso) if v is not None))
-        mq = bool(next(v for v in (multiqueue, u.multiqueue, p.multiqueue) if v is not None))
+        mqv = next(v for v in (multiqueue, u.multiqueue, p.multiqueue) if v is not None)
+        # a queue count (the tcp method's params.multiqueue: N), or true = the model's tcp_mq_queues
+        queues = max(1, p.tcp_mq_queues) if mqv is True else 1 if mqv is False else max(1, int(mqv))
+        mq = queues > 1
         n = max(1, int(streams)) * max(1, int(processes))
         per_stream = p.tcp_stream_bps_tso if tso else p.tcp_stream_bps_no_tso
-        queues = max(1, p.tcp_mq_queues) if mq else 1
         per_queue = p.tcp_queue_bps_tso if tso else p.tcp_queue_bps_no_tso
         frame = min(mtu + 18, 9018)
         dut_pps = min(self.capacity(profile, frame).total_pps,
@@ -351,7 +353,7 @@ class SimModel:
                   "dut": dut_pps * seg_per_frame * (mtu - 40) * 8}
         bound = min(limits, key=lambda k: limits[k])
         bps = limits[bound]
-        return {"bps": bps, "tso": tso, "multiqueue": mq, "streams_total": n, "bound": bound,
+        return {"bps": bps, "tso": tso, "multiqueue": mq, "queues": queues, "streams_total": n, "bound": bound,
                 "limits_bps": limits}
 
     def describe(self) -> dict[str, Any]:
