@@ -74,3 +74,20 @@ def pg_url():
         subprocess.run(prefix + [pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True,
                        timeout=60)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request, tmp_path):
+    """A results store on SQLite and (a second run of the test) on PostgreSQL, empty."""
+    from nfvperf.store import Store
+    from nfvperf.store.models import Base
+    if request.param == "sqlite":
+        url = "sqlite:///" + str(tmp_path / "r.db")
+    else:
+        url = request.getfixturevalue("pg_url")
+    s = Store(url)
+    if request.param == "postgresql":        # one cluster per session: start each test empty
+        Base.metadata.drop_all(s.engine)
+        Base.metadata.create_all(s.engine)
+    yield s
+    s.close()

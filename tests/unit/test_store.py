@@ -14,19 +14,9 @@ from nfvperf.store.db import CSV_COLUMNS, RunNotFound, run_to_csv_rows, run_to_d
 from nfvperf.trial import LatencySummary, StreamResult, TrialResult
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        url = "sqlite:///" + str(tmp_path / "r.db")
-    else:
-        url = request.getfixturevalue("pg_url")
-    s = Store(url)
-    if request.param == "postgresql":        # one cluster per session: start each test empty
-        from nfvperf.store.models import Base
-        Base.metadata.drop_all(s.engine)
-        Base.metadata.create_all(s.engine)
-    yield s
-    s.close()
+@pytest.fixture
+def store(any_store):
+    return any_store
 
 
 def _trial(load: float, lost: int = 0) -> TrialResult:

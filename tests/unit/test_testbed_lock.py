@@ -17,23 +17,14 @@ from sqlalchemy import update
 
 from nfvperf.store import Store
 from nfvperf.store.lock import (Claim, TestbedLocked, acquire, list_locks, read_holder, staleness)
-from nfvperf.store.models import Base, TestbedLock
+from nfvperf.store.models import TestbedLock
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def lock_store(request, tmp_path):
-    if request.param == "sqlite":
-        url = "sqlite:///" + str(tmp_path / "r.db")
-    else:
-        url = request.getfixturevalue("pg_url")
-    s = Store(url)
-    if request.param == "postgresql":        # one cluster per session: start each test empty
-        Base.metadata.drop_all(s.engine)
-        Base.metadata.create_all(s.engine)
-    yield s
-    s.close()
+@pytest.fixture
+def lock_store(any_store):
+    return any_store
 
 
 def test_testbed_lock_take_and_release(lock_store: Store) -> None:
