@@ -35,6 +35,7 @@ from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.testbed.spec import TestbedSpec
+from nfvperf.topo.base import HostTooSmall
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
 
@@ -55,6 +56,7 @@ class RunOutcome:
     run_dir: Path
     failed_tests: list[str] = field(default_factory=list)
     reason: Optional[str] = None
+    skipped_tests: list[str] = field(default_factory=list)   # their topology did not fit the host
 
     @property
     def exit_code(self) -> int:
@@ -626,7 +628,28 @@ class RunLoop:
             if self.status != "completed":
                 break
             self.harness_ceiling(topo_spec, group)
-            self.run_group(topo_spec, group)
+            try:
+                self.run_group(topo_spec, group)
+            except HostTooSmall as e:
+                self.skip_group(topo_spec, group, str(e))
+
+    def skip_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]], why: str) -> None:
+        """A topology this host is too small for (found before anything started): its units are
+        stored as ``skipped`` with the reason, and the run goes on with the next topology."""
+        self.progress.log(f"topology {topo_spec.kind} skipped, this host is too small: {why}")
+        info = self.env["topologies"][-1] if self.env["topologies"] else {}
+        info["skipped"] = why
+        for test, size in group:
+            label = unit_label(test, size)
+            with self.interrupts.critical():
+                row = self.store.start_test(self.run.id, name=test.name, method=test.method,
+                                            frame_size_b=size, params=test.params_dict(size),
+                                            traffic=self.suite.traffic_profile(test, size),
+                                            topology={"kind": topo_spec.kind}, study=test.study)
+                self.store.finish_test(row.id, "skipped", f"host too small: {why}")
+            self.outcome.skipped_tests.append(label)
+            self.progress.unit(label)
+            self.progress.unit_done()
 
     # ------------------------------------------------------------------ harness ceiling
     def harness_ceiling(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
@@ -801,6 +824,11 @@ class RunLoop:
             self.status = "failed"
             self.reason = (f"{len(failed)} of {n_units} test unit(s) failed: "
                            + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
+        skipped = self.outcome.skipped_tests
+        if self.status == "completed" and skipped:
+            self.reason = (f"{len(skipped)} of {n_units} test unit(s) skipped, this host is too small for "
+                           f"their topology (see the tests' reasons): " + ", ".join(skipped[:3])
+                           + (" ..." if len(skipped) > 3 else ""))
         self.store.update_run(self.run.id, environment=self.env)
         headline = None
         with contextlib.suppress(Exception):

@@ -263,3 +263,38 @@ def test_kill_9_keeps_trials_and_history_says_killed(tmp_path) -> None:
     assert con.execute("select count(*) from tests where status='running'").fetchone()[0] == 0
     rep = nfv("report", "latest", "--db", str(db)).stdout
     assert "the run was killed or crashed" in rep
+
+
+def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) -> None:
+    """A topology whose cores the host cannot give (HostTooSmall, found before anything starts)
+    has its units stored as skipped with the reason; the other topologies still run."""
+    import contextlib
+
+    from nfvperf.config import validate_suite
+    from nfvperf.runner import execute, make_sim_measurer
+    from nfvperf.store import Store
+    from nfvperf.topo.base import HostTooSmall
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        if spec is not None and getattr(spec.ovs, "pmd_cores", None) == 4:
+            raise HostTooSmall("topology.ovs.pmd_cores: 4 wanted, but this host has 2 physical core(s)")
+        with make_sim_measurer(suite, spec) as m:
+            yield m
+
+    suite = validate_suite({"name": "fit", "profile": "quick", "traffic": {"frame_sizes": [64]},
+                            "sim": {"capacity_pps": 1e6},
+                            "tests": [{"method": "throughput", "name": "cores",
+                                       "study": {"axes": {"pmd_cores": [4, 1]}}}]})
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    out = execute(suite, store=store, tg="sim", out_dir=tmp_path, show_progress=False, log=lambda s: None,
+                  measurer_factory=factory)
+    assert out.status == "completed" and out.skipped_tests == ["cores[pmd_cores=4] 64 B"]
+    run = store.load_run(out.run_id)
+    assert "1 of 2 test unit(s) skipped, this host is too small" in run.reason
+    by_name = {t.name: t for t in run.tests}
+    big, small = by_name["cores[pmd_cores=4]"], by_name["cores[pmd_cores=1]"]
+    assert big.status == "skipped" and "pmd_cores: 4 wanted" in big.reason and not big.results
+    assert big.study["axes"] == {"pmd_cores": 4}
+    assert small.status == "passed" and small.results
+    assert run.environment["topologies"][0]["skipped"].startswith("topology.ovs.pmd_cores")

@@ -48,6 +48,17 @@ class TopologyError(RuntimeError):
     pass
 
 
+class HostTooSmall(TopologyError):
+    """The topology asks for more than this host has (cores, NUMA sockets, CPUs in a mask);
+    found before anything starts.  The runner skips the topology's units, naming why, and goes on
+    with the next topology (a seed suite written for a 2-socket server still runs its other
+    units on a laptop)."""
+
+
+#: preflight checks whose failure means "this host is too small" rather than "this host is broken"
+HOST_CAPACITY_CHECKS = ("ovs.socket_mem", "ovs.pmd_cpu_mask")
+
+
 class Topology:
     """Base class; see the module doc.  Subclasses set ``kind`` and implement ``setup()``."""
 
@@ -260,6 +271,9 @@ class Topology:
         cpus = sorted({c for cs in (self.plan.roles.values() if self.plan else []) for c in cs})
         results = run_checks(self.spec, required=required, cpus=cpus)
         self.preflight_results = [r.to_dict() for r in results]
+        failed = [r for r in results if r.required and r.status == "fail"]
+        if failed and all(r.name in HOST_CAPACITY_CHECKS for r in failed):
+            raise HostTooSmall("; ".join(r.detail + (f" (fix: {r.fix})" if r.fix else "") for r in failed))
         pf.raise_on_failure(results)
 
     def core_requests(self) -> dict[str, CoreRequest]:
@@ -291,7 +305,7 @@ class Topology:
                 res = resolve_cores(req.cores, req.ht, field=req.field, ht_field=req.ht_field,
                                     topo=topo, exclude=taken, numa_node=numa)
             except CoreRequestError as e:
-                raise TopologyError(str(e)) from None
+                raise HostTooSmall(str(e)) from None
             fixed[role] = res
             taken += res.cpus
         plan = plan_pinning(self.cpu_demands(), topo, numa_node=numa, fixed=fixed)
