@@ -14,14 +14,30 @@ Real NICs (``port_kind: pci``, ``pci: [tg0, dut0, tg1, dut1]``): the generator o
 the DUT (testpmd) dut0/dut1 by PCI address; the cables are tg0-dut0 and tg1-dut1.  All must be
 bound to vfio-pci (docs/topologies.md).  linux-bridge cannot use PCI ports.
 
+SR-IOV (seed 002 test cases 7-10, ``vnf: vm`` with ``port_kind: pci``): the DUT's addresses
+(the odd ones) are virtual functions passed through to the VM VNF (``-device vfio-pci``), whose
+testpmd forwards between them; the generator's addresses are the ports cabled to the VFs'
+physical functions.  Preflight refuses it, naming the fix, where the IOMMU, the VFs or their
+vfio-pci binding are missing (nfvperf.vm.sriov).
+
 One switching operation per frame.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from . import register
 from .base import Topology, TopologyError
+
+
+def _vm_vnf_class() -> Any:
+    return importlib.import_module("nfvperf.vm.qemu").VmVnf
+
+
+def vf_addresses(spec: Any) -> list[str]:
+    """The DUT's PCI addresses (the VFs the VM gets) of ``pci: [tg0, vf0, tg1, vf1, ...]``."""
+    return list(getattr(spec, "pci", []) or [])[1::2]
 
 
 @register("p2p")
@@ -31,8 +47,35 @@ class P2P(Topology):
     #: a forwarder on the PHY ports; OVS-DPDK runs in p-ovs-p (PHY-vSwitch-PHY)
     duts = ("testpmd", "linux-bridge")
 
+    @classmethod
+    def sriov(cls, spec: Any) -> bool:
+        """``vnf: vm``: the forwarder runs in a VM on SR-IOV VFs (``port_kind: pci``)."""
+        return getattr(spec, "vnf", "container") == "vm"
+
+    @classmethod
+    def preflight_needs(cls, spec: Any) -> Any:
+        """With ``vnf: vm``: QEMU, the guest's hugepages and the VF checks (IOMMU on, each DUT
+        address a VF bound to vfio-pci)."""
+        needs = super().preflight_needs(spec)
+        if cls.sriov(spec):
+            from nfvperf.host.preflight import Check
+            from nfvperf.vm import sriov
+            needs.merge(_vm_vnf_class().preflight_needs(spec))
+            if spec.port_kind != "pci":
+                needs.checks.append(lambda _req, pk=spec.port_kind: Check(
+                    "sriov:port_kind", "fail", f"topology.vnf: vm on kind p2p passes SR-IOV VFs "
+                    f"through to the VM; port_kind {pk!r} has none", "use port_kind: pci with "
+                    "pci: [tg0, vf0, tg1, vf1], or vnf: vm on kind pvp (vhost-user NICs)",
+                    required=True))
+            else:
+                needs.checks.append(lambda _req: sriov.vf_checks(vf_addresses(spec)))
+        return needs
+
     def setup(self) -> None:
         spec = self.spec
+        if self.sriov(spec):
+            self.setup_sriov_vm()
+            return
         if self.port_kind().dut_netns:       # the DUT ends are interfaces (veth)
             self.dut_netns = self.make_netns("dut")
         ports = self.add_ports_from_spec(dut_netns=self.dut_netns)
@@ -47,3 +90,21 @@ class P2P(Topology):
             dut.add_port(p.dut_portref())
         dut.start()
         dut.program(None)
+
+    def setup_sriov_vm(self) -> None:
+        """testpmd in the VM VNF forwarding between the VFs passed through to it (the DUT's
+        addresses); the generator opens the even addresses."""
+        spec = self.spec
+        if spec.port_kind != "pci":
+            raise TopologyError(f"topology.vnf: vm on kind p2p needs port_kind: pci (SR-IOV VFs), "
+                                f"not {spec.port_kind!r}")
+        ports = self.add_ports_from_spec(dut_netns=None)
+        if len(ports) != 2:
+            raise TopologyError(f"the VM VNF forwards between exactly 2 VFs: give pci: [tg0, vf0, "
+                                f"tg1, vf1], got {len(ports)} port pairs")
+        assert self.tracker is not None and self.plan is not None
+        vm = _vm_vnf_class()(self.run, self.tracker, vf_pci=[p.dut_pci for p in ports],
+                             name="dut", cpus=self.plan.cpus("dut"), plan=self.plan, spec=spec,
+                             eth_peers=[p.tg_mac for p in ports])
+        self.dut = vm
+        vm.start(wait=True)

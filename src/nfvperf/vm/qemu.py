@@ -50,6 +50,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.dut.testpmd import parse_banner, parse_port_stats, testpmd_core_request  # noqa: E501 (the guest runs testpmd too)
 
 from . import image as vm_image
+from . import sriov
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ class VmVnf(DutAdapter):
                  image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
                  accel: str = "auto", boot_timeout_s: Optional[float] = None,
                  hugepage_dir: str = "/dev/hugepages", connect_timeout_s: float = 15.0,
-                 **options: Any):
+                 vf_pci: Sequence[str] = (), **options: Any):
         spec = options.get("spec")
         tp = getattr(spec, "testpmd", None)
         super().__init__(run, tracker, cpus, **options)
@@ -290,8 +291,17 @@ class VmVnf(DutAdapter):
         for i, s in enumerate(sockets):
             self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s),
                                   mac=self._mac(i)))
+        # SR-IOV VFs passed through (vfio-pci): guest NICs after the vhost-user ones
+        self.vf_pci = [sriov.full_address(a) for a in vf_pci]
+        for i, a in enumerate(self.vf_pci):
+            self.add_port(PortRef(f"{name}-vf{i}", kind="pci", pci=a))
 
     # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def vhost_ports(self) -> list[PortRef]:
+        """The NICs on vhost-user sockets (not the passed-through VFs)."""
+        return [p for p in self.ports if p.kind == "vhost-user"]
+
     def _mac(self, i: int) -> str:
         h = hashlib.sha1(f"{self.run.tag}/{self.vnf_name}".encode()).digest()
         return "52:54:00:%02x:%02x:%02x" % (h[0], h[1], i)
@@ -328,7 +338,7 @@ class VmVnf(DutAdapter):
                          f"logfile={self.testpmd_log}",
              "-serial", "chardev:ctl",
              "-qmp", f"unix:{self.qmp_sock},server=on,wait=off"]
-        for i, p in enumerate(self.ports):
+        for i, p in enumerate(self.vhost_ports):
             chardev = f"socket,id=vhu{i},path={p.socket}"
             chardev += ",server=on,wait=off" if self.server else ",reconnect=1"
             netdev = f"type=vhost-user,id=net{i},chardev=vhu{i},vhostforce=on"
@@ -338,7 +348,7 @@ class VmVnf(DutAdapter):
                 netdev += f",queues={self.queues}"
                 dev += f",mq=on,vectors={2 * self.queues + 2}"
             a += ["-chardev", chardev, "-netdev", netdev, "-device", dev]
-        return a
+        return a + sriov.vfio_device_args(self.vf_pci)
 
     # -- life cycle ------------------------------------------------------------------------------
     def _attach_port(self, port: PortRef) -> None:
@@ -357,8 +367,13 @@ class VmVnf(DutAdapter):
                              f"got {len(self.ports)}")
         if shutil.which(QEMU) is None:
             raise DutFailure(f"{QEMU} not found: apt-get install qemu-system-x86")
+        if self.vf_pci:
+            failed = [c for c in sriov.vf_checks(self.vf_pci) if c.status == "fail"]
+            if failed:
+                raise DutFailure(f"{self.vnf_name}: " + "; ".join(
+                    f"{c.detail} (fix: {c.fix})" for c in failed))
         if not self.server:
-            missing = [str(p.socket) for p in self.ports if not self._socket(p).exists()]
+            missing = [str(p.socket) for p in self.vhost_ports if not self._socket(p).exists()]
             if missing:
                 raise DutFailure(f"{self.vnf_name}: server=False but no vhost-user socket at "
                                  f"{', '.join(missing)}: the backend (OVS dpdkvhostuser, net_vhost "
@@ -373,7 +388,7 @@ class VmVnf(DutAdapter):
             self.image = vm_image.build(self.cache_dir)
         self._check_hugepages()
         self.run.run_dir.mkdir(parents=True, exist_ok=True)
-        paths = [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.ports]
+        paths = [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.vhost_ports]
                                                   if self.server else [])
         for p in paths:
             if len(str(p)) > 107:
@@ -394,13 +409,14 @@ class VmVnf(DutAdapter):
                 os.sched_setaffinity(self.proc.pid, set(self.cpus))
         self.tracker.add("dut", f"vm-{self.vnf_name}", self.stop)
         self.started = True
-        if self.server:
+        if self.server and self.vhost_ports:
             # QEMU creates the first NIC's socket and waits there for the switch.
-            self._wait_for(lambda: self._socket(self.ports[0]).exists(), 30,
-                           f"QEMU did not create {self.ports[0].socket}")
+            first = self.vhost_ports[0]
+            self._wait_for(lambda: self._socket(first).exists(), 30,
+                           f"QEMU did not create {first.socket}")
         if wait is False:
             return
-        if wait is None and self.server and not self.backends_connected(self.connect_timeout_s):
+        if wait is None and self.server and self.vhost_ports and not self.backends_connected(self.connect_timeout_s):
             log.info("%s: vhost-user backends not connected yet; call wait_ready() after the "
                      "switch's ports exist", self.vnf_name)
             return
@@ -577,7 +593,7 @@ class VmVnf(DutAdapter):
                         if self.proc.proc is not None:
                             self.proc.proc.wait(5)
                 self.proc.stop()
-            for p in [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.ports]
+            for p in [self.ctl_sock, self.qmp_sock] + ([self._socket(p) for p in self.vhost_ports]
                                                        if self.server else []):
                 with contextlib.suppress(OSError):
                     p.unlink()
@@ -608,7 +624,8 @@ class VmVnf(DutAdapter):
             "memory_mb": self.hugepage_mb, "guest_hugepages_2m": self.guest_hugepages(),
             "cpu_pin": self.cpu_pin, "vcpu_threads": self._vcpu_threads,
             "queues": self.queues, "forward_mode": self.forward_mode,
-            "vhost_server": self.server, "sockets": [str(p.socket) for p in self.ports],
+            "vhost_server": self.server, "sockets": [str(p.socket) for p in self.vhost_ports],
+            "vf_pci": self.vf_pci,
             "port_macs": self.port_macs if self.port_macs else [p.mac for p in self.ports],
             "boot_s": self.boot_s, "console_log": str(self.console_log),
             "testpmd_log": str(self.testpmd_log),

@@ -1,0 +1,107 @@
+"""SR-IOV VF passthrough to the VM VNF (seed 002 test cases 7-10): QEMU's argv, the VF preflight on
+a fake sysfs tree and on this host, and the p2p topology's needs with ``vnf: vm``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from nfvperf.dut.base import DutFailure
+from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.topo.spec import TopologySpec
+from nfvperf.vm import sriov
+from nfvperf.vm.qemu import VmVnf
+
+VF0, VF1 = "0000:3b:02.0", "0000:3b:02.1"
+
+
+def _vm(tmp_path: Path, **kw) -> VmVnf:
+    run = RunContext("sriov", tmp_path)
+    vm = VmVnf(run, ResourceTracker(run), name="dut", **kw)
+    vm.image = SimpleNamespace(kernel=tmp_path / "vmlinuz", initrd=tmp_path / "initrd")  # type: ignore[assignment]
+    vm.accel = "tcg"
+    return vm
+
+
+def test_argv_passes_each_vf_through(tmp_path: Path) -> None:
+    vm = _vm(tmp_path, vf_pci=["3b:02.0", VF1])
+    a = vm.argv()
+    devs = [a[i + 1] for i, x in enumerate(a) if x == "-device"]
+    assert devs == [f"vfio-pci,host={VF0},id=vf0", f"vfio-pci,host={VF1},id=vf1"]
+    assert "-chardev" in a and not any("vhost-user" in x for x in a)   # no vhost-user NIC
+    assert [p.kind for p in vm.ports] == ["pci", "pci"] and vm.vhost_ports == []
+    assert vm.vf_pci == [VF0, VF1]
+
+
+def test_argv_vhost_only_has_no_vfio(tmp_path: Path) -> None:
+    vm = _vm(tmp_path, sockets=[tmp_path / "s0", tmp_path / "s1"])
+    a = vm.argv()
+    assert not any(x.startswith("vfio-pci") for x in a)
+    assert sum(x.startswith("virtio-net-pci") for x in a) == 2
+
+
+def _fake_sysfs(root: Path, groups: int = 1) -> Path:
+    (root / "kernel" / "iommu_groups").mkdir(parents=True)
+    for g in range(groups):
+        (root / "kernel" / "iommu_groups" / str(g)).mkdir()
+    devs = root / "bus" / "pci" / "devices"
+    drivers = root / "bus" / "pci" / "drivers"
+    for d in ("vfio-pci", "iavf"):
+        (drivers / d).mkdir(parents=True)
+    pf = devs / "0000:3b:00.0"
+    pf.mkdir(parents=True)
+    for addr, drv in ((VF0, "vfio-pci"), (VF1, "iavf")):
+        (devs / addr).mkdir()
+        os.symlink(pf, devs / addr / "physfn")
+        os.symlink(drivers / drv, devs / addr / "driver")
+    return root
+
+
+def test_vf_checks_on_a_fake_sysfs(tmp_path: Path) -> None:
+    sysfs = _fake_sysfs(tmp_path / "sys")
+    c = {x.name: x for x in sriov.vf_checks([VF0, VF1, "0000:3b:00.0", "0000:99:00.0"], sysfs)}
+    assert c["sriov:iommu"].status == "ok"
+    assert c[f"sriov:{VF0}"].status == "ok" and "0000:3b:00.0" in c[f"sriov:{VF0}"].detail
+    bad = c[f"sriov:{VF1}"]
+    assert bad.status == "fail" and bad.required and "bound to iavf" in bad.detail
+    assert "topology.pci" in bad.detail and f"--bind=vfio-pci {VF1}" in bad.fix \
+        and "nfvperf testbed prepare" in bad.fix
+    pf = c["sriov:0000:3b:00.0"]
+    assert pf.status == "fail" and "not an SR-IOV virtual function" in pf.detail
+    gone = c["sriov:0000:99:00.0"]
+    assert gone.status == "fail" and "sriov_numvfs" in gone.fix
+
+
+def test_vf_checks_without_iommu(tmp_path: Path) -> None:
+    sysfs = _fake_sysfs(tmp_path / "sys", groups=0)
+    iommu = sriov.vf_checks([VF0], sysfs)[0]
+    assert iommu.status == "fail" and "intel_iommu=on iommu=pt" in iommu.fix
+    assert sriov.vf_checks([], sysfs)[0].status == "fail"
+
+
+def test_start_refuses_missing_vfs_on_this_host(tmp_path: Path) -> None:
+    """This host has no such VFs: start() fails before QEMU runs, naming the field and the fix."""
+    vm = _vm(tmp_path, vf_pci=["0000:fe:1f.7", "0000:fe:1f.6"])
+    with pytest.raises(DutFailure, match=r"topology\.pci: .*fix: "):
+        vm.start()
+    assert vm.proc is None
+
+
+def test_p2p_vm_needs_vf_checks_and_qemu() -> None:
+    """kind p2p, vnf vm: preflight checks the DUT addresses as VFs (here: none exist) and needs
+    QEMU; with an emulated port kind it says that VFs need port_kind pci."""
+    spec = TopologySpec(kind="p2p", dut="testpmd", vnf="vm", port_kind="pci",
+                        pci=["0000:fe:00.0", "0000:fe:1f.7", "0000:fe:00.1", "0000:fe:1f.6"])
+    needs = spec.preflight_needs()
+    assert "qemu-system-x86_64" in needs.binaries and needs.hugepages_mb >= 1024
+    got = [c for f in needs.checks for c in (lambda r: r if isinstance(r, list) else [r])(f(()))]
+    names = {c.name: c for c in got}
+    assert "sriov:0000:fe:1f.7" in names and "sriov:0000:fe:1f.6" in names
+    assert "sriov:0000:fe:00.0" not in names          # the generator's address is no VF
+    assert names["sriov:0000:fe:1f.7"].status == "fail"
+    emu = TopologySpec(kind="p2p", dut="testpmd", vnf="vm", port_kind="vhost")
+    refused = [c for f in emu.preflight_needs().checks for c in
+               (lambda r: r if isinstance(r, list) else [r])(f(())) if c.name == "sriov:port_kind"]
+    assert refused and refused[0].status == "fail" and "port_kind: pci" in refused[0].fix
