@@ -29,7 +29,12 @@ def test_argv_passes_each_vf_through(tmp_path: Path) -> None:
     vm = _vm(tmp_path, vf_pci=["3b:02.0", VF1])
     a = vm.argv()
     devs = [a[i + 1] for i, x in enumerate(a) if x == "-device"]
-    assert devs == [f"vfio-pci,host={VF0},id=vf0", f"vfio-pci,host={VF1},id=vf1"]
+    # the vIOMMU first (the guest's vfio-pci needs it), then the VFs in order
+    assert devs == ["intel-iommu,intremap=on,caching-mode=on", f"vfio-pci,host={VF0},id=vf0",
+                    f"vfio-pci,host={VF1},id=vf1"]
+    assert a[a.index("-machine") + 1] == "q35" and "intel_iommu=on" in vm.kernel_cmdline()
+    vm.accel = "kvm"
+    assert "q35,accel=kvm,kernel-irqchip=split" in vm.argv()
     assert "-chardev" in a and not any("vhost-user" in x for x in a)   # no vhost-user NIC
     assert [p.kind for p in vm.ports] == ["pci", "pci"] and vm.vhost_ports == []
     assert vm.vf_pci == [VF0, VF1]
@@ -38,7 +43,8 @@ def test_argv_passes_each_vf_through(tmp_path: Path) -> None:
 def test_argv_vhost_only_has_no_vfio(tmp_path: Path) -> None:
     vm = _vm(tmp_path, sockets=[tmp_path / "s0", tmp_path / "s1"])
     a = vm.argv()
-    assert not any(x.startswith("vfio-pci") for x in a)
+    assert not any(x.startswith(("vfio-pci", "intel-iommu")) for x in a)
+    assert a[a.index("-machine") + 1] == "pc" and "intel_iommu" not in vm.kernel_cmdline()
     assert sum(x.startswith("virtio-net-pci") for x in a) == 2
 
 
@@ -105,3 +111,20 @@ def test_p2p_vm_needs_vf_checks_and_qemu() -> None:
     refused = [c for f in emu.preflight_needs().checks for c in
                (lambda r: r if isinstance(r, list) else [r])(f(())) if c.name == "sriov:port_kind"]
     assert refused and refused[0].status == "fail" and "port_kind: pci" in refused[0].fix
+
+
+def test_guest_image_recipe_has_vf_drivers_and_iperf3(tmp_path: Path) -> None:
+    """The guest binds non-virtio Ethernet devices (the VFs) to vfio-pci with the modules and PMDs
+    shipped for it, and carries iperf3; its /init is valid shell."""
+    import subprocess
+
+    from nfvperf.vm import image
+    assert "usr/bin/iperf3" in image.ROOT_FILES and "iperf3" in image.PACKAGES
+    assert "librte_net_iavf.so.23" in image.ROOT_PMDS
+    mods = [Path(m).stem for m in image.KERNEL_MODULES]
+    for m in ("irqbypass", "vfio", "vfio_virqfd", "vfio_iommu_type1", "vfio-pci-core", "vfio-pci"):
+        assert m in mods and f" {m}" in image.INIT_SCRIPT     # shipped and loaded
+    assert "echo vfio-pci > \"$d/driver_override\"" in image.INIT_SCRIPT
+    script = tmp_path / "init"
+    script.write_text(image.INIT_SCRIPT)
+    assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode == 0

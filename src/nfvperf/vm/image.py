@@ -1,9 +1,11 @@
 """Reproducible guest image for the VM VNF: a kernel plus an initramfs, made from Debian packages.
 
-The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd with the shared libraries
-it needs (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the uio and
-uio_pci_generic kernel modules, and an /init script that binds the virtio-net devices to
-uio_pci_generic and starts testpmd in io forwarding with its command line on the second serial port.
+The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd and iperf3 with the shared
+libraries they need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the
+uio/uio_pci_generic and vfio/vfio-pci kernel modules, and an /init script that binds the virtio-net
+devices to uio_pci_generic and any other Ethernet device (an SR-IOV VF passed through, behind the
+guest's vIOMMU: nfvperf.vm.sriov) to vfio-pci, and starts testpmd in io forwarding with its command
+line on the second serial port.
 
 Reproducibility: the package set is fixed here (names), the versions are resolved once through
 apt (or pinned with a lock file, e.g. an earlier manifest), every .deb's sha256 is recorded in
@@ -80,14 +82,24 @@ PACKAGES = [
     "librte-crypto-scheduler23", "librte-mempool-dpaa23", "librte-mempool-ring23",
     "librte-net-bnxt23", "librte-net-bond23", "librte-net-dpaa23", "librte-net-i40e23",
     "librte-net-ice23", "librte-net-ixgbe23", "librte-net-mlx5-23", "librte-net-virtio23",
+    "librte-net-iavf23",
+    # iperf3 for TCP tests between guests (seed 001's VM-to-VM scenario)
+    "iperf3", "libiperf0", "libsctp1", "libssl3",
 ]
 
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
 # Files the guest must have; their ELF closure is added automatically.
-ROOT_FILES = ["usr/bin/dpdk-testpmd"]
-ROOT_PMDS = ["librte_net_virtio.so.23", "librte_mempool_ring.so.23", "librte_bus_pci.so.23"]
-KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_generic.ko"]
+ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3"]
+# virtio for the vhost-user NICs; iavf (Intel 700/800-series VFs) and ixgbe (82599/X5x0 VFs) for
+# SR-IOV VFs passed through to the guest (nfvperf.vm.sriov)
+ROOT_PMDS = ["librte_net_virtio.so.23", "librte_mempool_ring.so.23", "librte_bus_pci.so.23",
+             "librte_net_iavf.so.23", "librte_net_ixgbe.so.23"]
+# uio_pci_generic for virtio; vfio-pci (behind the guest's vIOMMU) for VFs, which have no INTx
+KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_generic.ko",
+                  "kernel/virt/lib/irqbypass.ko", "kernel/drivers/vfio/vfio.ko",
+                  "kernel/drivers/vfio/vfio_virqfd.ko", "kernel/drivers/vfio/vfio_iommu_type1.ko",
+                  "kernel/drivers/vfio/pci/vfio-pci-core.ko", "kernel/drivers/vfio/pci/vfio-pci.ko"]
 BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "sleep", "ls",
                    "stty", "poweroff", "reboot", "grep", "sed", "tr", "cut", "seq", "wc", "dmesg",
                    "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename"]
@@ -96,7 +108,7 @@ BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "s
 EPOCH = 0
 
 INIT_SCRIPT = r"""#!/bin/sh
-# nfvperf guest init: bind the virtio-net NICs to uio_pci_generic, start testpmd.
+# nfvperf guest init: bind the virtio-net NICs to uio_pci_generic (VFs to vfio-pci), start testpmd.
 export PATH=/usr/bin:/usr/sbin
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:@PMD_DIR@
 mount -t proc proc /proc
@@ -106,7 +118,7 @@ mkdir -p /dev/hugepages /var/run /tmp
 mount -t hugetlbfs hugetlbfs /dev/hugepages
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 
-FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""
+FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""; VFIO=""
 for kv in $(cat /proc/cmdline); do
   case "$kv" in
     nfvperf.fwd=*) FWD="${kv#*=}" ;;
@@ -135,6 +147,25 @@ for d in /sys/bus/pci/devices/*; do
     log "nic $a driver=$drv"
     ALLOW="$ALLOW -a $a"
   fi
+done
+# SR-IOV VFs passed through (any other Ethernet-class device): vfio-pci behind the vIOMMU
+for d in /sys/bus/pci/devices/*; do
+  v=$(cat "$d/vendor"); c=$(cat "$d/class")
+  case "$c" in 0x0200*) ;; *) continue ;; esac
+  [ "$v" = "0x1af4" ] && continue
+  if [ -z "$VFIO" ]; then
+    for m in irqbypass vfio vfio_virqfd vfio_iommu_type1 vfio-pci-core vfio-pci; do
+      insmod /lib/modules/$m.ko || log "insmod $m failed"
+    done
+    VFIO=1
+  fi
+  a=$(basename "$d")
+  echo vfio-pci > "$d/driver_override"
+  [ -e "$d/driver" ] && echo "$a" > "$d/driver/unbind"
+  echo "$a" > /sys/bus/pci/drivers_probe
+  drv=$(basename "$(readlink "$d/driver")" 2>/dev/null)
+  log "vf $a vendor=$v driver=$drv"
+  ALLOW="$ALLOW -a $a"
 done
 
 stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null

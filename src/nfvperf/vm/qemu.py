@@ -316,15 +316,23 @@ class VmVnf(DutAdapter):
                 f"hugepages={self.guest_hugepages()}", f"nfvperf.fwd={self.forward_mode}",
                 f"nfvperf.nbcores={nb}", f"nfvperf.queues={self.queues}",
                 f"nfvperf.rxd={self.rxd}", f"nfvperf.txd={self.txd}", f"nfvperf.mbufs={self.mbufs}"]
+        if self.vf_pci:
+            args += ["intel_iommu=on", "iommu=pt"]     # the guest's vfio-pci binds the VFs
         return " ".join(args)
 
     def argv(self) -> list[str]:
         assert self.image is not None
         mem = f"{self.hugepage_mb}M"
+        # VFs: a q35 machine with a vIOMMU, so the guest's vfio-pci can drive them (a VF has no
+        # INTx for uio_pci_generic)
+        board = "q35" if self.vf_pci else "pc"
         if self.accel == "kvm":
-            machine, cpu = ["-machine", "pc,accel=kvm"], ["-cpu", "host"]
+            split = ",kernel-irqchip=split" if self.vf_pci else ""
+            machine, cpu = ["-machine", f"{board},accel=kvm{split}"], ["-cpu", "host"]
         else:
-            machine, cpu = ["-machine", "pc", "-accel", "tcg,thread=multi"], ["-cpu", "max"]
+            machine, cpu = ["-machine", board, "-accel", "tcg,thread=multi"], ["-cpu", "max"]
+        if self.vf_pci:
+            machine += ["-device", "intel-iommu,intremap=on,caching-mode=on"]
         a = [QEMU, "-name", f"nfvperf-{self.run.tag}-{self.vnf_name},debug-threads=on",
              *machine, *cpu, "-smp", str(self.vcpus), "-m", mem,
              "-object", f"memory-backend-file,id=mem,size={mem},mem-path={self.hugepage_dir},"
