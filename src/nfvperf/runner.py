@@ -825,9 +825,13 @@ class RunLoop:
             self.reason = (f"{len(failed)} of {n_units} test unit(s) failed: "
                            + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
         skipped = self.outcome.skipped_tests
-        if self.status == "completed" and skipped:
-            self.reason = (f"{len(skipped)} of {n_units} test unit(s) skipped, this host is too small for "
-                           f"their topology (see the tests' reasons): " + ", ".join(skipped[:3])
+        if self.status == "completed" and skipped and len(skipped) == n_units:
+            self.status = "failed"
+            self.reason = (f"all {n_units} test unit(s) skipped: this host is too small or lacks the hardware "
+                           f"for every topology of the suite (see the tests' reasons)")
+        elif self.status == "completed" and skipped:
+            self.reason = (f"{len(skipped)} of {n_units} test unit(s) skipped, this host is too small or "
+                           f"lacks the hardware for their topology (see the tests' reasons): " + ", ".join(skipped[:3])
                            + (" ..." if len(skipped) > 3 else ""))
         self.store.update_run(self.run.id, environment=self.env)
         headline = None

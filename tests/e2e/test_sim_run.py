@@ -298,3 +298,21 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
     assert big.study["axes"] == {"pmd_cores": 4}
     assert small.status == "passed" and small.results
     assert run.environment["topologies"][0]["skipped"].startswith("topology.ovs.pmd_cores")
+
+    # every topology too big: nothing was measured, so the run is failed, not completed
+    suite = validate_suite({"name": "fit", "profile": "quick", "traffic": {"frame_sizes": [64]},
+                            "tests": [{"method": "throughput", "topology": {"ovs": {"pmd_cores": 4}}}]})
+    out = execute(suite, store=store, tg="sim", out_dir=tmp_path, show_progress=False, log=lambda s: None,
+                  measurer_factory=factory)
+    assert out.status == "failed" and out.exit_code != 0
+    assert "all 1 test unit(s) skipped" in store.load_run(out.run_id).reason
+
+
+def test_which_preflight_failures_mean_the_host_lacks_something() -> None:
+    """Capacity (cores, NUMA sockets, mask CPUs) and missing hardware (VFs, IOMMU, the OVS kernel
+    module) skip a topology; a broken host or a configuration error still fails the run."""
+    from nfvperf.topo.base import host_lacks
+    for name in ("ovs.socket_mem", "ovs.pmd_cpu_mask", "sriov:iommu", "sriov:0000:04:02.0", "kmod:openvswitch"):
+        assert host_lacks(name), name
+    for name in ("root", "hugepages", "binary:dpdk-testpmd", "sriov:port_kind", "sriov:vfs", "tgen"):
+        assert not host_lacks(name), name

@@ -49,14 +49,21 @@ class TopologyError(RuntimeError):
 
 
 class HostTooSmall(TopologyError):
-    """The topology asks for more than this host has (cores, NUMA sockets, CPUs in a mask);
-    found before anything starts.  The runner skips the topology's units, naming why, and goes on
+    """The topology asks for more than this host has (cores, NUMA sockets, CPUs in a mask) or for
+    hardware it lacks (SR-IOV VFs and an IOMMU, the openvswitch kernel module); found before
+    anything starts.  The runner skips the topology's units, naming why, and goes on
     with the next topology (a seed suite written for a 2-socket server still runs its other
     units on a laptop)."""
 
 
-#: preflight checks whose failure means "this host is too small" rather than "this host is broken"
-HOST_CAPACITY_CHECKS = ("ovs.socket_mem", "ovs.pmd_cpu_mask")
+#: preflight checks whose failure means "this host is too small or lacks the hardware" rather
+#: than "this host is broken": by name, or by prefix (``sriov:<pci>``, ``kmod:openvswitch``)
+HOST_CAPACITY_CHECKS = ("ovs.socket_mem", "ovs.pmd_cpu_mask", "sriov:iommu")
+HOST_HARDWARE_PREFIXES = ("kmod:", "sriov:0")
+
+
+def host_lacks(check_name: str) -> bool:
+    return check_name in HOST_CAPACITY_CHECKS or check_name.startswith(HOST_HARDWARE_PREFIXES)
 
 
 class Topology:
@@ -272,7 +279,7 @@ class Topology:
         results = run_checks(self.spec, required=required, cpus=cpus)
         self.preflight_results = [r.to_dict() for r in results]
         failed = [r for r in results if r.required and r.status == "fail"]
-        if failed and all(r.name in HOST_CAPACITY_CHECKS for r in failed):
+        if failed and all(host_lacks(r.name) for r in failed):
             raise HostTooSmall("; ".join(r.detail + (f" (fix: {r.fix})" if r.fix else "") for r in failed))
         pf.raise_on_failure(results)
 
