@@ -594,7 +594,7 @@ class RunLoop:
         from nfvperf.topo import topology_class
         tspec = self.suite.spec.topology
         vnfs: list[Any] = getattr(topology_class(tspec.kind), "vnf_classes_for", lambda _s: [])(tspec)
-        rows = check_testbed(testbed, dut=tspec.dut,
+        rows = check_testbed(testbed, dut=tspec.dut, port_kind=tspec.port_kind,
                              vnf_binaries=sorted({b for v in vnfs for b in v.binaries},
                                                  key=lambda b: b.name))
         info = self.env.setdefault("testbed_hosts", {})

@@ -296,6 +296,8 @@ class OvsDpdk(DutAdapter):
                  lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
                  vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
         super().__init__(run, tracker, cpus=cpus, **options)
+        #: the topology's port kind (pci: the ports are NICs, so no --no-pci in the EAL options)
+        self.port_kind: Optional[str] = getattr(spec, "port_kind", None)
         if spec is not None and hasattr(spec, "ovs"):     # a TopologySpec: use its ovs section
             spec = spec.ovs
         plan = options.get("plan")
@@ -461,7 +463,10 @@ class OvsDpdk(DutAdapter):
     def other_config(self) -> dict[str, str]:
         """The Open_vSwitch other_config set before ovs-vswitchd starts: DPDK memory per NUMA
         socket, EAL options, the PMD and non-PMD CPU masks, EMC/SMC tuning."""
-        eal = f"--file-prefix={self.file_prefix} --no-pci --single-file-segments"
+        # --no-pci keeps DPDK off this host's NICs, except when the ports are PCI NICs
+        # (port_kind pci: each one is probed by its dpdk-devargs=<pci> when the port is added)
+        pci = self.port_kind == "pci"
+        eal = f"--file-prefix={self.file_prefix}{'' if pci else ' --no-pci'} --single-file-segments"
         cfg = {
             "dpdk-init": "true",
             "dpdk-socket-mem": self.socket_mem,

@@ -20,7 +20,7 @@ import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 SYS_NODE = Path("/sys/devices/system/node")
@@ -86,7 +86,15 @@ class CpuTopology:
     nohz_full: list[int]
 
     @classmethod
-    def read(cls, root: Path = SYS_CPU) -> "CpuTopology":
+    def read(cls, root: Path = SYS_CPU, reader: Optional[Callable[[Path], str]] = None,
+             node_root: Path = SYS_NODE) -> "CpuTopology":
+        """The topology under ``root`` (``/sys/devices/system/cpu``).  ``reader(path) -> text``
+        reads the files of another host (e.g. ``SshHost.read_text``; a file it cannot read is
+        absent): the NUMA node of each CPU then comes from ``node_root/node<N>/cpulist`` (no
+        directory listing needed) and ``allowed`` is every online CPU of that host, never this
+        process's affinity."""
+        if reader is not None:
+            return cls._read_with(Path(root), Path(node_root), reader)
         online = parse_cpulist(_read(root / "online", "0"))
         cpus: dict[int, Cpu] = {}
         for c in online:
@@ -107,6 +115,28 @@ class CpuTopology:
             allowed = list(online)
         return cls(cpus, online, allowed, parse_cpulist(_read(root / "isolated")),
                    parse_cpulist(_read(root / "nohz_full")))
+
+    @classmethod
+    def _read_with(cls, root: Path, node_root: Path, reader: Callable[[Path], str]) -> "CpuTopology":
+        def rd(p: Path, default: str = "") -> str:
+            try:
+                return (reader(p) or "").strip() or default
+            except (OSError, IOError):
+                return default
+
+        online = parse_cpulist(rd(root / "online", "0"))
+        node_of: dict[int, int] = {}
+        for n in parse_cpulist(rd(node_root / "online")):
+            for c in parse_cpulist(rd(node_root / f"node{n}" / "cpulist")):
+                node_of[c] = n
+        cpus: dict[int, Cpu] = {}
+        for c in online:
+            t = root / f"cpu{c}" / "topology"
+            sib = parse_cpulist(rd(t / "thread_siblings_list", str(c))) or [c]
+            cpus[c] = Cpu(c, int(rd(t / "core_id", str(c))), int(rd(t / "physical_package_id", "0")),
+                          node_of.get(c, 0), sib)
+        return cls(cpus, online, list(online), parse_cpulist(rd(root / "isolated")),
+                   parse_cpulist(rd(root / "nohz_full")))
 
     @classmethod
     def from_siblings(cls, siblings: dict[int, Sequence[int]], nodes: Optional[dict[int, int]] = None,

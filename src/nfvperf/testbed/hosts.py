@@ -107,22 +107,65 @@ def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
     if spec.role in ("dut", "vnf"):
         binaries += [(b, True) for b in dut_class(dut).binaries]
         binaries += [(b, True) for b in vnf_binaries if b not in dut_class(dut).binaries]
-    pci = [n.pci for n in spec.nics if n.pci]
-    return needs_dict(binaries, pci, required=("root", "hugepages"))
+    # the NICs' PCI devices are checked by nic_pci_checks (with the testbed's field names)
+    return needs_dict(binaries, [], required=("root", "hugepages"))
+
+
+def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str] = None,
+                   linked: Sequence[str] = ()) -> list[HostCheck]:
+    """One row per NIC of the host with a ``pci:`` address: the device exists on that host and is
+    bound to its DPDK driver (``driver:``, default vfio-pci), read from the host's
+    ``/sys/bus/pci/devices/<pci>/uevent``.  Required (else a warning) for the cabled NICs
+    (``linked``: 'host.nic') of a run that drives PCI NICs (``port_kind: pci``) or, for
+    ``nfvperf testbed check`` (no ``port_kind``), for a NIC without a kernel interface."""
+    rows = []
+    for nic in spec.nics:
+        if not nic.pci:
+            continue
+        field = f"hosts.{name}.nics.{nic.name}.pci"
+        want = nic.driver or "vfio-pci"
+        required = (port_kind == "pci" and f"{name}.{nic.name}" in linked) or \
+            (port_kind is None and not nic.iface)
+        bad = "fail" if required else "warn"
+        dev = f"/sys/bus/pci/devices/{nic.pci}"
+        fix = f"nfvperf testbed prepare <testbed file> --limit {name} (binds the listed NICs to {want})"
+        if not host.exists(dev):
+            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
+                                  f"{field}: no PCI device {nic.pci} on host {name}",
+                                  f"check the address on the host (lspci -D, dpdk-devbind.py "
+                                  f"--status) and correct {field}", required))
+            continue
+        try:
+            uevent = host.read_text(f"{dev}/uevent")
+        except OSError:
+            uevent = ""
+        drv = next((ln.split("=", 1)[1].strip() for ln in uevent.splitlines()
+                    if ln.startswith("DRIVER=")), "")
+        if drv == want:
+            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", True, "ok",
+                                  f"{nic.pci} bound to {drv}", required=required))
+        else:
+            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
+                                  f"{field}: {nic.pci} on host {name} is bound to "
+                                  f"{drv or 'no driver'}, not {want}", fix, required))
+    return rows
 
 
 def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
-                  vnf_binaries: Sequence[Any] = ()) -> list[HostCheck]:
+                  vnf_binaries: Sequence[Any] = (), port_kind: Optional[str] = None,
+                  make: Any = None) -> list[HostCheck]:
     """The preflight of every host, one row per (host, check); a host that cannot be reached
     (or presents a wrong key) is one failed ``ssh`` row with the reason.  ``vnf_binaries``: the
-    programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`)."""
+    programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`);
+    ``port_kind``: the run's, for the NICs' PCI rows (:func:`nic_pci_checks`); ``make``: the
+    host factory (default :func:`make_host`)."""
     from nfvperf.host.remote_preflight import local_checks
     rows: list[HostCheck] = []
     for name, hspec in spec.hosts.items():
-        host = make_host(name, hspec)
+        host = (make or make_host)(name, hspec)
         needs = role_needs(name, hspec, dut, vnf_binaries)
         try:
-            if isinstance(host, SshHost):
+            if getattr(host, "remote", False):
                 host.connect()
                 rows.append(HostCheck(name, hspec.role, "ssh", True, "ok",
                                       f"{hspec.ssh.user}@{hspec.ssh.address}:{hspec.ssh.port}, "  # type: ignore[union-attr]
@@ -130,14 +173,17 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
                 checks = host.preflight(needs)
             else:
                 checks = local_checks(needs)
+            pci_rows = nic_pci_checks(name, hspec, host, port_kind,
+                                      [r for lk in spec.links for r in (lk.tester, lk.dut)])
         except (SshError, OSError) as e:
             rows.append(HostCheck(name, hspec.role, "ssh", False, "fail", str(e), required=True))
             continue
         finally:
-            host.close() if isinstance(host, SshHost) else None
+            host.close() if getattr(host, "remote", False) else None
         for c in checks:
             rows.append(HostCheck(name, hspec.role, c["name"], c["status"] != "fail", c["status"],
                                   c["detail"], c.get("fix", ""), bool(c.get("required"))))
+        rows += pci_rows
     return rows
 
 
@@ -232,11 +278,11 @@ def cleanup_main(argv: Sequence[str]) -> int:
 # ------------------------------------------------------------------------------- a run on it
 def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     """What :func:`nfvperf.topo.build` gets for a run on the testbed: the tester and DUT host
-    objects, the cabled links between them (kernel interfaces), tgen's path on the tester, no
-    local preflight (:func:`check_testbed` checks every host)."""
+    objects, the cabled links between them (kernel interfaces and/or PCI addresses, in link
+    order; the topology's port kind picks which and says what is missing), the hosts' cpu:
+    hints (one CPU plan per host), tgen's path on the tester, no local preflight
+    (:func:`check_testbed` checks every host)."""
     from pathlib import Path
-
-    from .spec import TestbedError
     tname, tester = hosts.role("tester")
     dname, dut = hosts.role("dut")
     links = []
@@ -247,15 +293,17 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
             continue
         tnic = next(n for n in spec.hosts[th].nics if n.name == tn)
         dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
-        if not tnic.iface or not dnic.iface:
-            raise TestbedError([f"links.{i}: {lk.tester} -> {lk.dut}: a run across hosts drives "
-                                f"the kernel interfaces of the link (iface: on both nics, "
-                                f"port_kind af_packet or af_xdp); DPDK-bound PCI NICs across "
-                                f"hosts are not supported yet"])
-        links.append({"tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
-                      "dut_iface": dnic.iface, "speed": str(tnic.speed)})
+        links.append({"link": i, "tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
+                      "dut_iface": dnic.iface, "tester_pci": tnic.pci, "dut_pci": dnic.pci,
+                      "tester_numa": tnic.numa, "dut_numa": dnic.numa, "speed": str(tnic.speed)})
+    hints = {}
+    for role, name in (("tester", tname), ("dut", dname)):
+        cpu = spec.hosts[name].cpu
+        numa = next((lk[f"{role}_numa"] for lk in links if lk[f"{role}_numa"] is not None), None)
+        hints[role] = {"host": name, "isolated": cpu.isolated, "housekeeping": cpu.housekeeping,
+                       "numa": numa}
     kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
-                          "preflight": False}
+                          "cpu_hints": hints, "preflight": False}
     tgen = spec.hosts[tname].tgen
     if tgen:
         kw["tgen_binary"] = Path(tgen)

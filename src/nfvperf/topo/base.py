@@ -85,7 +85,8 @@ class Topology:
     def __init__(self, spec: TopologySpec, run: RunContext, *, preflight: bool = True,
                  tgen_binary: Optional[Path] = None, start_tgen: bool = True,
                  tgen_hugepages: bool = True, tg_host: Any = None, dut_host: Any = None,
-                 testbed_links: Optional[Sequence[dict[str, Any]]] = None):
+                 testbed_links: Optional[Sequence[dict[str, Any]]] = None,
+                 cpu_hints: Optional[dict[str, dict[str, Any]]] = None):
         self.spec = spec
         # where the generator and the DUT run (issue 10): this machine, or the tester and DUT
         # hosts of a testbed (nfvperf.host.ssh.SshHost); ``testbed_links`` are the cabled
@@ -93,6 +94,9 @@ class Topology:
         self.tg_host = tg_host if tg_host is not None else LOCAL
         self.dut_host = dut_host if dut_host is not None else LOCAL
         self.testbed_links = list(testbed_links or [])
+        # the testbed's cpu: hints of the tester and DUT hosts ({"tester": {"host": "tester1",
+        # "isolated": "2-11", "housekeeping": "0-1", "numa": 0}, "dut": {...}})
+        self.cpu_hints = dict(cpu_hints or {})
         self.run = run if isinstance(run, RunContext) else RunContext(getattr(run, "tag", None),
                                                                      getattr(run, "run_dir", None))
         self.do_preflight = preflight and bool(getattr(spec, "preflight", True))
@@ -105,6 +109,8 @@ class Topology:
         self.vnfs: list[Any] = []           # objects with alive()/stop()/counters()/environment()
         self.tgen: Any = None               # nfvperf.tg.tgen.TgenProcess
         self.plan: Optional[PinningPlan] = None
+        #: the tester host's plan (tgen) when the generator runs on another host than the DUT
+        self.tg_plan: Optional[PinningPlan] = None
         self.preflight_results: list[dict[str, Any]] = []
         self.dut_netns: Optional[str] = None
         self.tg_netns: Optional[str] = None
@@ -153,15 +159,27 @@ class Topology:
         if self.dut_host.remote and not all(v.runs_remote for v in self.vnf_classes_for(self.spec)):
             raise TopologyError(f"topology.vnf {getattr(self.spec, 'vnf', '?')}: this VNF runs on "
                                 f"this machine only; on a testbed's DUT host use vnf: container")
-        if self.port_kind_class().family != "veth":
+        family = self.port_kind_class().family
+        if family not in ("veth", "pci"):
             raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
-                                f"are the cabled kernel interfaces of the testbed's links "
-                                f"(port_kind af_packet or af_xdp)")
-        need = self.port_kind_class().port_count(self.spec)
+                                f"are the cabled links' kernel interfaces (port_kind af_packet or "
+                                f"af_xdp) or their PCI NICs (port_kind pci)")
+        need = self.spec.ports if family == "pci" else self.port_kind_class().port_count(self.spec)
         if len(self.testbed_links) < need:
             raise TopologyError(f"topology.ports: {need} ports, but the testbed cables only "
                                 f"{len(self.testbed_links)} tester-DUT link(s) (links: in the "
                                 f"testbed file)")
+        what = ("pci", "pci: (the NIC's PCI address)") if family == "pci" else \
+            ("iface", "iface: (the kernel interface)")
+        for lk in self.testbed_links[:need]:
+            for side in ("tester", "dut"):
+                if not lk.get(f"{side}_{what[0]}"):
+                    host, _, nic = str(lk.get(side, "?")).partition(".")
+                    raise TopologyError(
+                        f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "
+                        f"topology.port_kind {self.spec.port_kind} drives the link's "
+                        f"{'PCI NICs' if family == 'pci' else 'kernel interfaces'}, but "
+                        f"hosts.{host}.nics.{nic} has no {what[0]}: give it {what[1]}")
 
     def bring_up(self) -> None:
         self.check_spec()
@@ -302,7 +320,10 @@ class Topology:
 
     def plan_cpus(self, topo: Optional[CpuTopology] = None) -> PinningPlan:
         """The CPU plan: core counts resolved from the host's sibling map first (a count the
-        host cannot give is a TopologyError naming the option), then the other roles' CPUs."""
+        host cannot give is a TopologyError naming the option), then the other roles' CPUs.
+        Generator and DUT on different hosts: one plan per host (:meth:`plan_host_cpus`)."""
+        if topo is None and self.tg_host is not self.dut_host:
+            return self.plan_host_cpus()
         numa = self.port_kind_class().numa_node(self.spec)
         topo = topo or CpuTopology.read()
         fixed: dict[str, ResolvedCores] = {}
@@ -317,6 +338,29 @@ class Topology:
             taken += res.cpus
         plan = plan_pinning(self.cpu_demands(), topo, numa_node=numa, fixed=fixed)
         self.dut_class().adjust_plan(plan, self.spec)
+        return plan
+
+    def plan_host_cpus(self, dut_topo: Optional[CpuTopology] = None,
+                       tg_topo: Optional[CpuTopology] = None) -> PinningPlan:
+        """Testbed (issue 10): the DUT's and VNFs' polling CPUs planned on the DUT host and tgen's
+        on the tester host, each from that host's own sysfs (read through its host object) and
+        the testbed's cpu: hints; sets ``self.tg_plan``, returns the DUT host's plan."""
+        from .host_cpus import HostCpuHints, plan_host, read_host_topology
+        hints = {r: HostCpuHints.from_dict(self.cpu_hints.get(r) or {"host": h.name})
+                 for r, h in (("dut", self.dut_host), ("tester", self.tg_host))}
+        requests = self.core_requests()
+        demands = self.cpu_demands()
+        try:
+            plan = plan_host(dut_topo or read_host_topology(self.dut_host),
+                             {r: n for r, n in demands.items() if r != "tgen"},
+                             {r: q for r, q in requests.items() if r != "tgen"}, hints["dut"],
+                             adjust=lambda p: self.dut_class().adjust_plan(p, self.spec))
+            self.tg_plan = plan_host(tg_topo or read_host_topology(self.tg_host),
+                                     {"tgen": demands.get("tgen", 1)},
+                                     {r: q for r, q in requests.items() if r == "tgen"},
+                                     hints["tester"])
+        except CoreRequestError as e:
+            raise HostTooSmall(str(e)) from None
         return plan
 
     def make_netns(self, role: str) -> str:
@@ -371,8 +415,9 @@ class Topology:
     def tgen_lcores(self) -> str:
         if self.spec.tgen_lcores:
             return self.spec.tgen_lcores
-        assert self.plan is not None
-        return self.plan.dpdk_lcores("tgen")
+        plan = self.tg_plan or self.plan
+        assert plan is not None
+        return plan.dpdk_lcores("tgen")
 
     def tgen_port_specs(self) -> list[Any]:
         out = []
@@ -580,6 +625,13 @@ class Topology:
                 env["cores"] = dict(self.plan.resolved)
             env["cores_shared"] = self.plan.cores_shared
             env["warnings"] = list(self.plan.warnings)
+        if self.tg_plan is not None and self.plan is not None:
+            # one plan per host: the DUT's and VNFs' on the DUT host, tgen's on the tester
+            env["pinning_hosts"] = {"dut": self.plan.to_dict(), "tester": self.tg_plan.to_dict()}
+            env["cores_shared"] = self.plan.cores_shared or self.tg_plan.cores_shared
+            env["warnings"] = list(self.plan.warnings) + list(self.tg_plan.warnings)
+            if self.tg_plan.resolved:
+                env.setdefault("cores", {}).update(self.tg_plan.resolved)
         if self.dut is not None:
             try:
                 env["dut"] = self.dut.environment()

@@ -32,6 +32,19 @@ class Pci(PortKind):
     def port_count(cls, spec: Any) -> int:
         return len(getattr(spec, "pci", []) or []) // 2
 
+    def create_from_testbed(self, topo: Any, n: int, mtu: int) -> list[HostPort]:
+        """The ports of a testbed (issue 10): the PCI NICs of its links, in link order, the
+        tester's NIC for the generator (``-a <pci>``), the DUT's for the switch (a ``dpdk`` port
+        with ``dpdk-devargs=<pci>``); bound to vfio-pci by ``nfvperf testbed prepare``."""
+        links = topo.testbed_links
+        if len(links) < n:
+            from nfvperf.topo.base import TopologyError
+            raise TopologyError(f"topology.ports: {n} ports, but the testbed cables only "
+                                f"{len(links)} tester-DUT link(s)")
+        new = [HostPort(len(topo.ports) + k, "pci", tg_pci=links[k]["tester_pci"],
+                        dut_pci=links[k]["dut_pci"], mtu=mtu) for k in range(n)]
+        return self._append(topo, new)
+
     @classmethod
     def pci_addresses(cls, spec: Any) -> list[str]:
         return list(getattr(spec, "pci", []) or [])
@@ -43,6 +56,8 @@ class Pci(PortKind):
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
+        if getattr(topo, "testbed_links", None):
+            return self.create_from_testbed(topo, int(topo.spec.ports), mtu)
         pci = self.pci_addresses(topo.spec)
         if len(pci) % 2:
             from nfvperf.topo.base import TopologyError
