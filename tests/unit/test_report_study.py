@@ -345,3 +345,21 @@ def test_numeric_variant_names_plot_as_numbers() -> None:
     from nfvperf.report.plots import _axis_value
     assert _axis_value("1000000") == 1_000_000 and _axis_value(" 64") == 64
     assert _axis_value("ht-on") == "ht-on" and _axis_value(8) == 8
+
+
+def test_skipped_topology_is_named_and_left_out_of_the_header(store) -> None:
+    """A unit whose topology the host was too small for: its reason is a report note, and its
+    topology (never built) does not appear in the switching-operations line."""
+    env = {"topologies": [{"kind": "p-ovs-p", "skipped": "topology.ovs.pmd_cores: 4 wanted"},
+                          {"kind": "p-ovs-p", "switching_operations": 1,
+                           "switching_operations_source": "topology"}]}
+    rid = new_run(store, env=env)
+    t = store.start_test(rid, name="cores[pmd_cores=4]", method="throughput", frame_size_b=64, params={},
+                         traffic={}, topology={"kind": "p-ovs-p"}, study={"name": "cores", "axes": {"pmd_cores": 4},
+                                                                         "baseline": True})
+    store.finish_test(t.id, "skipped", "host too small: topology.ovs.pmd_cores: 4 wanted")
+    add_test(store, rid, "cores[pmd_cores=1]", "throughput", 64, 5e5,
+             study={"name": "cores", "axes": {"pmd_cores": 1}, "baseline": False})
+    data = build(store.load_run(rid))
+    assert "cores[pmd_cores=4] 64 B: skipped, host too small: topology.ovs.pmd_cores: 4 wanted" in data.notes
+    assert dict(data.header)["Switching operations"] == "p-ovs-p: 1 per direction (topology)"

@@ -77,7 +77,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
                     f"{prof.get('drain_s')} s, settle {prof.get('settle_s')} s, learning {prof.get('learning_s')} s"),
         ("Switching operations", "; ".join(dict.fromkeys(
             f"{i.get('kind')}: {i.get('switching_operations')} per direction ({i.get('switching_operations_source')})"
-            for i in env.get("topologies") or [])) or f"{sw} per direction"),
+            for i in env.get("topologies") or [] if not i.get("skipped"))) or f"{sw} per direction"),
         ("Harness ceiling", hc.summary(env, run.tg)),
     ]
     from nfvperf.report.facts import run_facts        # what ran: generator, ports, CPU, versions, VM accel
@@ -142,6 +142,8 @@ def result_notes(tests: list[Any]) -> list[str]:
                 for n in d.get("notes") or []:
                     if isinstance(n, str) and n:
                         seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: {n}", None)
+        if t.status == "skipped" and t.reason:      # a topology the host was too small for
+            seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: skipped, {t.reason}", None)
     return list(seen)
 
 
