@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _trials import wait_for_trials
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
            COLUMNS="200")
@@ -156,17 +158,7 @@ def test_ctrl_c_keeps_trials_and_marks_interrupted(tmp_path) -> None:
                           "--out", str(tmp_path / "out")], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        n = 0
-        while time.monotonic() < deadline:
-            time.sleep(0.2)
-            if db.exists():
-                try:
-                    n = sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0]
-                except sqlite3.OperationalError:
-                    n = 0
-                if n >= 4:
-                    break
+        n = wait_for_trials(db, 4)
         assert n >= 4, "the run did not get going"
         p.send_signal(signal.SIGINT)
         time.sleep(0.05)
@@ -233,14 +225,7 @@ def test_kill_9_keeps_trials_and_history_says_killed(tmp_path) -> None:
                           "--out", str(tmp_path / "out")], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
-        deadline, n = time.monotonic() + 60, 0
-        while time.monotonic() < deadline and n < 3:
-            time.sleep(0.2)
-            if db.exists():
-                try:
-                    n = sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0]
-                except sqlite3.OperationalError:
-                    n = 0
+        n = wait_for_trials(db, 3)
         p.kill()
         p.wait(timeout=30)
     finally:

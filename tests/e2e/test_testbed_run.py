@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _trials import wait_for_trials
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
            COLUMNS="220")
@@ -200,14 +202,7 @@ def test_testbed_lock_released_on_ctrl_c(tmp_path) -> None:
                           "--testbed", str(tb), "--out", str(tmp_path / "out"), "--no-progress"], cwd=REPO,
                          env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline, n = time.monotonic() + 60, 0
-        while time.monotonic() < deadline and n < 3:
-            time.sleep(0.2)
-            if db.exists():
-                try:
-                    n = sqlite3.connect(db).execute("select count(*) from trials").fetchone()[0]
-                except sqlite3.OperationalError:
-                    n = 0
+        n = wait_for_trials(db, 3)
         assert n >= 3, "the run did not get going"
         con = sqlite3.connect(db)
         assert con.execute("select testbed from testbed_locks").fetchall() == [("lab-int",)]
