@@ -129,3 +129,42 @@ def test_other_invalid_trials_still_fail_the_test() -> None:
     m.set_profile(PROFILE)
     with pytest.raises(InvalidTrialsError, match="counters not settled"):
         throughput.run(m, PROFILE, _params(), Rec())
+
+
+# ---- fixed-load methods: latency at a Throughput the generator can no longer offer -------------
+
+def _latency(m: Measurer, tput: float, **kw):
+    from nfvperf.methods import latency
+    p = latency.LatencyParams(throughput_pps=tput, fractions=[0.5, 0.9], trial_duration_s=1.0,
+                              repetitions=2, **kw)
+    return latency.run(m, PROFILE, p, Rec())
+
+
+def test_latency_steps_below_what_the_generator_achieved_and_says_so() -> None:
+    # the search found 0.6 × line; a minute later the generator reaches only 0.5 × line
+    m = ShortGenerator(dut_pps=LINE, gen_pps=0.5 * LINE)
+    m.set_profile(PROFILE)
+    res = _latency(m, 0.6 * LINE)
+    half, ninety = res.points
+    assert not half.generator_limited and half.load_pps == pytest.approx(0.3 * LINE)
+    assert ninety.generator_limited
+    assert ninety.requested_load_pps == pytest.approx(0.54 * LINE)
+    assert ninety.load_pps == pytest.approx(0.9 * 0.5 * LINE, rel=1e-5)   # margin × what it achieved
+    assert max(m.loads[-2:]) == pytest.approx(0.45 * LINE, rel=1e-5)   # repetition 2 stays at the cap
+    assert any("generator-limited" in n and "90%" in n for n in res.notes), res.notes
+    from nfvperf.report.tables import _fraction_cell
+    cell = _fraction_cell({"fraction": 0.9, "load_pps": ninety.load_pps, "generator_limited": True},
+                          0.6 * LINE)
+    assert cell == "90 % → 75 % (generator-limited)"
+
+
+def test_latency_fails_as_before_when_calibration_is_off_or_the_measurer_is_not_rate_limited() -> None:
+    m = ShortGenerator(dut_pps=LINE, gen_pps=0.5 * LINE)
+    m.set_profile(PROFILE)
+    with pytest.raises(InvalidTrialsError):
+        _latency(m, 0.6 * LINE, throughput={"calibrate": False})
+    m2 = ShortGenerator(dut_pps=LINE, gen_pps=0.5 * LINE)
+    m2.rate_limited = False
+    m2.set_profile(PROFILE)
+    with pytest.raises(InvalidTrialsError):
+        _latency(m2, 0.6 * LINE)

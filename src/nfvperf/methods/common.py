@@ -8,11 +8,16 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from nfvperf import units
-from nfvperf.search.validity import DEFAULT_RETRIES, TrialRunner
+from nfvperf.search.validity import DEFAULT_RETRIES, InvalidTrialsError, TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+
+#: how many times a method lowers its load below what a rate-limited generator achieved before it
+#: gives up (the throughput search restarts; fixed-load methods re-measure)
+MAX_RECALIBRATIONS = 3
 
 
 class MethodParams(BaseModel):
@@ -122,3 +127,42 @@ def rates(fps: Optional[float], profile: TrafficProfile) -> dict[str, Optional[f
 
 def is_line_rate(pps: float, profile: TrafficProfile, rel_tol: float = 1e-6) -> bool:
     return pps >= profile.max_load_pps * (1 - rel_tol)
+
+
+@dataclasses.dataclass
+class CappedTrial:
+    """What :func:`measure_capped` measured: the trial, the load it ran at, and why that is below
+    the load asked for (``note`` is None when the generator offered the load asked for)."""
+
+    trial: TrialResult
+    load_pps: float
+    note: Optional[str] = None
+
+
+def measure_capped(runner: TrialRunner, duration_s: float, load_pps: float, margin: float,
+                   allowed: bool = True, **context: Any) -> CappedTrial:
+    """A valid constant-load trial at ``load_pps``, or, when a rate-limited generator could not
+    offer that load through every retry, at ``margin`` × what it achieved (lowered up to
+    :data:`MAX_RECALIBRATIONS` times).  The generator's capacity moves with what else runs on its
+    cores: a load it offered in the throughput search may be out of reach a minute later, and a
+    latency or loss measurement at a lower load, said to be lower, tells the user more than a
+    failed test.  Any other invalidity, or ``allowed`` false (the measurer is not rate-limited,
+    or the user turned calibration off), raises :class:`InvalidTrialsError` as before."""
+    limited = allowed and bool(getattr(runner.measurer, "rate_limited", False))
+    load = load_pps
+    for attempt in range(MAX_RECALIBRATIONS + 1):
+        try:
+            tr = runner.measure(duration_s, load, **context)
+        except InvalidTrialsError as e:
+            achieved = e.generator_achieved_pps() if limited else None
+            if achieved is None or attempt == MAX_RECALIBRATIONS:
+                raise
+            load = min(load, achieved) * margin
+            continue
+        note = None
+        if load < load_pps:
+            note = (f"generator-limited: at {load_pps:,.0f} fps per interface the generator sent short "
+                    f"on every attempt; measured at {load:,.0f} fps ({load / load_pps:.0%} of the load "
+                    f"asked for) instead")
+        return CappedTrial(tr, load, note)
+    raise AssertionError("unreachable")      # the loop returns or raises

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 
 from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
-from .common import MethodInfo, ResultBase, setup
+from .common import MethodInfo, ResultBase, measure_capped, setup
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -49,6 +49,8 @@ class LatencyPoint:
     ipdv_ns: dict = field(default_factory=dict)
     lost: int = 0
     loss_ratio_max: float = 0.0
+    requested_load_pps: Optional[float] = None   # set when the generator could not offer the load
+    generator_limited: bool = False               # some repetitions ran below the load asked for
 
 
 @dataclass
@@ -78,13 +80,20 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
     total = len(params.fractions) * params.repetitions
     done = 0
     for frac in params.fractions:
-        load = params.idle_load_pps if frac == 0.0 else tput * frac
+        asked = params.idle_load_pps if frac == 0.0 else tput * frac
+        load = asked
         sums: list[LatencySummary] = []
         lost = 0
         lr_max = 0.0
         for i in range(params.repetitions):
-            tr = runner.measure(params.trial_duration_s, load, phase="latency", fraction=frac,
-                                repetition=i + 1)
+            got = measure_capped(runner, params.trial_duration_s, load, params.throughput.calibration_margin,
+                                 allowed=params.throughput.calibrate, phase="latency", fraction=frac,
+                                 repetition=i + 1)
+            tr = got.trial
+            if got.note:
+                out.notes.append(f"latency at {frac:.0%} of Throughput, repetition {i + 1}: {got.note}; "
+                                 f"the following repetitions ran at that load too")
+                load = got.load_pps
             done += 1
             rec.progress(done / total, f"latency {frac:.0%} of Throughput, repetition {i + 1}")
             lost += tr.lost
@@ -94,6 +103,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
                 out.definition = tr.latency.definition
         pt = LatencyPoint(fraction=frac, load_pps=load, repetitions=params.repetitions, lost=lost,
                           loss_ratio_max=lr_max)
+        if load < asked:
+            pt.requested_load_pps, pt.generator_limited = asked, True
         if sums:
             pt.count = sum(s.count for s in sums)
             pt.min_ns = _mean([s.min_ns for s in sums])

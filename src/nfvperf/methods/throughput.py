@@ -11,7 +11,7 @@ from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S
 from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodParams, RATE, ResultBase, rates, setup
+from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, ResultBase, rates, setup
 
 SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
 PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "loss_tolerant", "rfc2544", "tst009"]
@@ -133,7 +133,6 @@ class ThroughputResult(ResultBase):
         return None
 
 
-MAX_RECALIBRATIONS = 3
 #: a generator cap qualifies a result (a "generator-limited" note) only when the result reaches this
 #: fraction of the cap; below it the DUT lost frames first and the cap is kept as information
 GENERATOR_LIMITED_FRACTION = 0.9

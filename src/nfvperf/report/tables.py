@@ -339,8 +339,7 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
                 definition = definition or str(lat.get("definition") or "")
                 if net:
                     lat = hc.net_of_harness(lat, sl)
-                frac = num(lat.get("fraction"))
-                fr = "—" if frac is None else f"{100 * frac:g} %"
+                fr = _fraction_cell(lat, num(data.get("throughput_pps")))
                 lt.rows.append([fmt_num(t.frame_size_b), fr, fmt_num(num(lat.get("load_pps")), 0),
                                 fmt_num(lat.get("repetitions")), fmt_num(lat.get("count")),
                                 _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))),
@@ -355,6 +354,18 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
         if any(any(c != "—" for c in row[2:]) for row in pt.rows):
             out.append(pt)
     return out
+
+
+def _fraction_cell(lat: dict[str, Any], tput: Optional[float]) -> str:
+    """"90 %", or for a point the generator could not offer "90 % → 78 % (generator-limited)"."""
+    frac = num(lat.get("fraction"))
+    if frac is None:
+        return "—"
+    cell = f"{100 * frac:g} %"
+    load = num(lat.get("load_pps"))
+    if lat.get("generator_limited") and tput and load is not None:
+        cell += f" → {100 * load / tput:.0f} % (generator-limited)"
+    return cell
 
 
 def _pct(pc: dict[str, Any], p: str) -> Any:
