@@ -363,3 +363,31 @@ def test_skipped_topology_is_named_and_left_out_of_the_header(store) -> None:
     data = build(store.load_run(rid))
     assert "cores[pmd_cores=4] 64 B: skipped, host too small: topology.ovs.pmd_cores: 4 wanted" in data.notes
     assert dict(data.header)["Switching operations"] == "p-ovs-p: 1 per direction (topology)"
+
+
+def test_compare_shows_each_runs_harness_ceiling_and_says_which_are_harness_bound(store) -> None:
+    """issue 8: compare puts the stored ceiling beside each rate; a harness-bound change is named."""
+    from rich.console import Console
+
+    from nfvperf.report.compare import compare_many, render
+    runs = []
+    for v, ceil in ((2.0e6, 4.0e6), (3.0e6, 3.1e6)):
+        rid = new_run(store)
+        add_test(store, rid, "t", "throughput", 64, v)
+        add_test(store, rid, "lat", "latency", 64, None, data=latency_data(10_000))
+        run = store.load_run(rid)
+        run.environment = {"harness_ceiling": {"port_kind": None, "per_size": {"64": {"fps": ceil}}}}
+        runs.append(run)
+    cmp = compare_many(runs)
+    rate = next(r for r in cmp.rows if r.test == "t")
+    assert rate.ceilings == [4.0e6, 3.1e6] and rate.bounds == ["DUT-bound", "harness-bound"]
+    assert rate.harness_bound == [2] and "harness-bound in #2" in rate.note
+    lat = next(r for r in cmp.rows if r.test == "lat")
+    assert lat.bounds == ["", ""] and "harness" not in lat.note
+    buf = io.StringIO()
+    render(cmp, Console(file=buf, width=250))
+    out = buf.getvalue()
+    assert "Harness ceiling fps / bound" in out and "4,000,000 DUT / 3,100,000 harness" in out
+    runs[1].environment = {}
+    (row,) = [r for r in compare_many(runs).rows if r.test == "t"]
+    assert row.bounds == ["DUT-bound", "—"] and not row.harness_bound

@@ -22,6 +22,11 @@ N``), their measured spread replaces the fixed default: the threshold is then
 so a DUT that varies by 5 % between repetitions is not flagged for a 3 % change, and a stable
 one is flagged for a 1 % change the default would hide.  Latency rows compare the
 average at the Throughput point and never flag less than 10 %.
+
+Rate rows carry each run's harness ceiling for that frame size and port kind (what tgen through
+testpmd io carried, stored with the run) and the bound label (:mod:`nfvperf.report.ceiling`): a
+change between results that are harness-bound says more about the harness than about the DUT,
+and the verdict says so.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from nfvperf.report.ceiling import DUT_BOUND, HARNESS_BOUND, NO_CEILING, bound_label, ceiling_fps
 from nfvperf.report.configuration import config_key, config_key_without_axes, differences
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
                                     method_metric, num, rates, repeat_of, resolved_tests, walk)
@@ -50,6 +56,8 @@ class Row:
     threshold: float
     flagged: bool
     note: str = ""
+    ceilings: list[Optional[float]] = field(default_factory=list)   # harness ceiling fps of A, B
+    bounds: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -199,6 +207,13 @@ class MultiRow:
     thresholds: list[float]
     flagged: list[bool]
     note: str = ""
+    ceilings: list[Optional[float]] = field(default_factory=list)   # harness ceiling fps per run
+    bounds: list[str] = field(default_factory=list)                 # DUT-bound / harness-bound / —
+
+    @property
+    def harness_bound(self) -> list[int]:
+        """1-based numbers of the runs whose value is harness-bound."""
+        return [i + 1 for i, b in enumerate(self.bounds) if b == HARNESS_BOUND]
 
     @property
     def changed(self) -> bool:
@@ -230,6 +245,16 @@ def _in_unit(test: Any, metric: str, v: Optional[float], unit: str) -> tuple[str
         return metric, v
     label, key = RATE_UNITS[unit]
     return label, rates(v, getattr(test, "traffic", None) or {})[key]
+
+
+def _ceiling(run: Any, test: Any, metric: str, fps: Optional[float]) -> tuple[Optional[float], str]:
+    """(harness ceiling fps, bound label) of a rate result of ``run``; (None, "") for other rows."""
+    if test is None or metric != "fps per interface":
+        return None, ""
+    env = getattr(run, "environment", None) or {}
+    pkind = (getattr(test, "topology", None) or {}).get("port_kind") or None
+    ceil = ceiling_fps(env, test.frame_size_b, pkind) if isinstance(env, dict) else None
+    return ceil, bound_label(fps, ceil)
 
 
 def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> MultiComparison:
@@ -264,8 +289,15 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
                 note = (note + "; " if note else "") + f"noise = {source}"
         if va is None or any(v is None for v in values):
             note = (note + "; " if note else "") + "missing value"
-        cmp.rows.append(MultiRow(test=first.name, frame_size_b=first.frame_size_b, metric=metric, values=values,
-                                 ratios=ratios, thresholds=thresholds, flagged=flagged, note=note))
+        cb = [_ceiling(run, t, m[0], m[1]) for run, t, m in zip(runs, tests, measured)]
+        row = MultiRow(test=first.name, frame_size_b=first.frame_size_b, metric=metric, values=values,
+                       ratios=ratios, thresholds=thresholds, flagged=flagged, note=note,
+                       ceilings=[c for c, _ in cb], bounds=[b for _, b in cb])
+        if row.harness_bound:
+            row.note = (row.note + "; " if row.note else "") + (
+                "harness-bound in " + ", ".join(f"#{i}" for i in row.harness_bound) +
+                ": above 90 % of the harness ceiling, a change there is the harness's as much as the DUT's")
+        cmp.rows.append(row)
     return cmp
 
 
@@ -277,7 +309,8 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
         va, vb = r.values
         delta = (r.ratios[1] - 1.0) if r.ratios[1] is not None else None
         cmp.rows.append(Row(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, a=va, b=vb, delta=delta,
-                            threshold=r.thresholds[1], flagged=r.flagged[1], note=r.note))
+                            threshold=r.thresholds[1], flagged=r.flagged[1], note=r.note,
+                            ceilings=r.ceilings, bounds=r.bounds))
     for label, lacking in many.missing:
         (cmp.only_a if 2 in lacking else cmp.only_b).append(label)
     return cmp
@@ -309,7 +342,10 @@ def render(cmp: Any, console: Any) -> None:
               caption_justify="left")
     cols = ["Test", "Frame B", "Metric"] + [f"#{i + 1}" for i in range(len(runs))]
     cols += [f"#{i + 1} ×" for i in range(1, len(runs))]
-    cols += ["Δ %" if len(runs) == 2 else "Δ % (#2…)", "Noise ±%", "Verdict"]
+    cols += ["Δ %" if len(runs) == 2 else "Δ % (#2…)", "Noise ±%"]
+    show_bound = any(b not in ("", NO_CEILING) for r in cmp.rows for b in r.bounds)
+    cols += ["Harness ceiling fps / bound"] if show_bound else []
+    cols += ["Verdict"]
     for c in cols:
         t.add_column(c, justify="left" if c in ("Test", "Metric", "Verdict") else "right")
     for r in cmp.rows:
@@ -321,9 +357,10 @@ def render(cmp: Any, console: Any) -> None:
             verdict = "same" if all(x is not None for x in r.ratios) else ""
         if r.note:
             verdict = f"{verdict} ({r.note})" if verdict else r.note
+        bound = [_bound_cell(r)] if show_bound else []
         t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, *[_f(v) for v in r.values],
                   *[ratio_text(x) for x in r.ratios[1:]], " / ".join(deltas),
-                  " / ".join(f"{100 * x:.2f}" for x in r.thresholds[1:]), escape(verdict))
+                  " / ".join(f"{100 * x:.2f}" for x in r.thresholds[1:]), *bound, escape(verdict))
     console.print(t)
     for label, lacking in cmp.missing:
         present = [f"#{i + 1}" for i in range(len(runs)) if i + 1 not in lacking]
@@ -338,12 +375,24 @@ def render(cmp: Any, console: Any) -> None:
                               markup=False)
 
 
+_SHORT = {DUT_BOUND: "DUT", HARNESS_BOUND: "harness"}
+
+
+def _bound_cell(r: MultiRow) -> str:
+    """"2,950,000 DUT / 3,010,000 harness" (one entry per run), "" for rows without a rate."""
+    if not any(r.bounds):
+        return ""
+    return " / ".join("—" if c is None else f"{_f(c)} {_SHORT.get(b, '')}".strip()
+                      for c, b in zip(r.ceilings, r.bounds))
+
+
 def compare_view(cmp: Comparison) -> MultiComparison:
     """A two-run :class:`Comparison` as a :class:`MultiComparison` (for :func:`render`)."""
     out = MultiComparison(runs=[cmp.a, cmp.b])
     for r in cmp.rows:
         out.rows.append(MultiRow(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, values=[r.a, r.b],
                                  ratios=[1.0 if r.a else None, None if r.delta is None else 1.0 + r.delta],
-                                 thresholds=[0.0, r.threshold], flagged=[False, r.flagged], note=r.note))
+                                 thresholds=[0.0, r.threshold], flagged=[False, r.flagged], note=r.note,
+                                 ceilings=r.ceilings, bounds=r.bounds))
     out.missing = [(lab, [2]) for lab in cmp.only_a] + [(lab, [1]) for lab in cmp.only_b]
     return out
