@@ -168,3 +168,20 @@ def test_latency_fails_as_before_when_calibration_is_off_or_the_measurer_is_not_
     m2.set_profile(PROFILE)
     with pytest.raises(InvalidTrialsError):
         _latency(m2, 0.6 * LINE)
+
+
+def test_frame_loss_rate_measures_the_first_step_at_the_generators_cap_and_skips_the_rest_above() -> None:
+    from nfvperf.methods import frame_loss_rate as flr
+    m = ShortGenerator(dut_pps=0.2 * LINE, gen_pps=0.65 * LINE)
+    m.set_profile(PROFILE)
+    res = flr.run(m, PROFILE, flr.FrameLossRateParams(trial_duration_s=1.0), Rec())
+    first = res.points[0]
+    assert first["pct"] == 100 and first["generator_limited"]
+    assert first["load_pps"] == pytest.approx(0.9 * 0.65 * LINE, rel=1e-5)
+    assert [p["pct"] for p in res.points[1:]] == [50, 40, 30, 20, 10]    # 90…60 % skipped
+    assert not any(p.get("generator_limited") for p in res.points[1:])
+    assert res.points[-1]["loss_pct"] == 0 and res.points[-2]["loss_pct"] == 0
+    assert res.points[2]["loss_pct"] > 0                                  # 40 % > the DUT's 20 %
+    assert any("90 %, 80 %, 70 %, 60 % of line rate" in n for n in res.notes), res.notes
+    with pytest.raises(InvalidTrialsError):
+        flr.run(m, PROFILE, flr.FrameLossRateParams(trial_duration_s=1.0, calibrate=False), Rec())

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodParams, ResultBase, setup
+from .common import MethodInfo, MethodParams, ResultBase, measure_capped, setup
 
 
 class FrameLossRateParams(MethodParams):
@@ -17,6 +17,10 @@ class FrameLossRateParams(MethodParams):
     step_pct: float = Field(10.0, description="step down, % of line rate (RFC 2544 §26.3: ≤10)")
     trial_duration_s: float = Field(60.0, gt=0.0)
     zero_loss_stop: int = Field(2, ge=1, le=10, description="stop after this many successive zero-loss trials")
+    calibrate: bool = Field(True, description="with a generator that can fall short of the intended load "
+                            "(tgen): measure a step it cannot offer at calibration_margin × what it achieved, "
+                            "and skip the steps above that (else the test fails)")
+    calibration_margin: float = Field(0.9, gt=0.0, le=1.0)
 
     @field_validator("step_pct")
     @classmethod
@@ -37,6 +41,7 @@ class FrameLossRateResult(ResultBase):
     trials: int = 0
     stopped: str = ""
     line_rate_pps: float = 0.0
+    notes: list = field(default_factory=list)
 
 
 def loss_pct(sent: int, received: int) -> float:
@@ -52,6 +57,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
                               line_rate_pps=line)
     zeros = 0
     i = 0
+    cap: float | None = None          # the most the generator offered, once it fell short
+    skipped: list[float] = []
     n_max = int(params.start_pct / params.step_pct) + 1
     while True:
         pct = round(params.start_pct - i * params.step_pct, 9)
@@ -59,11 +66,23 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
             out.stopped = "reached 0 % load"
             break
         load = line * pct / 100.0
-        tr = runner.measure(params.trial_duration_s, load, phase="frame_loss_rate", pct=pct)
+        if cap is not None and load > cap:
+            skipped.append(pct)
+            i += 1
+            continue
+        got = measure_capped(runner, params.trial_duration_s, load, params.calibration_margin,
+                             allowed=params.calibrate, phase="frame_loss_rate", pct=pct)
+        tr, point_load = got.trial, got.load_pps
         sent, received = tr.expected or tr.sent, tr.received
         lp = loss_pct(sent, received)
-        out.points.append({"pct": pct, "load_pps": load, "sent": sent, "received": received,
-                           "loss_pct": lp})
+        point = {"pct": pct, "load_pps": point_load, "sent": sent, "received": received, "loss_pct": lp}
+        if got.note:
+            cap = point_load
+            point.update(generator_limited=True, requested_load_pps=load,
+                         offered_pct=100.0 * point_load / line)
+            out.notes.append(f"frame loss at {pct:g} % of line rate: {got.note}; steps above "
+                             f"{100.0 * point_load / line:.1f} % are skipped")
+        out.points.append(point)
         out.trials += 1
         rec.progress(min(1.0, (i + 1) / n_max), f"frame loss at {pct:g} %: {lp:.4f} %")
         zeros = zeros + 1 if received >= sent else 0
@@ -71,6 +90,9 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
             out.stopped = f"{zeros} successive zero-loss trials"
             break
         i += 1
+    if skipped:
+        out.notes.append(f"not measured (above what the generator could offer): "
+                         f"{', '.join(f'{p:g} %' for p in skipped)} of line rate")
     return out
 
 
