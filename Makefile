@@ -23,7 +23,7 @@ test-c: tgen
 	meson test -C $(TGEN_BUILD) --print-errorlogs
 
 test-py:
-	$(PY) -m pytest -q -rs $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS) tests
 
 # Sets up everything and runs a real benchmark on the embedded default topology.
 demo: deps build
