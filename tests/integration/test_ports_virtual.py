@@ -48,7 +48,7 @@ def _check_generator_ends(topo, port_kind: str) -> list:
 
 
 CASES = [("p2p", "vhost"), ("p2p", "memif"), ("p-ovs-p", "vhost"), ("p-ovs-p", "memif"),
-         ("pvp", "vhost"), ("pvvp", "vhost")]
+         ("pvp", "vhost"), ("pvp", "memif"), ("pvvp", "vhost")]
 
 
 @pytest.mark.parametrize("kind,port_kind", CASES)
@@ -85,9 +85,10 @@ def test_counts_match_on_virtual_ports(run_ctx, kind, port_kind) -> None:
     assert not socks[0].parent.exists() or socks[0].parent == Path("/tmp")
 
 
-def test_vxlan_on_vhost(run_ctx) -> None:
-    with build(_spec("vxlan", "vhost"), run_ctx) as topo:
-        socks = _check_generator_ends(topo, "vhost")
+@pytest.mark.parametrize("port_kind", ["vhost", "memif"])
+def test_vxlan_on_virtual_ports(run_ctx, port_kind) -> None:
+    with build(_spec("vxlan", port_kind), run_ctx) as topo:
+        socks = _check_generator_ends(topo, port_kind)
         m = topo.measurer()
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=1, bidirectional=False,
                                      vxlan=True, drain_s=0.3, learning=False))
