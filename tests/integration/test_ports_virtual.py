@@ -107,10 +107,18 @@ def test_vxlan_on_virtual_ports(run_ctx, port_kind) -> None:
     assert not any(s.exists() for s in socks)
 
 
-@pytest.mark.parametrize("kind", ["p-ovs-p", "pvp"])
-def test_jumbo_frames_on_vhost(run_ctx, kind) -> None:
-    """9000 B frames (MTU 9000) tgen -> OVS (-> VNF -> OVS) -> tgen, zero loss, counted by OVS."""
-    with build(_spec(kind, "vhost", mtu=9000), run_ctx) as topo:
+@pytest.mark.parametrize("kind,vnf", [("p-ovs-p", "container"), ("pvp", "container"), ("pvp", "vm")])
+def test_jumbo_frames_on_vhost(run_ctx, kind, vnf) -> None:
+    """9000 B frames (MTU 9000) tgen -> OVS (-> VNF -> OVS) -> tgen, zero loss, counted by OVS;
+    the VNF a testpmd container or testpmd in a QEMU guest (host_mtu, --max-pkt-len/--mbuf-size
+    on the guest's kernel command line)."""
+    if vnf == "vm" and not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 not installed")
+    with build(_spec(kind, "vhost", mtu=9000, vnf=vnf), run_ctx) as topo:
+        if vnf == "vm":
+            (vm,) = topo.vnfs
+            assert "host_mtu=9000" in " ".join(vm.argv())
+            assert "nfvperf.maxpkt=9018 nfvperf.mbufsize=9216" in vm.kernel_cmdline()
         for name in ("phy0", "phy1") + (("vnf0-vhu0", "vnf0-vhu1") if kind == "pvp" else ()):
             assert topo.dut.vsctl("get", "Interface", name, "mtu", wait=False).strip() == "9000"
         m = topo.measurer()

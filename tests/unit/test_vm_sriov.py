@@ -128,3 +128,18 @@ def test_guest_image_recipe_has_vf_drivers_and_iperf3(tmp_path: Path) -> None:
     script = tmp_path / "init"
     script.write_text(image.INIT_SCRIPT)
     assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("mtu,want", [(1500, None), (9000, (9018, 9216)), (9216, (9234, 9728))])
+def test_the_guest_follows_the_topology_mtu(tmp_path: Path, mtu: int, want) -> None:
+    """Jumbo frames through the VM VNF: host_mtu on each virtio-net NIC, and the guest's testpmd
+    sized for one-segment frames of that MTU (from the spec, as the container VNF)."""
+    vm = _vm(tmp_path, sockets=[tmp_path / "s0", tmp_path / "s1"],
+             spec=TopologySpec(kind="pvp", port_kind="vhost", mtu=mtu))
+    nics = [x for x in vm.argv() if x.startswith("virtio-net-pci")]
+    cmdline = vm.kernel_cmdline()
+    if want is None:
+        assert not any("host_mtu" in n for n in nics) and "nfvperf.maxpkt" not in cmdline
+    else:
+        assert all(n.endswith(f",host_mtu={mtu}") for n in nics) and len(nics) == 2
+        assert f"nfvperf.maxpkt={want[0]} nfvperf.mbufsize={want[1]}" in cmdline

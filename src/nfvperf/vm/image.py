@@ -118,7 +118,7 @@ mkdir -p /dev/hugepages /var/run /tmp
 mount -t hugetlbfs hugetlbfs /dev/hugepages
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 
-FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""; VFIO=""
+FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""; VFIO=""; JUMBO=""
 for kv in $(cat /proc/cmdline); do
   case "$kv" in
     nfvperf.fwd=*) FWD="${kv#*=}" ;;
@@ -128,6 +128,8 @@ for kv in $(cat /proc/cmdline); do
     nfvperf.txd=*) TXD="${kv#*=}" ;;
     nfvperf.mbufs=*) MBUFS="${kv#*=}" ;;
     nfvperf.lcores=*) LCORES="${kv#*=}" ;;
+    nfvperf.maxpkt=*) JUMBO="$JUMBO --max-pkt-len=${kv#*=}" ;;
+    nfvperf.mbufsize=*) JUMBO="$JUMBO --mbuf-size=${kv#*=}" ;;
   esac
 done
 NCPU=$(grep -c ^processor /proc/cpuinfo)
@@ -169,10 +171,10 @@ for d in /sys/bus/pci/devices/*; do
 done
 
 stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
-log "testpmd starting lcores=$LCORES fwd=$FWD queues=$QUEUES nics=$ALLOW"
+log "testpmd starting lcores=$LCORES fwd=$FWD queues=$QUEUES nics=$ALLOW jumbo=$JUMBO"
 dpdk-testpmd -l "$LCORES" -n 1 $ALLOW --iova-mode=pa -- -i --auto-start \
   --forward-mode="$FWD" --nb-cores="$NBCORES" --rxq="$QUEUES" --txq="$QUEUES" \
-  --rxd="$RXD" --txd="$TXD" --total-num-mbufs="$MBUFS" --no-lsc-interrupt \
+  --rxd="$RXD" --txd="$TXD" --total-num-mbufs="$MBUFS" --no-lsc-interrupt $JUMBO \
   </dev/ttyS1 >/dev/ttyS1 2>&1
 log "testpmd exited rc=$?"
 poweroff -f

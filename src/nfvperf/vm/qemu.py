@@ -47,7 +47,7 @@ from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from nfvperf.dut.testpmd import parse_banner, parse_port_stats, testpmd_core_request  # noqa: E501 (the guest runs testpmd too)
+from nfvperf.dut.testpmd import mbuf_size_for, parse_banner, parse_port_stats, testpmd_core_request  # noqa: E501 (the guest runs testpmd too)
 
 from . import image as vm_image
 from . import sriov
@@ -236,9 +236,11 @@ class VmVnf(DutAdapter):
                  image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
                  accel: str = "auto", boot_timeout_s: Optional[float] = None,
                  hugepage_dir: str = "/dev/hugepages", connect_timeout_s: float = 15.0,
-                 vf_pci: Sequence[str] = (), **options: Any):
+                 vf_pci: Sequence[str] = (), mtu: Optional[int] = None, **options: Any):
         spec = options.get("spec")
         tp = getattr(spec, "testpmd", None)
+        # the topology's MTU, as the container VNF: jumbo frames cross the guest too
+        self.mtu = int(mtu if mtu is not None else (getattr(spec, "mtu", 1500) or 1500))
         super().__init__(run, tracker, cpus, **options)
         if vcpus < 2:
             raise ValueError("the guest needs at least 2 vCPUs (testpmd main + forwarding lcore)")
@@ -318,6 +320,10 @@ class VmVnf(DutAdapter):
                 f"nfvperf.rxd={self.rxd}", f"nfvperf.txd={self.txd}", f"nfvperf.mbufs={self.mbufs}"]
         if self.vf_pci:
             args += ["intel_iommu=on", "iommu=pt"]     # the guest's vfio-pci binds the VFs
+        if self.mtu > 1500:
+            # one-segment jumbo frames in the guest's testpmd (its virtio ports run without
+            # mergeable buffers: every RX buffer must hold a whole frame)
+            args += [f"nfvperf.maxpkt={self.mtu + 18}", f"nfvperf.mbufsize={mbuf_size_for(self.mtu)}"]
         return " ".join(args)
 
     def argv(self) -> list[str]:
@@ -352,6 +358,8 @@ class VmVnf(DutAdapter):
             netdev = f"type=vhost-user,id=net{i},chardev=vhu{i},vhostforce=on"
             dev = (f"virtio-net-pci,netdev=net{i},mac={p.mac},mrg_rxbuf=off,"
                    "rx_queue_size=1024,tx_queue_size=1024")
+            if self.mtu > 1500:
+                dev += f",host_mtu={self.mtu}"     # VIRTIO_NET_F_MTU: the guest may take frames this big
             if self.queues > 1:
                 netdev += f",queues={self.queues}"
                 dev += f",mq=on,vectors={2 * self.queues + 2}"
