@@ -89,7 +89,8 @@ def test_harness_ceiling_uses_the_cache_and_never_raises(tmp_path, monkeypatch) 
         assert cspec.kind == "p2p" and cspec.dut == "testpmd" and cspec.testpmd.forward_mode == "io"
         assert cspec.tgen_lcores == "0@0,1@1" and cspec.port_kind == spec.port_kind
         measured.append(sorted(todo))
-        return {s: {"fps": 1000.0 * s, "self_latency_ns": {"min": 1.0, "p50": 2.0, "p99": 3.0}} for s in todo}
+        return {s: {"fps": 1000.0 * s, "forwarding_fps": 1000.0 * s,
+                    "self_latency_ns": {"min": 1.0, "p50": 2.0, "p99": 3.0}} for s in todo}
 
     monkeypatch.setattr(tc, "measure_sizes", fake_measure)
     run = RunContext(run_dir=tmp_path / "r")
@@ -106,6 +107,52 @@ def test_harness_ceiling_uses_the_cache_and_never_raises(tmp_path, monkeypatch) 
     monkeypatch.setattr(tc, "measure_sizes", broken)
     c = tc.harness_ceiling(spec, run, {256: TrafficProfile(frame_size_b=256)}, cache=cache, hostname="h")
     assert "testpmd would not start" in c["error"] and c["per_size"] == {}
+
+
+def test_a_cached_zero_loss_only_entry_is_measured_again(tmp_path, monkeypatch) -> None:
+    """Entries from before the forwarding-rate floor carry no ``forwarding_fps``: not reused."""
+    from nfvperf.host.run import RunContext
+    from nfvperf.topo import TopologySpec
+    from nfvperf.topo import ceiling as tc
+    spec = TopologySpec(kind="p2p", dut="testpmd", tgen_lcores="0@0,1@1")
+    cache = CeilingCache(tmp_path / "c.json")
+    cache.put(ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 64), {"fps": 5.0})
+    monkeypatch.setattr(tc, "measure_sizes", lambda cspec, run, todo, **kw: {
+        s: {"fps": 7.0, "forwarding_fps": 7.0} for s in todo})
+    out = tc.harness_ceiling(spec, RunContext(run_dir=tmp_path / "r"), {64: TrafficProfile(frame_size_b=64)},
+                             cache=cache, hostname="h")
+    assert out["per_size"]["64"]["fps"] == 7.0 and out["cached"] is False
+
+
+class _LossyForwarder:
+    """A forwarder on shared cores: carries up to ``cap`` fps per interface, and above ``clean``
+    loses a few frames in every trial (a descheduled poller), so a zero-loss search stops at
+    ``clean`` although ``cap`` frames per second come back."""
+
+    def __init__(self, cap: float, clean: float) -> None:
+        self.cap, self.clean = cap, clean
+
+    def set_profile(self, profile) -> None:
+        self.profile = profile
+
+    def measure(self, duration_s: float, load_pps: float):
+        from nfvperf.trial import TrialResult
+        exp = round(load_pps * duration_s) * 2
+        got = round(min(load_pps, self.cap) * duration_s) * 2
+        if load_pps > self.clean:
+            got = min(got, exp - 3)
+        return TrialResult(duration_s=duration_s, load_pps=load_pps, sent=exp, received=got, expected=exp)
+
+
+def test_the_ceiling_is_what_the_path_carries_not_only_its_zero_loss_rate() -> None:
+    from nfvperf.topo.ceiling import zero_loss_fps
+    prof = TrafficProfile(frame_size_b=1518, link_speed_bps=10e9)       # 812,744 fps line rate
+    res = zero_loss_fps(_LossyForwarder(cap=700_000, clean=300_000), prof)
+    assert res["zero_loss_fps"] <= 300_000
+    assert res["forwarding_fps"] == pytest.approx(700_000, rel=1e-3)
+    assert res["fps"] == res["forwarding_fps"]
+    clean = zero_loss_fps(_LossyForwarder(cap=1e9, clean=1e9), prof)    # carries line rate, no loss
+    assert clean["fps"] == clean["zero_loss_fps"] == pytest.approx(prof.max_load_pps)
 
 
 # ------------------------------------------------------------------------------ labelling
