@@ -73,3 +73,19 @@ def test_path_facts_record_what_cannot_be_read_and_skip_remote_ends(tmp_path):
     assert "dut_xdp_mode" not in facts and "dut_xdp_mode_error" not in facts   # remote: not read
     assert facts["busy_poll_budget"] == 64
     assert port_kind_class("af_packet")().path_facts(port, topo) == {}
+
+
+def test_report_header_says_which_af_xdp_path_ran():
+    from nfvperf.report.facts import af_xdp_text
+    assert af_xdp_text({}) == ""
+    path = {"zero_copy": False, "queues": 1, "tg_xdp_mode": "native", "dut_xdp_mode": "native",
+            "busy_poll_budget": 64}
+    env = {"topologies": [{"kind": "p2p", "measurer": {"topology": {
+        "ports": [{"index": 0, "path": path}, {"index": 1, "path": dict(path)}]}}}]}
+    assert af_xdp_text(env) == "AF_XDP: native XDP, copy mode, 1 queue(s), busy-poll budget 64"
+    slow = dict(path, tg_xdp_mode="generic", busy_poll_error="Failed to set SO_PREFER_BUSY_POLL")
+    del slow["busy_poll_budget"]
+    env["topologies"][0]["measurer"]["topology"]["ports"][1]["path"] = slow
+    txt = af_xdp_text(env)
+    assert txt.startswith("AF_XDP: native/generic XDP, copy mode") and "budget 64" in txt
+    assert "busy polling unavailable (Failed to set SO_PREFER_BUSY_POLL)" in txt
