@@ -15,6 +15,11 @@ testpmd net_vhost; memif: tgen net_memif (server) <-> testpmd net_memif (client)
   clock over ``SAMPLE_S``, after ``WARM_S``) — one instrument for both generators.  tgen's own
   received rate is reported too.
 
+AF_XDP A/B (issue 8 item 5): ``BENCH_AFXDP_DEVARGS`` (appended to every net_af_xdp devargs, e.g.
+``,busy_budget=0``) and ``BENCH_AFXDP_SYSFS`` (``napi_defer_hard_irqs=2,gro_flush_timeout=200000``:
+written to the bench's own veths, which are deleted afterwards); ``af_xdp_xdp_modes`` in the JSON
+line is the XDP mode the sockets ran in.
+
 ratio = tgen / testpmd per kind and size.  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
 Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
 ``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  ~2 minutes.
