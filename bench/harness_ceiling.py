@@ -15,6 +15,11 @@ testpmd net_vhost; memif: tgen net_memif (server) <-> testpmd net_memif (client)
   clock over ``SAMPLE_S``, after ``WARM_S``) — one instrument for both generators.  tgen's own
   received rate is reported too.
 
+AF_XDP A/B (issue 8 item 5): ``BENCH_AFXDP_DEVARGS`` (appended to every net_af_xdp devargs, e.g.
+``,busy_budget=0``) and ``BENCH_AFXDP_SYSFS`` (``napi_defer_hard_irqs=2,gro_flush_timeout=200000``:
+written to the bench's own veths, which are deleted afterwards); ``af_xdp_xdp_modes`` in the JSON
+line is the XDP mode the sockets ran in.
+
 ratio = tgen / testpmd per kind and size.  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
 Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
 ``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  ~2 minutes.
@@ -46,6 +51,7 @@ SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "2.0"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 KINDS = tuple(os.environ.get("BENCH_KINDS", "af_packet,af_xdp,vhost,memif").split(","))
 VHOST_EAL = ("--single-file-segments",)
+XDP_MODES: dict[str, Any] = {}     # veth -> the XDP mode its AF_XDP program ran in
 
 
 def log(msg: str) -> None:
@@ -67,6 +73,13 @@ class Peer(TestpmdPeer):
 
 # -- the paths: (generator devargs, forwarder devargs, EAL extras) ------------------------------
 
+#: A/B knobs for AF_XDP (issue 8 item 5): extra net_af_xdp devargs (",busy_budget=0"), and
+#: per-interface sysfs settings applied to the bench's own veths ("napi_defer_hard_irqs=2,
+#: gro_flush_timeout=200000"; gone with the veths)
+AFXDP_DEVARGS = os.environ.get("BENCH_AFXDP_DEVARGS", "")
+AFXDP_SYSFS = [kv.split("=", 1) for kv in os.environ.get("BENCH_AFXDP_SYSFS", "").split(",") if "=" in kv]
+
+
 def veth_path(run: RunContext, tracker: ResourceTracker, driver: str) -> dict[str, Any]:
     gen, fwd = [], []
     for i in range(2):
@@ -75,7 +88,9 @@ def veth_path(run: RunContext, tracker: ResourceTracker, driver: str) -> dict[st
         for name, lst in ((a, gen), (b, fwd)):
             j = len(lst)
             if driver == "af_xdp":
-                lst.append(f"net_af_xdp{j},iface={name},start_queue=0,queue_count=1")
+                for key, value in AFXDP_SYSFS:
+                    (Path("/sys/class/net") / name / key).write_text(value)
+                lst.append(f"net_af_xdp{j},iface={name},start_queue=0,queue_count=1{AFXDP_DEVARGS}")
             else:
                 lst.append(f"net_af_packet{j},iface={name},qpairs=1,blocksz=4096,framesz=2048,"
                            "framecnt=1024,qdisc_bypass=1")
@@ -178,6 +193,10 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
             for part in ((fwd, gen) if path.get("fwd_first", True) else (gen, fwd)):
                 stack.enter_context(part)
             fwd.cmd("start")
+            if kind == "af_xdp":
+                from nfvperf.host.xdp import xdp_mode
+                XDP_MODES.update({n: xdp_mode(n) for p in path["fwd"] + path["gen"]
+                                  for n in [p.split("iface=")[1].split(",")[0]]})
             if which == "tgen":
                 return run_tgen(gen, size, fwd)  # type: ignore[arg-type]
             return run_testpmd(gen, size, fwd)  # type: ignore[arg-type]
@@ -254,6 +273,9 @@ def main() -> int:
         if "tgen_pps" in r1518:
             res[f"{kind}_1518_mpps"] = round(r1518["tgen_pps"] / 1e6, 3)
             res[f"{kind}_1518_ratio_vs_testpmd"] = round(r1518["ratio"], 3) if r1518["ratio"] else None
+    if XDP_MODES:
+        res["af_xdp_xdp_modes"] = sorted({str(m) for m in XDP_MODES.values()})
+        res["af_xdp_settings"] = {"devargs": AFXDP_DEVARGS, "sysfs": dict(AFXDP_SYSFS)}
     if "vhost_mpps" in res:
         res["vhost_floor_8mpps_ok"] = res["vhost_mpps"] >= 8.0
         res["vhost_ratio_floor_0.9_ok"] = (res.get("vhost_ratio_vs_testpmd") or 0) >= 0.9

@@ -71,6 +71,26 @@ def port_kinds(run: Any) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
+def af_xdp_text(env: dict[str, Any]) -> str:
+    """What the AF_XDP ports' path was (issue 8 item 5), from the ports' ``path`` facts:
+    ``AF_XDP: native XDP, copy mode, 1 queue, busy-poll budget 64``; '' without AF_XDP ports."""
+    paths = [d for d in walk(env.get("topologies") or []) if "zero_copy" in d and "queues" in d]
+    if not paths:
+        return ""
+    modes = list(dict.fromkeys(str(p.get("tg_xdp_mode") or "no") for p in paths
+                               if "tg_xdp_mode" in p)) or [NOT_RECORDED]
+    bits = [f"AF_XDP: {'/'.join(modes)} XDP",
+            "zero-copy" if all(p.get("zero_copy") for p in paths) else "copy mode",
+            f"{max(int(p.get('queues') or 1) for p in paths)} queue(s)"]
+    budgets = list(dict.fromkeys(str(p["busy_poll_budget"]) for p in paths if "busy_poll_budget" in p))
+    errors = list(dict.fromkeys(str(p["busy_poll_error"]) for p in paths if "busy_poll_error" in p))
+    if budgets:
+        bits.append(f"busy-poll budget {'/'.join(budgets)}")
+    if errors:
+        bits.append(f"busy polling unavailable ({'; '.join(errors)})")
+    return ", ".join(bits)
+
+
 def versions_text(env: dict[str, Any]) -> str:
     host = env.get("host") or {}
     bits = []
@@ -129,7 +149,8 @@ def run_facts(run: Any) -> list[tuple[str, str]]:
     return [
         ("Numbers from", numbers_from(run)),
         ("Generator", generator_text(run, env)),
-        ("Port kind", ", ".join(port_kinds(run)) or NOT_RECORDED),
+        ("Port kind", " — ".join(t for t in (", ".join(port_kinds(run)), af_xdp_text(env)) if t)
+         or NOT_RECORDED),
         ("Cores shared (generator / DUT)", cores_shared_text(env)),
         ("Host CPU", host_cpu_text(env)),
         ("DPDK / OVS versions", versions_text(env)),

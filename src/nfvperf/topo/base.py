@@ -605,11 +605,20 @@ class Topology:
                     out[p.tg_ifname or str(p.index)] = {"error": str(e)}
         return out
 
+    def _path_facts(self, port: HostPort) -> dict[str, Any]:
+        """``{"path": {...}}`` when the port's kind reads back what its running path is (AF_XDP:
+        the XDP mode of each end, busy polling), else {}; a failure to read is recorded."""
+        try:
+            facts = port._kind().path_facts(port, self)
+        except Exception as e:  # noqa: BLE001 - a fact that cannot be read must not fail a run
+            facts = {"error": f"{type(e).__name__}: {e}"}
+        return {"path": facts} if facts else {}
+
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {
             "topology": self.kind, "tag": self.run.tag, "run_dir": str(self.run.run_dir),
             "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),
-            "ports": [p.to_dict() for p in self.ports],
+            "ports": [dict(p.to_dict(), **self._path_facts(p)) for p in self.ports],
             "switching_operations": self.switching_operations(True),
             "hosts": {"tester": self.tg_host.public(), "dut": self.dut_host.public(),
                       "generator_on": self.tg_host.name, "dut_on": self.dut_host.name,

@@ -108,6 +108,11 @@ class PortKind:
     #: ports come up asynchronously: wait for the generator's links before the first trial
     wait_link: ClassVar[bool] = False
 
+    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+        """What the running path of ``port`` turned out to be (read back after bring-up, stored
+        with the run's topology environment); {} for kinds with nothing to report."""
+        return {}
+
     # -- declarations (classmethods: validation and preflight need no instance) ----------------
     @classmethod
     def check_mtu(cls, mtu: int, generator: bool = True) -> Optional[str]:

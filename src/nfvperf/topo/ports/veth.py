@@ -7,12 +7,17 @@ is the bottleneck here (AF_PACKET ~0.5 Mpps), not a DPDK DUT.
 """
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.dut.base import PortRef
 from nfvperf.host import netns as N
+from nfvperf.host import xdp as X
 
 from .base import HostPort, PortKind, register_port_kind
+
+log = logging.getLogger(__name__)
 
 
 class VethKind(PortKind):
@@ -82,11 +87,50 @@ class AfPacket(VethKind):
 
 @register_port_kind("af_xdp")
 class AfXdp(VethKind):
-    """veth opened with net_af_xdp (one umem frame per packet)."""
+    """veth opened with net_af_xdp (one umem frame per packet).
+
+    Measured (issue 8 item 5, docs/topologies.md "AF_XDP on veth"): the sockets already get
+    native XDP on veth and the PMD's preferred busy polling (budget 64); napi_defer_hard_irqs /
+    gro_flush_timeout and busy_budget 0/256 changed nothing measurable; more than one queue is
+    impossible (DPDK 22.11 net_af_xdp sizes queue_count by ethtool's combined channels, which veth
+    does not have).  What limits it is the kernel's copy path: ~90 % of both CPUs in
+    ``sendto`` → ``__xsk_generic_xmit`` and the peer's ``veth_poll`` run in its softirq."""
 
     order = 11
     driver = "af_xdp"
+    #: net_af_xdp's busy-polling lines are INFO: make them visible so the run records them
+    tgen_eal = (X.AF_XDP_LOG_LEVEL,)
     max_mtu = 1500
     mtu_limit_reason = ("DPDK 22.11 net_af_xdp reports max_rx_pktlen 1514 B: 3014 B frames sent "
                         "through testpmd were all missed at tgen's af_xdp RX; jumbo frames need "
                         "port_kind vhost (DPDK DUTs) or pci")
+
+    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+        """The XDP mode each end's program is attached in (``native`` | ``generic``; None = no
+        program, e.g. a kernel DUT's end), the copy mode and queue count of veth, and what tgen's
+        PMD logged about busy polling.  Ends on another host (a testbed) are not read."""
+        facts: dict[str, Any] = {"zero_copy": False, "queues": 1}
+        ends = (("tg", port.tg_ifname, port.tg_netns, getattr(topo, "tg_host", None)),
+                ("dut", port.dut_ifname, port.dut_netns, getattr(topo, "dut_host", None)))
+        for end, ifname, ns, host in ends:
+            if not ifname or getattr(host, "remote", False):
+                continue
+            try:
+                facts[f"{end}_xdp_mode"] = X.xdp_mode(ifname, ns)
+            except (LookupError, OSError) as e:
+                facts[f"{end}_xdp_mode_error"] = str(e)
+        if facts.get("tg_xdp_mode") == "generic":
+            log.warning("AF_XDP port %s: the generator's socket runs in generic (skb) XDP mode, "
+                        "slower than native", port.tg_ifname)
+        tgen = getattr(topo, "tgen", None)
+        log_path = getattr(tgen, "log_path", None)
+        if log_path is not None and not getattr(getattr(topo, "tg_host", None), "remote", False):
+            try:
+                with open(Path(log_path), errors="replace") as f:
+                    facts.update(X.busy_poll_from_log(f.read(65536)))
+            except OSError:
+                pass
+        if "busy_poll_error" in facts:
+            log.warning("AF_XDP port %s: busy polling unavailable: %s", port.tg_ifname,
+                        facts["busy_poll_error"])
+        return facts
