@@ -89,8 +89,7 @@ def test_harness_ceiling_uses_the_cache_and_never_raises(tmp_path, monkeypatch) 
         assert cspec.kind == "p2p" and cspec.dut == "testpmd" and cspec.testpmd.forward_mode == "io"
         assert cspec.tgen_lcores == "0@0,1@1" and cspec.port_kind == spec.port_kind
         measured.append(sorted(todo))
-        return {s: {"fps": 1000.0 * s, "forwarding_fps": 1000.0 * s,
-                    "self_latency_ns": {"min": 1.0, "p50": 2.0, "p99": 3.0}} for s in todo}
+        return {s: {"fps": 1000.0 * s, "self_latency_ns": {"min": 1.0, "p50": 2.0, "p99": 3.0}} for s in todo}
 
     monkeypatch.setattr(tc, "measure_sizes", fake_measure)
     run = RunContext(run_dir=tmp_path / "r")
@@ -109,8 +108,8 @@ def test_harness_ceiling_uses_the_cache_and_never_raises(tmp_path, monkeypatch) 
     assert "testpmd would not start" in c["error"] and c["per_size"] == {}
 
 
-def test_a_cached_zero_loss_only_entry_is_measured_again(tmp_path, monkeypatch) -> None:
-    """Entries from before the forwarding-rate floor carry no ``forwarding_fps``: not reused."""
+def test_a_cached_entry_of_an_older_method_is_measured_again(tmp_path, monkeypatch) -> None:
+    """Entries from before the forwarding-rate floor and the larger vhost rings: not reused."""
     from nfvperf.host.run import RunContext
     from nfvperf.topo import TopologySpec
     from nfvperf.topo import ceiling as tc
@@ -118,7 +117,7 @@ def test_a_cached_zero_loss_only_entry_is_measured_again(tmp_path, monkeypatch) 
     cache = CeilingCache(tmp_path / "c.json")
     cache.put(ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 64), {"fps": 5.0})
     monkeypatch.setattr(tc, "measure_sizes", lambda cspec, run, todo, **kw: {
-        s: {"fps": 7.0, "forwarding_fps": 7.0} for s in todo})
+        s: {"fps": 7.0} for s in todo})
     out = tc.harness_ceiling(spec, RunContext(run_dir=tmp_path / "r"), {64: TrafficProfile(frame_size_b=64)},
                              cache=cache, hostname="h")
     assert out["per_size"]["64"]["fps"] == 7.0 and out["cached"] is False

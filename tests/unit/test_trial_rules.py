@@ -65,3 +65,37 @@ def test_tgen_measurer_negative_loss_per_stream():
     r = _convert(1000, 1001, 1000)
     assert not r.valid
     assert r.invalid_reasons == ["p0->p1: received 1001 > sent 1000 (negative loss)"]
+
+
+def _convert_on(driver: str, sent: int, received: int, intended: int, retries: int, eff: float = 1.1):
+    from types import SimpleNamespace
+
+    from nfvperf.tg.tgen import PortSpec
+    dev = {"net_virtio_user": "net_virtio_user0,path=/x", "net_af_packet": "net_af_packet0,iface=x"}[driver]
+    m = TgenMeasurer(proc=SimpleNamespace(ports=[PortSpec(dev), PortSpec(dev.replace("0,", "1,"))]),
+                     pairs=[(0, 1)])
+    m.profile = TrafficProfile(latency=False, bidirectional=False)
+    m.stream_ids = [0]
+    raw = {"streams": [{"id": 0, "name": "p0->p1", "tx_port": 0, "rx_port": 1, "sent": sent,
+                        "received": received, "intended_frames": intended, "misrouted": 0,
+                        "tx_retries": retries}], "effective_duration_s": eff}
+    return m._convert(raw, 1.0, float(intended), [intended])
+
+
+def test_a_dut_that_holds_a_virtio_generator_back_lost_the_frames_it_did_not_take():
+    """vhost/memif: a full ring pushes back instead of dropping; what the DUT did not take at the
+    offered load is its loss (a valid trial), not a generator shortfall."""
+    from nfvperf.search.validity import generator_shortfall
+    r = _convert_on("net_virtio_user", 600, 600, 1000, retries=5000, eff=1.2)   # held to its time limit
+    assert r.valid, r.invalid_reasons
+    assert r.lost == 400 and r.loss_ratio == pytest.approx(0.4)
+    assert r.extra["backpressure"] and "took 600 of 1,000 frames" in r.extra["notes"][0]
+    assert generator_shortfall(r) is None          # no "generator-limited" cap from this trial
+    # the same shortfall without a full ring is the generator's: invalid, as before
+    slow = _convert_on("net_virtio_user", 600, 600, 1000, retries=0)
+    assert not slow.valid and not slow.extra["backpressure"]
+    assert generator_shortfall(slow) == pytest.approx(600.0)
+    # on veth (AF_PACKET) a full TX ring is the kernel's path, the harness: invalid, as before
+    veth = _convert_on("net_af_packet", 600, 600, 1000, retries=5000, eff=1.2)
+    assert not veth.valid and any("sent 600" in x for x in veth.invalid_reasons)
+    assert any("effective duration" in x for x in veth.invalid_reasons)

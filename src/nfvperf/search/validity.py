@@ -47,11 +47,14 @@ class InvalidTrialsError(MeasurerError):
 
 def generator_shortfall(tr: TrialResult) -> Optional[float]:
     """The per-interface load the generator actually offered, if it sent less than 99.9 % of the
-    intended frames (:func:`nfvperf.trial.sent_short`, over the whole trial); None if it kept up
-    (or the trial says nothing about it)."""
+    intended frames (:func:`nfvperf.trial.sent_short`, over the whole trial); None if it kept up,
+    if the DUT held it back (``extra["backpressure"]``: the shortfall is the DUT's loss), or if
+    the trial says nothing about it."""
     exp = tr.expected or 0
     if exp <= 0 or not sent_short(tr.sent, exp):
         return None
+    if (tr.extra or {}).get("backpressure"):
+        return None         # the DUT held the generator back (a full virtio/memif ring): its loss
     return tr.load_pps * tr.sent / exp
 
 

@@ -576,6 +576,12 @@ def _opt_float(v: Any) -> Optional[float]:
     return None if v is None else float(v)
 
 
+#: drivers whose TX ring is the DUT's RX ring (virtio-user on vhost-user, memif): a full ring
+#: holds the generator back instead of dropping frames, so the frames the DUT did not take at the
+#: offered rate are its loss, not a generator shortfall (``TgenMeasurer._convert``)
+BACKPRESSURE_DRIVERS = frozenset({"net_virtio_user", "net_memif", "net_vhost"})
+
+
 class TgenMeasurer(Measurer):
     """The Measurer on a running :class:`TgenProcess`.
 
@@ -613,6 +619,11 @@ class TgenMeasurer(Measurer):
         self.last_raw: Optional[dict[str, Any]] = None
         self._dut_before: Optional[dict[str, Any]] = None
         self._dut_before_error: Optional[str] = None
+
+    def _backpressure_ports(self) -> set[int]:
+        """Indices of the generator ports whose driver is in :data:`BACKPRESSURE_DRIVERS`."""
+        return {i for i, p in enumerate(getattr(self.proc, "ports", None) or [])
+                if getattr(p, "driver", None) in BACKPRESSURE_DRIVERS}
 
     # -- streams ----------------------------------------------------------------------------
     def directions_for(self, profile: TrafficProfile) -> list[tuple[int, int]]:
@@ -781,6 +792,7 @@ class TgenMeasurer(Measurer):
         streams: list[StreamResult] = []
         by_id = {int(s["id"]): s for s in raw.get("streams") or []}
         reasons: list[str] = []
+        pushed_back: list[str] = []
         expected = 0
         for sid, exp in zip(self.stream_ids, expected_per_stream):
             s = by_id.get(sid)
@@ -806,8 +818,13 @@ class TgenMeasurer(Measurer):
             if s.get("intended_frames") is not None:
                 exp = int(s["intended_frames"])
             expected += exp
-            reasons += [r for r in (sent_short_reason(sr.sent, exp, sr.name),
-                                    negative_loss_reason(sr.received, sr.sent, "sent", sr.name))
+            short = sent_short_reason(sr.sent, exp, sr.name)
+            retries = int(s.get("tx_retries") or 0)
+            if short and retries > 0 and sr.tx_port in self._backpressure_ports():
+                pushed_back.append(f"{sr.name}: took {sr.sent:,} of {exp:,} frames (TX ring full "
+                                   f"{retries:,} times)")
+                short = None
+            reasons += [r for r in (short, negative_loss_reason(sr.received, sr.sent, "sent", sr.name))
                         if r]
             if sr.duplicates > 0:
                 reasons.append(f"{sr.name}: {sr.duplicates} duplicate frames")
@@ -833,8 +850,12 @@ class TgenMeasurer(Measurer):
                     reasons.append(f"streams to port {rxp} received {want} test frames but the "
                                    f"port received only {int(got)} frames: frames arrived on "
                                    "another port")
+        if pushed_back:
+            notes.append("backpressure: the DUT's ring was full and held the generator back; the "
+                         "frames it did not take at the offered load count as lost: " + "; ".join(pushed_back))
         eff = float(raw.get("effective_duration_s") or 0.0)
-        if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH):
+        if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH) and not pushed_back:
+            # (held back by the DUT, the generator stops at its time limit: that is the DUT's loss)
             reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
         stopped_by = raw.get("stopped_by")
         if stopped_by:
@@ -859,7 +880,8 @@ class TgenMeasurer(Measurer):
                    "foreign_test_rx": int(raw.get("foreign_test_rx") or 0),
                    "tx_retries": sum(int(s.get("tx_retries") or 0) for s in raw.get("streams") or []),
                    "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in raw.get("streams") or []),
-                   "tsc_hz": raw.get("tsc_hz"), "misrouted": misrouted, "notes": notes})
+                   "tsc_hz": raw.get("tsc_hz"), "misrouted": misrouted, "notes": notes,
+                   "backpressure": bool(pushed_back)})
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         profile = self._need_profile()

@@ -68,8 +68,9 @@ class HostPort:
         """tgen's PortSpec of the generator end; ``dut_tx_queues``: how many TX queues the DUT
         sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif)."""
         from nfvperf.tg.tgen import PortSpec
+        kind = self._kind()
         return PortSpec(self.tg_devargs(dpdk_index), mtu=self.mtu,
-                        rx_queues=self._kind().tg_rx_queues(dut_tx_queues))
+                        rx_queues=kind.tg_rx_queues(dut_tx_queues), rxd=kind.tg_rxd)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
@@ -138,6 +139,10 @@ class PortKind:
     def numa_node(cls, spec: Any) -> Optional[int]:
         """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
         return None
+
+    #: RX descriptors of the generator's end (tgen ``rxd``): how long the generator may be
+    #: descheduled before the DUT's frames to it are dropped (at 1 Mfps, 1024 = 1 ms)
+    tg_rxd: ClassVar[int] = 1024
 
     @classmethod
     def tg_rx_queues(cls, dut_tx_queues: int) -> int:

@@ -32,15 +32,16 @@ class Vhost(PortKind):
     kernel_refusal = ("vhost ports are userspace (vhost-user sockets): only DPDK DUTs (testpmd, "
                       "ovs-dpdk) can attach them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
+    tg_rxd = 4096
 
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         return self.socket_ports(topo, n, "vhu", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        # the frontend, vhost-user server; 1024-entry virtqueues (DPDK's default is 256)
+        # the frontend, vhost-user server, with virtqueues of tg_rxd entries (DPDK's default is 256)
         return PortRef(f"tg{port.index}", kind="vhost-user", socket=port.socket, mtu=port.mtu,
-                       mac=port.tg_mac, extra={"server": True, "queue_size": 1024})
+                       mac=port.tg_mac, extra={"server": True, "queue_size": self.tg_rxd})
 
     def dut_portref(self, port: HostPort) -> PortRef:
         return PortRef(f"phy{port.index}", kind="vhost-backend", socket=port.socket, mtu=port.mtu,
