@@ -100,12 +100,15 @@ def test_seed004_1m_flows_and_1m_rules(tmp_path: Path, leak_check) -> None:
     (xc,) = installs[()]
     assert (xc["rules"], xc["installed"]) == (2, 2)      # the 1M-flow test: in_port cross-connect
 
-    # rules-1m's warm-up scaled to the flow count and reached the flows
-    warm = next(tr for tr in tests["rules-1m"]["trials"] if tr["context"].get("phase") == "warmup")
+    # rules-1m's warm-up scaled to the flow count and reached the flows (a DUT that held the
+    # generator back gets a second pass at the rate it took)
+    warm = [tr for tr in tests["rules-1m"]["trials"] if tr["context"].get("phase") == "warmup"]
     wu = tests["rules-1m"]["results"][0]["data"]["warmup"]
     assert wu["duration_s"] >= 0.95 * 3 * FLOWS / wu["load_pps"], wu
-    pmd = warm["detail"]["dut_counters"]["pmd"]["total"]
-    assert int(pmd.get("miss_with_success_upcall", 0)) + int(pmd.get("miss_with_failed_upcall", 0)) >= FLOWS, pmd
+    assert len(warm) == wu["passes"] in (1, 2), wu
+    upcalls = sum(int(p.get("miss_with_success_upcall", 0)) + int(p.get("miss_with_failed_upcall", 0))
+                  for p in (tr["detail"]["dut_counters"]["pmd"]["total"] for tr in warm))
+    assert upcalls >= FLOWS, [tr["detail"]["dut_counters"]["pmd"]["total"] for tr in warm]
 
     r = _nfvperf("report", m.group(1), "--db", db, timeout=120)
     assert r.returncode == 0, r.stderr

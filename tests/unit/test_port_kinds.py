@@ -119,7 +119,10 @@ def test_vhost_ends(tmp_path, run_root):
     assert [p.index for p in topo.ports] == [0, 1] and ports[1].socket == sock
     tg = ports[1].tg_port_spec(1)
     assert tg.devargs == (f"net_virtio_user1,path={sock},queues=1,server=1,"
-                          "queue_size=1024,mac=02:00:aa:11:a0:01") and tg.mtu == 9000
+                          "queue_size=4096,mac=02:00:aa:11:a0:01") and tg.mtu == 9000
+    # 4096-entry virtqueues and RX descriptors: the generator may be descheduled for ~1 ms at
+    # 4 Mfps before OVS has to drop frames towards it (it did, with 1024)
+    assert tg.rxd == 4096
     dut = ports[1].dut_portref()
     assert (dut.kind, dut.extra, dut.socket, dut.mtu) == ("vhost-backend", {"client": True},
                                                           ports[1].socket, 9000)

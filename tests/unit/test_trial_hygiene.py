@@ -58,7 +58,7 @@ def test_warmup_is_recorded_marked_and_excluded_from_the_search():
     assert r.warmup["loss_ratio"] == pytest.approx(0.3, abs=1e-3)
     assert r.warmup["load_pps"] == pytest.approx(LINE_64 / 2)
     assert r.throughput_pps == pytest.approx(LINE_64 / 2)
-    assert r.total_trial_s == r.trials * 1.0 + r.warmup["duration_s"]
+    assert r.total_trial_s == r.trials * 1.0 + r.warmup["duration_s"] and r.warmup["passes"] == 1
 
 
 def test_without_warmup_the_cold_first_trial_misleads_the_search():
@@ -83,6 +83,30 @@ def test_warmup_reaches_every_flow_and_is_off_on_the_plain_sim():
     # explicit on, explicit length
     r3 = run(plain, plain.profile, ThroughputParams(trial_duration_s=1.0, warmup=True, warmup_s=2.5), Recorder())
     assert r3.warmup["duration_s"] == 2.5
+
+
+def test_a_dut_that_held_the_generator_back_gets_a_second_warmup_pass_at_the_rate_it_took():
+    """vhost backpressure: the DUT took 1/4 of the warm-up's frames, so not every flow was sent
+    three times; a second pass at 90 % of what it took, long enough for that, follows."""
+    flows = 1_000_000
+    m = cold_dut(flows=flows)
+    real = m.measure
+
+    def measure(d, load):
+        tr = real(d, load)
+        if load > 1e6:                     # held back: took 1 Mfps of what was asked
+            tr.sent = tr.received = int(tr.expected * 1e6 / load)
+            tr.extra = dict(tr.extra or {}, backpressure=True)
+        return tr
+    m.measure = measure
+    rec = Recorder()
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0, max_load_pct=100.0, calibrate=False), rec)
+    warm = [(tr, c) for _, tr, c in rec.trials if c["phase"] == "warmup"]
+    assert [c["attempt"] for _, c in warm] == [1, 2] and r.warmup["passes"] == 2
+    assert warm[1][0].load_pps == pytest.approx(0.9e6, rel=1e-3)
+    assert warm[1][0].duration_s == pytest.approx(3 * flows / 0.9e6, rel=1e-3)
+    assert r.warmup["total_s"] == pytest.approx(warm[0][0].duration_s + warm[1][0].duration_s)
+    assert r.total_trial_s == pytest.approx(r.trials * 1.0 + r.warmup["total_s"])
 
 
 # ----------------------------------------------------------------------------- invalid trials
