@@ -12,8 +12,9 @@ import nfvperf.topo as topo_pkg
 from nfvperf.host import netns as N
 from nfvperf.host import xdp as X
 from nfvperf.host.run import RunContext
-from nfvperf.trial import TrafficProfile
 from nfvperf.topo.spec import TopologySpec
+
+from _p2p_trial import counted_bidir_trial
 
 pytestmark = pytest.mark.root
 
@@ -35,15 +36,7 @@ def test_p2p_testpmd_af_xdp_counts_match_and_native_xdp_is_recorded(tmp_path, le
     leak_check.watch(run.tag)
     spec = TopologySpec(kind="p2p", dut="testpmd", port_kind="af_xdp")
     with topo_pkg.build(spec, run) as t:
-        m = t.measurer()
-        m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, link_speed_bps=1e9,
-                                     latency=True, learning=True, drain_s=0.5))
-        d0 = t.dut_counters()["total"]
-        r = m.measure(1.0, 20000)
-        d1 = t.dut_counters()["total"]
-        assert r.sent >= 2 * 20000 * 0.9, r.to_dict()
-        assert r.received == r.sent, (r.sent, r.received, r.invalid_reasons)
-        assert d1["tx_packets"] - d0["tx_packets"] >= r.received
+        counted_bidir_trial(t, 20000)
         # the veth's own counters agree: what tgen's end sent, the DUT's end received
         env = t.environment()
         for p, port in zip(env["ports"], t.ports):
