@@ -19,16 +19,7 @@ from _p2p_trial import counted_bidir_trial
 pytestmark = pytest.mark.root
 
 
-def _tgen_available() -> bool:
-    try:
-        from nfvperf.tg.tgen import find_tgen_binary
-        find_tgen_binary()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-@pytest.mark.skipif(not _tgen_available(), reason="tgen not built (make build)")
+@pytest.mark.usefixtures("need_tgen")
 def test_p2p_testpmd_af_xdp_counts_match_and_native_xdp_is_recorded(tmp_path, leak_check):
     if not shutil.which("dpdk-testpmd"):
         pytest.skip("dpdk-testpmd not installed")
