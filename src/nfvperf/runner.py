@@ -624,6 +624,7 @@ class RunLoop:
     # ------------------------------------------------------------------ topology groups
     def run_groups(self, groups: list[tuple[Any, list]]) -> None:
         self.env["host"] = host_environment()
+        self.cpu_steadiness()
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
@@ -632,6 +633,21 @@ class RunLoop:
                 self.run_group(topo_spec, group)
             except HostTooSmall as e:
                 self.skip_group(topo_spec, group, str(e))
+
+    def cpu_steadiness(self) -> None:
+        """Before a real run on this machine builds anything: how much the CPUs' speed moves on
+        its own (``nfvperf.host.steadiness``), stored in ``environment.cpu_steadiness``."""
+        if self.tg == "sim" or self.hosts is not None:
+            return
+        from nfvperf.host.steadiness import probe_cpus, steadiness_text
+        try:
+            st = probe_cpus()
+        except Exception as e:  # noqa: BLE001 - a failed probe must not fail the run
+            st = {"error": f"{type(e).__name__}: {e}"}
+        self.env["cpu_steadiness"] = st
+        self.progress.log(f"host CPU steadiness: {steadiness_text(st)}")
+        with self.interrupts.critical():
+            self.store.update_run(self.run.id, environment=self.env)
 
     def skip_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]], why: str) -> None:
         """A topology this host is too small for (found before anything started): its units are

@@ -88,6 +88,7 @@ def test_configurations_give_different_numbers(tour) -> None:
     assert len({round(v, -3) for v in rows.values()}) >= 4, rows
     env = json.loads(con.execute("select environment from runs where id=1").fetchone()[0])
     assert env["measurer"]["model"]["model"].startswith("nfvperf sim model")
+    assert "cpu_steadiness" not in env          # a model's numbers do not move with the host's CPU
     assert "numbers come from a model" in nfv("report", "1", "--db", db).stdout
 
 

@@ -2,6 +2,8 @@
 operations, one build per topology group, teardown on DUT failure / Ctrl-C, errors per test."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import nfvperf.topo as topo
@@ -78,6 +80,9 @@ def test_tgen_path_builds_each_topology_once(fake, tmp_path) -> None:
     assert env["cores_shared"] is True
     assert [t["switching_operations"] for t in env["topologies"]] == [7, 7]
     assert env["topologies"][1]["environment"]["dut"] == "fake-ovs 9.9"
+    st = env["cpu_steadiness"]                  # probed once, before anything was built
+    assert set(st["cpus"]) == {str(c) for c in sorted(os.sched_getaffinity(0))[:8]}, st
+    assert 0.0 <= st["spread_pct"] <= 100.0
     assert run.topology == "p-ovs-p+pvp" and run.dut == "ovs-dpdk" and run.tg == "tgen"
     (sw,) = [t for t in build(run).tables if t.key == "switching" and "pvp" in t.title]
     assert sw.rows[0][2] == "7"

@@ -391,3 +391,27 @@ def test_compare_shows_each_runs_harness_ceiling_and_says_which_are_harness_boun
     runs[1].environment = {}
     (row,) = [r for r in compare_many(runs).rows if r.test == "t"]
     assert row.bounds == ["DUT-bound", "—"] and not row.harness_bound
+
+
+def test_host_cpu_steadiness_raises_compare_noise_and_is_in_the_report(store) -> None:
+    """A run stores how much its host's CPU speed moved on its own (environment.cpu_steadiness):
+    compare does not flag a change smaller than that, and the report prints it with a note."""
+    from nfvperf.host.steadiness import summarize
+    from nfvperf.report.compare import compare_many
+    runs = []
+    for v in (3.0e6, 3.6e6):                                   # +20 %
+        rid = new_run(store)
+        add_test(store, rid, "t", "throughput", 64, v)
+        runs.append(store.load_run(rid))
+    (row,) = compare_many(runs).rows
+    assert row.flagged[1] and "steadiness" not in row.note      # steady (unmeasured) hosts: a change
+    runs[1].environment = dict(runs[1].environment or {},
+                               cpu_steadiness=summarize({0: [100.0] * 20, 1: [100.0] * 14 + [70.0] * 6}, 2.0))
+    (row,) = compare_many(runs).rows
+    assert not row.flagged[1] and row.thresholds[1] == pytest.approx(0.30)
+    assert "noise = host CPU steadiness" in row.note
+    rep = build(runs[1])
+    facts = dict(rep.header)
+    assert facts["Host CPU steadiness"].startswith("speed moved 30 %")
+    assert any("CPU speed moved by 30 %" in n for n in rep.notes)
+    assert dict(build(runs[0]).header)["Host CPU steadiness"] == "not measured"

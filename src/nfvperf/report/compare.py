@@ -20,7 +20,12 @@ N``), their measured spread replaces the fixed default: the threshold is then
     max(relative range (max − min) / median of A and of B, relative search width of A and of B)
 
 so a DUT that varies by 5 % between repetitions is not flagged for a 3 % change, and a stable
-one is flagged for a 1 % change the default would hide.  Latency rows compare the
+one is flagged for a 1 % change the default would hide.
+
+A run on real parts stores how much its host's CPU speed moved on its own before it started
+(``environment.cpu_steadiness``, :mod:`nfvperf.host.steadiness`).  When the larger of the two
+runs' spreads is above the threshold, it becomes the threshold ("noise = host CPU steadiness"):
+on a VM whose vCPU ran at 60 % of its speed for part of a second, a 30 % change is not a finding.  Latency rows compare the
 average at the Throughput point and never flag less than 10 %.
 
 Rate rows carry each run's harness ceiling for that frame size and port kind (what tgen through
@@ -95,6 +100,16 @@ def noise_threshold(da: dict[str, Any], db: dict[str, Any], default: float) -> t
     if sa is not None and sb is not None:
         return max(sa, sb, width), "repeat spread"
     return max(default, width, 2 * _repeat_cv(da), 2 * _repeat_cv(db)), ""
+
+
+def host_noise(a: Any, b: Any) -> float:
+    """The larger CPU speed spread (a fraction) that runs ``a`` and ``b`` measured on their hosts
+    before they started (``environment.cpu_steadiness``); 0 when neither measured one."""
+    out = 0.0
+    for run in (a, b):
+        st = (getattr(run, "environment", None) or {}).get("cpu_steadiness") or {}
+        out = max(out, (num(st.get("spread_pct")) or 0.0) / 100.0)
+    return out
 
 
 def _repeat_cv(data: dict[str, Any]) -> float:
@@ -277,8 +292,11 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
         metric = _in_unit(first, metric, 1.0, unit)[0]
         va, da = values[0], measured[0][2]
         ratios, thresholds, flagged = [], [], []
-        for v, m in zip(values, measured):
+        for run, v, m in zip(runs, values, measured):
             thr, source = noise_threshold(da, m[2], threshold)
+            host = host_noise(runs[0], run)
+            if host > thr:
+                thr, source = host, "host CPU steadiness"
             if first.method == "latency":
                 thr = max(thr, LATENCY_THRESHOLD)
             r = v / va if va and v is not None else None

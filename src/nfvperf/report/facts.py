@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from nfvperf.host.steadiness import steadiness_text
 from nfvperf.report.extract import walk
 
 NOT_RECORDED = "not recorded"
@@ -153,6 +154,7 @@ def run_facts(run: Any) -> list[tuple[str, str]]:
          or NOT_RECORDED),
         ("Cores shared (generator / DUT)", cores_shared_text(env)),
         ("Host CPU", host_cpu_text(env)),
+        ("Host CPU steadiness", steadiness_text(env.get("cpu_steadiness"))),
         ("DPDK / OVS versions", versions_text(env)),
         ("VM accelerator", accelerator_text(env, _vm_configured(run))),
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from nfvperf.host.steadiness import steadiness_note
 from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import same_configuration
@@ -92,6 +93,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     if env.get("cores_shared"):
         notes.append("Cores were shared between the generator and the DUT: results are a lower bound "
                      "of what dedicated cores would give.")
+    steady = steadiness_note(env.get("cpu_steadiness"))
+    if steady:
+        notes.append(steady)
     if run.tg == "sim":
         notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
     from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's

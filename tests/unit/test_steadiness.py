@@ -1,0 +1,65 @@
+"""The host CPU steadiness probe (nfvperf.host.steadiness) and how reports show it."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+from nfvperf.host import steadiness as st
+
+
+def test_summarize_uses_percentiles_not_one_slow_chunk() -> None:
+    # CPU 0 steady at 100 chunks/s with a single chunk hit by an interrupt; CPU 1 slow for a
+    # third of the probe (a neighbour on the vCPU's host core)
+    cpu0 = [100.0] * 29 + [20.0]
+    cpu1 = [100.0] * 20 + [60.0] * 10
+    s = st.summarize({0: cpu0, 1: cpu1}, 2.0)
+    assert s["cpus"]["0"]["p10_rel"] == pytest.approx(1.0)      # the one slow chunk is ignored
+    assert s["cpus"]["1"]["p10_rel"] == pytest.approx(0.6)      # a third of the time at 60 %
+    assert s["spread_pct"] == pytest.approx(40.0)
+    assert s["slowest_rel"] == pytest.approx(0.6)
+
+
+def test_summarize_steady_host_has_no_note() -> None:
+    s = st.summarize({0: [100.0, 99.0, 101.0] * 10, 1: [100.5, 99.5] * 15}, 1.0)
+    assert s["spread_pct"] < st.NOTE_ABOVE_PCT
+    assert st.steadiness_note(s) is None
+    assert "speed moved" in st.steadiness_text(s) and "CPU 0" in st.steadiness_text(s)
+
+
+def test_note_names_the_spread_and_what_to_do() -> None:
+    s = st.summarize({0: [100.0] * 20 + [50.0] * 10}, 1.0)
+    note = st.steadiness_note(s)
+    assert note is not None and "50 %" in note and "--repeat" in note
+
+
+def test_text_for_missing_or_failed_probe() -> None:
+    assert st.steadiness_text(None) == "not measured"
+    assert "cannot pin" in st.steadiness_text({"error": "cannot pin to a CPU of [7]: EINVAL"})
+    assert st.steadiness_note({"error": "x"}) is None
+    assert st.summarize({}, 0.1)["error"]
+
+
+def test_probe_pins_each_cpu_and_restores_affinity() -> None:
+    before = os.sched_getaffinity(0)
+    cpus = sorted(before)[:2]
+    seen: list[set[int]] = []
+    calls = itertools.cycle([0.01, 0.02])
+
+    def chunk() -> float:
+        seen.append(os.sched_getaffinity(0))
+        return next(calls)
+
+    out = st.probe_cpus(cpus, budget_s=0.05, chunk=chunk)
+    assert os.sched_getaffinity(0) == before
+    assert {frozenset(s) for s in seen} == {frozenset({c}) for c in cpus}
+    assert set(out["cpus"]) == {str(c) for c in cpus}
+    # chunks alternate 10 ms / 20 ms: half of them run at half speed
+    assert out["spread_pct"] == pytest.approx(50.0)
+
+
+def test_probe_bad_cpu_is_an_error_not_an_exception() -> None:
+    before = os.sched_getaffinity(0)
+    out = st.probe_cpus([4095], budget_s=0.01)
+    assert "cannot pin" in out["error"] and os.sched_getaffinity(0) == before
