@@ -624,7 +624,7 @@ class RunLoop:
     # ------------------------------------------------------------------ topology groups
     def run_groups(self, groups: list[tuple[Any, list]]) -> None:
         self.env["host"] = host_environment()
-        self.cpu_steadiness()
+        self.cpu_steadiness("before the run")
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
@@ -633,19 +633,23 @@ class RunLoop:
                 self.run_group(topo_spec, group)
             except HostTooSmall as e:
                 self.skip_group(topo_spec, group, str(e))
+        self.cpu_steadiness("after it")
 
-    def cpu_steadiness(self) -> None:
-        """Before a real run on this machine builds anything: how much the CPUs' speed moves on
-        its own (``nfvperf.host.steadiness``), stored in ``environment.cpu_steadiness``."""
+    def cpu_steadiness(self, when: str) -> None:
+        """Before a real run on this machine builds anything, and after its last topology is
+        down: how much the CPUs' speed moves on its own (``nfvperf.host.steadiness``), the worse
+        of the two probes in ``environment.cpu_steadiness`` (both under ``probes``)."""
         if self.tg == "sim" or self.hosts is not None:
             return
-        from nfvperf.host.steadiness import probe_cpus, steadiness_text
+        from nfvperf.host.steadiness import combine, probe_cpus, steadiness_text
         try:
             st = probe_cpus()
         except Exception as e:  # noqa: BLE001 - a failed probe must not fail the run
             st = {"error": f"{type(e).__name__}: {e}"}
-        self.env["cpu_steadiness"] = st
-        self.progress.log(f"host CPU steadiness: {steadiness_text(st)}")
+        st["when"] = when
+        before = (self.env.get("cpu_steadiness") or {}).get("probes") or []
+        self.env["cpu_steadiness"] = combine([*before, st])
+        self.progress.log(f"host CPU steadiness ({when}): {steadiness_text(st)}")
         with self.interrupts.critical():
             self.store.update_run(self.run.id, environment=self.env)
 

@@ -48,6 +48,13 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
         assert "harness ceiling fps" in table and "bound" in table, table[:600]
         labels = re.findall(r"│\s*(DUT-bound|harness-bound)\s*│", table)
         assert len(labels) == 3, table
+    # issue 8 item 6: the tables measure the DUT, not the harness's nominal link or a generator
+    # that could not offer the load (a harness-bound row is still allowed: it says so above)
+    assert "max load passed" not in out, [ln for ln in out.splitlines() if "max load passed" in ln]
+    assert not re.search(r"throughput [\d,]+ B: generator-limited", out), \
+        [ln for ln in out.splitlines() if "generator-limited" in ln]
+    # the host's CPU steadiness is measured before each run and printed in its header
+    assert len(re.findall(r"^Host CPU steadiness\s+speed moved \d+ %", out, re.M)) == 2, out[:3000]
     # the demo runs on vhost-user ports and measures the harness ceiling on them first
     assert len(re.findall(r"^Harness ceiling\s+vhost, tgen lcores \S+: 64 B [\d,]+ fps", out, re.M)) == 2, out[:3000]
 

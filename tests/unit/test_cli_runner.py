@@ -80,7 +80,8 @@ def test_tgen_path_builds_each_topology_once(fake, tmp_path) -> None:
     assert env["cores_shared"] is True
     assert [t["switching_operations"] for t in env["topologies"]] == [7, 7]
     assert env["topologies"][1]["environment"]["dut"] == "fake-ovs 9.9"
-    st = env["cpu_steadiness"]                  # probed once, before anything was built
+    st = env["cpu_steadiness"]                  # probed before anything was built and after
+    assert [p["when"] for p in st["probes"]] == ["before the run", "after it"]
     assert set(st["cpus"]) == {str(c) for c in sorted(os.sched_getaffinity(0))[:8]}, st
     assert 0.0 <= st["spread_pct"] <= 100.0
     assert run.topology == "p-ovs-p+pvp" and run.dut == "ovs-dpdk" and run.tg == "tgen"

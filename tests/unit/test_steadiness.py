@@ -63,3 +63,12 @@ def test_probe_bad_cpu_is_an_error_not_an_exception() -> None:
     before = os.sched_getaffinity(0)
     out = st.probe_cpus([4095], budget_s=0.01)
     assert "cannot pin" in out["error"] and os.sched_getaffinity(0) == before
+
+
+def test_combine_keeps_every_probe_and_reports_the_worst() -> None:
+    before = dict(st.summarize({0: [100.0] * 30}, 2.0), when="before the run")
+    after = dict(st.summarize({0: [100.0] * 20 + [75.0] * 10}, 2.0), when="after it")
+    both = st.combine([before, after])
+    assert both["spread_pct"] == pytest.approx(25.0) and both["probes"] == [before, after]
+    assert "before the run and after it" in st.steadiness_text(both)
+    assert st.combine([{"error": "x", "when": "before the run"}])["error"] == "x"

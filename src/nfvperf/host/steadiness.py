@@ -8,7 +8,7 @@ VM with nothing running: the same loop ran between 1,020 and 1,833 M iterations/
 chunks over 6 s (the slowest chunk at 56 % of the fastest).
 
 ``probe_cpus()`` runs the loop on each CPU in turn, pinned (``sched_setaffinity`` of this
-process, restored afterwards), before the run starts its DUT, and returns per CPU the chunk rates
+process, restored afterwards), before the run starts its DUT and again after it ends, and returns per CPU the chunk rates
 relative to the usual best (p90 of all chunks).  ``spread_pct`` = 100 × (1 − the lowest per-CPU p10):
 a floor under the run-to-run spread of anything measured on this host.  The runner stores the result in
 ``environment.cpu_steadiness``; the report prints it and adds a note when it is above
@@ -103,6 +103,18 @@ def probe_cpus(cpus: Optional[Sequence[int]] = None, budget_s: float = BUDGET_S,
     return summarize(per_cpu, time.monotonic() - t0)
 
 
+def combine(probes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several probes of one run (before and after it) as one: the worst probe's numbers, with
+    every probe kept under ``probes`` and ``when`` naming them."""
+    good = [p for p in probes if p and not p.get("error")]
+    if not good:
+        return dict(probes[0]) if probes else {"error": "not probed"}
+    worst = max(good, key=lambda p: float(p.get("spread_pct") or 0.0))
+    out = dict(worst)
+    out["probes"] = list(probes)
+    return out
+
+
 def steadiness_text(st: Optional[dict[str, Any]]) -> str:
     """The report's header cell."""
     if not st:
@@ -111,7 +123,8 @@ def steadiness_text(st: Optional[dict[str, Any]]) -> str:
         return f"not measured ({st['error']})"
     cpus = st.get("cpus") or {}
     parts = [f"CPU {c} {100 * v['p10_rel']:.0f}–{100 * v['p90_rel']:.0f} %" for c, v in cpus.items()]
-    return (f"speed moved {st['spread_pct']:.0f} % over {st['seconds']:.1f} s before the run "
+    when = " and ".join(p.get("when", "") for p in st.get("probes") or [st] if p.get("when")) or "before the run"
+    return (f"speed moved {st['spread_pct']:.0f} % in {st['seconds']:.1f} s probes {when} "
             f"({'; '.join(parts)} of the usual best, p10–p90 of {CHUNK_ITERATIONS:,}-iteration chunks)")
 
 
@@ -119,7 +132,7 @@ def steadiness_note(st: Optional[dict[str, Any]]) -> Optional[str]:
     """A note when the CPUs' speed moved more than NOTE_ABOVE_PCT, else None."""
     if not st or st.get("error") or float(st.get("spread_pct") or 0.0) <= NOTE_ABOVE_PCT:
         return None
-    return (f"This host's CPU speed moved by {st['spread_pct']:.0f} % on its own before the run "
+    return (f"This host's CPU speed moved by {st['spread_pct']:.0f} % on its own, measured around the run "
             "(a fixed-work loop on each idle CPU, environment.cpu_steadiness): a VM's vCPU sharing its "
             "host core, or frequency scaling. Throughput on busy-polling cores moves with it, so runs "
             "on this host cannot repeat more closely than that; compare runs made on a steadier host, "
