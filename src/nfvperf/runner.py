@@ -649,7 +649,7 @@ class RunLoop:
         st["when"] = when
         before = (self.env.get("cpu_steadiness") or {}).get("probes") or []
         self.env["cpu_steadiness"] = combine([*before, st])
-        self.progress.log(f"host CPU steadiness ({when}): {steadiness_text(st)}")
+        self.progress.log(f"host CPU steadiness: {steadiness_text(st)}")
         with self.interrupts.critical():
             self.store.update_run(self.run.id, environment=self.env)
 

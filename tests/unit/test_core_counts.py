@@ -276,3 +276,28 @@ def test_pmd_mask_naming_missing_cpus_fails_preflight() -> None:
     assert c.status == "fail" and c.required
     assert "0x4 names CPU(s) 2" in c.detail and "pmd_cores" in c.fix and "0x2" in c.fix
     assert pmd_mask_check("0x6", allowed=[0, 1, 2]).status == "ok"
+
+
+def _small_host(n: int) -> CpuTopology:
+    from nfvperf.host.cpu import Cpu
+    cpus = {i: Cpu(i, i, 0, 0, [i]) for i in range(n)}
+    return CpuTopology(cpus, list(range(n)), list(range(n)), [], [])
+
+
+def test_sharing_keeps_the_generator_apart_from_the_dut() -> None:
+    """PVP on 2 CPUs: tgen on the housekeeping CPU, OVS PMD and the VNF share CPU 1 (before,
+    round-robin put tgen on CPU 1 beside the PMD, in its time slices)."""
+    plan = plan_pinning({"dut": 1, "vnf0": 1, "tgen": 1}, _small_host(2))
+    assert plan.roles == {"dut": [1], "vnf0": [1], "tgen": [0]}
+    assert plan.cores_shared
+    (w,) = [w for w in plan.warnings if w.startswith("CORES SHARED")]
+    assert "CPU 1: dut, vnf0" in w and "generator keeps its own" in w
+    # p-ovs-p on 2 CPUs is unchanged: PMD on 1, tgen on 0
+    assert plan_pinning({"dut": 1, "tgen": 1}, _small_host(2)).roles == {"dut": [1], "tgen": [0]}
+    # 3 CPUs (housekeeping 0): everyone has a CPU, nothing to keep apart
+    assert plan_pinning({"dut": 1, "vnf0": 1, "tgen": 1}, _small_host(3)).roles == \
+        {"dut": [1], "vnf0": [2], "tgen": [0]}
+    # one CPU for everything: nothing can be kept apart, and the warning says they compete
+    one = plan_pinning({"dut": 1, "tgen": 1}, _small_host(1))
+    assert one.roles == {"dut": [0], "tgen": [0]}
+    assert any("generator and DUT compete" in w for w in one.warnings)

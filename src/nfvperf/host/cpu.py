@@ -283,14 +283,7 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
             warnings.append(
                 f"busy-polling threads share CPU(s) with housekeeping (control threads, OS): "
                 f"{need} polling CPU(s) wanted, {len(allowed) - len(hk)} free of housekeeping")
-    roles: dict[str, list[int]] = {}
-    i = 0
-    for role, n in demands.items():
-        got = []
-        for _ in range(max(0, n)):
-            got.append(pool[i % len(pool)])
-            i += 1
-        roles[role] = got
+    roles = _deal(demands, pool)
     if need > len(pool):
         shared = True
         users: dict[int, list[str]] = {}
@@ -298,10 +291,12 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
             for c in cpus:
                 users.setdefault(c, []).append(role)
         detail = "; ".join(f"CPU {c}: {', '.join(r)}" for c, r in sorted(users.items()) if len(r) > 1)
+        tg_alone = bool(roles.get("tgen")) and all(users[c] == ["tgen"] for c in roles["tgen"])
+        who = ("the DUT's roles share cores while the generator keeps its own" if tg_alone
+               else "generator and DUT compete for the same cores")
         warnings.append(f"CORES SHARED: {need} busy-polling CPU(s) wanted, {len(pool)} available "
-                        f"({detail}); generator and DUT compete for the same cores, so results "
-                        f"are lower bounds of the DUT's capacity, not comparable to dedicated-core "
-                        f"reports")
+                        f"({detail}); {who}, so results are lower bounds of the DUT's capacity, "
+                        f"not comparable to dedicated-core reports")
     for role, res in fixed.items():
         roles[role] = list(res.cpus)
         warnings += res.warnings
@@ -314,6 +309,30 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
     return PinningPlan(housekeeping=hk, roles=roles, cores_shared=shared, warnings=warnings,
                        topology=topo.to_dict(),
                        resolved={role: res.to_dict() for role, res in fixed.items()})
+
+
+def _deal(demands: dict[str, int], pool: list[int]) -> dict[str, list[int]]:
+    """CPUs of ``pool`` to each role, in order.  When there are enough, every role gets its own.
+    When roles must share, the generator (``tgen``) still gets CPUs of its own if the pool has
+    more than it asks for — the last ones, housekeeping's when they had to join — and the DUT's
+    roles (switch PMDs, VNFs) share the rest round-robin: a DUT squeezed onto fewer cores is
+    still measured by a generator that runs beside it, not in its time slices, and the harness
+    ceiling (the generator through a forwarder on the other CPUs) stays a ceiling."""
+    need = sum(max(0, n) for n in demands.values())
+    ntg = max(0, demands.get("tgen", 0))
+    if need > len(pool) and "tgen" in demands and 0 < ntg < len(pool):
+        own, rest = pool[len(pool) - ntg:], pool[:len(pool) - ntg]
+        out = _deal({r: n for r, n in demands.items() if r != "tgen"}, rest)
+        return {r: (list(own) if r == "tgen" else out[r]) for r in demands}
+    roles: dict[str, list[int]] = {}
+    i = 0
+    for role, n in demands.items():
+        got = []
+        for _ in range(max(0, n)):
+            got.append(pool[i % len(pool)])
+            i += 1
+        roles[role] = got
+    return roles
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,15 @@ A throughput measured with busy-polling threads is a number of CPU cycles.  When
 moves by itself — a VM's vCPU sharing its host core with a neighbour, an SMT sibling busy in
 another guest, frequency scaling — the DUT's throughput moves with it, and no search or repeat
 count can make two runs agree more closely than the CPU does.  Measured on the 2-vCPU development
-VM with nothing running: the same loop ran between 1,020 and 1,833 M iterations/s in 100 ms
+VM with nothing running: a C loop of fixed work ran between 1,020 and 1,833 M iterations/s in 11 ms
 chunks over 6 s (the slowest chunk at 56 % of the fastest).
 
 ``probe_cpus()`` runs the loop on each CPU in turn, pinned (``sched_setaffinity`` of this
-process, restored afterwards), before the run starts its DUT and again after it ends, and returns per CPU the chunk rates
-relative to the usual best (p90 of all chunks).  ``spread_pct`` = 100 × (1 − the lowest per-CPU p10):
-a floor under the run-to-run spread of anything measured on this host.  The runner stores the result in
-``environment.cpu_steadiness``; the report prints it and adds a note when it is above
-``NOTE_ABOVE_PCT``.
+process, restored afterwards), and returns per CPU the chunk rates relative to the usual best
+(p90 of all chunks).  ``spread_pct`` = 100 × (1 − the lowest per-CPU p10) is a floor under the
+run-to-run spread of anything measured on this host.  The runner probes before the run builds
+anything and again after it ends, and stores the worse probe (``combine``) in
+``environment.cpu_steadiness``; the report prints it and adds a note above ``NOTE_ABOVE_PCT``.
 """
 from __future__ import annotations
 

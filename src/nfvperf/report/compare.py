@@ -22,11 +22,12 @@ N``), their measured spread replaces the fixed default: the threshold is then
 so a DUT that varies by 5 % between repetitions is not flagged for a 3 % change, and a stable
 one is flagged for a 1 % change the default would hide.
 
-A run on real parts stores how much its host's CPU speed moved on its own before it started
-(``environment.cpu_steadiness``, :mod:`nfvperf.host.steadiness`).  When the larger of the two
+A run on real parts stores how much its host's CPU speed moved on its own (probes before and
+after it: ``environment.cpu_steadiness``, :mod:`nfvperf.host.steadiness`).  When the larger of the two
 runs' spreads is above the threshold, it becomes the threshold ("noise = host CPU steadiness"):
-on a VM whose vCPU ran at 60 % of its speed for part of a second, a 30 % change is not a finding.  Latency rows compare the
-average at the Throughput point and never flag less than 10 %.
+on a VM whose vCPU ran at 60 % of its speed for part of a second, a 30 % change is not a finding.
+
+Latency rows compare the average at the Throughput point and never flag less than 10 %.
 
 Rate rows carry each run's harness ceiling for that frame size and port kind (what tgen through
 testpmd io carried, stored with the run) and the bound label (:mod:`nfvperf.report.ceiling`): a

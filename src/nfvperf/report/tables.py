@@ -91,7 +91,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     if devs:
         notes.append("Deviations from RFC 2544 §23/§24 (MLRsearch requires reporting them): " + "; ".join(devs))
     if env.get("cores_shared"):
-        notes.append("Cores were shared between the generator and the DUT: results are a lower bound "
+        notes.append("Cores were shared (busy-polling threads of the generator, the DUT or its VNFs, and "
+                     "housekeeping; the run's pinning warnings say which): results are a lower bound "
                      "of what dedicated cores would give.")
     steady = steadiness_note(env.get("cpu_steadiness"))
     if steady:
