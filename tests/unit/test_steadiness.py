@@ -72,3 +72,13 @@ def test_combine_keeps_every_probe_and_reports_the_worst() -> None:
     assert both["spread_pct"] == pytest.approx(25.0) and both["probes"] == [before, after]
     assert "before the run and after it" in st.steadiness_text(both)
     assert st.combine([{"error": "x", "when": "before the run"}])["error"] == "x"
+
+
+def test_preflight_check_warns_above_the_note_threshold() -> None:
+    steady = lambda: st.summarize({0: [100.0] * 30}, 2.0)                    # noqa: E731
+    shaky = lambda: st.summarize({0: [100.0] * 20 + [60.0] * 10}, 2.0)       # noqa: E731
+    ok = st.check_steadiness(steady)
+    assert ok.name == "cpu_steadiness" and ok.status == "ok" and "before" not in ok.detail
+    warn = st.check_steadiness(shaky)
+    assert warn.status == "warn" and "40 %" in warn.detail and "bare-metal" in warn.fix
+    assert st.check_steadiness(lambda: {"error": "cannot pin"}).status == "warn"

@@ -123,8 +123,8 @@ def steadiness_text(st: Optional[dict[str, Any]]) -> str:
         return f"not measured ({st['error']})"
     cpus = st.get("cpus") or {}
     parts = [f"CPU {c} {100 * v['p10_rel']:.0f}–{100 * v['p90_rel']:.0f} %" for c, v in cpus.items()]
-    when = " and ".join(p.get("when", "") for p in st.get("probes") or [st] if p.get("when")) or "before the run"
-    return (f"speed moved {st['spread_pct']:.0f} % in {st['seconds']:.1f} s probes {when} "
+    when = " and ".join(p.get("when", "") for p in st.get("probes") or [st] if p.get("when"))
+    return (f"speed moved {st['spread_pct']:.0f} % in {st['seconds']:.1f} s probe(s){' ' + when if when else ''} "
             f"({'; '.join(parts)} of the usual best, p10–p90 of {CHUNK_ITERATIONS:,}-iteration chunks)")
 
 
@@ -137,3 +137,18 @@ def steadiness_note(st: Optional[dict[str, Any]]) -> Optional[str]:
             "host core, or frequency scaling. Throughput on busy-polling cores moves with it, so runs "
             "on this host cannot repeat more closely than that; compare runs made on a steadier host, "
             "or use --repeat and a loss-tolerant goal and read the spread.")
+
+
+def check_steadiness(probe: Callable[[], dict[str, Any]] = probe_cpus) -> Any:
+    """``nfvperf preflight``'s ``cpu_steadiness`` check: ok up to NOTE_ABOVE_PCT, else a warning."""
+    from nfvperf.host.preflight import Check
+    st = probe()
+    if st.get("error"):
+        return Check("cpu_steadiness", "warn", f"not measured: {st['error']}")
+    text = steadiness_text(st)
+    if float(st.get("spread_pct") or 0.0) <= NOTE_ABOVE_PCT:
+        return Check("cpu_steadiness", "ok", text)
+    return Check("cpu_steadiness", "warn", text + ": runs here cannot repeat more closely than that",
+                 "a bare-metal host, or a VM with dedicated (pinned, not overcommitted) host cores "
+                 "and SMT siblings; compare runs with --repeat and read the spread")
+

@@ -55,11 +55,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from nfvperf.topo.spec import TopologySpec, allowed_duts, dut_names, kind_names
     p = argparse.ArgumentParser(prog="nfvperf preflight",
                                 description="Check the host: root, hugepages, irqbalance, governor, "
-                                            "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs.")
+                                            "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs, "
+                                            "CPU steadiness.")
     p.add_argument("--kind", default=None, help=f"topology kind ({', '.join(kind_names())})")
     p.add_argument("--dut", default=None, help=f"DUT ({', '.join(dut_names())})")
     p.add_argument("--pci", action="append", default=[], help="PCI address of a port (repeatable)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--no-steadiness", action="store_true",
+                   help="skip the 2 s CPU steadiness probe (a fixed-work loop on each CPU)")
     argv = [a for a in (argv or []) if a != "--"]
     args = p.parse_args(argv)
     spec = None
@@ -80,6 +83,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from nfvperf.validation import format_validation_error
             p.error("; ".join(format_validation_error(e)))
     checks = run_checks(spec, required=("root", "hugepages"))
+    if not args.no_steadiness:
+        from nfvperf.host.steadiness import check_steadiness
+        checks.append(check_steadiness())
     if args.json:
         print(json.dumps([c.to_dict() for c in checks], indent=2))
     else:
