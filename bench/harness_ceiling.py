@@ -20,7 +20,11 @@ AF_XDP A/B (issue 8 item 5): ``BENCH_AFXDP_DEVARGS`` (appended to every net_af_x
 written to the bench's own veths, which are deleted afterwards); ``af_xdp_xdp_modes`` in the JSON
 line is the XDP mode the sockets ran in.
 
-ratio = tgen / testpmd per kind and size.  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
+ratio = tgen / testpmd per kind and size (best round of each).  ``cpu_steadiness_pct``: how much
+the host's CPU speed moved on its own in a 2 s probe before and after (nfvperf.host.steadiness):
+a ratio between rounds measured minutes apart cannot be read more closely than that;
+``ratio_median_of_rounds`` pairs each round's two figures instead.  Floors: vhost >= 8 Mpps at
+64 B, ratio >= 0.9.
 Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
 ``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  ~2 minutes.
 """
@@ -206,6 +210,12 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
             Path(s).unlink(missing_ok=True)
 
 
+def _median_ratio(fig: dict[str, list[dict[str, float]]]) -> Any:
+    import statistics
+    rs = [t["pps"] / p["pps"] for t, p in zip(fig["tgen"], fig["testpmd"]) if p["pps"]]
+    return round(statistics.median(rs), 3) if rs else None
+
+
 def main() -> int:
     if os.geteuid() != 0:
         print(json.dumps({"skipped": "needs root"}))
@@ -224,6 +234,8 @@ def main() -> int:
     res: dict[str, Any] = {"tgen": str(binary), "host_cpus": CPUS, "forwarder_lcores": FWD_LCORES,
                            "generator_lcores": GEN_LCORES, "load_avg_1m_start": os.getloadavg()[0],
                            "sample_s": SAMPLE_S, "rounds": ROUNDS, "per_kind": {}}
+    from nfvperf.host.steadiness import combine, probe_cpus
+    steady = [dict(probe_cpus(), when="before the bench")]
     run = RunContext(run_dir=Path("/tmp") / "nfvperf-bench-ceiling")
     run.run_dir.mkdir(parents=True, exist_ok=True)
     tracker = ResourceTracker(run)
@@ -248,11 +260,19 @@ def main() -> int:
                                   "tgen_bytes_per_frame": best_t["bytes_per_frame"],
                                   "testpmd_bytes_per_frame": best_p["bytes_per_frame"],
                                   "ratio": best_t["pps"] / best_p["pps"] if best_p["pps"] else None,
+                                  # each round's tgen / testpmd, measured back to back: a slow
+                                  # stretch of the host hits both of a round, not two rounds
+                                  "ratio_median_of_rounds": _median_ratio(fig),
                                   "tgen_runs": [x["pps"] for x in fig["tgen"]],
                                   "testpmd_runs": [x["pps"] for x in fig["testpmd"]]}
             res["per_kind"][kind] = per
     finally:
         tracker.release_all()
+    steady.append(dict(probe_cpus(), when="after it"))
+    st = combine(steady)
+    # the host's own CPU speed spread: a ratio between two rounds cannot be trusted closer than this
+    res["cpu_steadiness_pct"] = st.get("spread_pct")
+    res["cpu_steadiness_probes_pct"] = [p.get("spread_pct") for p in steady]
     res["wall_s"] = round(time.monotonic() - t0, 1)
     res["load_avg_1m_end"] = os.getloadavg()[0]
     print(f"{'kind':10s} {'size B':>6s} {'tgen Mpps':>10s} {'testpmd Mpps':>13s} {'ratio':>6s} "
@@ -269,6 +289,7 @@ def main() -> int:
             res[f"{kind}_mpps"] = round(r64["tgen_pps"] / 1e6, 3)
             res[f"{kind}_testpmd_mpps"] = round(r64["testpmd_pps"] / 1e6, 3)
             res[f"{kind}_ratio_vs_testpmd"] = round(r64["ratio"], 3) if r64["ratio"] else None
+            res[f"{kind}_ratio_median_of_rounds"] = r64.get("ratio_median_of_rounds")
         r1518 = per.get("1518") or {}
         if "tgen_pps" in r1518:
             res[f"{kind}_1518_mpps"] = round(r1518["tgen_pps"] / 1e6, 3)
