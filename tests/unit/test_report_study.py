@@ -415,3 +415,30 @@ def test_host_cpu_steadiness_raises_compare_noise_and_is_in_the_report(store) ->
     assert facts["Host CPU steadiness"].startswith("speed moved 30 %")
     assert any("CPU speed moved by 30 %" in n for n in rep.notes)
     assert dict(build(runs[0]).header)["Host CPU steadiness"] == "not measured"
+
+
+def test_repeat_spreads_are_set_beside_the_hosts_own_noise(store) -> None:
+    """A repeated search on a host whose CPU speed moved: the report puts the two spreads side
+    by side, and says whether the DUT can be blamed for any of it."""
+    from nfvperf.host.steadiness import summarize
+    shaky = summarize({0: [100.0] * 20 + [60.0] * 10}, 2.0)          # 40 %
+    rid = new_run(store, env={"cpu_steadiness": shaky})
+    for size, rr in ((64, 0.38), (512, 0.17)):
+        add_test(store, rid, "throughput", "throughput", size, 4e6,
+                 data={"throughput_pps": 4e6, "repeat": {"n": 3, "median_pps": 4e6, "min_pps": 3.2e6,
+                                                          "max_pps": 3.2e6 * (1 + rr), "relative_range": rr}})
+    notes = build(store.load_run(rid)).notes
+    (n,) = [n for n in notes if n.startswith("Repeated searches")]
+    assert "throughput 64 B 38 %" in n and "throughput 512 B 17 %" in n and "moved by 40 %" in n
+    assert "within the host's own noise" in n
+    # a spread above the host's: the DUT (or the path) is not excused
+    rid2 = new_run(store, env={"cpu_steadiness": shaky})
+    add_test(store, rid2, "throughput", "throughput", 64, 4e6,
+             data={"throughput_pps": 4e6, "repeat": {"n": 3, "relative_range": 0.6}})
+    (n2,) = [n for n in build(store.load_run(rid2)).notes if n.startswith("Repeated searches")]
+    assert "not only the host's" in n2
+    # a steady host, or no repeat: no such note
+    rid3 = new_run(store, env={"cpu_steadiness": summarize({0: [100.0] * 30}, 2.0)})
+    add_test(store, rid3, "throughput", "throughput", 64, 4e6,
+             data={"throughput_pps": 4e6, "repeat": {"n": 3, "relative_range": 0.3}})
+    assert not [n for n in build(store.load_run(rid3)).notes if n.startswith("Repeated searches")]

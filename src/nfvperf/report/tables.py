@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.host.steadiness import steadiness_note
+from nfvperf.host.steadiness import NOTE_ABOVE_PCT, steadiness_note
 from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import same_configuration
@@ -102,6 +102,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's
     tests = resolved_tests(run)
     notes += result_notes(tests)
+    host_rep = repeat_vs_host_note(tests, env)
+    if host_rep:
+        notes.append(host_rep)
     tables: list[Table] = []
     from nfvperf.report.study import study_tables     # study.py builds on this module's Table
     tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"))
@@ -150,6 +153,30 @@ def result_notes(tests: list[Any]) -> list[str]:
         if getattr(t, "status", None) == "skipped" and getattr(t, "reason", None):   # host too small
             seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: skipped, {t.reason}", None)
     return list(seen)
+
+
+def repeat_vs_host_note(tests: list[Any], env: dict[str, Any]) -> Optional[str]:
+    """When searches were repeated on a host whose CPU speed moved (``cpu_steadiness`` above the
+    note threshold): their spreads beside the host's, so a reader sees whether a spread is the
+    DUT's or the host's."""
+    st = env.get("cpu_steadiness") or {}
+    host = num(st.get("spread_pct")) if not st.get("error") else None
+    if host is None or host <= NOTE_ABOVE_PCT:
+        return None
+    spreads = []
+    for t in tests:
+        for r in t.results[-1:]:
+            rep = repeat_of(r.data or {})
+            rr = num(rep.get("relative_range")) if rep else None
+            if rr is not None:
+                spreads.append((f"{t.name} {fmt_num(t.frame_size_b)} B", 100.0 * rr))
+    if not spreads:
+        return None
+    within = all(v <= host for _, v in spreads)
+    return ("Repeated searches spread by " + ", ".join(f"{n} {v:.0f} %" for n, v in spreads) +
+            f" (relative range) while this host's CPU speed moved by {host:.0f} % on its own: "
+            + ("every spread is within the host's own noise, so none of it can be put on the DUT."
+               if within else "spreads above that are the DUT's or the path's, not only the host's."))
 
 
 def _dt(v: Any) -> str:
