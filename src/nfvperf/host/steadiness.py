@@ -21,7 +21,9 @@ import statistics
 import time
 from typing import Any, Callable, Optional, Sequence
 
-#: the report adds a note when the CPUs' speed moved more than this (% of the fastest chunk)
+from nfvperf.host.preflight import Check
+
+#: the report adds a note (and preflight warns) when ``spread_pct`` is above this
 NOTE_ABOVE_PCT = 5.0
 #: work per chunk: about 10-20 ms of Python on a current CPU
 CHUNK_ITERATIONS = 100_000
@@ -109,10 +111,23 @@ def combine(probes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     good = [p for p in probes if p and not p.get("error")]
     if not good:
         return dict(probes[0]) if probes else {"error": "not probed"}
-    worst = max(good, key=lambda p: float(p.get("spread_pct") or 0.0))
+    worst = max(good, key=lambda p: spread_pct(p) or 0.0)
     out = dict(worst)
     out["probes"] = list(probes)
     return out
+
+
+def spread_pct(st: Optional[dict[str, Any]]) -> Optional[float]:
+    """A probe's (or a run's) ``spread_pct``; None when it was not measured or failed."""
+    if not st or st.get("error") or st.get("spread_pct") is None:
+        return None
+    return float(st["spread_pct"])
+
+
+def moved_pct(st: Optional[dict[str, Any]]) -> Optional[float]:
+    """``spread_pct`` when it is above ``NOTE_ABOVE_PCT`` (worth a note or a warning), else None."""
+    v = spread_pct(st)
+    return v if v is not None and v > NOTE_ABOVE_PCT else None
 
 
 def steadiness_text(st: Optional[dict[str, Any]]) -> str:
@@ -130,23 +145,23 @@ def steadiness_text(st: Optional[dict[str, Any]]) -> str:
 
 def steadiness_note(st: Optional[dict[str, Any]]) -> Optional[str]:
     """A note when the CPUs' speed moved more than NOTE_ABOVE_PCT, else None."""
-    if not st or st.get("error") or float(st.get("spread_pct") or 0.0) <= NOTE_ABOVE_PCT:
+    moved = moved_pct(st)
+    if moved is None:
         return None
-    return (f"This host's CPU speed moved by {st['spread_pct']:.0f} % on its own, measured around the run "
+    return (f"This host's CPU speed moved by {moved:.0f} % on its own, measured around the run "
             "(a fixed-work loop on each idle CPU, environment.cpu_steadiness): a VM's vCPU sharing its "
             "host core, or frequency scaling. Throughput on busy-polling cores moves with it, so runs "
             "on this host cannot repeat more closely than that; compare runs made on a steadier host, "
             "or use --repeat and a loss-tolerant goal and read the spread.")
 
 
-def check_steadiness(probe: Callable[[], dict[str, Any]] = probe_cpus) -> Any:
+def check_steadiness(probe: Callable[[], dict[str, Any]] = probe_cpus) -> Check:
     """``nfvperf preflight``'s ``cpu_steadiness`` check: ok up to NOTE_ABOVE_PCT, else a warning."""
-    from nfvperf.host.preflight import Check
     st = probe()
     if st.get("error"):
         return Check("cpu_steadiness", "warn", f"not measured: {st['error']}")
     text = steadiness_text(st)
-    if float(st.get("spread_pct") or 0.0) <= NOTE_ABOVE_PCT:
+    if moved_pct(st) is None:
         return Check("cpu_steadiness", "ok", text)
     return Check("cpu_steadiness", "warn", text + ": runs here cannot repeat more closely than that",
                  "a bare-metal host, or a VM with dedicated (pinned, not overcommitted) host cores "

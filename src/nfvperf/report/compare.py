@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional
 
 from nfvperf.report.ceiling import DUT_BOUND, HARNESS_BOUND, NO_CEILING, bound_label, ceiling_fps
 from nfvperf.report.configuration import config_key, config_key_without_axes, differences
+from nfvperf.host.steadiness import spread_pct
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
                                     method_metric, num, rates, repeat_of, resolved_tests, walk)
 from nfvperf.report.study import ratio_text
@@ -103,14 +104,10 @@ def noise_threshold(da: dict[str, Any], db: dict[str, Any], default: float) -> t
     return max(default, width, 2 * _repeat_cv(da), 2 * _repeat_cv(db)), ""
 
 
-def host_noise(a: Any, b: Any) -> float:
-    """The larger CPU speed spread (a fraction) that runs ``a`` and ``b`` measured on their hosts
-    before they started (``environment.cpu_steadiness``); 0 when neither measured one."""
-    out = 0.0
-    for run in (a, b):
-        st = (getattr(run, "environment", None) or {}).get("cpu_steadiness") or {}
-        out = max(out, (num(st.get("spread_pct")) or 0.0) / 100.0)
-    return out
+def host_noise(run: Any) -> float:
+    """The CPU speed spread (a fraction) that ``run`` measured on its host around it
+    (``environment.cpu_steadiness``); 0 when it measured none."""
+    return (spread_pct((getattr(run, "environment", None) or {}).get("cpu_steadiness")) or 0.0) / 100.0
 
 
 def _repeat_cv(data: dict[str, Any]) -> float:
@@ -279,6 +276,7 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
         raise ValueError("compare needs at least two runs")
     cmp = MultiComparison(runs=list(runs))
     unit = _rate_unit(runs[0])
+    hosts = [host_noise(r) for r in runs]     # each run's own CPU noise, once, not per row
     for tests, note in match_tests(runs):
         first = next(t for t in tests if t is not None)
         label = f"{first.name} {first.frame_size_b or 'IMIX'} B"
@@ -293,9 +291,9 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
         metric = _in_unit(first, metric, 1.0, unit)[0]
         va, da = values[0], measured[0][2]
         ratios, thresholds, flagged = [], [], []
-        for run, v, m in zip(runs, values, measured):
+        for hn, v, m in zip(hosts, values, measured):
             thr, source = noise_threshold(da, m[2], threshold)
-            host = host_noise(runs[0], run)
+            host = max(hosts[0], hn)
             if host > thr:
                 thr, source = host, "host CPU steadiness"
             if first.method == "latency":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.host.steadiness import NOTE_ABOVE_PCT, steadiness_note
+from nfvperf.host.steadiness import moved_pct, steadiness_note
 from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
 from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import same_configuration
@@ -159,9 +159,8 @@ def repeat_vs_host_note(tests: list[Any], env: dict[str, Any]) -> Optional[str]:
     """When searches were repeated on a host whose CPU speed moved (``cpu_steadiness`` above the
     note threshold): their spreads beside the host's, so a reader sees whether a spread is the
     DUT's or the host's."""
-    st = env.get("cpu_steadiness") or {}
-    host = num(st.get("spread_pct")) if not st.get("error") else None
-    if host is None or host <= NOTE_ABOVE_PCT:
+    host = moved_pct(env.get("cpu_steadiness"))
+    if host is None:
         return None
     spreads = []
     for t in tests:
