@@ -21,6 +21,12 @@ def test_summarize_uses_percentiles_not_one_slow_chunk() -> None:
     assert s["slowest_rel"] == pytest.approx(0.6)
 
 
+def test_reference_is_the_usual_best_not_one_fast_chunk() -> None:
+    # a single chunk timed fast (a clock hiccup) must not make a steady CPU look 50 % slow
+    s = st.summarize({0: [100.0] * 29 + [200.0]}, 1.0)
+    assert s["cpus"]["0"]["p10_rel"] == pytest.approx(1.0) and s["spread_pct"] == pytest.approx(0.0)
+
+
 def test_summarize_steady_host_has_no_note() -> None:
     s = st.summarize({0: [100.0, 99.0, 101.0] * 10, 1: [100.5, 99.5] * 15}, 1.0)
     assert s["spread_pct"] < st.NOTE_ABOVE_PCT
