@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -211,7 +212,6 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
 
 
 def _median_ratio(fig: dict[str, list[dict[str, float]]]) -> Any:
-    import statistics
     rs = [t["pps"] / p["pps"] for t, p in zip(fig["tgen"], fig["testpmd"]) if p["pps"]]
     return round(statistics.median(rs), 3) if rs else None
 
