@@ -20,6 +20,10 @@ AF_XDP A/B (issue 8 item 5): ``BENCH_AFXDP_DEVARGS`` (appended to every net_af_x
 written to the bench's own veths, which are deleted afterwards); ``af_xdp_xdp_modes`` in the JSON
 line is the XDP mode the sockets ran in.
 
+A/B of two tgen builds: ``BENCH_TGEN_B=/path/to/other/tgen`` measures that binary too, in every
+round right after the first one; ``b_over_a_median_of_rounds`` pairs each round's two figures
+(a whole-bench best against best moves with the host by more than a code change does).
+
 ratio = tgen / testpmd per kind and size (best round of each).  ``cpu_steadiness_pct``: how much
 the host's CPU speed moved on its own in a 2 s probe before and after (nfvperf.host.steadiness):
 a ratio between rounds measured minutes apart cannot be read more closely than that;
@@ -57,6 +61,8 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 KINDS = tuple(os.environ.get("BENCH_KINDS", "af_packet,af_xdp,vhost,memif").split(","))
 VHOST_EAL = ("--single-file-segments",)
 XDP_MODES: dict[str, Any] = {}     # veth -> the XDP mode its AF_XDP program ran in
+# A/B of two tgen builds: a second binary measured in the same rounds, right after the first
+TGEN_B = os.environ.get("BENCH_TGEN_B") or None
 
 
 def log(msg: str) -> None:
@@ -142,10 +148,10 @@ def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
     raise RuntimeError("the generator's ports did not come up")
 
 
-def tgen_gen(path: dict[str, Any], run: RunContext, size: int) -> TgenProcess:
+def tgen_gen(path: dict[str, Any], run: RunContext, size: int, binary: Any = None) -> TgenProcess:
     ports = [PortSpec(d, speed_bps=1e12) for d in path["gen"]]
     return TgenProcess(ports, lcores=GEN_LCORES, run_dir=run.run_dir, tag=run.tag, hugepages=True,
-                       extra_eal=list(path["eal"]))
+                       extra_eal=list(path["eal"]), binary=binary)
 
 
 def testpmd_gen(path: dict[str, Any], run: RunContext, size: int) -> Peer:
@@ -192,7 +198,10 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
     fwd = Peer(path["fwd"], run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
                hugepages=True, eal=tuple(path["eal"]),
                app_args=("--port-topology=paired", f"--max-pkt-len={max(1518, size)}"))
-    gen = (tgen_gen if which == "tgen" else testpmd_gen)(path, run, size)
+    if which == "testpmd":
+        gen: Any = testpmd_gen(path, run, size)
+    else:
+        gen = tgen_gen(path, run, size, binary=TGEN_B if which == "tgen_b" else None)
     try:
         with contextlib.ExitStack() as stack:
             for part in ((fwd, gen) if path.get("fwd_first", True) else (gen, fwd)):
@@ -202,17 +211,17 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
                 from nfvperf.host.xdp import xdp_mode
                 XDP_MODES.update({n: xdp_mode(n) for p in path["fwd"] + path["gen"]
                                   for n in [p.split("iface=")[1].split(",")[0]]})
-            if which == "tgen":
-                return run_tgen(gen, size, fwd)  # type: ignore[arg-type]
-            return run_testpmd(gen, size, fwd)  # type: ignore[arg-type]
+            if which == "testpmd":
+                return run_testpmd(gen, size, fwd)
+            return run_tgen(gen, size, fwd)
     finally:
         tracker.release_all()
         for s in path.get("sockets", []):
             Path(s).unlink(missing_ok=True)
 
 
-def _median_ratio(fig: dict[str, list[dict[str, float]]]) -> Any:
-    rs = [t["pps"] / p["pps"] for t, p in zip(fig["tgen"], fig["testpmd"]) if p["pps"]]
+def _median_ratio(fig: dict[str, list[dict[str, float]]], a: str = "tgen", b: str = "testpmd") -> Any:
+    rs = [t["pps"] / p["pps"] for t, p in zip(fig[a], fig[b]) if p["pps"]]
     return round(statistics.median(rs), 3) if rs else None
 
 
@@ -231,7 +240,7 @@ def main() -> int:
     from nfvperf.host import hugepages as hp
     hp.prepare(2048)
     t0 = time.monotonic()
-    res: dict[str, Any] = {"tgen": str(binary), "host_cpus": CPUS, "forwarder_lcores": FWD_LCORES,
+    res: dict[str, Any] = {"tgen": str(binary), "tgen_b": TGEN_B, "host_cpus": CPUS, "forwarder_lcores": FWD_LCORES,
                            "generator_lcores": GEN_LCORES, "load_avg_1m_start": os.getloadavg()[0],
                            "sample_s": SAMPLE_S, "rounds": ROUNDS, "per_kind": {}}
     from nfvperf.host.steadiness import combine, probe_cpus
@@ -243,10 +252,11 @@ def main() -> int:
         for kind in KINDS:
             per: dict[str, Any] = {}
             for size in SIZES:
-                fig: dict[str, list[dict[str, float]]] = {"tgen": [], "testpmd": []}
+                gens = ("tgen", "tgen_b", "testpmd") if TGEN_B else ("tgen", "testpmd")
+                fig: dict[str, list[dict[str, float]]] = {g: [] for g in gens}
                 try:
                     for _ in range(ROUNDS):         # alternate: a load change hits both
-                        for which in ("tgen", "testpmd"):
+                        for which in gens:
                             log(f"{kind} {size} B: {which} through testpmd io ...")
                             fig[which].append(measure(kind, size, which, run, tracker))
                 except Exception as e:  # noqa: BLE001 - one kind's failure must not hide the others
@@ -265,6 +275,13 @@ def main() -> int:
                                   "ratio_median_of_rounds": _median_ratio(fig),
                                   "tgen_runs": [x["pps"] for x in fig["tgen"]],
                                   "testpmd_runs": [x["pps"] for x in fig["testpmd"]]}
+                if TGEN_B:
+                    per[str(size)].update({
+                        "tgen_b_runs": [x["pps"] for x in fig["tgen_b"]],
+                        "tgen_b_pps": max(x["pps"] for x in fig["tgen_b"]),
+                        "tgen_b_ratio_median_of_rounds": _median_ratio(fig, "tgen_b", "testpmd"),
+                        # the A/B itself: each round's B over its A, measured back to back
+                        "b_over_a_median_of_rounds": _median_ratio(fig, "tgen_b", "tgen")})
             res["per_kind"][kind] = per
     finally:
         tracker.release_all()
