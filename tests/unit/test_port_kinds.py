@@ -64,6 +64,83 @@ def test_generator_mtu_refused_for_tgen_tests_not_for_tcp():
     validate_suite(_suite(topo, {"frame_sizes": [64]}, [{"method": "tcp"}]))   # iperf3: kernel veth
 
 
+TCP = [{"method": "tcp"}]      # iperf3 on the kernel veths: no tgen, so only the DUT's end limits
+
+
+@pytest.mark.parametrize("kind,dut,pk,pmd", [
+    ("p2p", "testpmd", "af_packet", "net_af_packet receives frames up to 1518 B"),
+    ("p2p", "testpmd", "af_xdp", "net_af_xdp reports max_rx_pktlen 1514 B"),
+    ("p-ovs-p", "ovs-dpdk", "af_packet", "net_af_packet receives frames up to 1518 B"),
+    ("p-ovs-p", "ovs-dpdk", "af_xdp", "net_af_xdp reports max_rx_pktlen 1514 B"),
+    ("pvp", "ovs-dpdk", "af_xdp", "net_af_xdp reports max_rx_pktlen 1514 B"),
+])
+def test_dpdk_dut_on_veth_refuses_jumbo_mtu_even_for_tcp(kind, dut, pk, pmd):
+    """A DPDK DUT opens its veth ends with net_af_packet / net_af_xdp (DPDK 22.11: MTU 1500),
+    so a TCP test, which needs no tgen, cannot use a jumbo MTU there either."""
+    with pytest.raises(SuiteError) as ei:
+        validate_suite(_suite({"kind": kind, "dut": dut, "port_kind": pk, "mtu": 9000},
+                              {"frame_sizes": [64]}, TCP))
+    msg = str(ei.value)
+    assert (f"topology.mtu: dut {dut} opens its {pk} ports with DPDK, in TCP tests too (iperf3, no "
+            f"tgen): port_kind {pk} carries an MTU of at most 1500 (DPDK 22.11 {pmd}") in msg, msg
+    assert "jumbo frames need port_kind vhost (DPDK DUTs) or pci" in msg
+    assert "mtu 9000 cannot work; lower topology.mtu to 1500 or less" in msg
+    with pytest.raises(ValidationError, match=f"dut {dut} opens its {pk} ports with DPDK"):
+        TopologySpec(kind=kind, dut=dut, port_kind=pk, mtu=1501)
+    assert TopologySpec(kind=kind, dut=dut, port_kind=pk, mtu=1500).mtu == 1500
+
+
+@pytest.mark.parametrize("kind,dut,pk", [("p2p", "linux-bridge", "af_packet"),
+                                         ("p2p", "linux-bridge", "af_xdp"),
+                                         ("p-ovs-p", "ovs-system", "af_packet")])
+def test_kernel_dut_on_veth_carries_jumbo_for_tcp(kind, dut, pk):
+    s = validate_suite(_suite({"kind": kind, "dut": dut, "port_kind": pk, "mtu": 9000},
+                              {"frame_sizes": [64]}, TCP))
+    assert s.tests[0].topology.mtu == 9000
+
+
+@pytest.mark.parametrize("kind,dut", [("p-ovs-p", "ovs-dpdk"), ("p2p", "testpmd")])
+def test_dpdk_dut_on_vhost_carries_jumbo(kind, dut):
+    assert TopologySpec(kind=kind, dut=dut, port_kind="vhost", mtu=9000).mtu == 9000
+    validate_suite(_suite({"kind": kind, "dut": dut, "port_kind": "vhost", "mtu": 9000},
+                          {"frame_sizes": [64, 9018]}))
+
+
+def test_study_and_test_overrides_of_mtu_or_port_kind_are_held_to_the_dut():
+    topo = {"kind": "p2p", "dut": "testpmd", "port_kind": "af_packet"}
+    study = {"method": "tcp", "name": "s", "study": {"axes": {"mtu": [1500, 9000]}}}
+    with pytest.raises(SuiteError) as ei:
+        validate_suite(_suite(topo, {"frame_sizes": [64]}, [study]))
+    probs = ei.value.problems
+    assert len(probs) == 1 and probs[0].startswith("tests[0].topology.mtu: dut testpmd opens its "
+                                                   "af_packet ports with DPDK"), probs
+    assert probs[0].endswith("(study unit s[mtu=9000])"), probs
+    # the suite on vhost at 9000 is fine; a study axis moving it onto af_xdp is not
+    jumbo = dict(topo, port_kind="vhost", mtu=9000)
+    axis = {"method": "tcp", "name": "k", "study": {"axes": {"port_kind": ["af_xdp"]}}}
+    with pytest.raises(SuiteError, match=r"tests\[0\]\.topology\.mtu: dut testpmd opens its af_xdp"):
+        validate_suite(_suite(jumbo, {"frame_sizes": [64]}, [axis]))
+    # a plain test override, and a dut override from the Linux bridge (fine) to testpmd
+    lb = {"kind": "p2p", "dut": "linux-bridge", "port_kind": "af_packet", "mtu": 9000}
+    validate_suite(_suite(lb, {"frame_sizes": [64]}, TCP))
+    with pytest.raises(SuiteError, match=r"tests\[0\]\.topology\.mtu: dut testpmd opens its af_packet"):
+        validate_suite(_suite(lb, {"frame_sizes": [64]},
+                              [{"method": "tcp", "topology": {"dut": "testpmd"}}]))
+
+
+def test_cli_validate_refuses_jumbo_on_a_dpdk_duts_veth(tmp_path, capsys):
+    from nfvperf.cli import main
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: t\ntopology: {kind: p2p, dut: testpmd, port_kind: af_packet, mtu: 9000}\n"
+                     "traffic: {frame_sizes: [64]}\ntests: [{method: tcp}]\n")
+    assert main(["validate", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert "topology.mtu: dut testpmd opens its af_packet ports with DPDK" in err
+    assert "lower topology.mtu to 1500 or less" in err
+    suite.write_text(suite.read_text().replace("testpmd", "linux-bridge"))
+    assert main(["validate", str(suite)]) == 0
+
+
 def test_frames_above_the_mtu_refused_with_the_field():
     topo = {"kind": "p-ovs-p", "port_kind": "vhost", "mtu": 1500}
     with pytest.raises(SuiteError) as ei:

@@ -170,6 +170,11 @@ class DutAdapter(abc.ABC):
     port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "pci")
     #: why it cannot drive a port kind it leaves out (said in the validation error)
     port_kind_notes: ClassVar[dict[str, str]] = {}
+    #: it opens its ports with DPDK PMDs, veth ends too (net_af_packet / net_af_xdp vdevs), so a
+    #: port kind's DPDK MTU limit (``PortKind.max_mtu``: 1500 on af_packet/af_xdp) holds for it
+    #: even in TCP tests, where tgen is not used; False for kernel DUTs, which take the veth
+    #: itself and carry what the kernel path does (``PortKind.path_max_mtu``, jumbo frames)
+    dpdk_ports: ClassVar[bool] = True
     #: the programs it runs (required by preflight when the adapter is used)
     binaries: ClassVar[tuple[Binary, ...]] = ()
     #: drives its processes and files through a host object (``options["host"]``: a testbed's

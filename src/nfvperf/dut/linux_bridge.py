@@ -43,6 +43,7 @@ class LinuxBridge(DutAdapter):
     options_model = LinuxBridgeSpec
     port_kinds = ("af_packet", "af_xdp")      # bridges kernel interfaces (veth), not PCI NICs
     polling_cpus = 0                           # forwards in softirq context, no polling thread
+    dpdk_ports = False                         # the kernel's veth path: jumbo MTUs (TCP tests)
     tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod

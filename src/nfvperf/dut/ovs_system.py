@@ -70,6 +70,7 @@ class OvsSystem(OvsDpdk):
                        "pci": "the kernel datapath uses kernel NIC drivers; give the NICs' "
                               "netdevs as veth-like ports (not supported yet)"}
     polling_cpus = 0                           # forwards in softirq context
+    dpdk_ports = False                         # takes the kernel veths: jumbo MTUs (TCP tests)
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:

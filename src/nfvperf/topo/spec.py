@@ -84,6 +84,22 @@ def port_kind_refusal(kind: str, dut: str, port_kind: str) -> Optional[str]:
             f"{_one_of(ok)}")
 
 
+def mtu_refusal(dut: Optional[str], port_kind: str, mtu: int) -> Optional[str]:
+    """Why ``mtu`` cannot work on ``port_kind`` with ``dut`` (None if it can), whoever drives
+    the other end.  A kernel DUT (``DutAdapter.dpdk_ports`` False) needs only the kind's path to
+    carry it (a Linux bridge forwards jumbo frames on veth); a DPDK DUT opens its own ends with
+    the kind's PMD, so the PMD's limit (``PortKind.max_mtu``) holds for every test, TCP tests
+    too.  The generator's limit on the other end is checked per test in config."""
+    pk = port_kind_class(port_kind)
+    cls = DUT_REGISTRY.get(dut) if dut else None
+    dpdk = cls is not None and bool(getattr(cls, "dpdk_ports", True))
+    why = pk.check_mtu(mtu, generator=dpdk)
+    if why is None or not dpdk or pk.check_mtu(mtu, generator=False) is not None:
+        return why           # None, or the kind's path itself cannot carry it (any DUT)
+    return (f"dut {dut} opens its {port_kind} ports with DPDK, in TCP tests too (iperf3, no "
+            f"tgen): {why}; lower topology.mtu to {pk.mtu_limit(generator=True)} or less")
+
+
 def _require_one_of(v: str, names: list[str]) -> None:
     """A registry-backed field: refuse a value that no module registered, naming the allowed ones
     (the same error shape as a Literal's)."""
@@ -155,11 +171,12 @@ class TopologyBase(_Strict):
     @field_validator("mtu", check_fields=False)
     @classmethod
     def _mtu_fits_port_kind(cls, v: int, info: ValidationInfo) -> int:
-        """The MTU the port kind's path carries (the generator's own limit is checked per test
-        in config, since TCP tests run without it, and when a topology starts tgen)."""
+        """The MTU the port kind's path and the DUT's end carry (:func:`mtu_refusal`; the
+        generator's own limit is checked per test in config, since TCP tests run without it,
+        and when a topology starts tgen)."""
         pk = info.data.get("port_kind")
         if pk in port_kind_names():
-            why = port_kind_class(pk).check_mtu(v, generator=False)
+            why = mtu_refusal(info.data.get("dut"), pk, v)
             if why:
                 raise ValueError(why)
         return v

@@ -96,6 +96,7 @@ class PortKind:
     #: the DUT end lives in the DUT's network namespace (p2p makes one only for these kinds)
     dut_netns: ClassVar[bool] = False
     #: the largest MTU the generator (tgen, DPDK 22.11) and a DPDK DUT carry on this kind, and why
+    #: (a DPDK DUT's own end is held to it at validation, TCP tests too: ``DutAdapter.dpdk_ports``)
     max_mtu: ClassVar[int] = 1500
     mtu_limit_reason: ClassVar[str] = ""
     #: the largest MTU the kind carries without the generator (kernel TCP endpoints, raw frames)
@@ -116,10 +117,18 @@ class PortKind:
 
     # -- declarations (classmethods: validation and preflight need no instance) ----------------
     @classmethod
+    def mtu_limit(cls, generator: bool = True) -> int:
+        """The largest MTU of this kind when a DPDK PMD opens the ports (``generator``: tgen, or
+        a DPDK DUT such as testpmd or OVS-DPDK on its af_packet/af_xdp vdev), else when only the
+        kernel path must carry it (iperf3 between kernel veths through a kernel DUT)."""
+        return cls.max_mtu if generator or cls.path_max_mtu is None else cls.path_max_mtu
+
+    @classmethod
     def check_mtu(cls, mtu: int, generator: bool = True) -> Optional[str]:
-        """Why ``mtu`` cannot work on this kind (None if it can).  ``generator``: tgen drives
-        the ports (else only the kernel path, e.g. iperf3 over veth, must carry it)."""
-        limit = cls.max_mtu if generator or cls.path_max_mtu is None else cls.path_max_mtu
+        """Why ``mtu`` cannot work on this kind (None if it can).  ``generator``: a DPDK PMD
+        opens the ports — tgen, or a DPDK DUT's end (:meth:`mtu_limit`); else only the kernel
+        path, e.g. iperf3 over veth through a Linux bridge, must carry it."""
+        limit = cls.mtu_limit(generator)
         if mtu > limit:
             why = f" ({cls.mtu_limit_reason})" if cls.mtu_limit_reason else ""
             return f"port_kind {cls.name} carries an MTU of at most {limit}{why}; mtu {mtu} cannot work"
