@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             html = write_html(run, Path(args.html), net_of_harness=args.latency_net_of_harness or None)
             print(f"HTML report: {html}")
         if html is not None or any(t.study for t in run.tests):
-            _write_plots(run, None, html)
+            _write_plots(run, None, html, args.latency_net_of_harness or None)
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
         return outcome.exit_code
@@ -252,6 +252,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -> None:
     from nfvperf import units
+    from nfvperf.report.ceiling import LOWER_BOUND_NOTE, ceiling_text, is_lower_bound
+    lower = False
     print(f"harness ceiling: tgen through testpmd io on {res.get('port_kind')}, tgen lcores "
           f"{res.get('tgen_lcores')}, MTU {res.get('mtu')}")
     print(f"{'Frame B':>8} {'ceiling fps':>14} {'% line (L1)':>12} {'self-latency min/p50/p99 us':>30} {'source':>10}")
@@ -263,7 +265,11 @@ def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -
         sl = p.get("self_latency_ns") or {}
         lat = "/".join("—" if sl.get(k) is None else f"{sl[k] / 1e3:.1f}" for k in ("min", "p50", "p99"))
         pct = units.pct_line_rate(p["fps"], s, profiles[s].link_speed_bps)
-        print(f"{s:>8} {p['fps']:>14,.0f} {pct:>12.2f} {lat:>30} {'cached' if p.get('cached') else 'measured':>10}")
+        lower = lower or is_lower_bound(p)
+        print(f"{s:>8} {ceiling_text(p['fps'], is_lower_bound(p)):>14} {pct:>12.2f} {lat:>30} "
+              f"{'cached' if p.get('cached') else 'measured':>10}")
+    if lower:
+        print(LOWER_BOUND_NOTE)
     if res.get("error"):
         print(f"error: {res['error']}")
     print(f"cache: {cache.path} (max age {cache.max_age_s / 3600:g} h)")
@@ -291,19 +297,20 @@ def cmd_report(args: argparse.Namespace) -> int:
             html = write_html(run, Path(args.html), net_of_harness=net)
             print(f"HTML report: {html}")
         if args.plots is not None or html is not None:
-            _write_plots(run, args.plots or None, html)
+            _write_plots(run, args.plots or None, html, net)
     finally:
         store.close()
     return EXIT_OK
 
 
-def _write_plots(run: Any, directory: Optional[str], html: Optional[Path]) -> None:
+def _write_plots(run: Any, directory: Optional[str], html: Optional[Path],
+                 net_of_harness: Optional[bool] = None) -> None:
     """The study plots and throughput vs size as PNG and SVG files (default: the run's
-    ``report/`` directory)."""
+    ``report/`` directory); study latency net of the harness as the report."""
     from nfvperf.report.plots import plots_dir, write_plot_files
     where = Path(directory) if directory else plots_dir(run, html)
     try:
-        files = write_plot_files(run, where)
+        files = write_plot_files(run, where, net_of_harness)
     except OSError as e:
         print(f"plots not written to {where}: {e}", file=sys.stderr)
         return

@@ -40,7 +40,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from nfvperf.report.ceiling import DUT_BOUND, HARNESS_BOUND, NO_CEILING, bound_label, ceiling_fps
+from nfvperf.report.ceiling import (DUT_BOUND, HARNESS_BOUND, NEAR_LINE_RATE, NO_CEILING, bound_label,
+                                    ceiling_bound, ceiling_text)
 from nfvperf.report.configuration import config_key, config_key_without_axes, differences
 from nfvperf.host.steadiness import spread_pct
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
@@ -65,6 +66,7 @@ class Row:
     note: str = ""
     ceilings: list[Optional[float]] = field(default_factory=list)   # harness ceiling fps of A, B
     bounds: list[str] = field(default_factory=list)
+    ceiling_lower: list[bool] = field(default_factory=list)        # ceiling only a lower bound (≥)
 
 
 @dataclass
@@ -222,6 +224,7 @@ class MultiRow:
     note: str = ""
     ceilings: list[Optional[float]] = field(default_factory=list)   # harness ceiling fps per run
     bounds: list[str] = field(default_factory=list)                 # DUT-bound / harness-bound / —
+    ceiling_lower: list[bool] = field(default_factory=list)         # ceiling only line rate (≥)
 
     @property
     def harness_bound(self) -> list[int]:
@@ -260,14 +263,15 @@ def _in_unit(test: Any, metric: str, v: Optional[float], unit: str) -> tuple[str
     return label, rates(v, getattr(test, "traffic", None) or {})[key]
 
 
-def _ceiling(run: Any, test: Any, metric: str, fps: Optional[float]) -> tuple[Optional[float], str]:
-    """(harness ceiling fps, bound label) of a rate result of ``run``; (None, "") for other rows."""
+def _ceiling(run: Any, test: Any, metric: str, fps: Optional[float]) -> tuple[Optional[float], str, bool]:
+    """(harness ceiling fps, bound label, whether the ceiling is only a lower bound) of a rate
+    result of ``run``; (None, "", False) for other rows."""
     if test is None or metric != "fps per interface":
-        return None, ""
+        return None, "", False
     env = getattr(run, "environment", None) or {}
     pkind = (getattr(test, "topology", None) or {}).get("port_kind") or None
-    ceil = ceiling_fps(env, test.frame_size_b, pkind) if isinstance(env, dict) else None
-    return ceil, bound_label(fps, ceil)
+    ceil, lower = ceiling_bound(env, test.frame_size_b, pkind) if isinstance(env, dict) else (None, False)
+    return ceil, bound_label(fps, ceil, lower_bound=lower), lower
 
 
 def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> MultiComparison:
@@ -309,7 +313,8 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
         cb = [_ceiling(run, t, m[0], m[1]) for run, t, m in zip(runs, tests, measured)]
         row = MultiRow(test=first.name, frame_size_b=first.frame_size_b, metric=metric, values=values,
                        ratios=ratios, thresholds=thresholds, flagged=flagged, note=note,
-                       ceilings=[c for c, _ in cb], bounds=[b for _, b in cb])
+                       ceilings=[c for c, _, _ in cb], bounds=[b for _, b, _ in cb],
+                       ceiling_lower=[lo for _, _, lo in cb])
         if row.harness_bound:
             row.note = (row.note + "; " if row.note else "") + (
                 "harness-bound in " + ", ".join(f"#{i}" for i in row.harness_bound) +
@@ -327,7 +332,7 @@ def compare_runs(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Compar
         delta = (r.ratios[1] - 1.0) if r.ratios[1] is not None else None
         cmp.rows.append(Row(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, a=va, b=vb, delta=delta,
                             threshold=r.thresholds[1], flagged=r.flagged[1], note=r.note,
-                            ceilings=r.ceilings, bounds=r.bounds))
+                            ceilings=r.ceilings, bounds=r.bounds, ceiling_lower=r.ceiling_lower))
     for label, lacking in many.missing:
         (cmp.only_a if 2 in lacking else cmp.only_b).append(label)
     return cmp
@@ -392,15 +397,17 @@ def render(cmp: Any, console: Any) -> None:
                               markup=False)
 
 
-_SHORT = {DUT_BOUND: "DUT", HARNESS_BOUND: "harness"}
+_SHORT = {DUT_BOUND: "DUT", HARNESS_BOUND: "harness", NEAR_LINE_RATE: "line rate"}
 
 
 def _bound_cell(r: MultiRow) -> str:
-    """"2,950,000 DUT / 3,010,000 harness" (one entry per run), "" for rows without a rate."""
+    """"2,950,000 DUT / 3,010,000 harness" (one entry per run), "" for rows without a rate; a
+    ceiling that is only the nominal line rate reads "≥ 812,744 line rate"."""
     if not any(r.bounds):
         return ""
-    return " / ".join("—" if c is None else f"{_f(c)} {_SHORT.get(b, '')}".strip()
-                      for c, b in zip(r.ceilings, r.bounds))
+    lower = list(r.ceiling_lower) + [False] * (len(r.ceilings) - len(r.ceiling_lower))
+    return " / ".join("—" if c is None else f"{ceiling_text(c, lo) if lo else _f(c)} {_SHORT.get(b, '')}".strip()
+                      for c, b, lo in zip(r.ceilings, r.bounds, lower))
 
 
 def compare_view(cmp: Comparison) -> MultiComparison:
@@ -410,6 +417,6 @@ def compare_view(cmp: Comparison) -> MultiComparison:
         out.rows.append(MultiRow(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, values=[r.a, r.b],
                                  ratios=[1.0 if r.a else None, None if r.delta is None else 1.0 + r.delta],
                                  thresholds=[0.0, r.threshold], flagged=[False, r.flagged], note=r.note,
-                                 ceilings=r.ceilings, bounds=r.bounds))
+                                 ceilings=r.ceilings, bounds=r.bounds, ceiling_lower=r.ceiling_lower))
     out.missing = [(lab, [2]) for lab in cmp.only_a] + [(lab, [1]) for lab in cmp.only_b]
     return out

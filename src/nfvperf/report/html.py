@@ -18,7 +18,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 def render_html(run: Any, net_of_harness: Optional[bool] = None) -> str:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]))
     tpl = env.get_template("report.html.j2")
-    return tpl.render(data=build(run, net_of_harness=net_of_harness), plots=all_plots(run),
+    return tpl.render(data=build(run, net_of_harness=net_of_harness), plots=all_plots(run, net_of_harness),
                       environment=json.dumps(run.environment or {}, indent=2, sort_keys=True, default=str),
                       config=json.dumps(run.config or {}, indent=2, sort_keys=True, default=str),
                       version=__version__, generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))

@@ -5,7 +5,7 @@ import base64
 import io
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import matplotlib
 
@@ -25,11 +25,12 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def ceiling_series(run: Any) -> dict[str, list[tuple[int, float]]]:
-    """The harness ceiling per port kind as (frame size, fps) points, sorted by size."""
-    out: dict[str, list[tuple[int, float]]] = {}
+def ceiling_series(run: Any) -> dict[str, list[tuple[int, float, bool]]]:
+    """The harness ceiling per port kind as (frame size, fps, only a lower bound) points, sorted
+    by size (a lower bound: the nominal line rate passed, :func:`hc.is_lower_bound`)."""
+    out: dict[str, list[tuple[int, float, bool]]] = {}
     for c in hc.ceilings_of(run.environment or {}):
-        pts = sorted((int(s), float(p["fps"])) for s, p in (c.get("per_size") or {}).items()
+        pts = sorted((int(s), float(p["fps"]), hc.is_lower_bound(p)) for s, p in (c.get("per_size") or {}).items()
                      if isinstance(p, dict) and p.get("fps") is not None)
         if pts:
             out.setdefault(str(c.get("port_kind") or "harness"), pts)
@@ -68,8 +69,14 @@ def throughput_figure(run: Any) -> Any:
     ax.plot(grid, [units.max_fps(s + extra, link) / 1e6 for s in grid], "--", color="grey",
             label=f"theoretical max ({link / 1e9:g} Gbit/s, L1)")
     for pkind, cpts in ceiling_series(run).items():
+        low = [p for p in cpts if p[2]]
+        at = ("; ≥ at " + ", ".join(f"{p[0]} B" for p in low) + ": line rate carried, a lower bound") if low else ""
         ax.plot([p[0] for p in cpts], [p[1] / 1e6 for p in cpts], "s:", color="tab:red",
-                label=f"harness ceiling ({pkind}: tgen through testpmd io)", gid="harness-ceiling")
+                label=f"harness ceiling ({pkind}: tgen through testpmd io{at})", gid="harness-ceiling")
+        if low:     # the harness's limit is above these points: an upward marker, not a limit
+            ax.plot([p[0] for p in low], [p[1] / 1e6 for p in low], "^", color="tab:red", ms=10, ls="none",
+                    label=f"harness ceiling ≥ ({pkind}: at least line rate, its limit not found)",
+                    gid="harness-ceiling-lower-bound")
     ax.set_xlabel("Frame size (B, L2 incl. FCS)")
     ax.set_ylabel("Throughput (Mfps per interface)")
     ax.set_title("Zero-loss throughput vs frame size (per interface)")
@@ -104,26 +111,48 @@ def loss_vs_load(run: Any) -> Optional[str]:
     return _png(fig)
 
 
-def _latencies(run: Any) -> list[tuple[str, dict[str, Any]]]:
+def net_wanted(run: Any, net_of_harness: Optional[bool] = None) -> bool:
+    """Latency plots net of the harness self-latency: as the report's tables
+    (:func:`hc.latency_net_wanted`), and only for a run that has a self-latency."""
+    return hc.latency_net_wanted(run.config, net_of_harness) and hc.has_self_latency(run.environment or {})
+
+
+def _latencies(run: Any, net: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """(series label, latency point); with ``net`` each point net of the harness self-latency on
+    its path, and labelled "(gross)" where there is none for its size."""
+    env = run.environment or {}
     out = []
+
+    def add(t: Any, label: str, lat: dict[str, Any]) -> None:
+        lat, gross = hc.net_point(lat, env, t.frame_size_b, (t.topology or {}).get("port_kind") or None, net)
+        out.append((label + " (gross)" if gross else label, lat))
+
     for t in run.tests:
         if t.method == "latency" and t.results:
             for lat in latency_points(t.results[-1].data or {}):
                 if lat.get("count") or lat.get("avg_ns"):
                     frac = lat.get("fraction")
                     at = f" @{100 * frac:g}%" if isinstance(frac, (int, float)) else ""
-                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B{at}", lat))
+                    add(t, f"{t.name} {t.frame_size_b or 'IMIX'} B{at}", lat)
     if not out:   # fall back to throughput results' latency
         for t in run.tests:
             if t.results:
                 own = latency_of(t.results[-1].data or {})
                 if own and own.get("percentiles_ns"):
-                    out.append((f"{t.name} {t.frame_size_b or 'IMIX'} B", own))
+                    add(t, f"{t.name} {t.frame_size_b or 'IMIX'} B", own)
     return out
 
 
-def latency_percentiles(run: Any) -> Optional[str]:
-    lats = [(k, lat) for k, lat in _latencies(run) if lat.get("percentiles_ns")]
+def latency_percentiles(run: Any, net_of_harness: Optional[bool] = None) -> Optional[str]:
+    fig = latency_percentiles_figure(run, net_of_harness)
+    return None if fig is None else _png(fig)
+
+
+def latency_percentiles_figure(run: Any, net_of_harness: Optional[bool] = None) -> Any:
+    """Latency by percentile, one series per latency point: net of the harness self-latency
+    when the report is (:func:`net_wanted`), else as measured.  None without percentiles."""
+    net = net_wanted(run, net_of_harness)
+    lats = [(k, lat) for k, lat in _latencies(run, net) if lat.get("percentiles_ns")]
     if not lats:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -146,14 +175,27 @@ def latency_percentiles(run: Any) -> Optional[str]:
     ax.set_xticklabels(["50", "90", "99", "99.9", "99.99", "max"])
     ax.set_yscale("log")
     ax.set_xlabel("Percentile (%, log scale of 1/(1−p))")
-    ax.set_ylabel("Latency (µs)")
-    ax.set_title("Latency by percentile")
+    ax.set_ylabel("Latency (µs)" + (", net of harness self-latency" if net else ""))
+    ax.set_title("Latency by percentile" + (" (net of harness self-latency)" if net else ""))
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    return _png(fig)
+    return fig
 
 
-def latency_histogram(run: Any) -> Optional[str]:
+def latency_histogram(run: Any, net_of_harness: Optional[bool] = None) -> Optional[str]:
+    fig = latency_histogram_figure(run, net_of_harness)
+    return None if fig is None else _png(fig)
+
+
+#: the histogram's title suffix in a report net of the harness: its buckets are the generator's
+HISTOGRAM_GROSS = " (gross: includes the harness self-latency)"
+
+
+def latency_histogram_figure(run: Any, net_of_harness: Optional[bool] = None) -> Any:
+    """The stored latency histograms as measured: its buckets are the generator's, and shifting
+    them would not be a histogram of anything measured, so in a report net of the harness it is
+    titled gross."""
+    gross = net_wanted(run, net_of_harness)
     lats = [(k, lat) for k, lat in _latencies(run) if lat.get("histogram")]
     if not lats:
         return None
@@ -167,10 +209,10 @@ def latency_histogram(run: Any) -> Optional[str]:
     ax.set_xscale("log")
     ax.set_xlabel("Latency bucket upper bound (µs, log)")
     ax.set_ylabel("Share of frames (%)")
-    ax.set_title("Latency histogram")
+    ax.set_title("Latency histogram" + (HISTOGRAM_GROSS if gross else ""))
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    return _png(fig)
+    return fig
 
 
 def _is_number(v: Any) -> bool:
@@ -230,14 +272,16 @@ def study_figure(rep: Any, metric: Any) -> Any:
     return fig
 
 
-def study_figures(run: Any) -> list[tuple[str, str, Any]]:
+def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str, Any]]:
     """(title, file stem, figure) for every study of the run: its first metric (the one with the
-    ratios: ``traffic.rate_unit`` for rate methods) and, when cores vary, Mpps per PMD core."""
+    ratios: ``traffic.rate_unit`` for rate methods) and, when cores vary, Mpps per PMD core;
+    latency net of the harness when the report is (:func:`net_wanted`)."""
     from nfvperf.report.extract import resolved_tests
     from nfvperf.report.study import study_reports
     rate_unit = str(((run.config or {}).get("traffic") or {}).get("rate_unit") or "pps")
+    net_env = (run.environment or {}) if net_wanted(run, net_of_harness) else None
     out = []
-    for rep in study_reports(resolved_tests(run), rate_unit):
+    for rep in study_reports(resolved_tests(run), rate_unit, net_env):
         for pv in rep.pivots[:1] + [p for p in rep.pivots if p.metric.key == "per_core"]:
             fig = study_figure(rep, pv.metric)
             if fig is not None:
@@ -246,8 +290,8 @@ def study_figures(run: Any) -> list[tuple[str, str, Any]]:
     return out
 
 
-def study_plots(run: Any) -> list[tuple[str, str]]:
-    return [(title, _png(fig)) for title, _, fig in study_figures(run)]
+def study_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str]]:
+    return [(title, _png(fig)) for title, _, fig in study_figures(run, net_of_harness)]
 
 
 def plots_dir(run: Any, html_path: Optional[Path] = None) -> Path:
@@ -261,9 +305,10 @@ def plots_dir(run: Any, html_path: Optional[Path] = None) -> Path:
     return Path(f"{run.tag}-plots")
 
 
-def write_plot_files(run: Any, directory: Path) -> list[Path]:
-    """Every study plot and the throughput-vs-size plot as PNG and SVG files in ``directory``."""
-    figs = [(stem, fig) for _, stem, fig in study_figures(run)]
+def write_plot_files(run: Any, directory: Path, net_of_harness: Optional[bool] = None) -> list[Path]:
+    """Every study plot and the throughput-vs-size plot as PNG and SVG files in ``directory``
+    (study latency net of the harness as the report: ``net_of_harness``)."""
+    figs = [(stem, fig) for _, stem, fig in study_figures(run, net_of_harness)]
     tvs = throughput_figure(run)
     if tvs is not None:
         figs.append(("throughput-vs-frame-size", tvs))
@@ -281,14 +326,21 @@ def write_plot_files(run: Any, directory: Path) -> list[Path]:
     return out
 
 
-def all_plots(run: Any) -> list[tuple[str, str]]:
+def all_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str]]:
+    """(title, base64 PNG) of every plot of the HTML report; latency net of the harness self-latency
+    as the report's tables (``net_of_harness``, else the suite's option), the histogram titled gross."""
     out = []
     try:
-        out += study_plots(run)
+        out += study_plots(run, net_of_harness)
     except Exception:  # noqa: BLE001 - a plot must not take the report down (as below)
         pass
-    for title, fn in (("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
-                      ("Latency percentiles", latency_percentiles), ("Latency histogram", latency_histogram)):
+    net = net_wanted(run, net_of_harness)
+    plots: list[tuple[str, Callable[[Any], Optional[str]]]] = [
+        ("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
+        ("Latency percentiles" + (" (net of harness self-latency)" if net else ""),
+         lambda r: latency_percentiles(r, net)),
+        ("Latency histogram" + (HISTOGRAM_GROSS if net else ""), lambda r: latency_histogram(r, net))]
+    for title, fn in plots:
         try:
             png = fn(run)
         except Exception as e:  # noqa: BLE001 - a plot must not take the report down

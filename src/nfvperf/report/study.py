@@ -23,9 +23,10 @@ into a :class:`~nfvperf.report.tables.Table` so the terminal, Markdown and HTML 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import axes_of, is_vxlan, pmd_cores, study_of, without_vxlan
 from nfvperf.report.extract import (METHOD_METRICS, fmt_num, headline_pps, latency_at_throughput,
                                     method_metric, num, rates)
@@ -66,6 +67,7 @@ class Point:
     switching_operations: int = 1
     cores: Optional[int] = None
     latency_ns: Optional[float] = None
+    latency_gross: bool = False     # net of the harness was asked for, but there is no self-latency
 
 
 @dataclass
@@ -130,28 +132,38 @@ class StudyReport:
 
 # --------------------------------------------------------------------------- points
 
-def _point(t: Any, tests: list[Any]) -> Point:
+def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -> Point:
+    """``net_env``: the run's environment when latency is shown net of the harness self-latency."""
     st = study_of(t) or {}
     tp = t.topology or {}
     data = t.results[-1].data or {} if t.results else {}
     value: Optional[float] = None
     latency = None
+    gross = False
+
+    def net(lat: Any) -> Any:
+        nonlocal gross
+        lat, g = hc.net_point(lat, net_env or {}, t.frame_size_b, tp.get("port_kind") or None,
+                              net_env is not None)
+        gross = gross or g
+        return lat
+
     if t.results:
         if t.method in THROUGHPUT_METHODS:
             value = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
         elif t.method == "latency":
-            avg = num((latency_at_throughput(data) or {}).get("avg_ns"))
+            avg = num((net(latency_at_throughput(data)) or {}).get("avg_ns"))
             value = avg / 1e3 if avg is not None else None
         else:
             mm = method_metric(t.method, data)
             value = mm[1] if mm else None
     if t.method in THROUGHPUT_METHODS:
-        lat = latency_for(tests, t, data if t.results else None)
+        lat = net(latency_for(tests, t, data if t.results else None))
         latency = num(lat.get("avg_ns")) if lat else None
     return Point(test=t, axes=axes_of(t), size=t.frame_size_b, baseline=bool(st.get("baseline")),
                  value=value, directions=int(tp.get("directions") or 1),
                  switching_operations=int(tp.get("switching_operations") or 1), cores=pmd_cores(t),
-                 latency_ns=latency)
+                 latency_ns=latency, latency_gross=gross)
 
 
 def _rates(p: Point, key: str) -> Optional[float]:
@@ -253,8 +265,21 @@ def _baseline(points: list[Point], axes: list[str]) -> dict[str, Any]:
     return {a: next((p.axes[a] for p in points if a in p.axes), None) for a in axes}
 
 
-def study_reports(tests: list[Any], rate_unit: str = "pps") -> list[StudyReport]:
-    """One report per study of the run, in the order the studies first appear."""
+def _net_metric(m: Metric) -> Metric:
+    """A latency metric titled as net of the harness self-latency."""
+    return replace(m, title=m.title.replace("at Throughput", "at Throughput net of harness self-latency", 1))
+
+
+def _gross_note(rep: StudyReport) -> str:
+    gross = list(dict.fromkeys(f"{p.test.name} {fmt_num(p.size) if p.size else 'IMIX'} B"
+                               for p in rep.points if p.latency_gross))
+    return (" Gross (no harness self-latency measured for it): " + ", ".join(gross) + ".") if gross else ""
+
+
+def study_reports(tests: list[Any], rate_unit: str = "pps",
+                  net_env: Optional[dict[str, Any]] = None) -> list[StudyReport]:
+    """One report per study of the run, in the order the studies first appear.  ``net_env``: the
+    run's environment when latency is reported net of the harness self-latency (None: gross)."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for t in tests:
         st = study_of(t)
@@ -262,7 +287,7 @@ def study_reports(tests: list[Any], rate_unit: str = "pps") -> list[StudyReport]
             groups.setdefault((str(st["name"]), t.method), []).append(t)
     out = []
     for (name, method), group in groups.items():
-        points = [_point(t, tests) for t in group]
+        points = [_point(t, tests, net_env) for t in group]
         axes = list(dict.fromkeys(a for p in points for a in p.axes))
         sizes = list(dict.fromkeys(p.size for p in points))
         rep = StudyReport(name=name, method=method, axes=axes, row_axis=_row_axis(method, axes, sizes),
@@ -270,15 +295,18 @@ def study_reports(tests: list[Any], rate_unit: str = "pps") -> list[StudyReport]
         base = f"Ratios (×) against the baseline {', '.join(f'{a}={axis_text(v)}' for a, v in rep.baseline.items())}"
         base += " at the same frame size." if len(sizes) > 1 else "."
         if method in THROUGHPUT_METHODS:
-            _rate_pivots(rep, rate_unit, base)
+            _rate_pivots(rep, rate_unit, base, net_env is not None)
         else:
             for m in method_metrics(method):
-                rep.pivots.append(build_pivot(rep, m, base))
+                if method == "latency" and net_env is not None:
+                    rep.pivots.append(build_pivot(rep, _net_metric(m), base + _gross_note(rep)))
+                else:
+                    rep.pivots.append(build_pivot(rep, m, base))
         out.append(rep)
     return out
 
 
-def _rate_pivots(rep: StudyReport, rate_unit: str, base: str) -> None:
+def _rate_pivots(rep: StudyReport, rate_unit: str, base: str, net: bool = False) -> None:
     ndir = {p.directions for p in rep.points}
     for i, m in enumerate(rate_metrics(rate_unit)):
         rep.pivots.append(build_pivot(rep, m, (base + " " if i == 0 else "") + "Per interface (per direction)."))
@@ -296,9 +324,10 @@ def _rate_pivots(rep: StudyReport, rate_unit: str, base: str) -> None:
         rep.pivots.append(build_pivot(rep, SWITCHING, "Normalises throughput across topologies: a frame "
                                       "crossing the switch twice (PVP) counts two switching operations "
                                       "(seed 000 Table 5-1)."))
-    lat = build_pivot(rep, LATENCY, "Latency at Throughput from a latency test of the same configuration "
+    lat = build_pivot(rep, _net_metric(LATENCY) if net else LATENCY,
+                      "Latency at Throughput from a latency test of the same configuration "
                       "(topology overrides, traffic, study axes) or the throughput test's own; empty "
-                      "otherwise.")
+                      "otherwise." + (_gross_note(rep) if net else ""))
     if any(v is not None for v in lat.cells.values()):
         rep.pivots.append(lat)
 
@@ -386,9 +415,10 @@ def switching_across_topologies(tests: list[Any]) -> Optional[Table]:
     return tb
 
 
-def study_tables(tests: list[Any], rate_unit: str = "pps") -> list[Table]:
-    """Every study pivot, then the run-wide VXLAN overhead and switching-operations tables."""
-    out = [pv.to_table() for rep in study_reports(tests, rate_unit) for pv in rep.pivots]
+def study_tables(tests: list[Any], rate_unit: str = "pps", net_env: Optional[dict[str, Any]] = None) -> list[Table]:
+    """Every study pivot, then the run-wide VXLAN overhead and switching-operations tables
+    (``net_env``: latency net of the harness, :func:`study_reports`)."""
+    out = [pv.to_table() for rep in study_reports(tests, rate_unit, net_env) for pv in rep.pivots]
     vx = vxlan_table(vxlan_overhead(tests))
     if vx is not None:
         out.append(vx)

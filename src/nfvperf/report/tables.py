@@ -57,8 +57,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     self-latency (None: the suite's ``ceiling.latency_net_of_harness``)."""
     cfg = run.config or {}
     env = run.environment or {}
-    if net_of_harness is None:
-        net_of_harness = bool((cfg.get("ceiling") or {}).get("latency_net_of_harness"))
+    asked_net = hc.latency_net_wanted(cfg, net_of_harness)
+    # net only where there is a self-latency to take off: a run without one stays gross (noted)
+    net_of_harness = asked_net and hc.has_self_latency(env)
     topo = cfg.get("topology") or {}
     traffic = cfg.get("traffic") or {}
     ports = int(topo.get("ports") or env.get("ports") or 2)
@@ -107,10 +108,10 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
         notes.append(host_rep)
     tables: list[Table] = []
     from nfvperf.report.study import study_tables     # study.py builds on this module's Table
-    tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"))
-    tables += _throughput_tables(tests, ndir, ports, traffic, sw, env)
+    tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"), env if net_of_harness else None)
+    tables += _throughput_tables(tests, ndir, ports, traffic, sw, env, net_of_harness)
     tables += _latency_tables(tests, ndir, ports, traffic, env, net_of_harness)
-    notes += ceiling_notes(tables, env, net_of_harness)
+    notes += ceiling_notes(tables, env, net_of_harness, asked_net)
     tables += _loss_tables(tests)
     tables += _other_tables(tests)
     from nfvperf.report.rule_install import rule_install_tables   # imports Table from here
@@ -123,19 +124,38 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     return ReportData(run=run, header=header, tables=tables, directions=ndir, switching_ops=sw, notes=notes)
 
 
-def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool) -> list[str]:
+def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool, asked_net: bool = False) -> list[str]:
+    """``net``: latency is shown net of the harness; ``asked_net``: it was asked for (it is not
+    net when the run has no self-latency: the sim, no ceiling)."""
     out = []
     for c in hc.ceilings_of(env):
         if c.get("error"):
             out.append(f"The harness ceiling ({c.get('port_kind')}) could not be measured: {c['error']}")
-    if any(row[-1] == hc.HARNESS_BOUND for t in tables if t.key == "throughput" for row in t.rows):
+    # the bound column by name: with repeated searches the last column is their spread
+    bounds = {row[t.columns.index("bound")] for t in tables if t.key == "throughput" for row in t.rows
+              if len(row) == len(t.columns)}
+    if hc.HARNESS_BOUND in bounds:
         out.append(f"A throughput marked {hc.HARNESS_BOUND} is above "
                    f"{hc.HARNESS_BOUND_FRACTION:.0%} of what the harness alone carries on this path "
                    "(tgen through testpmd io, same ports and cores): it shows the generator's limit, "
                    "not the DUT's; the DUT is at least this fast.")
-    if net and hc.ceilings_of(env):
+    if hc.NEAR_LINE_RATE in bounds:
+        out.append(f"A throughput marked {hc.NEAR_LINE_RATE} is above {hc.HARNESS_BOUND_FRACTION:.0%} "
+                   "of a harness ceiling shown as \"≥\": the harness carried the nominal line rate with "
+                   "zero loss, so its own limit is unknown. The result is near the link's nominal rate, "
+                   "which caps the search (at line rate itself the search says \"max load passed\"): it "
+                   "shows neither the harness's limit nor the DUT's; the DUT is at least this fast.")
+    elif any(hc.is_lower_bound(p) for c in hc.ceilings_of(env) for p in (c.get("per_size") or {}).values()):
+        out.append(f"A harness ceiling shown as \"≥\" is only the nominal line rate: {hc.LOWER_BOUND_NOTE}.")
+    if net:
         out.append("Latency is reported net of the generator's self-latency on the harness path "
-                   "(its min taken from min, its median from avg, max and percentiles).")
+                   "(its min taken from min, its median from avg, max and percentiles): in the "
+                   "throughput, latency and study tables and the latency plots, except figures "
+                   "marked gross (no self-latency for that size; the histogram).")
+    elif asked_net:
+        out.append("Latency net of the harness was asked for, but this run has no harness "
+                   "self-latency (no harness ceiling: --tg sim, --no-ceiling, or a failed "
+                   "measurement): every latency shown is gross.")
     return out
 
 
@@ -248,7 +268,7 @@ def _port_kind(group: list[Any]) -> Optional[str]:
 
 
 def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, sw: int,
-                       env: Optional[dict[str, Any]] = None) -> list[Table]:
+                       env: Optional[dict[str, Any]] = None, net: bool = False) -> list[Table]:
     env = env or {}
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
@@ -261,10 +281,12 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                    " Line rate per RFC 5180 App. A / METHODOLOGY A1; % line rate is L1. A search run "
                    "several times (repeat) shows the median, and its spread in the last column. Harness "
                    "ceiling = what tgen through testpmd io carries on the same ports and cores; bound: "
-                   f"{hc.HARNESS_BOUND} above {hc.HARNESS_BOUND_FRACTION:.0%} of it.",
+                   f"{hc.HARNESS_BOUND} above {hc.HARNESS_BOUND_FRACTION:.0%} of it ({hc.NEAR_LINE_RATE} "
+                   "when the ceiling is \"≥\": only the nominal line rate, which the harness carried).",
                    ["Frame B", "fps / interface", "L1 Mbps / interface", "L2 Mbps / interface",
                     "% line rate (L1)", f"aggregate fps (×{ndir})", f"aggregate L1 Mbps (×{ndir})",
-                    "Latency min/avg/max µs (@ % of Throughput)",
+                    "Latency min/avg/max µs (@ % of Throughput)" +
+                    (", net of harness self-latency" if net else ""), SELF_LATENCY_COLUMN,
                     "harness ceiling fps", "bound", REPEATS_COLUMN], key="throughput")
         swt = Table(f"{name}: switching performance (seed 000 Table 5-1)",
                     f"Switching ops/s = aggregate throughput × switching operations ({sw} per direction "
@@ -275,31 +297,35 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                    ["Frame B", "Goal", "Loss ratio", "Exceed ratio", "RLB fps", "RUB fps", "Width fps",
                     "Cond. throughput fps", "Regular"], key="goals")
         for t in group:
-            ceil = hc.ceiling_fps(env, t.frame_size_b, pkind)
-            ceil_cells = [fmt_num(ceil, 0)]
+            ceil, lower = hc.ceiling_bound(env, t.frame_size_b, pkind)
+            sl_cell = _self_lat_cell(hc.self_latency(env, t.frame_size_b, pkind))
+            ceil_cells = [hc.ceiling_text(ceil, lower)]
             if not t.results:
-                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 6 + ceil_cells + ["—", "—"])
+                tt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 6 + [sl_cell] + ceil_cells
+                               + ["—", "—"])
                 continue
             data = t.results[-1].data or {}
             pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
-            ceil_cells.append(hc.bound_label(pps, ceil))
-            lat = latency_for(tests, t, data)
+            ceil_cells.append(hc.bound_label(pps, ceil, lower_bound=lower))
+            lat, gross = hc.net_point(latency_for(tests, t, data), env, t.frame_size_b, pkind, net)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
                        if lat else "—")
             frac = num(lat.get("fraction")) if lat else None
             if frac is not None and frac != 1.0:
                 latency += f" @{100 * frac:g}%"
+            if gross:
+                latency += f" {GROSS}"
             size = fmt_num(t.frame_size_b) if t.frame_size_b else f"IMIX ({size_of(t.traffic):.0f} avg)"
             if t.traffic.get("vxlan"):
                 size += f" (+50 = {int(size_of(t.traffic))} outer)"
             if pps is None:
-                tt.rows.append([size, "n/a"] + ["—"] * 6 + ceil_cells + ["—"])
+                tt.rows.append([size, "n/a"] + ["—"] * 6 + [sl_cell] + ceil_cells + ["—"])
                 continue
             r = rates(pps, t.traffic or {})
             tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)",
                             fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
-                            latency] + ceil_cells + [_spread_cell(data)])
+                            latency, sl_cell] + ceil_cells + [_spread_cell(data)])
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
             for g in goals_of(data):
                 rlb, rub = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
@@ -309,10 +335,11 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                                 fmt_num(num(g.get("conditional_throughput_pps")), 0),
                                 "no: " + str(g.get("irregular_reason") or "irregular") if g.get("irregular")
                                 else "yes"])
-        rep_col = tt.columns.index(REPEATS_COLUMN)
-        if all(len(row) <= rep_col or row[rep_col] == "—" for row in tt.rows):   # no search was repeated
-            del tt.columns[rep_col]
-            tt.rows = [row[:rep_col] + row[rep_col + 1:] for row in tt.rows]
+        for col in (REPEATS_COLUMN, SELF_LATENCY_COLUMN):   # no search was repeated; no harness (sim)
+            i = tt.columns.index(col)
+            if all(len(row) <= i or row[i] == "—" for row in tt.rows):
+                del tt.columns[i]
+                tt.rows = [row[:i] + row[i + 1:] for row in tt.rows]
         out.append(tt)
         out.append(swt)
         if gt.rows:
@@ -322,6 +349,10 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
 
 #: the throughput table's spread over repetitions (dropped when no search was repeated)
 REPEATS_COLUMN = "Repeats: min – max fps (range)"
+#: the generator's own latency on the harness path beside a latency (dropped without a ceiling)
+SELF_LATENCY_COLUMN = "harness self-latency min/p50/p99 µs"
+#: a latency shown as measured although the report is net of the harness (no self-latency for it)
+GROSS = "(gross)"
 
 
 def _spread_cell(data: dict[str, Any]) -> str:
@@ -368,9 +399,8 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
             definition = definition or str(data.get("definition") or "")
             for lat in latency_points(data):
                 definition = definition or str(lat.get("definition") or "")
-                if net:
-                    lat = hc.net_of_harness(lat, sl)
-                fr = _fraction_cell(lat, num(data.get("throughput_pps")))
+                lat, gross = hc.net_point(lat, env, t.frame_size_b, pkind, net)
+                fr = _fraction_cell(lat, num(data.get("throughput_pps"))) + (f" {GROSS}" if gross else "")
                 lt.rows.append([fmt_num(t.frame_size_b), fr, fmt_num(num(lat.get("load_pps")), 0),
                                 fmt_num(lat.get("repetitions")), fmt_num(lat.get("count")),
                                 _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))),
