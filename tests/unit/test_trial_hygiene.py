@@ -85,6 +85,21 @@ def test_warmup_reaches_every_flow_and_is_off_on_the_plain_sim():
     assert r3.warmup["duration_s"] == 2.5
 
 
+def test_a_warmup_longer_than_the_time_budget_is_skipped_with_a_note():
+    # 2M flows per port at 1 % of line rate need ~40 s of warm-up; the search has 10 s
+    m = cold_dut(flows=2_000_000)
+    rec = Recorder()
+    p = ThroughputParams(trial_duration_s=1.0, max_load_pct=1.0, calibrate=False, time_budget_s=10)
+    r = run(m, m.profile, p, rec)
+    assert r.warmup is None and all(c["phase"] != "warmup" for _, _, c in rec.trials)
+    (note,) = [n for n in r.notes if n.startswith("no warm-up")]
+    assert "2,000,000 per interface" in note and "time budget (10.0 s)" in note and "warmup_s" in note
+    # inside the budget: a warm-up and no such note
+    r2 = run(cold_dut(flows=2_000_000), m.profile, ThroughputParams(
+        trial_duration_s=1.0, max_load_pct=1.0, calibrate=False, time_budget_s=100), Recorder())
+    assert r2.warmup is not None and not any(n.startswith("no warm-up") for n in r2.notes)
+
+
 def test_a_dut_that_held_the_generator_back_gets_a_second_warmup_pass_at_the_rate_it_took():
     """vhost backpressure: the DUT took 1/4 of the warm-up's frames, so not every flow was sent
     three times; a second pass at 90 % of what it took, long enough for that, follows."""

@@ -172,10 +172,15 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
     invalid_before, kinds_before = runner.invalid_trials, dict(runner.invalid_by_reason)
     budget = params.time_budget_s
     warm = warmup_plan(runner.measurer, profile, params, max_load)
-    warmup = None
+    warmup, warm_note = None, None
     if warm and (budget is None or warm[1] <= budget):
         warmup = warmup_trial(runner, *warm, flows_per_port=profile.flows_per_port, **context)
         budget = None if budget is None else budget - warmup["total_s"]
+    elif warm:
+        warm_note = (f"no warm-up: reaching every flow ({profile.flows_per_port:,} per interface) at "
+                     f"{warm[0]:,.0f} fps takes {warm[1]:,.1f} s, more than the search's time budget "
+                     f"({budget:,.1f} s); the first trials may lose frames to flow set-up and cold "
+                     "caches (raise time_budget_s, or set warmup_s)")
     for restart in range(MAX_RECALIBRATIONS + 1):
         try:
             sr = _search(runner, profile, params, max_load, progress, budget, **context)
@@ -193,6 +198,8 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
                          f"restarted")
             max_load = min(max_load, new_max)
     _place_generator_notes(sr, notes, max_load)
+    if warm_note:
+        sr.notes.append(warm_note)
     if warmup is not None:
         sr.warmup = warmup
         sr.total_trial_s += warmup["total_s"]
