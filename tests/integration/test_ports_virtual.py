@@ -48,7 +48,7 @@ def _check_generator_ends(topo, port_kind: str) -> list:
 
 
 CASES = [("p2p", "vhost"), ("p2p", "memif"), ("p-ovs-p", "vhost"), ("p-ovs-p", "memif"),
-         ("pvp", "vhost"), ("pvp", "memif"), ("pvvp", "vhost")]
+         ("pvp", "vhost"), ("pvp", "memif"), ("pvvp", "vhost"), ("pvvp", "memif")]
 
 
 @pytest.mark.parametrize("kind,port_kind", CASES)
