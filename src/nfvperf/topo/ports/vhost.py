@@ -26,7 +26,8 @@ class Vhost(PortKind):
     family = "vhost"
     order = 20
     max_mtu = 9216
-    mtu_limit_reason = "the vhost-user path (virtio-user, OVS dpdkvhostuser, net_vhost) is tested to 9216"
+    mtu_limit_reason = ("the vhost-user path (virtio-user, OVS dpdkvhostuser, net_vhost) is set up for MTU 9216 "
+                        "at most; traffic is tested at 9000")
     tgen_eal = ("--single-file-segments",)
     tgen_hugepages = True
     kernel_refusal = ("vhost ports are userspace (vhost-user sockets): only DPDK DUTs (testpmd, "
