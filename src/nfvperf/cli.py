@@ -230,9 +230,13 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         if args.link_speed:
             parse_link_speed(args.link_speed)
             traffic = traffic.model_copy(update={"link_speed": args.link_speed})
+        sizes = args.size or list(traffic.frame_sizes)
+        # the suite's own checks, which --size/--mtu/--port-kind would otherwise skip: sizes in
+        # range, an MTU tgen carries on the kind, and every frame within the MTU
+        traffic = TrafficSpec.model_validate(dict(traffic.model_dump(), frame_sizes=sizes))
+        _baseline_fits(topo, traffic, sizes)
     except ValueError as e:
         raise CliError(f"baseline: {e}") from None
-    sizes = args.size or list(traffic.frame_sizes)
     timing = ProfileSpec(name="quick")
     profiles = {s: traffic.model_copy(update={"frame_sizes": [s]}).profile(s, timing) for s in sizes}
     out = Path(args.out or "results")
@@ -248,6 +252,24 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     else:
         _print_baseline(res, profiles, cache)
     return EXIT_FAILED if res.get("error") else EXIT_OK
+
+
+def _baseline_fits(topo: Any, traffic: Any, sizes: list[int]) -> None:
+    """ValueError naming the option when tgen cannot carry ``topo.mtu`` on the port kind, or a
+    frame size (with VXLAN/VLAN overhead) is above the MTU + 18 B."""
+    from nfvperf.config import ETH_OVERHEAD_B, VXLAN_OVERHEAD_B
+    from nfvperf.topo.ports import port_kind_class
+    mtu = int(topo.mtu)
+    why = port_kind_class(topo.port_kind).check_mtu(mtu, generator=True)
+    if why:
+        raise ValueError(f"--mtu / topology.mtu: {why} (tgen drives the ports); lower the MTU or "
+                         "choose another --port-kind")
+    extra = (VXLAN_OVERHEAD_B if traffic.vxlan else 0) + (4 if traffic.vlan else 0)
+    big = sorted({s for s in sizes if s + extra > mtu + ETH_OVERHEAD_B})
+    if big:
+        raise ValueError(f"--size: frames of {', '.join(map(str, big))} B do not fit MTU {mtu} (the "
+                         f"largest frame is mtu + 18 = {mtu + ETH_OVERHEAD_B - extra} B); raise --mtu "
+                         f"to at least {max(big) + extra - ETH_OVERHEAD_B} or drop those sizes")
 
 
 def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -> None:
