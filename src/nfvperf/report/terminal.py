@@ -14,7 +14,7 @@ from nfvperf.report.tables import ReportData, build
 def console_for(stream: Any = None) -> Console:
     stream = stream or sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, width=None if tty else 200, highlight=False, soft_wrap=False)
+    return Console(file=stream, width=None if tty else 240, highlight=False, soft_wrap=False)
 
 
 def render(data: ReportData, console: Optional[Console] = None) -> None:
