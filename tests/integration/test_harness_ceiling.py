@@ -8,15 +8,12 @@ import json
 import re
 import secrets
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli_runs import export, nfvperf, run_suite
 
 pytestmark = pytest.mark.root
 
-REPO = Path(__file__).resolve().parents[2]
 
 SUITE = """\
 name: ceiling-integration
@@ -27,11 +24,6 @@ ceiling: {trial_s: 0.3}
 tests:
   - {method: throughput, trial_duration_s: 1, resolution_pct: 5}
 """
-
-
-def _nfvperf(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nfvperf", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +44,7 @@ def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
     out = tmp_path / "out"
     tag = "nfv" + secrets.token_hex(3)
     leak_check.watch(tag)
-    p = _nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
+    p = nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
     assert p.returncode == 0, p.stdout + p.stderr
     res = json.loads(p.stdout.strip().splitlines()[-1])
     assert res["port_kind"] == "af_packet" and res["cached"] is False and "error" not in res
@@ -62,7 +54,7 @@ def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
     (key,) = cache
     assert "|af_packet|1000000000|1500|" in key and key.endswith("|64")
     # again: from the cache, nothing measured
-    p2 = _nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
+    p2 = nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
     assert p2.returncode == 0, p2.stderr
     res2 = json.loads(p2.stdout.strip().splitlines()[-1])
     assert res2["cached"] is True and res2["per_size"]["64"]["fps"] == res["per_size"]["64"]["fps"]
@@ -72,20 +64,13 @@ def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
 def test_run_records_the_ceiling_and_reports_it(tmp_path, leak_check) -> None:
     suite = tmp_path / "s.yaml"
     suite.write_text(SUITE)
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    p = _nfvperf("run", str(suite), "--tg", "tgen", "--db", db, "--out", str(tmp_path / "out"),
-                 "--no-progress", "--report")
-    m = re.search(r"run (\d+) \((nfv[0-9a-f]{6})\)", p.stdout + p.stderr)
-    assert m, p.stdout + p.stderr
-    leak_check.watch(m.group(2))
-    assert p.returncode == 0, p.stdout + p.stderr
+    p, run_id, db = run_suite(suite, tmp_path, leak_check, "--report")
     assert "harness ceiling for af_packet at 64 B" in p.stderr
-    e = _nfvperf("export", m.group(1), "--format", "json", "--db", db)
-    env = json.loads(e.stdout)["run"]["environment"]
+    env = export(run_id, db)["run"]["environment"]
     hc = env["harness_ceiling"]
     assert hc["port_kind"] == "af_packet" and hc["cached"] is False and "error" not in hc, hc
     _check_point(hc["per_size"]["64"])
-    r = _nfvperf("report", m.group(1), "--db", db)
+    r = nfvperf("report", run_id, "--db", db)
     assert r.returncode == 0, r.stderr
     assert "harness ceiling fps" in r.stdout
     row = next(ln for ln in r.stdout.splitlines() if re.match(r"^[│|\s]*64\s", ln))

@@ -5,24 +5,13 @@ passing trial lost nothing, and whose frames OVS counted at 9000 B (8996 B witho
 both its ports.  Nothing is left behind (``leak_check``)."""
 from __future__ import annotations
 
-import json
-import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import REPO, export, run_suite
 
 pytestmark = pytest.mark.root
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _nfvperf(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nfvperf", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 @pytest.fixture(autouse=True)
@@ -42,15 +31,8 @@ def test_jumbo_local_runs_a_9000_b_zero_loss_search_through_ovs(tmp_path, leak_c
     test["resolution_pct"] = 2          # a few trials, not the suite's 0.1 %
     path = tmp_path / "jumbo.yaml"
     path.write_text(yaml.safe_dump(suite))
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    p = _nfvperf("run", str(path), "--tg", "tgen", "--db", db, "--out", str(tmp_path / "out"),
-                 "--no-progress", "--no-ceiling")
-    m = re.search(r"run (\d+) \((nfv[0-9a-f]{6})\)", p.stdout + p.stderr)
-    assert m, p.stdout + p.stderr
-    leak_check.watch(m.group(2))
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    e = _nfvperf("export", m.group(1), "--format", "json", "--db", db)
-    (t,) = json.loads(e.stdout)["tests"]
+    _, run_id, db = run_suite(path, tmp_path, leak_check, "--no-ceiling")
+    (t,) = export(run_id, db)["tests"]
     assert t["status"] == "passed" and t["frame_size_b"] == 9000, t["status"]
     fps = t["results"][0]["value_pps"]
     assert fps > 0, t["results"]

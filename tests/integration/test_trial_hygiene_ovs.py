@@ -6,21 +6,17 @@ per flow), the first measured trial after it finds them cached (few or no upcall
 cumulative counters its upcall count would be at least the warm-up's."""
 from __future__ import annotations
 
-import json
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import export, run_suite
 
 pytestmark = pytest.mark.root
 
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
-REPO = Path(__file__).resolve().parents[2]
 FLOWS = 2048
 
 SUITE = f"""\
@@ -31,12 +27,6 @@ profile: quick
 tests:
   - {{method: throughput, name: tput, trial_duration_s: 0.5, resolution_pct: 10, calibrate: false}}
 """
-
-
-def _nfvperf(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    return subprocess.run([sys.executable, "-m", "nfvperf", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, env=env)
 
 
 def _upcalls(trial: dict) -> int:
@@ -52,16 +42,8 @@ def test_warmup_stored_and_pmd_counters_are_per_trial(tmp_path: Path, leak_check
         pytest.skip(str(e))
     suite = tmp_path / "hygiene.yaml"
     suite.write_text(SUITE)
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    p = _nfvperf("run", str(suite), "--tg", "tgen", "--db", db, "--out", str(tmp_path / "out"),
-                 "--no-progress")
-    m = re.search(r"run (\d+) \((nfv[0-9a-f]{6})\)", p.stdout + p.stderr)
-    assert m, f"no run line: {p.stdout}\n{p.stderr}"
-    leak_check.watch(m.group(2))
-    assert p.returncode == 0, p.stdout + p.stderr
-    e = _nfvperf("export", m.group(1), "--format", "json", "--db", db)
-    assert e.returncode == 0, e.stderr
-    (test,) = json.loads(e.stdout)["tests"]
+    _, run_id, db = run_suite(suite, tmp_path, leak_check)
+    (test,) = export(run_id, db)["tests"]
     assert test["status"] == "passed", test
     trials = test["trials"]
     warm = trials[0]
