@@ -146,7 +146,8 @@ def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool, asked_net
                    "which caps the search (at line rate itself the search says \"max load passed\"): it "
                    "shows neither the harness's limit nor the DUT's; the DUT is at least this fast.")
     elif any(hc.is_lower_bound(p) for c in hc.ceilings_of(env) for p in (c.get("per_size") or {}).values()):
-        out.append(f"A harness ceiling shown as \"≥\" is only the nominal line rate: {hc.LOWER_BOUND_NOTE}.")
+        out.append("A harness ceiling shown as \"≥\" is only the nominal line rate: the harness carried it "
+                   "with zero loss, so its own limit is higher and was not found (a lower bound).")
     if net:
         out.append("Latency is reported net of the generator's self-latency on the harness path "
                    "(its min taken from min, its median from avg, max and percentiles): in the "
