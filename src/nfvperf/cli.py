@@ -257,15 +257,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def _baseline_fits(topo: Any, traffic: Any, sizes: list[int]) -> None:
     """ValueError naming the option when tgen cannot carry ``topo.mtu`` on the port kind, or a
     frame size (with VXLAN/VLAN overhead) is above the MTU + 18 B."""
-    from nfvperf.config import ETH_OVERHEAD_B, VXLAN_OVERHEAD_B
+    from nfvperf.config import ETH_OVERHEAD_B, frames_over_mtu
     from nfvperf.topo.ports import port_kind_class
     mtu = int(topo.mtu)
     why = port_kind_class(topo.port_kind).check_mtu(mtu, generator=True)
     if why:
         raise ValueError(f"--mtu / topology.mtu: {why} (tgen drives the ports); lower the MTU or "
                          "choose another --port-kind")
-    extra = (VXLAN_OVERHEAD_B if traffic.vxlan else 0) + (4 if traffic.vlan else 0)
-    big = sorted({s for s in sizes if s + extra > mtu + ETH_OVERHEAD_B})
+    big, extra = frames_over_mtu(sizes, mtu, traffic)
     if big:
         raise ValueError(f"--size: frames of {', '.join(map(str, big))} B do not fit MTU {mtu} (the "
                          f"largest frame is mtu + 18 = {mtu + ETH_OVERHEAD_B - extra} B); raise --mtu "

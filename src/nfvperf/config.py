@@ -596,6 +596,13 @@ ETH_OVERHEAD_B = 18
 VXLAN_OVERHEAD_B = 50
 
 
+def frames_over_mtu(sizes: list[int], mtu: int, traffic: TrafficSpec) -> tuple[list[int], int]:
+    """(the sizes whose frames, with the VXLAN/VLAN overhead on the wire, do not fit ``mtu`` +
+    :data:`ETH_OVERHEAD_B`, that overhead in bytes)."""
+    extra = (VXLAN_OVERHEAD_B if traffic.vxlan else 0) + (4 if traffic.vlan else 0)
+    return sorted({sz for sz in sizes if sz + extra > mtu + ETH_OVERHEAD_B}), extra
+
+
 def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: list[int],
                       traffic: TrafficSpec, topology: TopologySpec, problems: list[str]) -> None:
     """The test's frames fit the topology's MTU, and the generator can drive that MTU on the
@@ -618,12 +625,11 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
                             "lower topology.mtu or change topology.port_kind")
     if tcp or is_sizeless(method):
         return
-    extra = (VXLAN_OVERHEAD_B if traffic.vxlan else 0) + (4 if traffic.vlan else 0)
+    all_sizes = list(sizes) + [e.size_b for e in (traffic.imix or [])]
+    big, extra = frames_over_mtu(all_sizes, mtu, traffic)
     what = " + ".join(x for x in ("VXLAN 50 B" if traffic.vxlan else "",
                                    "VLAN tag 4 B" if traffic.vlan else "") if x)
     sizes_where = f"{where}.frame_sizes" if "frame_sizes" in entry else "traffic.frame_sizes"
-    all_sizes = list(sizes) + [e.size_b for e in (traffic.imix or [])]
-    big = sorted({sz for sz in all_sizes if sz + extra > mtu + ETH_OVERHEAD_B})
     if big:
         on_wire = f" (+ {what} on the wire)" if extra else ""
         problems.append(f"{sizes_where}: frames of {', '.join(map(str, big))} B{on_wire} do not fit "
