@@ -1,8 +1,8 @@
 """Imports run downward between the packages of nfvperf (issue 7): a lower layer never imports a
 higher one, not even lazily inside a function.  The layers, lowest first:
 
-    units, trial, validation    the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer,
-                                validation errors that name their path
+    units, trial, validation,   the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer,
+    stats                       validation errors that name their path, paired-ratio intervals
     host                        the machine (processes, netns, hugepages, preflight checks, cleanup)
     store, search, tg           the database (run liveness uses host); searches over measure();
                                 the measurers (sim, tgen, iperf3)
@@ -24,7 +24,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 
 LAYER = {
-    "units": 0, "trial": 0, "validation": 0, "__init__": 0,
+    "units": 0, "trial": 0, "validation": 0, "stats": 0, "__init__": 0,
     "host": 1,
     "store": 2, "search": 2, "tg": 2,
     "dut": 3, "methods": 3,
