@@ -88,6 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        port_kind=args.port_kind)
     if getattr(args, "repeat", None) is not None:
         suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
+    if getattr(args, "rounds", None) is not None:
+        suite.set_rounds(args.rounds)                                 # SuiteError naming --rounds
     if args.tg == "tgen":
         problem = _tgen_problem()
         if problem:
@@ -573,6 +575,10 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
     r.add_argument("--repeat", type=int, metavar="N", help="run each search (throughput, rfc2889_forwarding) N "
                    "times and report the median and spread (overrides the suite's repeat:)")
+    r.add_argument("--rounds", type=int, metavar="N", help="run every study's units in N interleaved rounds "
+                   "(each round measures every unit once, in a fresh random order; ratios are paired per "
+                   "round, with a 95 %% interval; 6 or more give the interval, 10 is a good start); "
+                   "overrides the suite's and the studies' rounds:")
     r.add_argument("--report", action="store_true", help="print the report when the run ends")
     r.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -227,6 +227,17 @@ class SimSpec(_Strict):
                                   "model (nfvperf.tg.sim_model.SimModelParams, docs/sim.md), e.g. "
                                   "{base_ns: 100, ht_gain: 1.2}; {<dut or kind>: {...}} for one only")
     invalid_rate: Optional[float] = Field(None, ge=0, lt=1)
+    host_noise: Optional[Union[bool, dict[str, Any]]] = Field(
+        None, description="a shared host whose vCPUs slow to about half speed for seconds, one at a time: "
+        "true for the defaults, or {slow_factor, mean_slow_s, mean_steady_s, cpus, dut_cpu, jitter, seed} "
+        "(nfvperf.tg.sim_noise.HostNoiseParams, docs/sim.md)")
+
+    @field_validator("host_noise")
+    @classmethod
+    def _host_noise(cls, v: Any) -> Any:
+        from nfvperf.tg.sim_noise import HostNoiseParams
+        HostNoiseParams.from_setting(v, "")     # raises naming the field and the fix
+        return v
     pace_s: float = Field(0.0, ge=0, le=60, description="wall seconds to wait per trial (the model itself "
                           "never sleeps); use it to watch the progress bar or to test Ctrl-C")
     options: dict[str, Any] = Field(default_factory=dict, description="more SimMeasurer keywords, passed as is")
@@ -297,6 +308,8 @@ class SuiteSpec(_Strict):
     output: Optional[str] = Field(None, description="directory for run directories and reports")
     repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="run each search (rate method: throughput, "
                         "rfc2889_forwarding) this many times; the result is the median, with the spread")
+    rounds: Optional[int] = Field(None, ge=2, le=100, description="every study without its own rounds: "
+                                  "runs its units in this many interleaved rounds (issue 16)")
 
     @field_validator("name")
     @classmethod
@@ -369,6 +382,31 @@ class Suite:
         for t in self.tests:
             if _repeatable(t.method):
                 t.repeat = n
+
+    def set_rounds(self, n: int) -> None:
+        """``nfvperf run --rounds N``: every study runs its units in ``n`` interleaved rounds
+        (overrides the suite's and the studies' ``rounds:``; their other round settings stay)."""
+        from nfvperf.study import MAX_ROUNDS, round_settings
+        if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_ROUNDS:
+            raise SuiteError([f"--rounds: must be a whole number 2..{MAX_ROUNDS} (one round is the "
+                              f"sequential run; 6 or more give a 95 % interval), got {n!r}"])
+        studies = [t for t in self.tests if t.study]
+        if not studies:
+            raise SuiteError(["--rounds: the suite has no study (rounds interleave a study's units; "
+                              "add study: {axes: ...} to a test)"])
+        bad = sorted({(t.study or {})["name"] for t in studies if t.method != "throughput"})
+        if bad:
+            raise SuiteError([f"--rounds: study {', '.join(bad)} measures a method other than throughput; "
+                              "rounds measure capacity figures (mrr, pdr, ndr) of a throughput study"])
+        self.spec.rounds = n
+        settings: dict[str, dict[str, Any]] = {}
+        for t in studies:
+            st: dict[str, Any] = t.study or {}
+            old = st.get("rounds") or {}
+            new = settings.setdefault(st["name"], round_settings(
+                n, old.get("metrics"), old.get("seed"), old.get("round_trial_s", 1.0),
+                old.get("overload_pct", 100.0)))
+            t.study = dict(st, rounds=new)
 
     def traffic_profile(self, test: TestConfig, size: Optional[int]) -> TrafficProfile:
         """The TrafficProfile of one (test, frame size) unit."""
@@ -578,6 +616,7 @@ def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], re
         if test is not None:
             test.study = u.study
             out.append(test)
+    _study_rounds(where, entry, spec, out, problems)
     per_unit = [[m.replace(u.name, str(name)) for m in p] for u, p in zip(units, per_unit)]
     common = [m for m in per_unit[0] if all(m in p for p in per_unit)] if len(units) > 1 else []
     problems += common
@@ -588,6 +627,24 @@ def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], re
                 some.setdefault(m, []).append(u.name)
     problems += [f"{m} (study unit{'s' if len(us) > 1 else ''} {', '.join(us)})" for m, us in some.items()]
     return out
+
+
+def _study_rounds(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], tests: list[TestConfig],
+                  problems: list[str]) -> None:
+    """The suite's ``rounds:`` for a study without its own; rounds need a throughput study."""
+    from nfvperf.study import round_settings
+    if not tests:
+        return
+    own = tests[0].study.get("rounds") if tests[0].study else None
+    if own is None and spec is not None and spec.rounds:
+        shared = round_settings(spec.rounds)
+        for t in tests:
+            t.study = dict(t.study or {}, rounds=shared)
+        own = shared
+    if own and entry.get("method") != "throughput":
+        problems.append(f"{where}.study.rounds: method {entry.get('method')} cannot run in rounds; rounds "
+                        "measure capacity figures (mrr, pdr, ndr) per unit, of a throughput study "
+                        "(method: throughput)")
 
 
 #: L2 header + FCS: a frame of ``mtu + ETH_OVERHEAD_B`` bytes carries an MTU-sized packet

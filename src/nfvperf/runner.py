@@ -628,6 +628,10 @@ class RunLoop:
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
+            if topo_spec is ROUNDS:
+                from nfvperf.rounds import RoundsRun
+                RoundsRun(self, group).run()
+                continue
             self.harness_ceiling(topo_spec, group)
             try:
                 self.run_group(topo_spec, group)
@@ -1003,10 +1007,29 @@ def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
             for s in ([None] if t.traffic.get("imix") or is_sizeless(t.method) else t.frame_sizes)]
 
 
+#: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)
+ROUNDS = object()
+
+
+def in_rounds(test: Any) -> bool:
+    """A unit of a study that runs in interleaved rounds."""
+    return bool((getattr(test, "study", None) or {}).get("rounds"))
+
+
 def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:
-    """Consecutive test units on the same topology share one build (torn down between groups)."""
+    """Consecutive test units on the same topology share one build (torn down between groups).
+    The units of a study with ``rounds`` form one group ``(ROUNDS, units)`` where the study's
+    first unit stands (their topologies are built by ``nfvperf.rounds``)."""
     groups: list[tuple[Any, list]] = []
+    studies: dict[str, list] = {}
     for test, size in units:
+        if in_rounds(test):
+            name = test.study["name"]
+            if name not in studies:
+                studies[name] = []
+                groups.append((ROUNDS, studies[name]))
+            studies[name].append((test, size))
+            continue
         spec = test.topology or default
         if groups and groups[-1][0] == spec:
             groups[-1][1].append((test, size))

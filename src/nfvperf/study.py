@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -315,6 +316,68 @@ def _point(where: str, axes: list[Axis], sel: Any, fill: dict[str, Any],
 
 _UNSET = object()
 
+#: the keys of a study block that set its interleaved rounds (issue 16)
+ROUND_KEYS = ("rounds", "metrics", "seed", "round_trial_s", "overload_pct")
+#: the per-round capacity figures: forwarding rate at a fixed overload (CSIT's MRR), a
+#: loss-tolerant conditional throughput (MLR goal: loss ratio 0.5 %, exceed ratio 0.5, CSIT's
+#: PDR), and the RFC 2544 zero-loss throughput found by the entry's own search
+ROUND_METRICS = ("mrr", "pdr", "ndr")
+DEFAULT_ROUND_METRICS = ["mrr", "pdr"]
+MAX_ROUNDS = 100
+#: rounds a 95 % exact rank interval of the median needs (min..max covers 1 - 2 * 0.5**6)
+ROUNDS_FOR_95 = 6
+
+
+def round_settings(rounds: int, metrics: Optional[list[str]] = None, seed: Optional[int] = None,
+                   round_trial_s: float = 1.0, overload_pct: float = 100.0) -> dict[str, Any]:
+    """The ``rounds`` block stored with every unit of an interleaved study (``tests.study``)."""
+    return {"rounds": rounds, "metrics": list(metrics or DEFAULT_ROUND_METRICS),
+            "seed": seed if seed is not None else random.SystemRandom().randrange(1, 2**31),
+            "round_trial_s": float(round_trial_s), "overload_pct": float(overload_pct)}
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parse_rounds(w: str, study: dict[str, Any], problems: list[str]) -> Optional[dict[str, Any]]:
+    """A study's round settings (None: no rounds, the units run one after the other)."""
+    given = [k for k in ROUND_KEYS if k in study]
+    if not given:
+        return None
+    if "rounds" not in study:
+        problems.append(f"{w}.{given[0]}: a round setting without rounds; add rounds: N (10 is a good "
+                        f"start: {ROUNDS_FOR_95} or more give a 95 % interval)")
+        return None
+    n = study["rounds"]
+    if not _whole(n) or not 2 <= n <= MAX_ROUNDS:
+        problems.append(f"{w}.rounds: a whole number 2..{MAX_ROUNDS} (one round is the sequential "
+                        f"run; {ROUNDS_FOR_95} or more give a 95 % interval), got {n!r}")
+        return None
+    metrics = study.get("metrics", DEFAULT_ROUND_METRICS)
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if (not isinstance(metrics, list) or not metrics
+            or any(m not in ROUND_METRICS for m in metrics) or len(set(metrics)) != len(metrics)):
+        problems.append(f"{w}.metrics: a list of distinct figures from {', '.join(ROUND_METRICS)} "
+                        f"(mrr: forwarding rate at a fixed overload; pdr: loss-tolerant throughput, "
+                        f"loss 0.5 %, exceed ratio 0.5; ndr: the zero-loss search), got {metrics!r}")
+        return None
+    seed = study.get("seed")
+    if seed is not None and (not _whole(seed) or seed < 0):
+        problems.append(f"{w}.seed: a whole number >= 0 (the seed of the rounds' random orders), got {seed!r}")
+        return None
+    dur = study.get("round_trial_s", 1.0)
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not 0.05 <= dur <= 60:
+        problems.append(f"{w}.round_trial_s: seconds per round trial, 0.05..60, got {dur!r}")
+        return None
+    over = study.get("overload_pct", 100.0)
+    if isinstance(over, bool) or not isinstance(over, (int, float)) or not 0 < over <= 100:
+        problems.append(f"{w}.overload_pct: the MRR load in % of the max load (line rate), above 0 and at "
+                        f"most 100 (the generator offers no more than line rate), got {over!r}")
+        return None
+    return round_settings(n, metrics, seed, dur, over)
+
 
 def _key(point: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f"{k}={format_value(v)}:{type(v).__name__}" for k, v in point.items())
@@ -344,8 +407,10 @@ def expand(entry: dict[str, Any], where: str,
     if not isinstance(study, dict):
         return [], [f"{w}: must be a mapping {{axes: {{axis: [values]}}, baseline?: {{}}, only?: [...]}}"]
     for k in study:
-        if k not in ("axes", "baseline", "only"):
-            problems.append(f"{w}.{k}: unknown key; a study has axes, baseline and only")
+        if k not in ("axes", "baseline", "only", *ROUND_KEYS):
+            problems.append(f"{w}.{k}: unknown key; a study has axes, baseline, only and the round "
+                            f"settings {', '.join(ROUND_KEYS)}")
+    rounds = parse_rounds(w, study, problems)
     if "axes" not in study:
         problems.append(f"{w}.axes: required, e.g. axes: {{flows: [1, 1000]}}")
         return [], problems
@@ -367,8 +432,10 @@ def expand(entry: dict[str, Any], where: str,
         for a in axes:
             e = _apply(e, copy.deepcopy(a.overrides[a.index(p[a.name])]), merge_topology)   # type: ignore[index]
         e["name"] = unit_name(str(name), p)
-        units.append(Unit(e["name"], e, {"name": name, "axes": dict(p),
-                                         "baseline": _key(p) == _key(baseline)}))
+        info: dict[str, Any] = {"name": name, "axes": dict(p), "baseline": _key(p) == _key(baseline)}
+        if rounds:
+            info["rounds"] = dict(rounds)
+        units.append(Unit(e["name"], e, info))
     return units, problems
 
 

@@ -13,7 +13,7 @@ higher one, not even lazily inside a function.  The layers, lowest first:
                                 entry's study: expanded into plain entries (raw YAML; config validates them)
     config, testbed             the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it
-    runner                      runs a suite
+    runner, rounds              runs a suite; a study's interleaved rounds
     cli, __main__               the command line
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ LAYER = {
     "report": 4, "vm": 4,
     "topo": 5, "study": 5,
     "config": 6, "testbed": 6,
-    "runner": 7,
+    "runner": 7, "rounds": 7,
     "cli": 8, "__main__": 9,
 }
 

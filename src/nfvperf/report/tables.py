@@ -107,6 +107,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     if host_rep:
         notes.append(host_rep)
     tables: list[Table] = []
+    from nfvperf.report.rounds import is_rounds_test, rounds_tables   # builds on this module's Table
+    tables += rounds_tables(tests, env)
+    all_tests, tests = tests, [t for t in tests if not is_rounds_test(t)]
     from nfvperf.report.study import study_tables     # study.py builds on this module's Table
     tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"), env if net_of_harness else None)
     tables += _throughput_tables(tests, ndir, ports, traffic, sw, env, net_of_harness)
@@ -116,7 +119,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     tables += _other_tables(tests)
     from nfvperf.report.rule_install import rule_install_tables   # imports Table from here
     tables += rule_install_tables(env)
-    failed = [t for t in tests if t.status not in ("passed",)]
+    failed = [t for t in all_tests if t.status not in ("passed",)]
     if failed:
         tables.append(Table("Tests not passed", "", ["Test", "Frame B", "Status", "Reason"],
                             [[t.name, fmt_num(t.frame_size_b), t.status, t.reason or ""] for t in failed],
