@@ -182,6 +182,11 @@ class DutAdapter(abc.ABC):
     runs_remote: ClassVar[bool] = False
     #: busy-polling CPUs it wants (the CPU plan's ``dut`` role); 0 = it forwards in the kernel
     polling_cpus: ClassVar[int] = 1
+    #: the topology spec fields (dotted paths relative to the TopologySpec: ``ovs.rules``) that a
+    #: running instance can change without a restart (:meth:`reconfigure`); a study interleaves
+    #: units differing only in these on one topology build, and restarts between rounds for
+    #: anything else (``nfvperf.topo.inplace``)
+    in_place: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def options(cls, spec: Any) -> Any:
@@ -214,6 +219,13 @@ class DutAdapter(abc.ABC):
     def adjust_plan(cls, plan: Any, spec: Any) -> None:
         """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards
         on the generator's CPUs."""
+
+    @classmethod
+    def in_place_for(cls, spec: Any) -> frozenset[str]:
+        """The fields of :attr:`in_place` a running instance built from ``spec`` (a TopologySpec)
+        can change; an adapter narrows it where the spec ties a field to something else that
+        would have to restart (default: :attr:`in_place`)."""
+        return cls.in_place
 
     @classmethod
     def describe_options(cls, section: dict[str, Any]) -> list[str]:
@@ -270,6 +282,27 @@ class DutAdapter(abc.ABC):
 
     def version(self) -> str:
         return ""
+
+    def reconfigure(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``{field path: new value}`` (paths of :attr:`in_place`, e.g. ``{"ovs.n_rxq": 2}``)
+        to the running DUT without a restart, wait until it has settled, and return what was done
+        (per field, for the run's stored environment).  A field not in :attr:`in_place` is a
+        ValueError naming it (nothing is applied then)."""
+        bad = sorted(k for k in changes if k not in self.in_place)
+        if bad:
+            can = ", ".join(sorted(self.in_place)) or "nothing"
+            raise ValueError(f"{self.name} cannot change {', '.join(bad)} while running (it "
+                             f"changes in place: {can}); restart it with the new setting")
+        if not changes:
+            return {}
+        if not self.started:
+            raise ValueError(f"{self.name} is not running: reconfigure() changes a started DUT")
+        return self.apply_in_place(dict(changes))
+
+    def apply_in_place(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """The adapter's part of :meth:`reconfigure` (``changes`` are checked against
+        :attr:`in_place` and not empty); adapters declaring :attr:`in_place` implement it."""
+        raise NotImplementedError(f"{self.name} declares in_place fields but no apply_in_place()")
 
     def environment(self) -> dict[str, Any]:
         return {"dut": self.name, "version": self.version(), "cpus": self.cpus,

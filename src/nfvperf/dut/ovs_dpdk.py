@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -247,6 +247,39 @@ class OvsDpdk(DutAdapter):
     #: PHY ports: veth (af_packet/af_xdp vdevs), vhost-user (dpdkvhostuserclient), memif (a
     #: dpdk port on net_memif, role=server; the peer must poll tx_queues() rings), real NICs
     port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    #: what a running OVS changes (:meth:`reconfigure`, see :meth:`apply_in_place`): the rule set
+    #: (del-flows + the bundle installer of ovs_rules, counted with dump-aggregate), the rx queues
+    #: of its dpdk ports (Interface options:n_rxq; on veth also the af_packet/af_xdp vdev's queue
+    #: pairs, for which OVS re-creates the port), the PMD CPUs given as a mask, the EMC insertion
+    #: probability, SMC and pmd-maxsleep (Open_vSwitch other_config, read by a running OVS).
+    #: Not ``ovs.pmd_cores`` / ``ovs.ht``: a core count is resolved by the topology's CPU plan
+    #: together with the generator's and the VNFs' CPUs (resolve_cores excludes what the DUT took,
+    #: plan_pinning places the rest), so another count can move tgen or a VNF, which already run
+    #: pinned, to other CPUs: that needs a new plan, i.e. a restart.  ``ovs.pmd_cpu_mask`` does not
+    #: enter the plan (the plan's ``dut`` CPUs are only the default when no mask is given), so the
+    #: mask a restart would give is computed here the same way (:meth:`other_config`).
+    in_place: ClassVar[frozenset[str]] = frozenset({
+        "ovs.rules", "ovs.n_rxq", "ovs.pmd_cpu_mask", "ovs.emc_insert_inv_prob", "ovs.smc_enable",
+        "ovs.pmd_maxsleep_us"})
+    #: the in-place fields that are Open_vSwitch other_config (global to the OVS)
+    GLOBAL_IN_PLACE: ClassVar[frozenset[str]] = frozenset({
+        "ovs.pmd_cpu_mask", "ovs.emc_insert_inv_prob", "ovs.smc_enable", "ovs.pmd_maxsleep_us"})
+    #: the other_config keys those fields set (:meth:`other_config`)
+    IN_PLACE_CONFIG: ClassVar[tuple[str, ...]] = ("pmd-cpu-mask", "emc-insert-inv-prob",
+                                                  "smc-enable", "pmd-maxsleep")
+
+    @classmethod
+    def in_place_for(cls, spec: Any) -> frozenset[str]:
+        """:attr:`in_place`, less the PMD mask on memif (the generator polls ``tx_queues()`` =
+        PMD threads + 1 rings per port, fixed when it started) and the global other_config of an
+        OVS that nfvperf only attached to (``existing_db``: not nfvperf's to change; a start
+        does not set them either)."""
+        out = cls.in_place
+        if getattr(spec, "port_kind", None) == "memif":
+            out = out - {"ovs.pmd_cpu_mask"}
+        if getattr(cls.options(spec), "existing_db", None):
+            out = out - cls.GLOBAL_IN_PLACE
+        return out
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -340,6 +373,12 @@ class OvsDpdk(DutAdapter):
         self._attached = False
         self._flow_files = 0
         self.rule_installs: list[RuleInstall] = []
+        #: what reconfigure() applied, in order (in environment())
+        self.reconfigurations: list[dict[str, Any]] = []
+        #: the topology's rule set for the current spec (set by the OVS topologies; returns None
+        #: when ``ovs.rules`` does not shape their forwarding): what an in-place ``ovs.rules``
+        #: change installs
+        self.forwarding: Optional[Callable[[], Optional[Sequence[Union[Flow, str]]]]] = None
         if spec is not None and getattr(spec, "existing_db", None):
             self.attach(spec.existing_db, spec.existing_ctl)
 
@@ -845,6 +884,141 @@ class OvsDpdk(DutAdapter):
             res[name] = stats
         return res
 
+    # ------------------------------------------------------------------ in-place changes
+    def apply_in_place(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Change ``ovs.*`` fields of :attr:`in_place` on the running OVS, in the order a start
+        applies them: other_config (the PMD threads first: the rx queues go to them), rx queues,
+        rules.  Each step waits until OVS shows it: ovs-vsctl waits until ovs-vswitchd applied the
+        database change, ``pmd-rxq-show`` lists PMD threads on the mask's CPUs and every queue of
+        every dpdk port, ``dump-aggregate`` counts the rules.  Returns ``{field: {"from", "to",
+        ...}}`` and what was set (``other_config``); kept in :attr:`reconfigurations`.  A failure
+        part-way leaves OVS partly changed: restart it."""
+        self._check_in_place(changes)
+        keys = {k.split(".", 1)[1]: v for k, v in changes.items()}
+        old = self.spec if self.spec is not None else OvsSpec()
+        t0 = time.monotonic()
+        before = self.other_config()
+        self.spec = old.model_copy(update=keys)
+        # as __init__ computes it: the spec's mask, else the CPU plan's dut CPUs
+        self.pmd_cpu_mask = self.spec.pmd_cpu_mask or (cpu_mask(self.cpus) if self.cpus else None)
+        done: dict[str, Any] = {f"ovs.{k}": {"from": getattr(old, k), "to": getattr(self.spec, k)}
+                                for k in keys}
+        done.update(self._apply_other_config(before, self.other_config()))
+        if "n_rxq" in keys:
+            done["ovs.n_rxq"].update(self._apply_n_rxq(int(self.spec.n_rxq)))
+        if "rules" in keys:
+            done["ovs.rules"].update(self._apply_rules())
+        done["seconds"] = round(time.monotonic() - t0, 3)
+        self.reconfigurations.append({"changes": dict(changes), **done})
+        _progress_log.info("OVS reconfigured in place in %.1f s: %s", done["seconds"],
+                           ", ".join(f"{k} = {v}" for k, v in changes.items()))
+        return done
+
+    def _check_in_place(self, changes: dict[str, Any]) -> None:
+        """What this instance cannot change although the class declares it (ValueError, before
+        anything is applied)."""
+        if self.port_kind == "memif" and "ovs.pmd_cpu_mask" in changes:
+            raise ValueError("ovs.pmd_cpu_mask cannot change in place on port_kind memif: the "
+                             "generator polls one ring per OVS TX queue (PMD threads + 1), fixed "
+                             "when it started; restart")
+        glob = sorted(set(changes) & self.GLOBAL_IN_PLACE)
+        if self._attached and glob:
+            raise ValueError(f"{', '.join(glob)}: global settings of an OVS nfvperf only attached "
+                             f"to (ovs.existing_db); not changed by nfvperf")
+        mask = changes.get("ovs.pmd_cpu_mask")
+        if mask and not self.remote:
+            check = pmd_mask_check(mask)
+            if check.status != "ok":
+                raise ValueError(check.detail)
+
+    def _apply_other_config(self, before: dict[str, str], after: dict[str, str]) -> dict[str, Any]:
+        """Set the in-place other_config keys that :meth:`other_config` gives differently now,
+        remove those it no longer gives (OVS's default, as at a start); wait for the PMDs."""
+        put = {k: after[k] for k in self.IN_PLACE_CONFIG if k in after and before.get(k) != after[k]}
+        gone = [k for k in self.IN_PLACE_CONFIG if k in before and k not in after]
+        if not put and not gone:
+            return {}
+        cmds: list[list[str]] = []
+        if put:
+            cmds.append(["set", "Open_vSwitch", ".", *[f'other_config:{k}="{v}"' for k, v in put.items()]])
+        cmds += [["remove", "Open_vSwitch", ".", "other_config", k] for k in gone]
+        args: list[str] = []
+        for c in cmds:
+            args += (["--"] if args else []) + c
+        self.vsctl(*args)
+        out: dict[str, Any] = {"other_config": {"set": put, "removed": gone}}
+        if "pmd-cpu-mask" in put:
+            out["pmd_threads"] = self._wait_pmds(put["pmd-cpu-mask"])
+        return out
+
+    def _wait_pmds(self, mask: str, timeout_s: float = 20.0) -> list[int]:
+        """Wait until ``pmd-rxq-show`` lists PMD threads on exactly the CPUs of ``mask``."""
+        bits = int(mask, 16)
+        want = {i for i in range(bits.bit_length()) if bits >> i & 1}
+        text = self._wait_rxq_show(lambda r: set(r["pmds"]) == want, timeout_s,
+                                   f"PMD threads on CPU(s) {format_cpulist(sorted(want))}")
+        return sorted(parse_pmd_rxq(text)["pmds"])
+
+    def _apply_n_rxq(self, n: int) -> dict[str, Any]:
+        """``options:n_rxq`` of every dpdk port (as :meth:`add_ovs_port` sets it), with the
+        queue pairs of an af_packet / af_xdp vdev in its devargs (a new ``dpdk-devargs`` makes OVS
+        re-create the port, same ofport); waits until every queue is on a PMD.  vhost-user ports
+        take the virtio side's queues (a start sets no n_rxq on them either)."""
+        ports = [p for p in self.ovs_ports.values() if p.kind == "dpdk"]
+        args: list[str] = []
+        for p in ports:
+            opts = {"n_rxq": str(n)}
+            dev = p.options.get("dpdk-devargs", "")
+            new_dev = requeue_devargs(dev, n)
+            if new_dev != dev:
+                opts["dpdk-devargs"] = new_dev
+            p.options.update(opts)
+            args += (["--"] if args else []) + ["set", "Interface", p.name,
+                                                *[f'options:{k}="{v}"' for k, v in opts.items()]]
+        if not args:
+            return {"ports": {}, "note": "no dpdk ports (vhost-user ports take the virtio side's "
+                                         "queues; the kernel datapath has no rx queues to set)"}
+        self.vsctl(*args)
+        names = [p.name for p in ports]
+
+        def settled(r: dict[str, Any]) -> bool:
+            for name in names:
+                err = self.vsctl("get", "Interface", name, "error", wait=False).strip()
+                if err and err != "[]":
+                    raise OvsError(f"port {name} with n_rxq {n}: {err}; log: {self.log_tail()}")
+            return all(r["ports"].get(name) == list(range(n)) for name in names)
+
+        text = self._wait_rxq_show(settled, 20.0, f"{n} rx queue(s) on each of {', '.join(names)}")
+        rxq = parse_pmd_rxq(text)
+        return {"ports": {name: {"queues": rxq["ports"].get(name, []),
+                                 "ofport": self._ofport(name)} for name in names},
+                "pmds": {str(c): q for c, q in rxq["pmds"].items()}}
+
+    def _wait_rxq_show(self, ok: Callable[[dict[str, Any]], bool], timeout_s: float, what: str) -> str:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._raise_if_dead()
+            text = self.pmd_rxq()
+            if ok(parse_pmd_rxq(text)):
+                return text
+            if time.monotonic() > deadline:
+                raise OvsError(f"OVS did not settle in {timeout_s:.0f} s: wanted {what}; "
+                               f"pmd-rxq-show: {' | '.join(text.strip().splitlines()[:12])}; "
+                               f"log: {self.log_tail()}")
+            time.sleep(0.1)
+
+    def _apply_rules(self) -> dict[str, Any]:
+        """Install the topology's rule set for the new ``ovs.rules`` (del-flows, bundles,
+        dump-aggregate count: :meth:`program`)."""
+        if self.forwarding is None:
+            raise OvsError("ovs.rules in place: no forwarding source (the OVS topologies set "
+                           "OvsDpdk.forwarding); program() the rules instead")
+        flows = self.forwarding()
+        if flows is None:
+            return {"note": "ovs.rules does not shape this topology's forwarding; rules unchanged"}
+        self.program(flows)
+        return {"rule_install": self.rule_installs[-1].to_dict()}
+
     # ------------------------------------------------------------------ counters
     def pmd_stats(self) -> dict[str, Any]:
         return parse_pmd_stats(self.appctl("dpif-netdev/pmd-stats-show"))
@@ -892,6 +1066,7 @@ class OvsDpdk(DutAdapter):
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
                 "rule_installs": [r.to_dict() for r in self.rule_installs],
+                "reconfigurations": list(self.reconfigurations),
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
                                     "mtu_request": p.mtu, **p.options}
                           for p in self.ovs_ports.values()}}
@@ -938,6 +1113,35 @@ def parse_dump_flows(text: str) -> list[dict[str, Any]]:
         d["match"] = ",".join(match_parts)
         flows.append(d)
     return flows
+
+
+def requeue_devargs(devargs: str, queues: int) -> str:
+    """``devargs`` of an af_packet / af_xdp vdev with ``queues`` queue pairs (other devargs, a
+    PCI address or a memif vdev, unchanged)."""
+    return re.sub(r"\b(qpairs|queue_count)=\d+", rf"\g<1>={int(queues)}", devargs)
+
+
+_RXQ_PMD = re.compile(r"^pmd thread numa_id (\d+) core_id (\d+):")
+_RXQ_PORT = re.compile(r"^\s*port:\s+(\S+)\s+queue-id:\s+(\d+)")
+
+
+def parse_pmd_rxq(text: str) -> dict[str, Any]:
+    """``dpif-netdev/pmd-rxq-show`` -> ``{"pmds": {core_id: [[port, queue], ...]}, "ports": {port:
+    [queue ids, sorted]}}`` (queues listed under a PMD thread)."""
+    pmds: dict[int, list[list[Any]]] = {}
+    ports: dict[str, list[int]] = {}
+    cur: Optional[int] = None
+    for line in text.splitlines():
+        m = _RXQ_PMD.match(line)
+        if m:
+            cur = int(m.group(2))
+            pmds.setdefault(cur, [])
+            continue
+        m = _RXQ_PORT.match(line)
+        if m and cur is not None:
+            pmds[cur].append([m.group(1), int(m.group(2))])
+            ports.setdefault(m.group(1), []).append(int(m.group(2)))
+    return {"pmds": pmds, "ports": {k: sorted(v) for k, v in ports.items()}}
 
 
 def _num(v: str) -> int:

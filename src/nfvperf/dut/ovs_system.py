@@ -70,6 +70,11 @@ class OvsSystem(OvsDpdk):
                        "pci": "the kernel datapath uses kernel NIC drivers; give the NICs' "
                               "netdevs as veth-like ports (not supported yet)"}
     polling_cpus = 0                           # forwards in softirq context
+    #: the rule set changes in place as on OVS-DPDK; the PMD, queue, EMC/SMC and pmd-maxsleep
+    #: fields are declared too because this datapath ignores them at a start as well (no PMDs,
+    #: other_config empty, kernel ports have no n_rxq): changing them changes nothing, so a study
+    #: needs no restart for them
+    in_place: ClassVar[frozenset[str]] = OvsDpdk.in_place
     dpdk_ports = False                         # takes the kernel veths: jumbo MTUs (TCP tests)
 
     @classmethod

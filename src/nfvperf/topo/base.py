@@ -39,7 +39,7 @@ from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .spec import TopologySpec
 
-__all__ = ["HostPort", "Topology", "TopologyError", "pci_numa_node"]
+__all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError", "pci_numa_node"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,15 @@ class HostTooSmall(TopologyError):
     anything starts.  The runner skips the topology's units, naming why, and goes on
     with the next topology (a seed suite written for a 2-socket server still runs its other
     units on a laptop)."""
+
+
+class RestartRequired(TopologyError):
+    """:meth:`Topology.reconfigure` was asked for a spec that differs in a field the running DUT
+    cannot change in place (another DUT, port kind, ...): build the topology anew."""
+
+    def __init__(self, message: str, fields: Sequence[str]):
+        super().__init__(message)
+        self.fields = list(fields)
 
 
 #: preflight checks whose failure means "this host is too small or lacks the hardware" rather
@@ -486,6 +495,44 @@ class Topology:
             m.reset_hook = self.reset_dut     # RFC 6201 reset trials
         self._measurer = m
         return m
+
+    def reconfigure(self, new_spec: TopologySpec) -> dict[str, Any]:
+        """Turn the running topology into one of ``new_spec`` without a restart: the fields that
+        differ (:func:`nfvperf.topo.inplace.in_place_difference`) go to the DUT adapter's
+        ``reconfigure()``, which applies them and waits until the DUT has settled; then
+        ``self.spec`` is ``new_spec`` (so :meth:`environment` reports it).  Returns ``{"changes":
+        {path: value}, "dut": what the adapter did}`` ({} when the specs are equal).
+
+        Raises :class:`RestartRequired` (nothing changed) when a differing field needs a restart.
+        When the adapter fails part-way the DUT may be half-changed: the error says so, the spec
+        stays the old one, and the caller should restart the topology."""
+        from .inplace import in_place_difference, restart_reason
+        if not self.up:
+            raise TopologyError("reconfigure(): the topology is not up")
+        changes = in_place_difference(self.spec, new_spec)
+        if changes is None:
+            from .inplace import restart_fields
+            raise RestartRequired(f"topology {self.kind}: cannot change in place: "
+                                  f"{restart_reason(self.spec, new_spec)}; restart the topology",
+                                  restart_fields(self.spec, new_spec))
+        if not changes:
+            self.spec = new_spec
+            return {}
+        if self.dut is None:
+            raise RestartRequired(f"topology {self.kind} has no DUT adapter to change "
+                                  f"{', '.join(changes)}", list(changes))
+        old, self.spec = self.spec, new_spec     # the adapter's forwarding reads the new spec
+        try:
+            done = self.dut.reconfigure(changes)
+        except ValueError as e:          # refused before anything was applied
+            self.spec = old
+            raise RestartRequired(f"topology {self.kind}: {e}", list(changes)) from e
+        except Exception as e:
+            self.spec = old
+            raise TopologyError(f"topology {self.kind}: changing {', '.join(changes)} in place "
+                                f"failed, the DUT may be half-changed (restart the topology): "
+                                f"{e}") from e
+        return {"changes": changes, "dut": done}
 
     def reset_dut(self) -> None:
         """RFC 6201 software reset: the DUT adapter stops and starts again with the same ports

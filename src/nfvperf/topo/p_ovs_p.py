@@ -92,7 +92,9 @@ class OvsTopology(Topology):
             N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                                             "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
-        dut = self.make_dut(self.spec.dut, netns=self.dut_netns)
+        dut: Any = self.make_dut(self.spec.dut, netns=self.dut_netns)     # OvsDpdk
+        # the rule set for the current spec, which an in-place ovs.rules change installs
+        dut.forwarding = self.forwarding_flows
         if attach_phys:
             for p in self.ports:
                 dut.add_port(p.dut_portref())
@@ -169,6 +171,12 @@ class OvsTopology(Topology):
             out.append({"src_ip": src, "dst_ip": dst, "vary": ["src_ip", "dst_ip"]})
         return out
 
+    def forwarding_flows(self) -> Optional[list[Flow]]:
+        """The first bridge's rules for the current spec, which depend on ``ovs.rules`` (what
+        setup() programs, and an in-place ``ovs.rules`` change installs); None when ``ovs.rules``
+        does not shape this topology's forwarding (vxlan, dual bridge)."""
+        return None
+
     def path_flows(self, hops: Sequence[tuple[int, int]], direction: int) -> list[Flow]:
         """OpenFlow rules for one direction crossing OVS at ``hops`` [(in index, out index), ...]:
         the seed's in_port rules, or with ``ovs.rules`` N (src, dst) IP rules at the first hop."""
@@ -201,12 +209,19 @@ class PhyOvsPhy(OvsTopology):
             return
         dut = self.setup_ovs()
         dut.start()
+        dut.program(self.forwarding_flows())
+
+    def forwarding_flows(self) -> Optional[list[Flow]]:
+        """Each port pair cross-connected (or by ``ovs.rules`` IP rules); None with the dual
+        bridge / VLAN translation, whose rules :meth:`wire_bridges` installs."""
+        if self.bridge_features():
+            return None
         pairs = self.tg_pairs()
         flows: list[Flow] = []
         for i, (a, b) in enumerate(pairs):
             flows += self.path_flows([(a, b)], i)
             flows += self.path_flows([(b, a)], len(pairs) + i)
-        dut.program(flows)
+        return flows
 
     # -- seed 003: dual bridge (patch ports) and VLAN translation --------------------------------
     def n_bridges(self) -> int:

@@ -8,7 +8,7 @@ Table 5-1: PHY-VM-PHY 2, PHY-VM-VM-PHY 3).  ``pvvp.py`` is this with two VNFs.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from nfvperf.dut.base import Flow
 from nfvperf.topo import register
@@ -31,10 +31,17 @@ class Pvp(OvsTopology):
     def setup(self) -> None:
         dut = self.setup_ovs()
         dut.start()
+        #: per port pair, its VNFs' (in, out) port indices on the bridge
+        self.chains = [self.vnf_chain(p, dut) for p in range(len(self.tg_pairs()))]
+        dut.program(self.forwarding_flows())
+        self.wait_vnfs_ready(dut)
+
+    def forwarding_flows(self) -> Optional[list[Flow]]:
+        """Each port pair through its VNF chain, both ways (``ovs.rules``: IP rules at the
+        first hop)."""
         pairs = self.tg_pairs()
         flows: list[Flow] = []
-        for p, (a, b) in enumerate(pairs):
-            chain = self.vnf_chain(p, dut)
+        for p, ((a, b), chain) in enumerate(zip(pairs, self.chains)):
             # forward: a -> vnf1.in, vnf1.out -> vnf2.in, ..., vnfN.out -> b
             fwd, cur = [], a
             for vin, vout in chain:
@@ -44,5 +51,4 @@ class Pvp(OvsTopology):
             rev = [(o, i) for i, o in reversed(fwd)]
             flows += self.path_flows(fwd, p)
             flows += self.path_flows(rev, len(pairs) + p)
-        dut.program(flows)
-        self.wait_vnfs_ready(dut)
+        return flows
