@@ -33,6 +33,12 @@ The model (all rates per interface, i.e. per direction):
   multi-queue bounds) for :meth:`measure_tcp`.
 * ``invalid_rate``: a share of trials comes back ``valid=False`` with *misleading* counters
   (nothing lost), so a search that used them would be wrong.
+* ``host_noise`` (off by default): a shared host whose vCPUs slow down by about half for seconds
+  at a time, one at a time (:mod:`nfvperf.tg.sim_noise`).  A trial's DUT capacity is the model's
+  × the mean speed of the DUT's CPU over the trial's traffic window on the virtual clock
+  (``wall_s``), × a small per-trial jitter, never above line rate; the trial's
+  ``extra["host_noise"]`` says what speed it saw.  The clock runs on across :meth:`configure`,
+  so the units of a run share one host.
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ from typing import Any, Callable, Optional, Union
 
 from nfvperf import units
 from nfvperf.tg.sim_model import SimModel, SimUnit, check_overrides
+from nfvperf.tg.sim_noise import HostNoise, HostNoiseParams, HostNoiseSetting
 from nfvperf.trial import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
                              TrialResult, Unsupported)
 
@@ -97,6 +104,7 @@ class SimMeasurer(Measurer):
 
     def __init__(self, capacity_pps: Optional[Capacity] = None, *,
                  profile: Optional[TrafficProfile] = None, **settings: Any) -> None:
+        self.noise: Optional[HostNoise] = None
         self.configure(capacity_pps, **settings)
         self.profile = profile or TrafficProfile()
         self.trials = 0
@@ -114,11 +122,14 @@ class SimMeasurer(Measurer):
                   mac_table_size: int = 8192, learning_rate_pps: float = 50000.0,
                   tcp_capacity_bps: Optional[float] = None, invalid_rate: float = 0.0,
                   router: bool = False, time_scale: float = 0.0,
-                  unit: Optional[SimUnit] = None, model: Optional[dict[str, Any]] = None) -> None:
-        """All settings at once (what is not given takes its default; the trial counters stay):
-        the runner calls this per test unit with the suite's ``sim:`` merged with the test's.
-        ``capacity_pps`` None: the capacity comes from the model (:mod:`nfvperf.tg.sim_model`)
-        for ``unit`` with the ``model`` parameter overrides; a number, dict or function fixes it."""
+                  unit: Optional[SimUnit] = None, model: Optional[dict[str, Any]] = None,
+                  host_noise: HostNoiseSetting = None) -> None:
+        """All settings at once (what is not given takes its default; the trial counters and the
+        virtual clock stay): the runner calls this per test unit with the suite's ``sim:`` merged
+        with the test's.  ``capacity_pps`` None: the capacity comes from the model
+        (:mod:`nfvperf.tg.sim_model`) for ``unit`` with the ``model`` parameter overrides; a
+        number, dict or function fixes it.  ``host_noise``: None/False off, True the defaults,
+        or a mapping of :class:`~nfvperf.tg.sim_noise.HostNoiseParams` fields."""
         if loss_model not in LOSS_MODELS:
             raise ValueError(f"loss_model must be one of {LOSS_MODELS}, got {loss_model!r}")
         if loss_model == "spikes" and spike_rate_per_s == 0.0:
@@ -130,6 +141,7 @@ class SimMeasurer(Measurer):
         problems = check_overrides(model or {})
         if problems:
             raise ValueError("; ".join(problems))
+        self._set_noise(HostNoiseParams.from_setting(host_noise), seed)
         self.capacity = capacity_pps
         self.loss_model = loss_model
         self.seed = seed
@@ -153,6 +165,15 @@ class SimMeasurer(Measurer):
         unit = unit or SimUnit()
         unit = dataclasses.replace(unit, overrides={**unit.overrides, **(model or {})})
         self.model = SimModel(unit)
+
+    def _set_noise(self, params: Optional[HostNoiseParams], seed: int) -> None:
+        """Turn host noise on/off; the same parameters and seed keep the same host object."""
+        if params is None:
+            self.noise = None
+            return
+        resolved = params.seed if params.seed is not None else seed
+        if self.noise is None or self.noise.params != params or self.noise.seed != resolved:
+            self.noise = HostNoise(params, seed=seed)
 
     @property
     def base_latency_ns(self) -> float:
@@ -222,6 +243,27 @@ class SimMeasurer(Measurer):
             time.sleep(duration_s * self.time_scale)
         self.wall_s += (duration_s + (2.0 if p.learning else 0.0) + p.drain_s + p.settle_s
                         + (2.0 if self.router else 0.0))
+
+    def _trial_speed(self, duration_s: float) -> Optional[float]:
+        """The DUT CPU's speed over this trial's traffic window (None without host noise): the
+        window starts after the learning frames, on the virtual clock ``wall_s``."""
+        if self.noise is None:
+            return None
+        t0 = self.wall_s + (2.0 if self.profile.learning else 0.0)
+        return self.noise.trial_speed(t0, duration_s)
+
+    def _trial_capacity(self, speed: Optional[float]) -> float:
+        """:meth:`capacity_pps` on the host as it is during the trial: raw capacity × speed,
+        never above line rate (exactly :meth:`capacity_pps` without host noise)."""
+        if speed is None:
+            return self.capacity_pps()
+        return min(self.raw_capacity_pps() * speed, self._line())
+
+    def _noise_extra(self, speed: Optional[float]) -> dict[str, Any]:
+        if speed is None:
+            return {}
+        return {"host_noise": {"speed": round(speed, 6), "capacity_pps": self._trial_capacity(speed),
+                               "cpu": self.noise.params.dut_cpu if self.noise else None}}
 
     def _lost(self, rng: random.Random, sent: int, load: float, dur: float, cap: float) -> int:
         lost = 0
@@ -318,7 +360,8 @@ class SimMeasurer(Measurer):
         if duration_s <= 0 or load_pps < 0:
             raise ValueError("duration must be > 0 and load >= 0")
         rng = self._rng()
-        cap = self.capacity_pps()
+        speed = self._trial_speed(duration_s)
+        cap = self._trial_capacity(speed)
         line = self.profile.max_load_pps
         invalid = []
         offered = load_pps
@@ -334,9 +377,9 @@ class SimMeasurer(Measurer):
             streams.append(StreamResult(
                 name=name, tx_port=tx, rx_port=rx, intended_pps=load_pps,
                 achieved_pps=sent / duration_s, sent=sent, received=received, lost=lost,
-                latency=self._latency(rng, offered, self.raw_capacity_pps(), received)))
+                latency=self._latency(rng, offered, self.raw_capacity_pps() * (speed or 1.0), received)))
         self._account(duration_s)
-        tr = self._result(duration_s, load_pps, streams)
+        tr = self._result(duration_s, load_pps, streams, **self._noise_extra(speed))
         if invalid:
             tr.valid, tr.invalid_reasons = False, invalid
             return tr
@@ -346,8 +389,9 @@ class SimMeasurer(Measurer):
         if burst_frames <= 0 or burst_pps <= 0:
             raise ValueError("burst_frames and burst_pps must be > 0")
         rng = self._rng()
-        cap = self.capacity_pps()
         dur = burst_frames / burst_pps
+        speed = self._trial_speed(dur)
+        cap = self._trial_capacity(speed)
         streams = []
         for name, tx, rx in self._directions():
             excess = burst_frames * max(0.0, 1.0 - cap / burst_pps)
@@ -357,7 +401,8 @@ class SimMeasurer(Measurer):
                                         received=burst_frames - lost, lost=lost))
         self._account(dur)
         self.wall_s += drain_s
-        tr = self._result(dur, burst_pps, streams, burst_frames=burst_frames, drain_s=drain_s)
+        tr = self._result(dur, burst_pps, streams, burst_frames=burst_frames, drain_s=drain_s,
+                          **self._noise_extra(speed))
         return self._maybe_invalid(rng, tr)
 
     def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
@@ -367,7 +412,8 @@ class SimMeasurer(Measurer):
         if self.reset_hook is not None:
             self.reset_hook()
         self.resets += 1
-        cap = self.capacity_pps()
+        speed = self._trial_speed(duration_s)
+        cap = self._trial_capacity(speed)
         outage = min(self.outage_s, duration_s - reset_at_s)
         streams = []
         for name, tx, rx in self._directions():
@@ -383,17 +429,19 @@ class SimMeasurer(Measurer):
                                         last_loss_ns=(reset_at_s + outage) * 1e9,
                                         max_rx_gap_ns=gap_ns))
         self._account(duration_s)
-        tr = self._result(duration_s, load_pps, streams, reset_at_s=reset_at_s, outage_s=outage)
+        tr = self._result(duration_s, load_pps, streams, reset_at_s=reset_at_s, outage_s=outage,
+                          **self._noise_extra(speed))
         return self._maybe_invalid(rng, tr)
 
     def measure_segments(self, segments: list[Segment]) -> TrialResult:
         if not segments:
             raise ValueError("no segments")
         rng = self._rng()
-        cap = self.capacity_pps()
+        total = sum(s.duration_s for s in segments)
+        speed = self._trial_speed(total)
+        cap = self._trial_capacity(speed)
         B = float(self.buffer_frames)
         streams = []
-        total = sum(s.duration_s for s in segments)
         for name, tx, rx in self._directions():
             t = q = 0.0
             lost = 0.0
@@ -431,7 +479,8 @@ class SimMeasurer(Measurer):
                 last_loss_ns=None if last is None else last * 1e9))
         self._account(total)
         tr = self._result(total, max(s.load_pps for s in segments), streams,
-                          segments=[(s.duration_s, s.load_pps) for s in segments])
+                          segments=[(s.duration_s, s.load_pps) for s in segments],
+                          **self._noise_extra(speed))
         return self._maybe_invalid(rng, tr)
 
     def measure_addresses(self, addresses: int, learning_pps: float, duration_s: float,
@@ -448,13 +497,15 @@ class SimMeasurer(Measurer):
         unknown_share = 1.0 - learned / addresses
         sent = units.frames_in(duration_s, load_pps)
         flooded = int(math.ceil(sent * unknown_share - 1e-9))
-        cap = self.capacity_pps()
+        speed = self._trial_speed(duration_s)
+        cap = self._trial_capacity(speed)
         lost = self._lost(rng, sent, load_pps, duration_s, cap) if self.loss_model == "threshold" else 0
         st = StreamResult(name="p0->p1", tx_port=0, rx_port=1, intended_pps=load_pps,
                           achieved_pps=load_pps, sent=sent, received=sent - lost, lost=lost)
         self._account(duration_s + addresses / learning_pps)
         tr = self._result(duration_s, load_pps, [st], addresses=addresses,
-                          learning_pps=learning_pps, learned=learned, flooded=flooded)
+                          learning_pps=learning_pps, learned=learned, flooded=flooded,
+                          **self._noise_extra(speed))
         return self._maybe_invalid(rng, tr)
 
     def measure_tcp(self, streams: int = 1, processes: int = 1, duration_s: float = 60.0,
@@ -463,6 +514,7 @@ class SimMeasurer(Measurer):
         """A modelled iperf3 run.  With an explicit ``tcp_capacity_bps``: goodput shares it and
         more streams help a bit; otherwise the model's streams/TSO/multi-queue/link/DUT bounds."""
         rng = self._rng()
+        speed = self._trial_speed(duration_s)
         info: dict[str, Any] = {}
         if self.tcp_capacity_bps is not None:
             eff = min(1.0, 0.85 + 0.05 * math.log2(max(1, streams * processes)))
@@ -470,11 +522,14 @@ class SimMeasurer(Measurer):
         else:
             info = self.model.tcp_bps(self.profile, streams, processes, tso, multiqueue)
             bps = info.pop("bps") * rng.uniform(0.98, 1.0)
+        if speed is not None:
+            bps *= speed
         self._account(duration_s)
         return TrialResult(duration_s=duration_s, load_pps=0.0, effective_duration_s=duration_s,
                            extra={"sim": True, "throughput_bps": bps, "streams": streams,
                                   "processes": processes, "retransmits": 0,
-                                  **({"sim_model": info} if info else {})})
+                                  **({"sim_model": info} if info else {}),
+                                  **({"host_noise": {"speed": round(speed, 6)}} if speed is not None else {})})
 
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {"measurer": self.name, "loss_model": self.loss_model, "seed": self.seed,
@@ -485,6 +540,8 @@ class SimMeasurer(Measurer):
         else:
             env["model"] = {"model": "explicit sim.capacity_pps (the configuration model is not used)",
                             "capacity_pps": self.capacity if not callable(self.capacity) else "a function"}
+        if self.noise is not None:
+            env["host_noise"] = self.noise.describe()
         return env
 
     def measure_tcp_supported(self) -> bool:
