@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.methods.capacity import METRIC_TITLES
+from nfvperf.report import ceiling as hc
 from nfvperf.report.extract import fmt_num, rates
 from nfvperf.report.tables import Table
 
@@ -41,6 +42,7 @@ class UnitRounds:
     baseline: bool
     summary: dict[str, Any]
     profile: dict[str, Any] = field(default_factory=dict)
+    port_kind: Optional[str] = None
 
     def metric(self, m: str) -> dict[str, Any]:
         return (self.summary.get("metrics") or {}).get(m) or {}
@@ -71,7 +73,8 @@ def studies(tests: list[Any]) -> dict[str, list[UnitRounds]]:
         summ = rounds_result(t) or {}
         out.setdefault(st.get("name") or t.name, []).append(
             UnitRounds(_label(st.get("axes") or {}), dict(st.get("axes") or {}), t.frame_size_b,
-                       bool(st.get("baseline")), summ, dict(t.traffic or {})))
+                       bool(st.get("baseline")), summ, dict(t.traffic or {}),
+                       (getattr(t, "topology", None) or {}).get("port_kind")))
     return out
 
 
@@ -95,9 +98,10 @@ def spread_pct(iv: Optional[dict[str, Any]]) -> Optional[float]:
     return 100.0 * (float(iv["hi"]) - float(iv["lo"])) / float(iv["median"])
 
 
-def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str, Any]) -> Table:
+def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str, Any],
+                 env: Optional[dict[str, Any]] = None) -> Table:
     cols = ["Unit", "Frame B", "median fps / interface", "interval of the median", "L1 Mbps",
-            "% line rate (L1)", "rounds ok", "vs baseline (paired per round)"]
+            "% line rate (L1)", "rounds ok", "vs baseline (paired per round)", "harness ceiling fps", "bound"]
     rows = []
     for u in units:
         mm = u.metric(metric)
@@ -106,15 +110,21 @@ def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str
         vals = mm.get("values_pps") or []
         ok = sum(v is not None for v in vals)
         base = "baseline" if u.baseline else ratio_text(u.ratio(metric))
+        ceil, lower = hc.ceiling_bound(env or {}, u.size, u.port_kind)
         rows.append([u.label, fmt_num(u.size), fmt_num(med, 0), interval_text(mm.get("interval")),
                      fmt_num(rr.get("l1_mbps"), 1), fmt_num(rr.get("l1_pct"), 2),
-                     f"{ok}/{int(u.summary.get('rounds_measured') or 0)}", base])
+                     f"{ok}/{int(u.summary.get('rounds_measured') or 0)}", base,
+                     hc.ceiling_text(ceil, lower), hc.bound_label(med, ceil, lower_bound=lower)])
     sw = info.get("switching") or {}
     note = (f"{METRIC_TITLES.get(metric, metric)}; {info.get('rounds', '?')} interleaved rounds (each round "
             f"measures every unit once, in a fresh random order; seed {info.get('seed', '?')}); units "
             f"switched {sw.get('how', '?')}. Ratios are the median of per-round ratios to the baseline "
             "of the same round, with a 95 % exact rank interval (order statistics, binomial); a ratio "
             "whose interval contains 1.0 reads \"no difference measured (±x %)\".")
+    if any(r[-1] == hc.HARNESS_BOUND for r in rows):
+        note += (f" A unit marked {hc.HARNESS_BOUND} forwarded more than {hc.HARNESS_BOUND_FRACTION:.0%} of "
+                 "what the harness alone carries at zero loss on this path: its figure, and a ratio to it, "
+                 "show the harness, not the DUT.")
     if sw.get("restart_units"):
         note += (f" Units {', '.join(sw['restart_units'])} could only be interleaved by restarting the "
                  f"topology ({sw.get('restart_reason', '')}).")
@@ -130,7 +140,7 @@ def rounds_tables(tests: list[Any], env: dict[str, Any]) -> list[Table]:
         info = infos.get(name) or {}
         metrics = info.get("metrics") or list((units[0].summary.get("metrics") or {}).keys())
         for m in metrics:
-            out.append(metric_table(name, m, units, info))
+            out.append(metric_table(name, m, units, info, env))
     return out
 
 
