@@ -271,7 +271,8 @@ json_t *rpc_dispatch(const char *m, json_t *p, int *authed, int is_tcp, rpc_err_
         return json_pack("{sb}", "ok", 1);
     }
     if (is_tcp && !*authed) RFAIL(-32003, "not authenticated: send auth {token} first");
-    if (!strcmp(m, "ping")) return json_pack("{sbsssI}", "pong", 1, "version", TGEN_VERSION, "tsc_hz", (json_int_t)g_tsc_hz);
+    if (!strcmp(m, "ping")) return json_pack("{sbsssIsIsO}", "pong", 1, "version", TGEN_VERSION, "tsc_hz", (json_int_t)g_tsc_hz,
+                                             "tsc_hz_dpdk", (json_int_t)g_tsc_hz_dpdk, "tsc_calibration", g_tsc_cal);
     if (!strcmp(m, "ports.list")) return port_list_json();
     if (!strcmp(m, "port.stats")) return per_port(p, e, port_stats_json, "stats");
     if (!strcmp(m, "port.xstats")) return per_port(p, e, port_xstats_json, "xstats");

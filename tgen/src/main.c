@@ -11,11 +11,14 @@
 #include <limits.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <time.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_cycles.h>
 #include "tgen.h"
+#include "tscal.h"
 
 struct port g_ports[MAX_PORTS];
 unsigned g_nports;
@@ -27,6 +30,8 @@ volatile int g_phase;
 struct trial *volatile g_trial;
 volatile int g_quit;
 uint64_t g_tsc_hz, g_tsc0, g_ns_mult;
+uint64_t g_tsc_hz_dpdk;
+json_t *g_tsc_cal;
 
 static void usage(FILE *f)
 {
@@ -39,6 +44,8 @@ static void usage(FILE *f)
         "  --auth-timeout S         drop a TCP client that has not authenticated after S s (default 5)\n"
         "  --idle-timeout S         drop a TCP client silent for S s (default 300; 0 = never)\n"
         "  --mbufs N                mbuf pool size\n"
+        "  --tsc-hz calibrate|dpdk|HZ   TSC frequency: measured against CLOCK_MONOTONIC_RAW at start (default),\n"
+        "                           DPDK's (rounded to 10 MHz), or given\n"
         " one-shot trial (prints the trial.result JSON and exits):\n"
         "  --oneshot --stream 'port=0,rx_port=1,size=64,flows=1000,pps=1e6' [--stream ...]\n"
         "  --duration S | --frames N | --segments D:SCALE,... | --mode burst --burst-frames N [--bursts N --burst-interval S]\n"
@@ -190,6 +197,7 @@ struct opts {
     int ntxl, nrxl;                                /* 0 = option not given */
     unsigned mbufs;
     int oneshot;
+    const char *tsc_hz;     /* --tsc-hz: NULL/"calibrate", "dpdk" or a frequency */
     double auth_timeout_s, idle_timeout_s;
     int have_auth_timeout, have_idle_timeout;
     json_t *specs;          /* --stream objects (one-shot) */
@@ -259,6 +267,10 @@ static int parse_args(int argc, char **argv, int first, struct opts *op)
         else if (!strcmp(o, "--port")) parse_port_opt(next_arg(argc, argv, &i));
         else if (!strcmp(o, "--tx-lcores")) op->ntxl = parse_lcore_list(o, next_arg(argc, argv, &i), op->txl, MAX_WORKERS);
         else if (!strcmp(o, "--rx-lcores")) op->nrxl = parse_lcore_list(o, next_arg(argc, argv, &i), op->rxl, MAX_WORKERS);
+        else if (!strcmp(o, "--tsc-hz")) {
+            op->tsc_hz = next_arg(argc, argv, &i);
+            if (strcmp(op->tsc_hz, "calibrate") && strcmp(op->tsc_hz, "dpdk")) parse_dbl(o, op->tsc_hz, 1e6, 1e11);
+        }
         else if (!strcmp(o, "--mbufs")) op->mbufs = parse_uint(o, next_arg(argc, argv, &i), 1024, 1u << 24);
         else if (!strcmp(o, "--oneshot")) op->oneshot = 1;
         else if (!strcmp(o, "--stream")) json_array_append_new(op->specs, stream_spec_json(next_arg(argc, argv, &i)));
@@ -477,9 +489,94 @@ static int run_server(const struct opts *op)
     return 0;
 }
 
-static void init_clock(void)
+/* ---- TSC frequency (tscal.h) ----
+ * DPDK 22.11 rounds the TSC frequency to 10 MHz; every rate and duration would carry that error
+ * (0.19 % on this VM).  tgen measures it against CLOCK_MONOTONIC_RAW: CAL_POINTS points CAL_GAP_US
+ * apart, each the tightest of CAL_BRACKETS rdtsc/clock_gettime/rdtsc brackets (0.3 s; one retry if
+ * the measurement was disturbed).  If it still fails, DPDK's value is used and the reason reported. */
+#define CAL_POINTS 5
+#define CAL_GAP_US 75000
+#define CAL_BRACKETS 48
+#define CAL_ATTEMPTS 2
+
+static int64_t mono_raw_ns(void)
 {
-    g_tsc_hz = rte_get_tsc_hz();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void cal_points(tscal_point_t *p, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (i) rte_delay_us_sleep(CAL_GAP_US);
+        tscal_read_t r[CAL_BRACKETS];
+        for (unsigned j = 0; j < CAL_BRACKETS; j++) {
+            struct timespec ts;
+            r[j].tsc0 = rte_rdtsc_precise();
+            clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+            r[j].tsc1 = rte_rdtsc_precise();
+            r[j].ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        }
+        p[i] = tscal_best(r, CAL_BRACKETS);
+    }
+}
+
+static json_t *cal_json(const char *method, const tscal_result_t *r, unsigned attempts, double took_s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "method", json_string(method));
+    json_object_set_new(o, "correction_ppm", json_real(((double)g_tsc_hz / (double)g_tsc_hz_dpdk - 1.0) * 1e6));
+    if (r) {
+        json_object_set_new(o, "window_s", json_real(r->window_s));
+        json_object_set_new(o, "spread_ppm", json_real(r->spread_ppm));
+        json_object_set_new(o, "error_bound_ppm", json_real(r->error_bound_ppm));
+        json_object_set_new(o, "samples", json_integer(r->points_used));
+        json_object_set_new(o, "points", json_integer(r->points));
+        json_object_set_new(o, "windows", json_integer(r->windows));
+        json_object_set_new(o, "bracket_ns_min", json_real(r->bracket_ns_min));
+        json_object_set_new(o, "bracket_ns_max", json_real(r->bracket_ns_max));
+        json_object_set_new(o, "attempts", json_integer(attempts));
+        json_object_set_new(o, "took_s", json_real(took_s));
+    }
+    return o;
+}
+
+static void init_clock(const char *mode)
+{
+    g_tsc_hz_dpdk = rte_get_tsc_hz();
+    g_tsc_hz = g_tsc_hz_dpdk;
+    if (mode && !strcmp(mode, "dpdk")) {
+        g_tsc_cal = cal_json("dpdk", NULL, 0, 0);
+        json_object_set_new(g_tsc_cal, "reason", json_string("--tsc-hz dpdk"));
+    } else if (mode && strcmp(mode, "calibrate")) {
+        g_tsc_hz = (uint64_t)llround(strtod(mode, NULL));
+        g_tsc_cal = cal_json("given", NULL, 0, 0);
+    } else {
+        const tscal_limits_t lim = TSCAL_LIMITS_DEFAULT;
+        tscal_point_t p[CAL_POINTS];
+        tscal_result_t r;
+        int64_t t0 = mono_raw_ns();
+        unsigned a;
+        int ok = -1;
+        for (a = 1; a <= CAL_ATTEMPTS && ok; a++) {
+            cal_points(p, CAL_POINTS);
+            ok = tscal_compute(p, CAL_POINTS, (double)g_tsc_hz_dpdk, &lim, &r);
+        }
+        double took = (double)(mono_raw_ns() - t0) / 1e9;
+        if (!ok) {
+            g_tsc_hz = (uint64_t)llround(r.hz);
+            g_tsc_cal = cal_json("CLOCK_MONOTONIC_RAW", &r, a - 1, took);
+            fprintf(stderr, "tgen: TSC %" PRIu64 " Hz (against CLOCK_MONOTONIC_RAW over %.2f s, %u windows, spread %.2f ppm); "
+                    "DPDK said %" PRIu64 " Hz (%+.1f ppm)\n", g_tsc_hz, r.window_s, r.windows, r.spread_ppm,
+                    g_tsc_hz_dpdk, ((double)g_tsc_hz_dpdk / (double)g_tsc_hz - 1.0) * 1e6);
+        } else {
+            g_tsc_cal = cal_json("dpdk", &r, a - 1, took);
+            json_object_set_new(g_tsc_cal, "reason", json_pack("s+", "calibration failed: ", r.why));
+            fprintf(stderr, "tgen: TSC calibration failed (%s); using DPDK's %" PRIu64 " Hz (rounded to 10 MHz)\n",
+                    r.why, g_tsc_hz_dpdk);
+        }
+    }
     g_tsc0 = rte_rdtsc();
     g_ns_mult = (uint64_t)(1e9 * 4294967296.0 / (double)g_tsc_hz);
 }
@@ -502,7 +599,7 @@ int main(int argc, char **argv)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
-    init_clock();
+    init_clock(op.tsc_hz);
 
     int rc = setup_ports();
     if (!rc) rc = setup_workers(&op);
@@ -521,5 +618,6 @@ int main(int argc, char **argv)
     eal_teardown();
     json_decref(op.specs);
     json_decref(op.tp);
+    json_decref(g_tsc_cal);
     return exit_code;
 }

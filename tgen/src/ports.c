@@ -4,6 +4,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_lcore.h>
+#include <net/if.h>
 #include "tgen.h"
 
 static double link_speed(unsigned p)
@@ -52,6 +53,9 @@ int ports_init(char *err, size_t errlen)
         int rc = rte_eth_dev_info_get(id, &info);
         if (rc) { snprintf(err, errlen, "port %u: dev_info_get failed: %s", p, rte_strerror(-rc)); return -1; }
         snprintf(pt->driver, sizeof(pt->driver), "%s", info.driver_name ? info.driver_name : "?");
+        /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
+         * or a PCI NIC's interface counters mean something else or nothing) */
+        pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;
         rte_eth_dev_get_name_by_port(id, pt->name);
         if (pt->rxq > info.max_rx_queues || pt->txq > info.max_tx_queues) {
             snprintf(err, errlen, "--port %u: rxq=%u txq=%u, but the device allows at most %u/%u", p, pt->rxq, pt->txq,
@@ -178,6 +182,48 @@ json_t *port_xstats_json(unsigned p)
     free(names);
     free(vals);
     return o;
+}
+
+/* /proc/self/net/dev (this process's network namespace): "  name: rx_bytes rx_packets rx_errs
+ * rx_drop rx_fifo rx_frame rx_compressed rx_multicast tx_bytes tx_packets tx_errs tx_drop ..." */
+static int iface_tx(const char *ifname, uint64_t *pk, uint64_t *drop, uint64_t *errs)
+{
+    FILE *f = fopen("/proc/self/net/dev", "r");
+    if (!f) return -1;
+    char line[512];
+    int found = -1;
+    size_t n = strlen(ifname);
+    while (fgets(line, sizeof(line), f)) {
+        char *s = line;
+        while (*s == ' ') s++;
+        if (strncmp(s, ifname, n) || s[n] != ':') continue;
+        unsigned long long v[12];
+        if (sscanf(s + n + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]) == 12) {
+            *pk = v[9];
+            *errs = v[10];
+            *drop = v[11];
+            found = 0;
+        }
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+void port_tx_counters(unsigned p, struct port_txc *c)
+{
+    memset(c, 0, sizeof(*c));
+    struct rte_eth_stats s;
+    memset(&s, 0, sizeof(s));
+    if (rte_eth_stats_get((uint16_t)p, &s) == 0) {
+        c->pmd_ok = 1;
+        c->opackets = s.opackets;
+        c->oerrors = s.oerrors;
+    }
+    if (g_ports[p].if_index && if_indextoname(g_ports[p].if_index, c->ifname) &&
+        iface_tx(c->ifname, &c->if_tx_packets, &c->if_tx_dropped, &c->if_tx_errors) == 0)
+        c->if_ok = 1;
 }
 
 void ports_close(void)

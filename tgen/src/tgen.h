@@ -30,6 +30,16 @@ struct port {
     int rx_poll;            /* poll RX queues (default: yes, except net_null whose RX is synthetic) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+    unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
+};
+
+/* a port's TX counters at one instant: the PMD's (rte_eth_stats) and, for af_packet/af_xdp, the
+ * kernel interface's (/proc/self/net/dev), which count what the kernel really transmitted */
+struct port_txc {
+    int pmd_ok, if_ok;
+    uint64_t opackets, oerrors;
+    uint64_t if_tx_packets, if_tx_dropped, if_tx_errors;
+    char ifname[32];
 };
 
 struct stream {
@@ -103,6 +113,7 @@ struct trial {
     const char *stopped_by;     /* NULL, "trial.stop", "watchdog", "shutdown" */
     uint64_t watchdog_tsc;      /* force stop if TX is still busy then */
     int port_used[MAX_PORTS];
+    struct port_txc txc0[MAX_PORTS];   /* TX counters just before the running phase */
     json_t *result;
 };
 
@@ -116,7 +127,9 @@ extern struct rte_mempool *g_pool;
 extern volatile int g_phase;
 extern struct trial *volatile g_trial;
 extern volatile int g_quit;
-extern uint64_t g_tsc_hz, g_tsc0, g_ns_mult;
+extern uint64_t g_tsc_hz, g_tsc0, g_ns_mult;   /* g_tsc_hz: calibrated (main.c init_clock), used everywhere */
+extern uint64_t g_tsc_hz_dpdk;                  /* what rte_get_tsc_hz() said (rounded to 10 MHz) */
+extern json_t *g_tsc_cal;                       /* the calibration record ("tsc_calibration") */
 
 static inline uint64_t tsc_to_ns(uint64_t tsc)
 {
@@ -132,6 +145,7 @@ double port_link_speed_bps(unsigned p);
 json_t *port_list_json(void);
 json_t *port_stats_json(unsigned p);
 json_t *port_xstats_json(unsigned p);
+void port_tx_counters(unsigned p, struct port_txc *c);
 void ports_close(void);
 
 /* worker.c */

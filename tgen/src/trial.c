@@ -116,6 +116,10 @@ static void send_learning(struct trial *t)
 
 static void begin_running(struct trial *t)
 {
+    /* TX counters at the start of the window in which only the workers transmit (after the
+     * learning frames, which the control thread sent): the result compares their deltas with
+     * what the workers handed each port */
+    for (unsigned q = 0; q < g_nports; q++) if (t->port_used[q]) port_tx_counters(q, &t->txc0[q]);
     uint64_t now = rte_rdtsc();
     uint64_t start = now + g_tsc_hz / 500;   /* 2 ms ahead, so every worker starts on time */
     t->start_tsc = start;
@@ -473,6 +477,45 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     return o;
 }
 
+/* "tx" of a port in the result: frames the workers handed the port (rte_eth_tx_burst accepted
+ * them) against what the port's counters say went out during the running phase and the drain.
+ * Returns the frames the port did not send (0 when its counters cover all of them or say nothing). */
+static uint64_t port_tx_json(struct trial *t, unsigned q, json_t *po)
+{
+    uint64_t sent = 0;
+    for (unsigned i = 0; i < t->nstreams; i++) if (t->ts[i].tx_port == (int)q) sent += t->ts[i].sent;
+    struct port_txc c;
+    port_tx_counters(q, &c);
+    const struct port_txc *b = &t->txc0[q];
+    json_t *o = json_object();
+    json_object_set_new(o, "sent", json_integer((json_int_t)sent));
+    uint64_t out = UINT64_MAX;
+    if (c.pmd_ok && b->pmd_ok && c.opackets >= b->opackets) {
+        uint64_t d = c.opackets - b->opackets;
+        json_object_set_new(o, "port_opackets", json_integer((json_int_t)d));
+        json_object_set_new(o, "port_oerrors", json_integer((json_int_t)(c.oerrors - b->oerrors)));
+        out = d;
+    } else {
+        json_object_set_new(o, "port_opackets", json_null());
+        json_object_set_new(o, "port_oerrors", json_null());
+    }
+    if (c.if_ok && b->if_ok && !strcmp(c.ifname, b->ifname) && c.if_tx_packets >= b->if_tx_packets) {
+        uint64_t d = c.if_tx_packets - b->if_tx_packets;
+        json_object_set_new(o, "iface", json_string(c.ifname));
+        json_object_set_new(o, "iface_tx_packets", json_integer((json_int_t)d));
+        json_object_set_new(o, "iface_tx_dropped", json_integer((json_int_t)(c.if_tx_dropped - b->if_tx_dropped)));
+        json_object_set_new(o, "iface_tx_errors", json_integer((json_int_t)(c.if_tx_errors - b->if_tx_errors)));
+        if (d < out) out = d;
+    } else {
+        json_object_set_new(o, "iface", g_ports[q].if_index ? json_string(c.ifname) : json_null());
+        json_object_set_new(o, "iface_tx_packets", json_null());
+    }
+    uint64_t nt = out != UINT64_MAX && out < sent ? sent - out : 0;
+    json_object_set_new(o, "not_sent", json_integer((json_int_t)nt));
+    json_object_set_new(po, "tx", o);
+    return nt;
+}
+
 static json_t *build_result(struct trial *t)
 {
     json_t *o = json_object();
@@ -505,11 +548,14 @@ static json_t *build_result(struct trial *t)
     json_object_set_new(o, "sent", json_integer((json_int_t)sent));
     json_object_set_new(o, "received", json_integer((json_int_t)recv));
     json_object_set_new(o, "tsc_hz", json_integer((json_int_t)g_tsc_hz));
+    json_object_set_new(o, "tsc_hz_dpdk", json_integer((json_int_t)g_tsc_hz_dpdk));
+    json_object_set(o, "tsc_calibration", g_tsc_cal);
     json_object_set_new(o, "stopped_by", t->stopped_by ? json_string(t->stopped_by) : json_null());
     json_object_set_new(o, "learning", json_boolean(t->learning));
     json_object_set_new(o, "drain_s", json_real(t->drain_s));
     json_object_set_new(o, "streams", ss);
     json_t *pl = json_array();
+    uint64_t not_sent = 0;
     for (unsigned q = 0; q < g_nports; q++) {
         if (!t->port_used[q] && !mis_port[q]) continue;
         json_t *po = json_object();
@@ -517,9 +563,11 @@ static json_t *build_result(struct trial *t)
         json_object_set_new(po, "misrouted", json_integer((json_int_t)mis_port[q]));
         json_object_set_new(po, "stats", port_stats_json(q));
         json_object_set_new(po, "xstats", port_xstats_json(q));
+        if (t->port_used[q]) not_sent += port_tx_json(t, q, po);
         json_array_append_new(pl, po);
     }
     json_object_set_new(o, "ports", pl);
+    json_object_set_new(o, "tx_not_sent", json_integer((json_int_t)not_sent));
     return o;
 }
 
