@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from nfvperf.trial import DutFailure, LatencySummary, MeasurerError, Segment, TrafficProfile, Unsupported
+from nfvperf.search.validity import generator_shortfall
 from nfvperf.tg.tgen import (PortSpec, TgenError, TgenMeasurer, TgenProcess, _lcore_cpus,
-                             merge_latency, percentiles_from_histogram)
+                             merge_latency, percentiles_from_histogram, split_not_sent,
+                             tsc_calibration_record)
 
 FAKE_TGEN = r'''# Fake tgen: behaviour knobs from FAKE_* environment variables (drop, duplicate, stretch, die,
 # ignore shutdown); every request is appended as a JSON line to $FAKE_LOG.
@@ -47,6 +49,8 @@ LOSE_N = int(env.get("FAKE_LOSE_N", "0"))
 WRONG_PORT = env.get("FAKE_WRONG_PORT") == "1"   # an old tgen: no `misrouted`, counted on any port
 MISROUTED = int(env.get("FAKE_MISROUTED", "0"))   # per stream, arrived on another port
 STOPPED_BY = env.get("FAKE_STOPPED_BY") or None
+PORT_NOT_SENT = int(env.get("FAKE_PORT_NOT_SENT", "0"))   # frames port 0 did not send (kernel count)
+OLD_PING = env.get("FAKE_OLD_PING") == "1"        # a tgen without TSC calibration
 DIE_IN_TRIAL = env.get("FAKE_DIE_IN_TRIAL") == "1"
 IGNORE_SHUTDOWN = env.get("FAKE_IGNORE_SHUTDOWN") == "1"
 if IGNORE_SHUTDOWN:
@@ -114,6 +118,8 @@ def result():
         intended = trial["frames"] if trial.get("frames") else math.ceil(pps * dur - 1e-9)
         sent = int(intended * SENT_RATIO)
         rec = int(round(sent * (1 - DROP))) + EXTRA_RX - LOSE_N - MISROUTED
+        if s["port"] == 0:
+            rec -= PORT_NOT_SENT          # frames port 0 did not send do not arrive
         hist = [[1000, rec // 2], [2000, rec - rec // 2]] if rec else []
         out.append({"id": sid, "name": s["name"], "tx_port": s["port"], "rx_port": s["rx_port"],
                     "intended_pps": pps, "intended_frames": intended, "achieved_pps": sent / dur / STRETCH, "sent": sent,
@@ -133,16 +139,30 @@ def result():
     return {"state": "done", "duration_s": dur, "effective_duration_s": dur * STRETCH,
             "pacer_late_max_ns": 10, "non_test_rx": 3, "late_rx": 0, "stopped_by": STOPPED_BY,
             "sent": sum(s["sent"] for s in out), "received": sum(s["received"] for s in out),
-            "tsc_hz": 2000000000, "streams": out,
+            "tsc_hz": 2445430000, "tsc_hz_dpdk": 2450000000, "streams": out,
+            "tx_not_sent": PORT_NOT_SENT,
             "ports": [{"id": p, "stats": {
                 "ipackets": 0 if WRONG_PORT else sum(s["received"] for s in out if s["rx_port"] == p) + 3,
-                "opackets": sum(s["sent"] for s in out if s["tx_port"] == p)}, "xstats": {"x": 1}}
+                "opackets": sum(s["sent"] for s in out if s["tx_port"] == p)}, "xstats": {"x": 1},
+                "tx": port_tx(p, sum(s["sent"] for s in out if s["tx_port"] == p))}
                 for p in range(nports)]}
+
+
+def port_tx(p, sent):
+    ns = PORT_NOT_SENT if p == 0 else 0
+    return {"sent": sent, "port_opackets": sent, "port_oerrors": 0, "iface": f"veth{p}",
+            "iface_tx_packets": sent - ns, "iface_tx_dropped": ns, "iface_tx_errors": 0,
+            "not_sent": ns}
 
 
 def handle(method, p):
     if method == "ping":
-        return {"pong": True, "version": "1", "tsc_hz": 2000000000}
+        if OLD_PING:
+            return {"pong": True, "version": "1", "tsc_hz": 2450000000}
+        return {"pong": True, "version": "1", "tsc_hz": 2445430000, "tsc_hz_dpdk": 2450000000,
+                "tsc_calibration": {"method": "CLOCK_MONOTONIC_RAW", "correction_ppm": -1865.3,
+                                    "window_s": 0.3, "spread_ppm": 0.4, "error_bound_ppm": 0.9,
+                                    "samples": 5, "points": 5, "windows": 4}}
     if method == "ports.list":
         return [{"id": i, "name": f"net_ring{i}", "driver": "net_ring", "mac": f"02:00:00:00:00:0{i}",
                  "link_up": True, "link_speed_bps": 10e9, "speed_bps": 10e9, "rxq": 1, "txq": 1,
@@ -601,3 +621,96 @@ def test_counter_deltas_reset_counter_keeps_after_value():
     from nfvperf.trial import counter_deltas
     d = counter_deltas({"a": {"x": 10, "y": 5}, "s": "v1"}, {"a": {"x": 3, "y": 7, "z": 2}, "s": "v2"})
     assert d == {"a": {"x": 3, "y": 2, "z": 2}, "s": "v2", "counters_reset": ["a.x"]}
+
+
+# -- TSC calibration (PROTOCOL.md §3 ping, §6 trial.result) -----------------------------------------
+
+def test_tsc_calibration_stored_in_environment(fake_bin: Path, tmp_path: Path):
+    with make_proc(fake_bin, tmp_path) as proc:
+        assert "--tsc-hz" not in proc.argv_used          # default: tgen calibrates
+        m = TgenMeasurer(proc, [(0, 1)])
+        env = m.environment()
+        cal = env["tsc_calibration"]
+        assert cal["method"] == "CLOCK_MONOTONIC_RAW"
+        assert cal["tsc_hz"] == env["tsc_hz"] == 2445430000 and cal["tsc_hz_dpdk"] == 2450000000
+        # the correction is computed from the two frequencies, not copied
+        assert abs(cal["correction_ppm"] - (2445430000 / 2450000000 - 1) * 1e6) < 1e-6
+        assert cal["window_s"] == 0.3 and cal["spread_ppm"] == 0.4 and cal["samples"] == 5
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.2, 10000)
+        assert r.extra["tsc_hz"] == 2445430000 and r.extra["tsc_hz_dpdk"] == 2450000000
+
+
+def test_tsc_calibration_from_an_older_tgen(fake_bin: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("FAKE_OLD_PING", "1")
+    with make_proc(fake_bin, tmp_path) as proc:
+        cal = TgenMeasurer(proc, [(0, 1)]).environment()["tsc_calibration"]
+        assert cal["method"] == "dpdk" and cal["tsc_hz"] == cal["tsc_hz_dpdk"] == 2450000000
+        assert cal["correction_ppm"] == 0.0 and "without TSC calibration" in cal["reason"]
+    assert tsc_calibration_record({"tsc_hz": 2450000000, "tsc_hz_dpdk": 2450000000,
+                                   "tsc_calibration": {"method": "dpdk", "reason": "--tsc-hz dpdk"}}
+                                  ) == {"method": "dpdk", "tsc_hz": 2450000000, "tsc_hz_dpdk": 2450000000,
+                                        "correction_ppm": 0.0, "reason": "--tsc-hz dpdk"}
+
+
+@pytest.mark.parametrize("value,argv", [("dpdk", ["--tsc-hz", "dpdk"]), ("2445430000.4", ["--tsc-hz", "2445430000"]),
+                                        ("calibrate", []), ("", [])])
+def test_tsc_hz_option(tmp_path: Path, monkeypatch, value, argv):
+    monkeypatch.setenv("NFVPERF_TGEN_TSC_HZ", value)
+    args = TgenProcess([PortSpec("net_ring0")], run_dir=tmp_path, tag="t").app_args()
+    got = args[args.index("--tsc-hz"):args.index("--tsc-hz") + 2] if "--tsc-hz" in args else []
+    assert got == argv
+    # the constructor's argument wins over the environment
+    args = TgenProcess([PortSpec("net_ring0")], run_dir=tmp_path, tag="t", tsc_hz="dpdk").app_args()
+    assert args[-2:] == ["--tsc-hz", "dpdk"]
+
+
+@pytest.mark.parametrize("value", ["fast", "0", "-5", "1e12"])
+def test_tsc_hz_option_refused(tmp_path: Path, value):
+    with pytest.raises(ValueError, match="tsc_hz"):
+        TgenProcess([PortSpec("net_ring0")], run_dir=tmp_path, tag="t", tsc_hz=value)
+
+
+# -- frames the generator's port did not send (PROTOCOL.md §6 ports[].tx) -----------------------------
+
+def test_port_not_sent_is_not_sent_small(fake_bin: Path, tmp_path: Path, monkeypatch):
+    # the port's kernel interface sent 2 frames fewer than tgen handed it: those 2 are neither
+    # offered load nor the DUT's loss; 2 of 2000 is within the 99.9 % rule, so the trial is valid
+    monkeypatch.setenv("FAKE_PORT_NOT_SENT", "2")
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=True))
+        r = m.measure(0.2, 10000)
+        assert r.valid, r.invalid_reasons
+        s0, s1 = r.streams
+        assert s0.tx_port == 0 and s0.sent == 1998 and s1.sent == 2000
+        assert s0.lost == 0 and s0.received == 1998 and s1.lost == 0
+        assert r.sent == 3998 and r.expected == 4000 and r.extra["tx_not_sent"] == 2
+        assert any("generator's port 0 dropped 2 frames at TX" in n and "veth0" in n
+                   for n in r.extra["notes"]), r.extra["notes"]
+
+
+def test_port_not_sent_is_not_sent_large(fake_bin: Path, tmp_path: Path, monkeypatch):
+    # 747 kpps handed to an AF_XDP port, 723 kpps out of it: the trial says so and is invalid
+    monkeypatch.setenv("FAKE_PORT_NOT_SENT", "64")
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.05, bidirectional=False))
+        r = m.measure(0.2, 10000)
+        assert not r.valid
+        assert any("sent 1936 <" in x and "generator's port 0 dropped 64" in x for x in r.invalid_reasons), \
+            r.invalid_reasons
+        assert r.sent == 1936 and r.streams[0].lost == 0
+        # the search sees a generator shortfall (harness-bound), not DUT loss
+        assert generator_shortfall(r) == pytest.approx(10000 * 1936 / 2000)
+
+
+def test_split_not_sent_over_streams():
+    raw = {"streams": [{"id": 1, "tx_port": 0, "sent": 3000}, {"id": 2, "tx_port": 0, "sent": 1000},
+                       {"id": 3, "tx_port": 1, "sent": 5000}],
+           "ports": [{"id": 0, "tx": {"sent": 4000, "port_opackets": 3990, "not_sent": 10}},
+                     {"id": 1, "tx": {"sent": 5000, "port_opackets": 5000, "not_sent": 0}}]}
+    cut, notes = split_not_sent(raw)
+    assert cut == {1: 8, 2: 2} and sum(cut.values()) == 10       # 7.5 / 2.5 -> largest remainder
+    assert len(notes) == 1 and "port 0 dropped 10 frames" in notes[0] and "PMD counted 3,990" in notes[0]
+    assert split_not_sent({"streams": [], "ports": [{"id": 0}]}) == ({}, [])

@@ -58,6 +58,80 @@ __all__ = [
 MAX_DURATION_STRETCH = 0.10     # effective duration > 110 % of intended -> invalid
 PERCENTILES = ("50", "90", "99", "99.9", "99.99")
 
+#: ``dpdk`` (DPDK's TSC frequency, rounded to 10 MHz), a frequency in Hz, or ``calibrate`` (the
+#: default: tgen measures its TSC against CLOCK_MONOTONIC_RAW at start-up, PROTOCOL.md §1)
+TSC_HZ_ENV = "NFVPERF_TGEN_TSC_HZ"
+
+
+def tsc_hz_option(value: Optional[str]) -> Optional[str]:
+    """The ``--tsc-hz`` value to give tgen for ``value`` (None: tgen's default, calibrate)."""
+    if value is None or value.strip() in ("", "calibrate"):
+        return None
+    v = value.strip()
+    if v == "dpdk":
+        return v
+    try:
+        hz = float(v)
+    except ValueError:
+        hz = 0.0
+    if not 1e6 <= hz <= 1e11:
+        raise ValueError(f"{TSC_HZ_ENV}/tsc_hz: {value!r} is not 'calibrate', 'dpdk' or a frequency "
+                         "in Hz (1e6..1e11)")
+    return str(int(round(hz)))
+
+
+def tsc_calibration_record(ping: dict[str, Any]) -> dict[str, Any]:
+    """What tgen said about its clock (``ping``: PROTOCOL.md §3), for the run's environment: the
+    frequency DPDK reported, the one tgen uses, the correction in ppm and how it was measured."""
+    used, dpdk = ping.get("tsc_hz"), ping.get("tsc_hz_dpdk")
+    cal = ping.get("tsc_calibration")
+    if dpdk is None or not isinstance(cal, dict):
+        # a tgen from before the calibration used DPDK's value (rounded to 10 MHz)
+        return {"method": "dpdk", "tsc_hz": used, "tsc_hz_dpdk": used, "correction_ppm": 0.0,
+                "reason": "tgen without TSC calibration"}
+    rec: dict[str, Any] = {"method": cal.get("method"), "tsc_hz": used, "tsc_hz_dpdk": dpdk,
+                           "correction_ppm": (float(used) / float(dpdk) - 1.0) * 1e6
+                           if used and dpdk else None}
+    rec.update({k: v for k, v in cal.items() if k not in rec and k != "correction_ppm"})
+    return rec
+
+
+def split_not_sent(raw: dict[str, Any]) -> tuple[dict[int, int], list[str]]:
+    """Frames tgen's workers handed a port that the port's own counters did not count out
+    (``ports[].tx.not_sent``, PROTOCOL.md §6), split over the streams sending on that port in
+    proportion to what each handed it (largest remainder, so the shares add up).  Returns
+    {stream id: frames not sent} and one note per such port."""
+    streams = [s for s in raw.get("streams") or [] if "id" in s]
+    cut: dict[int, int] = {}
+    notes: list[str] = []
+    for p in raw.get("ports") or []:
+        tx = p.get("tx")
+        if not isinstance(tx, dict) or not int(tx.get("not_sent") or 0) or "id" not in p:
+            continue
+        port = int(p["id"])
+        mine = [(int(s["id"]), int(s.get("sent") or 0)) for s in streams
+                if int(s.get("tx_port", -1)) == port]
+        total = sum(n for _, n in mine)
+        if total <= 0:
+            continue
+        n = min(int(tx["not_sent"]), total)
+        shares = {sid: n * sent // total for sid, sent in mine}
+        rest = n - sum(shares.values())
+        for sid, _ in sorted(mine, key=lambda x: -((n * x[1]) % total))[:rest]:
+            shares[sid] += 1
+        for sid, k in shares.items():
+            if k:
+                cut[sid] = cut.get(sid, 0) + k
+        counted = [f"the PMD counted {int(tx['port_opackets']):,} out"
+                   if tx.get("port_opackets") is not None else None,
+                   f"kernel interface {tx.get('iface')} transmitted {int(tx['iface_tx_packets']):,}"
+                   f" (tx_dropped {int(tx.get('iface_tx_dropped') or 0):,})"
+                   if tx.get("iface_tx_packets") is not None else None]
+        notes.append(f"generator's port {port} dropped {n:,} frames at TX: tgen handed it "
+                     f"{total:,}, " + ", ".join(c for c in counted if c)
+                     + "; counted as not sent")
+    return cut, notes
+
 
 class TgenError(MeasurerError):
     """tgen answered a request with a JSON-RPC error (``code``, ``message``, ``data``)."""
@@ -235,9 +309,13 @@ class TgenProcess:
                  tag: str, binary: Optional[Path] = None, hugepages: bool = True,
                  extra_eal: Sequence[str] = (), extra_args: Sequence[str] = (),
                  mem_mb: int = 512, netns: Optional[str] = None,
-                 tracker: Optional[ResourceTracker] = None, host: Any = None):
+                 tracker: Optional[ResourceTracker] = None, host: Any = None,
+                 tsc_hz: Optional[str] = None):
         if not ports:
             raise ValueError("TgenProcess needs at least one port")
+        # tgen's TSC frequency: calibrated at start-up unless this (or $NFVPERF_TGEN_TSC_HZ)
+        # says "dpdk" or gives a frequency
+        self.tsc_hz = tsc_hz_option(tsc_hz if tsc_hz is not None else os.environ.get(TSC_HZ_ENV))
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
             raise ValueError(f"tag {tag!r}: only letters, digits, '_', '.', '-'")
         self.ports = list(ports)
@@ -296,6 +374,8 @@ class TgenProcess:
             if p.rx is not None:
                 kv.append(f"rx={1 if p.rx else 0}")
             args += ["--port", f"{i}:" + ",".join(kv)]
+        if self.tsc_hz is not None:
+            args += ["--tsc-hz", self.tsc_hz]
         return args
 
     def base_argv(self) -> list[str]:
@@ -794,10 +874,18 @@ class TgenMeasurer(Measurer):
         reasons: list[str] = []
         pushed_back: list[str] = []
         expected = 0
+        # frames the workers handed a port that the port did not count out were not sent
+        # (PROTOCOL.md §6 ports[].tx): taken off the streams' `sent`, so they are neither offered
+        # load nor the DUT's loss
+        not_sent, tx_notes = split_not_sent(raw)
         for sid, exp in zip(self.stream_ids, expected_per_stream):
             s = by_id.get(sid)
             if s is None:
                 raise MeasurerError(f"tgen: trial.result has no stream {sid}")
+            cut = not_sent.get(sid, 0)
+            if cut:
+                s = dict(s, sent=int(s.get("sent") or 0) - cut)
+                s["lost"] = max(0, int(s["sent"]) - int(s.get("received") or 0))
             sr = StreamResult(
                 name=str(s.get("name") or f"stream{sid}"), tx_port=int(s.get("tx_port", 0)),
                 rx_port=int(s.get("rx_port", 0)), intended_pps=float(s.get("intended_pps") or 0.0),
@@ -820,7 +908,10 @@ class TgenMeasurer(Measurer):
             expected += exp
             short = sent_short_reason(sr.sent, exp, sr.name)
             retries = int(s.get("tx_retries") or 0)
-            if short and retries > 0 and sr.tx_port in self._backpressure_ports():
+            if short and cut:
+                short += (f" (the generator's port {sr.tx_port} dropped {cut:,} of this stream's "
+                          "frames at TX)")
+            elif short and retries > 0 and sr.tx_port in self._backpressure_ports():
                 pushed_back.append(f"{sr.name}: took {sr.sent:,} of {exp:,} frames (TX ring full "
                                    f"{retries:,} times)")
                 short = None
@@ -831,7 +922,7 @@ class TgenMeasurer(Measurer):
         # tgen counts a stream's frames that arrive on another port than its rx_port as
         # `misrouted`, not received (PROTOCOL.md §6): they are loss, and the trial stays valid;
         # the notes say so, for the report.
-        notes: list[str] = []
+        notes: list[str] = list(tx_notes)
         misrouted = sum(sr.misrouted for sr in streams)
         if misrouted:
             per = ", ".join(f"{sr.name}: {sr.misrouted}" for sr in streams if sr.misrouted)
@@ -880,7 +971,9 @@ class TgenMeasurer(Measurer):
                    "foreign_test_rx": int(raw.get("foreign_test_rx") or 0),
                    "tx_retries": sum(int(s.get("tx_retries") or 0) for s in raw.get("streams") or []),
                    "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in raw.get("streams") or []),
-                   "tsc_hz": raw.get("tsc_hz"), "misrouted": misrouted, "notes": notes,
+                   "tsc_hz": raw.get("tsc_hz"), "tsc_hz_dpdk": raw.get("tsc_hz_dpdk"),
+                   "tx_not_sent": sum(not_sent.values()),
+                   "misrouted": misrouted, "notes": notes,
                    "backpressure": bool(pushed_back)})
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
@@ -988,6 +1081,9 @@ class TgenMeasurer(Measurer):
         worker_cpus = [c for w in workers for c in lc[w]]
         env.update({
             "tgen_version": ping.get("version"), "tsc_hz": ping.get("tsc_hz"),
+            # DPDK's TSC frequency (rounded to 10 MHz), the calibrated one tgen paces and times
+            # with, the correction in ppm and how it was measured
+            "tsc_calibration": tsc_calibration_record(ping),
             "binary": str(self.proc.binary or find_tgen_binary()),
             "netns": self.proc.netns,
             "lcores": self.proc.lcores, "lcore_cpus": {str(k): sorted(v) for k, v in lc.items()},
