@@ -421,6 +421,7 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
             m = iperf3_measurer(topology, ends, info)
         else:
             m = topology.measurer()
+        m.reconfigure_topology = topology.reconfigure  # type: ignore[attr-defined]  # in-place DUT changes
         with m:
             yield m
 
