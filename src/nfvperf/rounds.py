@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.methods.capacity import METRIC_TITLES, WARM_FOR_S, RoundSettings, measure_round
-from nfvperf.runner import Recorder, configure_sim, unit_label
 from nfvperf.stats import median_interval, ratio_interval
 from nfvperf.trial import DutFailure
 from nfvperf.units import directions
@@ -134,12 +133,14 @@ def figure_notes(metric: str, mm: dict[str, Any], measured: int) -> list[str]:
 
 
 class RoundsRun:
-    """One interleaved study inside a run (``loop`` is the runner's RunLoop)."""
+    """One interleaved study inside a run.  ``loop`` is the runner's RunLoop: its store, run,
+    progress, interrupts, measurer factory and harness ceiling, and the three things it lends
+    (``recorder``, ``configure_unit``, ``label``), so this module never imports the runner."""
 
     def __init__(self, loop: Any, pairs: list[tuple[Any, Optional[int]]]):
         self.loop = loop
         suite = loop.suite
-        self.units = [RoundUnit(t, s, unit_label(t, s), t.topology or suite.spec.topology) for t, s in pairs]
+        self.units = [RoundUnit(t, s, loop.label(t, s), t.topology or suite.spec.topology) for t, s in pairs]
         st = pairs[0][0].study
         self.name = st["name"]
         self.rounds_cfg: dict[str, Any] = dict(st["rounds"])
@@ -229,7 +230,7 @@ class RoundsRun:
                                                       "directions": ndir},
                                             study=u.test.study)
             u.test_id = row.id
-            u.rec = Recorder(loop.store, row.id, loop.interrupts, loop.progress, u.label)
+            u.rec = loop.recorder(row.id, u.label)
 
     def run_round(self, r: int, measurer: Any, members: list[int]) -> None:
         loop = self.loop
@@ -261,8 +262,7 @@ class RoundsRun:
         if reconf is not None:
             measurer.topology_spec = u.spec
         measurer.set_profile(profile)
-        if getattr(measurer, "per_unit", False):
-            configure_sim(measurer, loop.suite, u.spec, u.test, u.size)
+        loop.configure_unit(measurer, u.spec, u.test, u.size)
         warm = u.last_end is None or time.monotonic() - u.last_end > WARM_FOR_S
         ctx = {"round": r, "position": pos}
 

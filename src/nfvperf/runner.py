@@ -579,6 +579,19 @@ class RunLoop:
         self.ceilings: dict[str, dict[str, Any]] = {}   # harness ceilings of this run, by path key
         self.hosts: Any = None         # a testbed run: nfvperf.testbed.hosts.TestbedHosts
 
+    # ------------------------------------------------------------------ lent to nfvperf.rounds
+    def recorder(self, test_id: int, label: str) -> "Recorder":
+        return Recorder(self.store, test_id, self.interrupts, self.progress, label)
+
+    def configure_unit(self, measurer: Measurer, spec: Any, test: Any, size: Optional[int]) -> None:
+        """A simulated DUT takes the unit's configuration (a real one was built for it)."""
+        if getattr(measurer, "per_unit", False):
+            configure_sim(measurer, self.suite, spec, test, size)
+
+    @staticmethod
+    def label(test: Any, size: Optional[int]) -> str:
+        return unit_label(test, size)
+
     # ------------------------------------------------------------------ testbed (issue 10)
     def use_testbed(self, testbed: Any) -> None:
         """Run on ``testbed``'s hosts: preflight on every host over SSH (a required check that

@@ -13,7 +13,8 @@ higher one, not even lazily inside a function.  The layers, lowest first:
                                 entry's study: expanded into plain entries (raw YAML; config validates them)
     config, testbed             the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it
-    runner, rounds              runs a suite; a study's interleaved rounds
+    rounds                      a study's units in interleaved rounds (the runner lends it its books)
+    runner                      runs a suite
     cli, __main__               the command line
 """
 from __future__ import annotations
@@ -31,8 +32,9 @@ LAYER = {
     "report": 4, "vm": 4,
     "topo": 5, "study": 5,
     "config": 6, "testbed": 6,
-    "runner": 7, "rounds": 7,
-    "cli": 8, "__main__": 9,
+    "rounds": 7,
+    "runner": 8,
+    "cli": 9, "__main__": 10,
 }
 
 
@@ -97,4 +99,4 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
     (fake / "report" / "y.py").write_text("from ..units import max_fps\n")
     monkeypatch.setattr(f"{__name__}.PKG", fake)
     bad = upward_imports()
-    assert len(bad) == 1 and "report (layer 4) imports runner (layer 7)" in bad[0]
+    assert len(bad) == 1 and "report (layer 4) imports runner (layer 8)" in bad[0]

@@ -139,7 +139,7 @@ def test_every_round_is_stored_with_its_round_and_position(tmp_path):
     env = run.environment
     info = env["rounds"][0]
     assert info["rounds"] == 6 and info["seed"] == 5 and len(info["orders"]) == 6
-    for r, order in enumerate(info["orders"], 1):
+    for order in info["orders"]:
         assert sorted(order) == sorted(t.name + " 64 B" for t in run.tests) or len(order) == 2
     for t in run.tests:
         rows = round_rows(t)

@@ -27,6 +27,11 @@ after it: ``environment.cpu_steadiness``, :mod:`nfvperf.host.steadiness`).  When
 runs' spreads is above the threshold, it becomes the threshold ("noise = host CPU steadiness"):
 on a VM whose vCPU ran at 60 % of its speed for part of a second, a 30 % change is not a finding.
 
+Units of interleaved studies (``rounds``) compare the median of their first metric over the
+rounds (MRR, PDR or NDR, named in the row); when both runs interleaved, the threshold is the wider
+of the two medians' 95 % exact rank intervals, relative to the median ("noise = the rounds' 95 %
+intervals"), and the host's CPU steadiness does not raise it: the rounds measured that noise.
+
 Latency rows compare the average at the Throughput point and never flag less than 10 %.
 
 Rate rows carry each run's harness ceiling for that frame size and port kind (what tgen through
@@ -46,9 +51,12 @@ from nfvperf.report.configuration import config_key, config_key_without_axes, di
 from nfvperf.host.steadiness import spread_pct
 from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
                                     method_metric, num, rates, repeat_of, resolved_tests, walk)
+from nfvperf.report.rounds import rounds_result
 from nfvperf.report.study import ratio_text
 
 DEFAULT_THRESHOLD = 0.02
+#: the noise source of rows whose runs both interleaved their units (``rounds``)
+ROUNDS_SOURCE = "the rounds' 95 % intervals"
 # latency is noisier than a searched rate: its rows never flag less than this
 LATENCY_THRESHOLD = 0.10
 
@@ -97,8 +105,22 @@ def _repeat_spread(data: dict[str, Any]) -> Optional[float]:
     return num(rep.get("relative_range")) if rep is not None else None
 
 
+def _rounds_width(data: dict[str, Any]) -> Optional[float]:
+    """An interleaved unit's (``rounds`` summary) relative width of its first metric's median
+    interval, (hi − lo) / median; None for other results."""
+    metrics = data.get("metrics") if "rounds_measured" in data else None
+    if not isinstance(metrics, dict) or not metrics:
+        return None
+    iv = (next(iter(metrics.values())) or {}).get("interval") or {}
+    med, lo, hi = num(iv.get("median")), num(iv.get("lo")), num(iv.get("hi"))
+    return (hi - lo) / med if med and lo is not None and hi is not None else None
+
+
 def noise_threshold(da: dict[str, Any], db: dict[str, Any], default: float) -> tuple[float, str]:
     """(threshold, what it came from) for one row; see the module docstring."""
+    ra, rb = _rounds_width(da), _rounds_width(db)
+    if ra is not None and rb is not None:
+        return max(ra, rb, 0.005), ROUNDS_SOURCE
     width = max(_rel_width(da), _rel_width(db))
     sa, sb = _repeat_spread(da), _repeat_spread(db)
     if sa is not None and sb is not None:
@@ -127,6 +149,11 @@ def _repeat_cv(data: dict[str, Any]) -> float:
 def _metric(test: Any) -> tuple[str, Optional[float], dict[str, Any]]:
     if not test.results:
         return ("(no result)", None, {})
+    summ = rounds_result(test)
+    if summ is not None:           # an interleaved unit: the median of its first metric's rounds
+        name, mm = next(iter((summ.get("metrics") or {"mrr": {}}).items()))
+        return (f"{name.upper()} median fps per interface ({summ.get('rounds_measured')} rounds)",
+                num(mm.get("median_pps")), summ)
     r = test.results[-1]
     data = r.data or {}
     if test.method == "latency":
@@ -298,7 +325,7 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
         for hn, v, m in zip(hosts, values, measured):
             thr, source = noise_threshold(da, m[2], threshold)
             host = max(hosts[0], hn)
-            if host > thr:
+            if host > thr and source != ROUNDS_SOURCE:   # rounds measured the host's noise themselves
                 thr, source = host, "host CPU steadiness"
             if first.method == "latency":
                 thr = max(thr, LATENCY_THRESHOLD)
