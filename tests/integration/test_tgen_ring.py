@@ -39,6 +39,36 @@ def test_ports_listed(ring_tgen):
     assert ring_tgen.rpc("ping")["pong"] is True
 
 
+def check_tsc_calibrated(reply: dict) -> None:
+    """A ping or trial.result reply carries a TSC frequency calibrated against
+    CLOCK_MONOTONIC_RAW, within 1 % of DPDK's (which is rounded to 10 MHz), and its record."""
+    hz, dpdk, cal = reply["tsc_hz"], reply["tsc_hz_dpdk"], reply["tsc_calibration"]
+    assert abs(hz / dpdk - 1) < 0.01, (hz, dpdk)
+    assert cal["method"] == "CLOCK_MONOTONIC_RAW", cal
+    assert cal["samples"] >= 3 and cal["windows"] >= 2 and 0.1 <= cal["window_s"] < 0.6, cal
+    assert cal["spread_ppm"] <= 100 and cal["took_s"] <= 0.7, cal
+    assert cal["correction_ppm"] == pytest.approx((hz / dpdk - 1) * 1e6, abs=0.01), cal
+
+
+def test_tsc_calibrated(ring_tgen):
+    ping = ring_tgen.rpc("ping")
+    check_tsc_calibrated(ping)
+    env = TgenMeasurer(ring_tgen, [(0, 1)]).environment()["tsc_calibration"]
+    assert env["tsc_hz"] == ping["tsc_hz"] and env["tsc_hz_dpdk"] == ping["tsc_hz_dpdk"]
+    assert env["method"] == "CLOCK_MONOTONIC_RAW"
+
+
+def test_tsc_hz_dpdk_option(tmp_path):
+    """--tsc-hz dpdk (NFVPERF_TGEN_TSC_HZ=dpdk): DPDK's frequency, said so."""
+    proc = start_tgen([PortSpec("net_ring0")], tmp_path, tag(), tsc_hz="dpdk")
+    try:
+        ping = proc.rpc("ping")
+        assert ping["tsc_hz"] == ping["tsc_hz_dpdk"] and ping["tsc_hz"] % 10_000_000 == 0, ping
+        assert ping["tsc_calibration"]["method"] == "dpdk", ping
+    finally:
+        assert proc.stop() == 0
+
+
 def test_frame_count_trial_exact(ring_tgen):
     _clean(ring_tgen)
     sid = ring_tgen.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": 200000})["stream_id"]
@@ -58,6 +88,11 @@ def test_frame_count_trial_exact(ring_tgen):
     # a frame-count trial's duration_s is the intended one, frames / rate (was 0.0)
     assert res["duration_s"] == pytest.approx(n / 200000), res["duration_s"]
     assert s["misrouted"] == 0 and res["misrouted"] == 0 and port0_misrouted(res) == 0
+    check_tsc_calibrated(res)
+    # the port counted out every frame the worker handed it (PROTOCOL.md §6 ports[].tx)
+    tx0 = next(p for p in res["ports"] if p["id"] == 0)["tx"]
+    assert tx0["sent"] == tx0["port_opackets"] == n and tx0["not_sent"] == 0, tx0
+    assert tx0["iface"] is None and res["tx_not_sent"] == 0
 
 
 def port0_misrouted(res: dict) -> int:

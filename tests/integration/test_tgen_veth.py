@@ -66,6 +66,12 @@ def test_afpacket_counts_agree_with_kernel(afp, size_b):
     p0 = next(p for p in res["ports"] if p["id"] == 0)["stats"]
     p1 = next(p for p in res["ports"] if p["id"] == 1)["stats"]
     assert p0["opackets"] == da["tx_packets"] and p1["ipackets"] == s["received"] + res["non_test_rx"]
+    # tgen compared what it handed port 0 with the kernel interface's own TX count
+    tx0 = next(p for p in res["ports"] if p["id"] == 0)["tx"]
+    assert tx0["iface"] == a and tx0["sent"] == n and tx0["not_sent"] == 0, tx0
+    assert tx0["iface_tx_packets"] >= n and tx0["iface_tx_dropped"] == 0, tx0
+    assert abs(res["tsc_hz"] / res["tsc_hz_dpdk"] - 1) < 0.01
+    assert res["tsc_calibration"]["method"] == "CLOCK_MONOTONIC_RAW", res["tsc_calibration"]
 
 
 def test_imix_bytes_match_kernel(afp):
@@ -213,6 +219,14 @@ def test_afxdp_traffic_and_kernel_counts(tmp_path: Path):
             # veth counts AF_XDP frames after the Ethernet header is pulled (60 - 14 B each);
             # either way the size is the one asked for
             assert da["tx_bytes"] in (n * 60, n * 46), da
+            # the AF_XDP PMD counts a frame out when it is on the socket's TX ring; the kernel
+            # interface's count is what really left: tgen compares both with what it handed over
+            tx0 = next(p for p in res["ports"] if p["id"] == 0)["tx"]
+            assert tx0["iface"] == a and tx0["port_opackets"] == n and tx0["not_sent"] == 0, tx0
+            assert tx0["iface_tx_packets"] >= n, tx0
+            ping = proc.rpc("ping")
+            assert abs(ping["tsc_hz"] / ping["tsc_hz_dpdk"] - 1) < 0.01
+            assert ping["tsc_calibration"]["method"] == "CLOCK_MONOTONIC_RAW", ping
         finally:
             proc.stop()
 
