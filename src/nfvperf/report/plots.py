@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from nfvperf import units  # noqa: E402
 from nfvperf.report import ceiling as hc  # noqa: E402
 from nfvperf.report.extract import headline_pps, latency_of, latency_points, size_of  # noqa: E402
+from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
 from nfvperf.report.tables import THROUGHPUT_METHODS  # noqa: E402
 
 
@@ -46,7 +47,7 @@ def throughput_figure(run: Any) -> Any:
     """The throughput-vs-size figure (measured series, theoretical max, harness ceiling), or None."""
     series: dict[str, list[tuple[float, float, dict]]] = {}
     for t in run.tests:
-        if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b:
+        if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b and not is_rounds_test(t):
             r = t.results[-1]
             pps = r.value_pps if r.value_pps is not None else headline_pps(r.data or {})
             if pps is not None:
@@ -280,13 +281,67 @@ def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple
     from nfvperf.report.study import study_reports
     rate_unit = str(((run.config or {}).get("traffic") or {}).get("rate_unit") or "pps")
     net_env = (run.environment or {}) if net_wanted(run, net_of_harness) else None
-    out = []
-    for rep in study_reports(resolved_tests(run), rate_unit, net_env):
+    out = rounds_figures(run)
+    plain = [t for t in resolved_tests(run) if not is_rounds_test(t)]
+    for rep in study_reports(plain, rate_unit, net_env):
         for pv in rep.pivots[:1] + [p for p in rep.pivots if p.metric.key == "per_core"]:
             fig = study_figure(rep, pv.metric)
             if fig is not None:
                 stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"study-{rep.name}-{pv.metric.key}")
                 out.append((f"Study {rep.name}: {pv.metric.title}", stem, fig))
+    return out
+
+
+def rounds_figure(name: str, metric: str, units: list[Any]) -> Any:
+    """An interleaved study's metric: each unit's median with its 95 % interval (left), each
+    unit's paired ratio to the baseline with its interval, against 1.0 (right)."""
+    from nfvperf.methods.capacity import METRIC_TITLES
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    labels = [f"{u.label}" + (f" {u.size} B" if u.size and len({x.size for x in units}) > 1 else "") for u in units]
+    xs = list(range(len(units)))
+    for x, u in zip(xs, units):
+        mm = u.metric(metric)
+        iv = mm.get("interval") or {}
+        med = mm.get("median_pps")
+        if med is None:
+            continue
+        lo, hi = float(iv.get("lo", med)), float(iv.get("hi", med))
+        ax.errorbar([x], [med / 1e6], yerr=[[(med - lo) / 1e6], [(hi - med) / 1e6]], fmt="o", capsize=6,
+                    color="tab:blue" if not u.baseline else "black")
+    ax.set_xticks(xs, labels, rotation=20, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_ylabel("Mfps per interface (median of rounds)")
+    ax.set_title(f"{METRIC_TITLES.get(metric, metric)}: median, 95 % interval", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    for x, u in zip(xs, units):
+        r = u.ratio(metric)
+        if not r:
+            if u.baseline:
+                bx.plot([x], [1.0], "s", color="black")
+            continue
+        color = "tab:red" if r.get("differs") else "tab:grey"
+        bx.errorbar([x], [r["median"]], yerr=[[r["median"] - r["lo"]], [r["hi"] - r["median"]]], fmt="o",
+                    capsize=6, color=color)
+    bx.axhline(1.0, color="black", lw=0.8, ls="--")
+    bx.set_xticks(xs, labels, rotation=20, ha="right", fontsize=8)
+    bx.set_xlim(-0.5, len(xs) - 0.5)
+    bx.set_ylabel("× baseline (median of per-round ratios)")
+    bx.set_title("paired ratio to the baseline, 95 % interval (grey: no difference measured)", fontsize=9)
+    bx.grid(True, alpha=0.3)
+    fig.suptitle(f"Study {name} in interleaved rounds", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def rounds_figures(run: Any) -> list[tuple[str, str, Any]]:
+    """(title, file stem, figure) per interleaved study and metric."""
+    out = []
+    for name, us in rounds_studies(list(run.tests)).items():
+        metrics = list((us[0].summary.get("metrics") or {}).keys())
+        for m in metrics:
+            stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"rounds-{name}-{m}")
+            out.append((f"Study {name}: {m} over interleaved rounds, paired ratios", stem,
+                        rounds_figure(name, m, us)))
     return out
 
 
