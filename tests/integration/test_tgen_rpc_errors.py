@@ -124,6 +124,8 @@ def test_state_errors(tg):
     (["--oneshot", "--stream", "port=0,size_b=12", "--frames", "10"], "size_b"),
     (["--oneshot", "--stream", "port=0", "--duration", "abc"], "--duration"),
     (["--tcp", ":7777"], "--token"),
+    (["--tsc-hz", "fast"], "--tsc-hz"),
+    (["--tsc-hz", "1e3"], "--tsc-hz"),
 ])
 def test_bad_cli_args(tmp_path, args, option):
     binary = tgen_binary_or_skip()
