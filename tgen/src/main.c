@@ -572,7 +572,9 @@ static void init_clock(const char *mode)
                     g_tsc_hz_dpdk, ((double)g_tsc_hz_dpdk / (double)g_tsc_hz - 1.0) * 1e6);
         } else {
             g_tsc_cal = cal_json("dpdk", &r, a - 1, took);
-            json_object_set_new(g_tsc_cal, "reason", json_pack("s+", "calibration failed: ", r.why));
+            char why[sizeof(r.why) + 32];
+            snprintf(why, sizeof(why), "calibration failed: %s", r.why);
+            json_object_set_new(g_tsc_cal, "reason", json_string(why));
             fprintf(stderr, "tgen: TSC calibration failed (%s); using DPDK's %" PRIu64 " Hz (rounded to 10 MHz)\n",
                     r.why, g_tsc_hz_dpdk);
         }
