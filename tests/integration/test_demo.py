@@ -60,6 +60,15 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
     # the demo runs on vhost-user ports and measures the harness ceiling on them first
     assert len(re.findall(r"^Harness ceiling\s+vhost, tgen lcores \S+: 64 B (≥ )?[\d,]+ fps", out, re.M)) == 2, out[:3000]
 
+    # issue 16 item 7: one comparison made in interleaved rounds, its ratio with its interval
+    m = re.search(r"study flows-1-vs-100k \[mrr\]: MRR.*?\n(.*?)\n\s*MRR \(forwarding rate at overload\); 10 "
+                  r"interleaved rounds", out, re.S)
+    assert m, f"no interleaved comparison in the demo output:\n{out[-4000:]}"
+    cell = re.search(r"│ flows=100000 .*?│ +10/10 │\s*(\S.*?)\s*│", m.group(1))
+    assert cell and (re.match(r"\d\.\d\d× \(\d\.\d\d–\d\.\d\d, 95 % CI, 10 rounds\)", cell.group(1))
+                     or cell.group(1).startswith("no difference measured (±")), m.group(1)
+    assert "rounds-flows-1-vs-100k-mrr.png" in {p.name for p in (tmp_path / "out").rglob("*.png")}
+
     reports = re.findall(r"HTML report: (\S+)", out)
     assert len(reports) == 2, out[-2000:]
     for r in reports:
