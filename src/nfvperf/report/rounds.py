@@ -20,13 +20,13 @@ from nfvperf.report.tables import Table
 def rounds_result(t: Any) -> Optional[dict[str, Any]]:
     """The unit's summary over its rounds (None: not a unit of an interleaved study)."""
     for r in reversed(list(getattr(t, "results", None) or [])):
-        if r.kind == "rounds":
+        if getattr(r, "kind", None) == "rounds":
             return r.data or {}
     return None
 
 
 def round_rows(t: Any) -> list[dict[str, Any]]:
-    return [r.data or {} for r in getattr(t, "results", None) or [] if r.kind == "round"]
+    return [r.data or {} for r in getattr(t, "results", None) or [] if getattr(r, "kind", None) == "round"]
 
 
 def is_rounds_test(t: Any) -> bool:
