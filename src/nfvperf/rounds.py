@@ -44,6 +44,8 @@ class RoundUnit:
     spec: Any                               # its topology spec
     test_id: int = 0
     rec: Any = None
+    profile: Any = None                     # its TrafficProfile and directions (set with its row)
+    ndir: int = 1
     rounds: list[dict[str, Any]] = field(default_factory=list)
     last_end: Optional[float] = None        # monotonic time its traffic last stopped
 
@@ -220,14 +222,14 @@ class RoundsRun:
     def open_rows(self) -> None:
         loop = self.loop
         for u in self.units:
-            profile = loop.suite.traffic_profile(u.test, u.size)
-            ndir = directions(u.test.traffic, u.spec.ports)
+            u.profile = loop.suite.traffic_profile(u.test, u.size)
+            u.ndir = directions(u.test.traffic, u.spec.ports)
             with loop.interrupts.critical():
                 row = loop.store.start_test(loop.run.id, name=u.test.name, method=u.test.method,
                                             frame_size_b=u.size, params=u.test.params_dict(u.size),
-                                            traffic=profile,
+                                            traffic=u.profile,
                                             topology={"kind": u.spec.kind, "ports": u.spec.ports,
-                                                      "directions": ndir},
+                                                      "directions": u.ndir},
                                             study=u.test.study)
             u.test_id = row.id
             u.rec = loop.recorder(row.id, u.label)
@@ -253,15 +255,13 @@ class RoundsRun:
         self.current = i
         loop.current_test = u.test_id
         loop.progress.unit(f"round {r}/{self.n}: {u.label}")
-        profile = loop.suite.traffic_profile(u.test, u.size)
-        ndir = directions(u.test.traffic, u.spec.ports)
         reconf = getattr(measurer, "reconfigure_topology", None)
         did: Any = None
         if reconf is not None and getattr(measurer, "topology_spec", None) not in (None, u.spec):
             did = reconf(u.spec)
         if reconf is not None:
             measurer.topology_spec = u.spec
-        measurer.set_profile(profile)
+        measurer.set_profile(u.profile)
         loop.configure_unit(measurer, u.spec, u.test, u.size)
         warm = u.last_end is None or time.monotonic() - u.last_end > WARM_FOR_S
         ctx = {"round": r, "position": pos}
@@ -269,7 +269,7 @@ class RoundsRun:
         def on_trial(tr: Any, c: dict[str, Any]) -> None:
             u.rec.trial(u.test.name, tr, **c)
         try:
-            data = measure_round(measurer, profile, u.test.params_for(u.size), self.settings, ndir,
+            data = measure_round(measurer, u.profile, u.test.params_for(u.size), self.settings, u.ndir,
                                  on_trial, ctx, warm)
         except (KeyboardInterrupt, DutFailure):
             raise

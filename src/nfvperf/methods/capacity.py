@@ -81,10 +81,10 @@ class RoundSettings:
 OnTrial = Callable[[TrialResult, dict[str, Any]], None]
 
 
-def _shortfall_only(tr: TrialResult) -> bool:
-    """The trial's only fault is that the generator sent less than asked (at an overload the
-    generator's own limit is allowed: what came out is still what the DUT forwarded)."""
-    reasons = check_valid(tr)
+def _shortfall_only(reasons: list[str]) -> bool:
+    """A trial's only fault (its ``check_valid`` reasons) is that the generator sent less than
+    asked (``trial.sent_short_reason``): at an overload the generator's own limit is allowed, what
+    came out is still what the DUT forwarded."""
     return bool(reasons) and all("of intended" in r for r in reasons)
 
 
@@ -107,11 +107,12 @@ def measure_mrr(measurer: Measurer, profile: TrafficProfile, settings: RoundSett
         tr = measurer.measure(settings.trial_s, load)
         fig.trials += 1
         fig.trial_s += settings.trial_s
-        short = _shortfall_only(tr)
-        ok = not check_valid(tr) or short
+        reasons = check_valid(tr)
+        short = _shortfall_only(reasons)
+        ok = not reasons or short
         on_trial(tr, dict(context, phase="mrr", attempt=attempt, used=ok))
         if not ok:
-            fig.remarks.append(f"attempt {attempt} invalid: {'; '.join(check_valid(tr))}")
+            fig.remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
             continue
         dur = tr.effective_duration_s or tr.duration_s
         fig.value_pps = tr.received / dur / max(1, ndir)
