@@ -266,3 +266,19 @@ def test_units_one_after_the_other_do_not(tmp_path):
         v = {t.study["axes"]["flows"]: t.results[-1].value_pps for t in run.tests}
         off += abs(v[100000] / v[1] / truth - 1) > 0.05
     assert off >= 3, f"sequential ratios were off by more than 5 % in only {off} of 12 seeds"
+
+
+def test_ratios_pair_the_rounds_on_a_noisy_host(tmp_path):
+    """Two units the model forwards nearly alike (2 flows cost ~2.5 % more), on a host that halves its speed for seconds: paired
+    per round, their ratio stays near 1.0 (the host moves both); unpaired, it would not."""
+    d = suite(rounds=10)
+    d["sim"] = {"host_noise": {"seed": 3, "mean_slow_s": 6.0, "mean_steady_s": 6.0}}
+    d["tests"][0]["study"]["axes"] = {"flows": [1, 2]}
+    store, out = run_sim(tmp_path, d)
+    run = store.load_run(out.run_id)
+    other = next(t for t in run.tests if not t.study["baseline"])
+    base = next(t for t in run.tests if t.study["baseline"])
+    vals = rounds_result(base)["metrics"]["mrr"]["values_pps"]
+    assert max(vals) / min(vals) > 1.3                       # the host did move the figures
+    r = rounds_result(other)["ratios"]["mrr"]
+    assert (r["hi"] - r["lo"]) / r["median"] < 0.06, r       # paired: the jitter's width, not the host's
