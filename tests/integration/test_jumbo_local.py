@@ -2,7 +2,8 @@
 suite, cut to one case (the single OVS-DPDK bridge) and one size (9000 B) so it fits CI, runs
 end to end with ``nfvperf run``: a zero-loss binary search whose result is above zero, whose last
 passing trial lost nothing, and whose frames OVS counted at 9000 B (8996 B without the FCS) on
-both its ports.  Nothing is left behind (``leak_check``)."""
+both its ports.  When a short search trial passed above the result, the full-length
+verification there must have lost frames.  Nothing is left behind (``leak_check``)."""
 from __future__ import annotations
 
 import shutil
@@ -37,8 +38,14 @@ def test_jumbo_local_runs_a_9000_b_zero_loss_search_through_ovs(tmp_path, leak_c
     fps = t["results"][0]["value_pps"]
     assert fps > 0, t["results"]
     passed = [tr for tr in t["trials"] if tr["valid"] and tr["loss_ratio"] == 0 and tr["sent"] > 0]
-    last = max(passed, key=lambda tr: tr["load_pps"])
-    assert last["load_pps"] == pytest.approx(fps, rel=1e-6)
+    (last,) = [tr for tr in passed if tr["load_pps"] == pytest.approx(fps, rel=1e-6)][-1:]
+    # a faster load may have passed a short search trial only if the full-length verification
+    # at the short-trial result then lost frames (the search continued below it, G10)
+    faster = [tr for tr in passed if tr["load_pps"] > fps * (1 + 1e-6)]
+    if faster:
+        assert all(tr["context"].get("phase") == "search" for tr in faster), faster
+        verify = [tr for tr in t["trials"] if tr["context"].get("phase") == "verify"]
+        assert verify and verify[0]["loss_ratio"] > 0, verify
     ports = last["detail"]["dut_counters"]["ports"]
     rx = ports["phy0"]["rx_packets"]
     assert rx == last["sent"] and ports["phy1"]["tx_packets"] == rx, ports
