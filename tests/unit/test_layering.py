@@ -15,6 +15,7 @@ higher one, not even lazily inside a function.  The layers, lowest first:
                                 file (hosts, SSH, NICs, cabling) and what is built on it
     rounds                      a study's units in interleaved rounds (the runner lends it its books)
     runner                      runs a suite
+    site                        the static results site (uses report, store and trend)
     cli, __main__               the command line
 """
 from __future__ import annotations
@@ -34,7 +35,8 @@ LAYER = {
     "config": 6, "testbed": 6,
     "rounds": 7,
     "runner": 8,
-    "cli": 9, "__main__": 10,
+    "site": 9,
+    "cli": 10, "__main__": 11,
 }
 
 
