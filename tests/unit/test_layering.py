@@ -2,7 +2,8 @@
 higher one, not even lazily inside a function.  The layers, lowest first:
 
     units, trial, validation,   the vocabulary: arithmetic, TrafficProfile/TrialResult/Measurer,
-    stats                       validation errors that name their path, paired-ratio intervals
+    stats, plugins              validation errors that name their path, paired-ratio intervals; the
+                                one plugin loader of the registries (DUTs, topologies, port kinds, methods)
     host                        the machine (processes, netns, hugepages, preflight checks, cleanup)
     store, search, tg           the database (run liveness uses host); searches over measure();
                                 the measurers (sim, tgen, iperf3)
@@ -26,7 +27,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 
 LAYER = {
-    "units": 0, "trial": 0, "validation": 0, "stats": 0, "__init__": 0,
+    "units": 0, "trial": 0, "validation": 0, "stats": 0, "plugins": 0, "__init__": 0,
     "host": 1,
     "store": 2, "search": 2, "tg": 2,
     "dut": 3, "methods": 3,

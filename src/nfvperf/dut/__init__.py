@@ -5,19 +5,9 @@ imports every module of this package so a new adapter file needs no edit here.
 """
 from __future__ import annotations
 
-import importlib
-import logging
-import pkgutil
-
-log = logging.getLogger(__name__)
+from nfvperf.plugins import import_plugins
 
 
 def load_adapters() -> None:
     """Import every adapter module in this package (each registers itself)."""
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("_") or mod.name == "base":
-            continue
-        try:
-            importlib.import_module(f"{__name__}.{mod.name}")
-        except Exception as e:  # noqa: BLE001 - one broken adapter must not hide the others
-            log.warning("DUT adapter module %s failed to import: %s", mod.name, e)
+    import_plugins(__name__, __path__, skip=("base",))

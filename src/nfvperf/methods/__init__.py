@@ -10,9 +10,9 @@ so a new method is one module.  A ``REGISTRY`` entry unpacks as ``(ParamsModel, 
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any, Optional
+
+from nfvperf.plugins import import_plugins
 
 from .back_to_back import BackToBackParams, BackToBackResult
 from .common import RATE, MethodInfo, MethodParams
@@ -28,12 +28,10 @@ from .throughput import GoalParams, ThroughputParams, ThroughputResult
 
 def _collect() -> dict[str, MethodInfo]:
     out: dict[str, MethodInfo] = {}
-    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if mod.name.startswith("_") or mod.name == "common":
-            continue
-        for info in getattr(importlib.import_module(f"{__name__}.{mod.name}"), "METHODS", ()):
+    for mod in import_plugins(__name__, __path__, skip=("common",)):
+        for info in getattr(mod, "METHODS", ()):
             if info.name in out:
-                raise RuntimeError(f"method {info.name!r} declared twice ({mod.name})")
+                raise RuntimeError(f"method {info.name!r} declared twice ({mod.__name__})")
             out[info.name] = info
     return out
 

@@ -18,16 +18,12 @@ edit here); there is no ``if kind == ...`` chain.  A topology class declares wha
 """
 from __future__ import annotations
 
-import importlib
-import logging
-import pkgutil
 from typing import Any, Callable
 
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.plugins import import_plugins
 
 from .spec import TopologySpec
-
-log = logging.getLogger(__name__)
 
 __all__ = ["build", "register", "topology_class", "switching_operations", "REGISTRY", "RunContext", "ResourceTracker",
            "TopologySpec", "load_topologies", "registered_kinds"]
@@ -55,13 +51,7 @@ def load_topologies() -> None:
     """Import every module of this package (each registers its kinds)."""
     global _loaded
     _loaded = True
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("_") or mod.name in _NOT_TOPOLOGIES:
-            continue
-        try:
-            importlib.import_module(f"{__name__}.{mod.name}")
-        except Exception as e:  # noqa: BLE001 - a broken module must not hide the others
-            log.warning("topology module %s failed to import: %s", mod.name, e)
+    import_plugins(__name__, __path__, skip=_NOT_TOPOLOGIES)
 
 
 def registered_kinds() -> list[str]:

@@ -22,13 +22,9 @@ Kinds register with ``@register_port_kind``; the modules of this package are imp
 """
 from __future__ import annotations
 
-import importlib
-import logging
-import pkgutil
+from nfvperf.plugins import import_plugins
 
 from .base import PORT_KIND_REGISTRY, HostPort, PortKind, register_port_kind
-
-log = logging.getLogger(__name__)
 
 __all__ = ["HostPort", "PortKind", "register_port_kind", "port_kind_class", "port_kind_names",
            "PORT_KIND_REGISTRY"]
@@ -39,13 +35,7 @@ _loaded = False
 def load_port_kinds() -> None:
     global _loaded
     _loaded = True
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("_") or mod.name == "base":
-            continue
-        try:
-            importlib.import_module(f"{__name__}.{mod.name}")
-        except Exception as e:  # noqa: BLE001 - a broken module must not hide the others
-            log.warning("port kind module %s failed to import: %s", mod.name, e)
+    import_plugins(__name__, __path__, skip=("base",))
 
 
 def port_kind_names() -> list[str]:
