@@ -34,10 +34,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Optional, Sequence
+from typing import IO, Any, Callable, Optional, Sequence
 
 from nfvperf.trial import DutFailure
 
+from .base import Host, Popened, Stream
 from .netns import netns_argv
 from .run import TAG_RE, ResourceTracker, RunContext
 
@@ -94,9 +95,14 @@ class LocalHost:
         """The command that runs ``argv`` inside ``netns`` on this host."""
         return netns_argv(netns, argv)
 
-    def popen(self, cmd: Sequence[str], **kw: Any) -> subprocess.Popen:
-        """Start ``cmd`` (already wrapped); ``kw`` are :class:`subprocess.Popen` arguments."""
-        return subprocess.Popen(list(cmd), **kw)
+    def popen(self, cmd: Sequence[str], *, stdin: Stream = None, stdout: Stream = None,
+              stderr: Stream = None, env: Optional[dict[str, str]] = None,
+              cwd: Optional[Path] = None, start_new_session: bool = False, close_fds: bool = True,
+              preexec_fn: Optional[Callable[[], object]] = None) -> "subprocess.Popen[bytes]":
+        """Start ``cmd`` (already wrapped), as :class:`subprocess.Popen` does."""
+        return subprocess.Popen(list(cmd), stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=cwd,
+                                start_new_session=start_new_session, close_fds=close_fds,
+                                preexec_fn=preexec_fn)
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
               tracker: Optional[ResourceTracker] = None, **kw: Any) -> "Process":
@@ -202,6 +208,11 @@ class LocalHost:
 LOCAL = LocalHost()
 
 
+def _conforms(h: LocalHost) -> Host:
+    """mypy checks here that LocalHost implements :class:`nfvperf.host.base.Host`."""
+    return h
+
+
 def local_host() -> LocalHost:
     return LOCAL
 
@@ -230,7 +241,7 @@ class Process:
                  tracker: Optional[ResourceTracker] = None, netns: Optional[str] = None,
                  env: Optional[dict[str, str]] = None, interactive: bool = False,
                  cwd: Optional[Path] = None, die_with_parent: bool = True, *,
-                 host: Any = None, log_path: Optional[Path] = None,
+                 host: Optional[Host] = None, log_path: Optional[Path] = None,
                  stdout_path: Optional[Path] = None, append: bool = True, header: bool = True,
                  tag: Optional[str] = None, died: type = DutFailure):
         if isinstance(argv, (str, bytes)):
@@ -260,7 +271,7 @@ class Process:
         self.tag = tag if tag is not None else (run.tag if run is not None else None)
         self.died = died
         self.cmd: list[str] = self.host.wrap(self.argv, self.netns)
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: Optional[Popened] = None
         self._master_fd: Optional[int] = None
         self._buf = ""
         self._buf_lock = threading.Condition()
@@ -281,8 +292,7 @@ class Process:
         if self.tag and TAG_RE.fullmatch(self.tag):
             extra["NFVPERF_TAG"] = self.tag
         extra.update(self.env)
-        env = self.host.environment(extra) if hasattr(self.host, "environment") else \
-            {**os.environ, **extra}
+        env = self.host.environment(extra)
         mode = "ab" if self.append else "wb"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._logf = open(self.log_path, mode, buffering=0)
@@ -471,11 +481,7 @@ class Process:
 
     def _killpg(self, sig: int) -> None:
         assert self.proc is not None
-        if hasattr(self.host, "killpg"):
-            self.host.killpg(self.proc.pid, sig)
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
+        self.host.killpg(self.proc.pid, sig)
 
     def _close_fds(self) -> None:
         if self._master_fd is not None:

@@ -38,12 +38,13 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import paramiko
 
 from nfvperf.trial import DutFailure
 
+from .base import Host, Stream
 from .netns import netns_argv
 from .proc import CommandError, Process, ProcessError
 from .run import ResourceTracker, RunContext
@@ -505,14 +506,17 @@ class SshHost:
         own variables), never the controller's environment."""
         return dict(extra)
 
-    def popen(self, cmd: Sequence[str], *, stdin: Any = None, stdout: Any = None,
-              stderr: Any = None, env: Optional[dict[str, str]] = None,
-              cwd: Optional[Path] = None, **_ignored: Any) -> RemotePopen:
+    def popen(self, cmd: Sequence[str], *, stdin: Stream = None, stdout: Stream = None,
+              stderr: Stream = None, env: Optional[dict[str, str]] = None,
+              cwd: Optional[Path] = None, start_new_session: bool = False, close_fds: bool = True,
+              preexec_fn: Optional[Callable[[], object]] = None) -> RemotePopen:
         """Start ``cmd`` (already wrapped) on the host under the agent's guard; ``stdout`` /
         ``stderr`` are local files its output is copied to (``stderr=STDOUT``: the same file).
         ``stdin`` a file descriptor (the slave of a local pty, :class:`Process` with
         ``interactive=True``): ``cmd`` runs on a terminal of the host (agent ``guard-pty``) whose
-        input and output are that pty's."""
+        input and output are that pty's.  ``start_new_session``, ``close_fds`` and ``preexec_fn``
+        are the local Popen's: the agent's guard always gives the remote command its own process
+        group, dying with the connection."""
         console = None
         if isinstance(stdin, int) and stdin >= 0:
             console = os.dup(stdin)
@@ -722,3 +726,8 @@ class LocalForward:
         self._closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
+
+
+def _conforms(h: SshHost) -> Host:
+    """mypy checks here that SshHost implements :class:`nfvperf.host.base.Host`."""
+    return h

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from nfvperf.host.base import Popened
 from nfvperf.host import netns as N
 from nfvperf.host.proc import LOCAL, CommandError, Process, ProcessError
 from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext, normalize_tag
@@ -389,7 +390,7 @@ class _Proc:
             raise MeasurerError(str(e)) from None
 
     @property
-    def popen(self) -> subprocess.Popen:
+    def popen(self) -> Popened:
         assert self.process.proc is not None
         return self.process.proc
 

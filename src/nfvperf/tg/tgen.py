@@ -16,13 +16,13 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import (
@@ -388,7 +388,7 @@ class TgenProcess:
         return self.host.wrap(self.base_argv(), self.netns)
 
     @property
-    def proc(self) -> Optional[subprocess.Popen]:
+    def proc(self) -> Optional[Popened]:
         """The running tgen's Popen (pid, poll(), returncode), None before start()."""
         return self.process.proc if self.process is not None else None
 

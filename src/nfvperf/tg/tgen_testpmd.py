@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
+from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 
@@ -58,7 +58,7 @@ class TestpmdPeer:
         self.log_path = self.run_dir / f"testpmd-{tag}.log"
 
     @property
-    def proc(self) -> Optional[subprocess.Popen]:
+    def proc(self) -> Optional[Popened]:
         """testpmd's Popen (pid, poll(), kill()), None before start()."""
         return self.process.proc if self.process is not None else None
 
