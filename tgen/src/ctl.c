@@ -153,6 +153,11 @@ static json_t *do_stream_parse(json_t *input, uint16_t id, struct stream **out, 
     struct stream *s = calloc(1, sizeof(*s));
     if (!s) RFAIL(-32603, "out of memory");
     int rc = streamcfg_parse(input, pi, (int)g_nports, id, &s->sc, e->msg, sizeof(e->msg));
+    if (!rc) {
+        int lc[MAX_PORTS];
+        for (unsigned q = 0; q < MAX_PORTS; q++) lc[q] = q < g_nports ? g_ports[q].rx_lcore : RXG_NOT_POLLED;
+        rc = rxgroup_check_lcores(s->sc.rx_ports, s->sc.n_rx_ports, lc, e->msg, sizeof(e->msg));
+    }
     if (rc || stream_build(s, e->msg, sizeof(e->msg))) {
         e->code = rc == -2 ? -32001 : -32602;
         stream_free(s);

@@ -48,6 +48,7 @@ static void usage(FILE *f)
         "                           DPDK's (rounded to 10 MHz), or given\n"
         " one-shot trial (prints the trial.result JSON and exits):\n"
         "  --oneshot --stream 'port=0,rx_port=1,size=64,flows=1000,pps=1e6' [--stream ...]\n"
+        "            (a receive group: rx_ports=1+3)\n"
         "  --duration S | --frames N | --segments D:SCALE,... | --mode burst --burst-frames N [--bursts N --burst-interval S]\n"
         "  [--pps X] [--drain S] [--learning 0|1] [--learning-wait S] [--no-latency]\n"
         "See tgen/PROTOCOL.md.\n");
@@ -165,6 +166,14 @@ static json_t *stream_spec_json(const char *spec)
                 json_array_append_new(l, json_pack("[ii]", sz, w));
             }
             json_object_set_new(o, "imix", l);
+        } else if (!strcmp(k, "rx_ports")) {
+            /* rx_ports=1+3: a receive group */
+            json_decref(jv);
+            json_t *l = json_array();
+            char *s2 = NULL;
+            for (char *e = strtok_r(v, "+/:", &s2); e; e = strtok_r(NULL, "+/:", &s2))
+                json_array_append_new(l, json_integer((json_int_t)parse_uint("--stream rx_ports", e, 0, MAX_PORTS - 1)));
+            json_object_set_new(o, "rx_ports", l);
         } else if (!strcmp(k, "vary")) {
             json_decref(jv);
             json_t *l = json_array();
@@ -405,12 +414,16 @@ static int setup_workers(const struct opts *op)
             g_ports[p].tx_lcore[q] = (int)w;
             g_workers[w].does_tx = 1;
         }
+        g_ports[p].rx_lcore = RXG_NOT_POLLED;
         for (unsigned q = 0; q < g_ports[p].rxq && g_ports[p].rx_poll; q++) {
             struct worker *w = &g_workers[rxs[ri++ % nrx]];
             w->rxq[w->nrxq].port = (uint16_t)p;
             w->rxq[w->nrxq].queue = (uint16_t)q;
             w->nrxq++;
             w->does_rx = 1;
+            /* which lcore polls the port (a receive group's ports must share one: rxgroup.h) */
+            int l = (int)w->lcore;
+            g_ports[p].rx_lcore = g_ports[p].rx_lcore == RXG_NOT_POLLED || g_ports[p].rx_lcore == l ? l : RXG_SPLIT;
         }
     }
     return 0;

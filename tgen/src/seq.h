@@ -65,17 +65,5 @@ void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns);
 void seqacct_loss_times(const seqacct_t *a, uint64_t sent, uint64_t first_tx_ns, uint64_t last_tx_ns,
                         int64_t *first_loss_ns, int64_t *last_loss_ns);
 
-/* Where a received test frame is counted.  ti: the trial's index of the frame's stream (-1: the
- * stream is not in the trial); accounting: the trial is learning/running/draining (not done);
- * rx_port_of[ti]: the port the stream expects its frames on; port: the port the frame arrived on.
- * Only the port matters, not the queue or lcore: a stream's frames on any RX queue of its rx_port
- * are received, on any queue of another port misrouted (counted as lost for the stream). */
-enum rx_class { RX_FOREIGN = 0, RX_LATE, RX_MISROUTED, RX_ACCOUNT };
-static inline enum rx_class rx_classify(int32_t ti, int accounting, const uint8_t *rx_port_of, uint16_t port)
-{
-    if (ti < 0) return RX_FOREIGN;
-    if (!accounting) return RX_LATE;
-    if (rx_port_of[ti] != port) return RX_MISROUTED;
-    return RX_ACCOUNT;
-}
+/* rx_classify (where a received test frame is counted): rxgroup.h */
 #endif

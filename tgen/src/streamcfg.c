@@ -73,7 +73,7 @@ static int get_ip(json_t *o, const char *k, int v6, uint8_t *ip, char *err, size
     return 0;
 }
 
-static const char *known_keys[] = { "port", "rx_port", "name", "size_b", "imix", "flows", "vary", "src_mac",
+static const char *known_keys[] = { "port", "rx_port", "rx_ports", "name", "size_b", "imix", "flows", "vary", "src_mac",
     "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "vlan", "ipv6", "vxlan", "rate", "id", NULL };
 
 int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t id,
@@ -102,6 +102,33 @@ int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t i
     if (pr) {
         if (v >= nports || !ports[v].exists) { snprintf(err, errlen, "rx_port: unknown port %lld (%d ports)", v, nports); return -2; }
         s->rx_port = (int)v;
+    }
+    int rx_given = pr;
+    s->rx_ports[0] = s->rx_port;
+    s->n_rx_ports = 1;
+    json_t *rg = json_object_get(obj, "rx_ports");
+    if (rg && !json_is_null(rg)) {
+        if (!json_is_array(rg) || json_array_size(rg) < 1 || json_array_size(rg) > MAX_RX_GROUP)
+            FAIL("rx_ports: must be a list of 1..%d port ids (the receive group)", MAX_RX_GROUP);
+        size_t i;
+        json_t *e;
+        int member = 0;
+        json_array_foreach(rg, i, e) {
+            if (!json_is_integer(e)) FAIL("rx_ports[%zu]: must be a port id (an integer)", i);
+            json_int_t q = json_integer_value(e);
+            if (q < 0 || q >= nports || !ports[q].exists) {
+                snprintf(err, errlen, "rx_ports[%zu]: unknown port %lld (%d ports)", i, (long long)q, nports);
+                return -2;
+            }
+            for (size_t k = 0; k < i; k++)
+                if (s->rx_ports[k] == (int)q) FAIL("rx_ports[%zu]: port %lld is listed twice", i, (long long)q);
+            s->rx_ports[i] = (int)q;
+            if (q == s->rx_port) member = 1;
+        }
+        s->n_rx_ports = (int)json_array_size(rg);
+        if (!rx_given) s->rx_port = s->rx_ports[0];
+        else if (!member) FAIL("rx_port: %d is not in rx_ports (give rx_port as a member of the group, or leave it out: "
+                               "it is then rx_ports[0])", s->rx_port);
     }
     json_t *j = json_object_get(obj, "name");
     if (j && !json_is_null(j)) {
@@ -234,12 +261,13 @@ int streamcfg_parse(json_t *obj, const portinfo_t *ports, int nports, uint16_t i
     double tw = 0, ts = 0;
     for (int i = 0; i < s->nsizes; i++) {
         unsigned wire = tmpl_wire_size(c, s->sizes[i]);
-        int pp[2] = { s->port, s->rx_port };
-        for (int k = 0; k < 2; k++) {
+        int pp[1 + MAX_RX_GROUP] = { s->port };
+        for (int k = 0; k < s->n_rx_ports; k++) pp[1 + k] = s->rx_ports[k];
+        for (int k = 0; k < 1 + s->n_rx_ports; k++) {
             unsigned lim = ports[pp[k]].mtu + 18 + ((c->vlan >= 0 && !c->vxlan) ? 4 : 0);
             if (wire > lim)
                 FAIL("%s: %u B on the wire exceeds %s %d MTU %u (limit %u = MTU+18%s)", s->imix ? "imix" : "size_b",
-                     wire, k ? "rx_port" : "port", pp[k], ports[pp[k]].mtu, lim,
+                     wire, k ? (s->n_rx_ports > 1 ? "rx_ports member" : "rx_port") : "port", pp[k], ports[pp[k]].mtu, lim,
                      (c->vlan >= 0 && !c->vxlan) ? "+4 VLAN" : "");
         }
         tw += s->weights[i];
@@ -285,6 +313,9 @@ json_t *streamcfg_to_json(const streamcfg_t *s)
     json_object_set_new(o, "name", json_string(s->name));
     json_object_set_new(o, "port", json_integer(s->port));
     json_object_set_new(o, "rx_port", json_integer(s->rx_port));
+    json_t *rg = json_array();
+    for (int i = 0; i < s->n_rx_ports; i++) json_array_append_new(rg, json_integer(s->rx_ports[i]));
+    json_object_set_new(o, "rx_ports", rg);
     if (s->imix) {
         json_t *l = json_array();
         for (int i = 0; i < s->nsizes; i++)

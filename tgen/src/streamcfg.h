@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include "tmpl.h"
 #include "pace.h"
+#include "rxgroup.h"
 
 #define MAX_IMIX 16
 #define MAX_IMIX_WEIGHT 4096
@@ -18,6 +19,8 @@ typedef struct {
 
 typedef struct {
     int port, rx_port;
+    int rx_ports[MAX_RX_GROUP];   /* the receive group (rx_port is one of them; default: rx_port alone) */
+    int n_rx_ports;
     char name[64];
     tmpl_cfg_t cfg;
     int imix;

@@ -12,6 +12,7 @@
 
 #define TGEN_VERSION "1"
 #define MAX_PORTS 32
+_Static_assert(MAX_PORTS == RXG_MAX_PORTS, "rxgroup.h's slot tables have MAX_PORTS entries");
 #define MAX_QUEUES 16
 #define BURST 64
 #define MAX_WORKERS 64
@@ -28,6 +29,7 @@ struct port {
     double speed_decl;      /* declared bps, 0 = none */
     unsigned rxq, txq, rxd, txd, mtu, promisc;
     int rx_poll;            /* poll RX queues (default: yes, except net_null whose RX is synthetic) */
+    int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
@@ -55,6 +57,8 @@ struct tx_stream {
     struct stream *st;             /* valid while the trial runs (streams are frozen then) */
     char name[64];                 /* copies, for results after the stream is removed */
     int tx_port, rx_port;
+    int rx_ports[MAX_RX_GROUP];    /* the receive group (rx_port is one of them) */
+    int n_rx_ports;
     uint16_t sid;
     uint16_t port, queue;
     int worker;
@@ -89,7 +93,8 @@ struct worker {
     seqacct_t *acct;        /* one per trial stream */
     hist_t *lat, *ipdv;     /* one per trial stream if latency */
     uint64_t non_test, late_rx, foreign_rx;
-    uint64_t *misrouted;    /* one per trial stream: its frames that arrived on another port than its rx_port */
+    uint64_t *misrouted;    /* one per trial stream: its frames that arrived on a port outside its receive group */
+    uint64_t *rx_by_slot;   /* MAX_RX_GROUP per trial stream: its test frames accounted on each port of its group */
     uint64_t misrouted_port[MAX_PORTS];   /* test frames of trial streams received on the wrong port, by port */
     volatile int seen_phase;
     volatile int tx_done;
@@ -99,7 +104,8 @@ struct trial {
     unsigned nstreams;
     struct tx_stream *ts;
     int32_t *sid_map;           /* MAX_STREAM_ID entries, -1 = not in trial */
-    uint8_t *rx_port_of;        /* per trial stream: its rx_port (read-only copy for the RX path) */
+    int8_t *rx_slot;            /* RXG_MAX_PORTS per trial stream: each port's index in the stream's receive
+                                 * group, -1 = not in it (read-only for the RX path, rxgroup.h) */
     struct seg segs[MAX_SEGS];
     unsigned nsegs;
     int learning, latency;

@@ -71,7 +71,7 @@ static void trial_free(struct trial *t)
     if (!t) return;
     free(t->ts);
     free(t->sid_map);
-    free(t->rx_port_of);
+    free(t->rx_slot);
     if (t->result) json_decref(t->result);
     free(t);
 }
@@ -85,8 +85,32 @@ static void workers_free_trial_state(void)
         free(w->lat); w->lat = NULL;
         free(w->ipdv); w->ipdv = NULL;
         free(w->misrouted); w->misrouted = NULL;
+        free(w->rx_by_slot); w->rx_by_slot = NULL;
         memset(w->misrouted_port, 0, sizeof(w->misrouted_port));
         w->non_test = w->late_rx = w->foreign_rx = 0;
+    }
+}
+
+/* learning frames: from every port of each stream's receive group, with the stream's destination
+ * MAC as source, so a learning DUT puts that MAC behind the group (an OVS bond learns it on the
+ * bond, whichever member the frame entered by) */
+static void send_learning_frames(const struct stream *st, uint16_t port, unsigned n)
+{
+    const tmpl_cfg_t *c = &st->sc.cfg;
+    for (unsigned f = 0; f < n; f++) {
+        struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+        if (!m) break;
+        uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+        memset(p, 0, 60);
+        memset(p, 0xff, 6);
+        memcpy(p + 6, c->vxlan ? c->odst_mac : c->dst_mac, 6);
+        unsigned o = 12;
+        if (c->vlan >= 0 && !c->vxlan) { p[o] = 0x81; p[o + 1] = 0; p[o + 2] = (uint8_t)(c->vlan >> 8); p[o + 3] = (uint8_t)c->vlan; o += 4; }
+        p[o] = 0x88; p[o + 1] = 0xB5;   /* local experimental EtherType */
+        memcpy(p + o + 2, "tgen-learning", 13);
+        m->data_len = m->pkt_len = 60 + ((c->vlan >= 0 && !c->vxlan) ? 4 : 0);
+        /* queue 0 of the rx port: workers do not transmit outside the running phase */
+        if (rte_eth_tx_burst(port, 0, &m, 1) != 1) rte_pktmbuf_free(m);
     }
 }
 
@@ -94,23 +118,8 @@ static void send_learning(struct trial *t)
 {
     for (unsigned i = 0; i < t->nstreams; i++) {
         const struct stream *st = t->ts[i].st;
-        const tmpl_cfg_t *c = &st->sc.cfg;
-        uint16_t port = (uint16_t)st->sc.rx_port;
-        for (unsigned f = 0; f < t->learning_frames; f++) {
-            struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
-            if (!m) break;
-            uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-            memset(p, 0, 60);
-            memset(p, 0xff, 6);
-            memcpy(p + 6, c->vxlan ? c->odst_mac : c->dst_mac, 6);
-            unsigned o = 12;
-            if (c->vlan >= 0 && !c->vxlan) { p[o] = 0x81; p[o + 1] = 0; p[o + 2] = (uint8_t)(c->vlan >> 8); p[o + 3] = (uint8_t)c->vlan; o += 4; }
-            p[o] = 0x88; p[o + 1] = 0xB5;   /* local experimental EtherType */
-            memcpy(p + o + 2, "tgen-learning", 13);
-            m->data_len = m->pkt_len = 60 + ((c->vlan >= 0 && !c->vxlan) ? 4 : 0);
-            /* queue 0 of the rx port: workers do not transmit outside the running phase */
-            if (rte_eth_tx_burst(port, 0, &m, 1) != 1) rte_pktmbuf_free(m);
-        }
+        for (int g = 0; g < st->sc.n_rx_ports; g++)
+            send_learning_frames(st, (uint16_t)st->sc.rx_ports[g], t->learning_frames);
     }
 }
 
@@ -168,8 +177,8 @@ static struct trial *trial_alloc(const trialcfg_t *tc, unsigned n, rpc_err_t *e)
     t->duration_s = tc->duration_s;
     t->ts = aligned_alloc(RTE_CACHE_LINE_SIZE, ((sizeof(struct tx_stream) * n + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE) * RTE_CACHE_LINE_SIZE);
     t->sid_map = malloc(sizeof(int32_t) * MAX_STREAM_ID);
-    t->rx_port_of = malloc(n);
-    if (!t->ts || !t->sid_map || !t->rx_port_of) {
+    t->rx_slot = malloc((size_t)n * RXG_MAX_PORTS);
+    if (!t->ts || !t->sid_map || !t->rx_slot) {
         trial_free(t);
         e->code = -32603;
         snprintf(e->msg, sizeof(e->msg), "out of memory");
@@ -240,14 +249,16 @@ static void trial_bind_streams(struct trial *t, const uint16_t *ids)
         snprintf(ts->name, sizeof(ts->name), "%s", st->sc.name);
         ts->tx_port = st->sc.port;
         ts->rx_port = st->sc.rx_port;
+        memcpy(ts->rx_ports, st->sc.rx_ports, sizeof(ts->rx_ports));
+        ts->n_rx_ports = st->sc.n_rx_ports;
         ts->sid = ids[i];
         ts->port = (uint16_t)st->sc.port;
         ts->queue = st->txq;
         ts->worker = g_ports[ts->port].tx_lcore[ts->queue];
         t->sid_map[ids[i]] = (int32_t)i;
-        t->rx_port_of[i] = (uint8_t)st->sc.rx_port;
+        rxgroup_slots(st->sc.rx_ports, st->sc.n_rx_ports, t->rx_slot + (size_t)i * RXG_MAX_PORTS);
         t->port_used[st->sc.port] = 1;
-        t->port_used[st->sc.rx_port] = 1;
+        for (int g = 0; g < st->sc.n_rx_ports; g++) t->port_used[st->sc.rx_ports[g]] = 1;
     }
 }
 
@@ -260,11 +271,12 @@ static int workers_alloc_trial_state(struct trial *t, rpc_err_t *e)
         w->tx = calloc(n, sizeof(*w->tx));
         w->acct = malloc(sizeof(seqacct_t) * n);
         w->misrouted = calloc(n, sizeof(uint64_t));
+        w->rx_by_slot = calloc((size_t)n * MAX_RX_GROUP, sizeof(uint64_t));
         if (t->latency && w->does_rx) {
             w->lat = malloc(sizeof(hist_t) * n);
             w->ipdv = malloc(sizeof(hist_t) * n);
         }
-        if (!w->tx || !w->acct || !w->misrouted || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
+        if (!w->tx || !w->acct || !w->misrouted || !w->rx_by_slot || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
             workers_free_trial_state();
             EFAIL(-32603, "out of memory for %u streams", n);
         }
@@ -305,7 +317,8 @@ int trial_start(json_t *p, rpc_err_t *e)
     struct trial *t = trial_alloc(&tc, n, e);
     if (!t) return -1;
     if (trial_schedule(t, &tc, ids, e) ||
-        trial_check_rx_memory(n, rx_lcore_count(), t->latency, sizeof(seqacct_t), sizeof(hist_t), e)) {
+        trial_check_rx_memory(n, rx_lcore_count(), t->latency, sizeof(seqacct_t) + MAX_RX_GROUP * sizeof(uint64_t),
+                              sizeof(hist_t), e)) {
         trial_free(t);
         return -1;
     }
@@ -444,6 +457,20 @@ static json_t *stream_json(struct trial *t, unsigned i, int final)
     json_object_set_new(o, "name", json_string(ts->name));
     json_object_set_new(o, "tx_port", json_integer(ts->tx_port));
     json_object_set_new(o, "rx_port", json_integer(ts->rx_port));
+    /* the receive group and the stream's test frames accounted on each of its ports (duplicates
+     * included; misrouted ones are not: they arrived outside the group) */
+    json_t *rg = json_array(), *byp = json_object();
+    for (int g = 0; g < ts->n_rx_ports; g++) {
+        uint64_t k = 0;
+        for (unsigned w = 0; w < g_nworkers; w++)
+            if (g_workers[w].rx_by_slot) k += g_workers[w].rx_by_slot[(size_t)i * MAX_RX_GROUP + (unsigned)g];
+        char key[8];
+        snprintf(key, sizeof(key), "%d", ts->rx_ports[g]);
+        json_array_append_new(rg, json_integer(ts->rx_ports[g]));
+        json_object_set_new(byp, key, json_integer((json_int_t)k));
+    }
+    json_object_set_new(o, "rx_ports", rg);
+    json_object_set_new(o, "rx_by_port", byp);
     /* intended rate: frames the schedule asks for over the scheduled time */
     double ifr, ipps;
     trial_stream_intended(t->segs, t->nsegs, ts->seg_pps, ts->seg_max, &ifr, &ipps);

@@ -130,12 +130,16 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 }
                 int32_t ti = t->sid_map[sg.stream_id];
                 uint16_t port = w->rxq[q].port;
-                switch (rx_classify(ti, acct, t->rx_port_of, port)) {
+                int slot = 0;
+                switch (rx_classify(ti, acct, t->rx_slot, port, &slot)) {
                 case RX_FOREIGN: w->foreign_rx++; continue;
                 case RX_LATE: w->late_rx++; continue;
                 case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
                 case RX_ACCOUNT: break;
                 }
+                /* one sequence state per stream on this lcore, whichever port of the group the
+                 * frame came back on (a group is polled by one lcore: rxgroup.h) */
+                w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot]++;
                 uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
                 seqacct_add(&w->acct[ti], sg.seq, now_ns - lat, (int64_t)lat);
             }

@@ -116,17 +116,6 @@ int main(void)
     for (int i = 0; i < 6; i++) seqacct_add(&A, ex[i], 0, 0);
     CHECK(A.reorder_extent_max == 3, "extent %llu (6-3)", (unsigned long long)A.reorder_extent_max);
 
-    /* RX classification: a stream's frames count only on its rx_port, whatever the queue/lcore */
-    const uint8_t rxp[3] = { 1, 0, 1 };   /* trial streams 0: 0->1, 1: 1->0, 2: 0->1 */
-    CHECK(rx_classify(0, 1, rxp, 1) == RX_ACCOUNT, "stream 0 on its rx_port 1");
-    CHECK(rx_classify(0, 1, rxp, 0) == RX_MISROUTED, "stream 0 looped back to port 0 is misrouted, not received");
-    CHECK(rx_classify(0, 1, rxp, 2) == RX_MISROUTED, "stream 0 on an unrelated port 2");
-    CHECK(rx_classify(1, 1, rxp, 0) == RX_ACCOUNT, "stream 1 on its rx_port 0");
-    CHECK(rx_classify(1, 1, rxp, 1) == RX_MISROUTED, "stream 1 on port 1");
-    CHECK(rx_classify(2, 1, rxp, 1) == RX_ACCOUNT, "stream 2 on port 1");
-    CHECK(rx_classify(-1, 1, rxp, 1) == RX_FOREIGN, "stream not in the trial");
-    CHECK(rx_classify(-1, 0, rxp, 1) == RX_FOREIGN, "foreign wins over late");
-    CHECK(rx_classify(0, 0, rxp, 1) == RX_LATE, "after the drain: late, right port");
-    CHECK(rx_classify(0, 0, rxp, 0) == RX_LATE, "after the drain: late, wrong port too");
+    /* RX classification (receive groups): test_rxgroup.c */
     return DONE();
 }

@@ -51,6 +51,30 @@ int main(void)
     REFUSED("{\"port\":2}", "port");
     REFUSED("{\"port\":\"x\"}", "port");
     REFUSED("{\"port\":0,\"rx_port\":7}", "rx_port");
+    /* receive groups */
+    CHECK(parse("{\"port\":0,\"rx_ports\":[1,0]}") == 0 && S.rx_port == 1 && S.n_rx_ports == 2 &&
+          S.rx_ports[0] == 1 && S.rx_ports[1] == 0, "rx_ports: rx_port defaults to the first: %s", err);
+    CHECK(S.cfg.dst_mac[5] == 0x11, "dst MAC of the group's first port");
+    CHECK(parse("{\"port\":0,\"rx_port\":0,\"rx_ports\":[1,0]}") == 0 && S.rx_port == 0, "rx_port in the group: %s", err);
+    CHECK(parse("{\"port\":0,\"rx_port\":1}") == 0 && S.n_rx_ports == 1 && S.rx_ports[0] == 1, "no group: rx_port alone");
+    {
+        json_t *o = streamcfg_to_json(&S);
+        json_t *rg = json_object_get(o, "rx_ports");
+        CHECK(json_is_array(rg) && json_array_size(rg) == 1 && json_integer_value(json_array_get(rg, 0)) == 1,
+              "normalized object lists rx_ports");
+        json_decref(o);
+    }
+    REFUSED("{\"port\":0,\"rx_ports\":[]}", "rx_ports");
+    REFUSED("{\"port\":0,\"rx_ports\":1}", "rx_ports");
+    REFUSED("{\"port\":0,\"rx_ports\":[0,1,0,1,0,1,0,1,0]}", "rx_ports");
+    REFUSED("{\"port\":0,\"rx_ports\":[1,1]}", "rx_ports[1]");
+    REFUSED("{\"port\":0,\"rx_ports\":[1,\"x\"]}", "rx_ports[1]");
+    REFUSED("{\"port\":0,\"rx_ports\":[1,5]}", "rx_ports[1]");
+    CHECK(parse("{\"port\":0,\"rx_ports\":[1,5]}") == -2, "unknown port in a group is -2 (-32001)");
+    P[1].mtu = 1000;
+    REFUSED("{\"port\":0,\"rx_port\":0,\"rx_ports\":[0,1],\"size_b\":1200}", "size_b");   /* member 1's MTU */
+    P[1].mtu = 1500;
+    REFUSED("{\"port\":0,\"rx_port\":0,\"rx_ports\":[1]}", "rx_port");
     REFUSED("{\"port\":0,\"size_b\":63}", "size_b");
     REFUSED("{\"port\":0,\"size_b\":1519}", "size_b");     /* above MTU 1500 + 18 */
     CHECK(parse("{\"port\":0,\"size_b\":1522,\"vlan\":1}") == 0, "1522 with VLAN fits MTU 1500 + 18 + 4: %s", err);
