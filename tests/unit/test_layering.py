@@ -10,8 +10,9 @@ higher one, not even lazily inside a function.  The layers, lowest first:
     dut, methods                DUT adapters; test methods
     report, vm                  tables/plots from stored runs (titles from methods and adapters);
                                 the QEMU VNF (a DUT-shaped adapter)
-    topo, study                 topologies built from host ports, DUTs, VNFs and the generator; a test
-                                entry's study: expanded into plain entries (raw YAML; config validates them)
+    topo, study, trend          topologies built from host ports, DUTs, VNFs and the generator; a test
+                                entry's study: expanded into plain entries (raw YAML; config validates them);
+                                trends of stored results by configuration and the CI gate (store, report)
     config, testbed             the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it
     rounds                      a study's units in interleaved rounds (the runner lends it its books)
@@ -32,7 +33,7 @@ LAYER = {
     "store": 2, "search": 2, "tg": 2,
     "dut": 3, "methods": 3,
     "report": 4, "vm": 4,
-    "topo": 5, "study": 5,
+    "topo": 5, "study": 5, "trend": 5,
     "config": 6, "testbed": 6,
     "rounds": 7,
     "runner": 8,
