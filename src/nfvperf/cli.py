@@ -431,6 +431,33 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_site(args: argparse.Namespace) -> int:
+    """``nfvperf site DIR``: build or update the static results site (docs/site.md)."""
+    from nfvperf.site import build_site
+    out = Path(args.dir)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"site DIR: {out} is a file; give a directory (created if missing)")
+    store = _open_store(args)
+    try:
+        rep = build_site(store, out, parts=args.only or _site_parts(),
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+        return EXIT_OK
+    for n in rep.notes:
+        print(f"note: {n}")
+    print(f"site {out}: {len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; "
+          f"open {out / 'index.html'}")
+    return EXIT_OK
+
+
+def _site_parts() -> tuple[str, ...]:
+    from nfvperf.site import PARTS
+    return tuple(PARTS)
+
+
 def _calc_pmd_mask(args: argparse.Namespace) -> int:
     """``calc pmd-mask``: a CPU list, a mask (--mask) or a core count (--cores N [--ht],
     resolved from this host's or --sysfs's sibling map) -> the mask, the CPUs and their siblings."""
@@ -713,20 +740,8 @@ def cmd_testbed_unlock(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
-                                "infrastructure (RFC 2544 family, MLRsearch).",
-                                epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
-                                "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
-    from nfvperf import __version__
-    p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
-    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
-    db = argparse.ArgumentParser(add_help=False)
-    db.add_argument("--db", metavar="URL", help="results store: SQLAlchemy URL or SQLite file path "
-                    "(default $NFVPERF_DB or ./results/nfvperf.db)")
-
-    _add_run_parser(sub, db)
-
+def _add_baseline_parser(sub: Any) -> None:
+    """``nfvperf baseline``: the harness ceiling alone."""
     bl = sub.add_parser("baseline", help="measure the harness ceiling alone (cached per host, port kind, "
                         "core plan, frame size)", description="tgen through testpmd io in place of the "
                         "DUT: the zero-loss rate per frame size and the generator's self-latency on the "
@@ -745,6 +760,37 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--json", action="store_true", help="print the stored shape as JSON")
     bl.add_argument("--tag", help="run tag naming every resource (nfv + 6 hex; default: a new one)")
     bl.set_defaults(func=cmd_baseline)
+
+
+def _add_site_parser(sub: Any, db: argparse.ArgumentParser) -> None:
+    """``nfvperf site DIR``: the static results site (issue 17 item 4)."""
+    st = sub.add_parser("site", parents=[db], help="write a static results site (runs, reports, studies, "
+                        "comparisons, trends) to DIR; incremental", description="Build or update a static site "
+                        "from the store: an index of runs (filterable), each run's report, study and comparison "
+                        "pages, and trend pages. Works from file:// and any web server. Only pages whose inputs "
+                        "changed are written again (DIR/manifest.json). See docs/site.md.")
+    st.add_argument("dir", metavar="DIR", help="output directory (created if missing)")
+    st.add_argument("--only", action="append", choices=("index", "runs", "studies", "compare", "trends"),
+                    help="build only this part (repeatable); the other parts' pages are left as they are")
+    st.add_argument("--json", action="store_true", help="print what was written as JSON")
+    st.set_defaults(func=cmd_site)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
+                                "infrastructure (RFC 2544 family, MLRsearch).",
+                                epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
+                                "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
+    from nfvperf import __version__
+    p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", metavar="URL", help="results store: SQLAlchemy URL or SQLite file path "
+                    "(default $NFVPERF_DB or ./results/nfvperf.db)")
+
+    _add_run_parser(sub, db)
+
+    _add_baseline_parser(sub)
 
     v = sub.add_parser("validate", help="check a suite without running it")
     v.add_argument("suite")
@@ -827,6 +873,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_calc)
 
     _add_testbed_parsers(sub, db)
+    _add_site_parser(sub, db)
 
     for name, (_modname, text) in DELEGATES.items():
         sp = sub.add_parser(name, help=text, description=f"{text}; see `nfvperf {name} --help`",
