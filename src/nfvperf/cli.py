@@ -390,6 +390,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trend_store(args: argparse.Namespace) -> Any:
+    """The store, migrated in place when older (Store() adds missing columns and indexes); refused
+    with the way to migrate it when that fails (e.g. a read-only copy or role)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        return _open_store(args)
+    except SQLAlchemyError as e:
+        raise CliError(f"cannot open the store {_store_url(args)} (an older schema is migrated in place on "
+                       f"open, which needs write access): {type(e).__name__}: {str(e).splitlines()[0]}; migrate "
+                       f"it once with write access: nfvperf history --db URL") from None
+
+
+def cmd_trend(args: argparse.Namespace) -> int:
+    from nfvperf.trend.commands import CommandError, trend_command
+    store = _trend_store(args)
+    try:
+        return trend_command(store, args)
+    except CommandError as e:
+        raise CliError(str(e)) from None
+    finally:
+        store.close()
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from nfvperf.trend.commands import CommandError, gate_command
+    store = _trend_store(args)
+    try:
+        return gate_command(store, args)
+    except CommandError as e:
+        raise CliError(str(e)) from None
+    finally:
+        store.close()
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from nfvperf.store.db import CSV_COLUMNS, run_to_csv_rows, run_to_dict
     store = _open_store(args)
@@ -776,6 +810,20 @@ def _add_site_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     st.set_defaults(func=cmd_site)
 
 
+def _add_trend_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    from nfvperf.trend.commands import add_gate_options, add_trend_options
+    tr = sub.add_parser("trend", parents=[db], help="series by configuration over the runs: values, groups "
+                        "and changes (regression/progression) found by jumpavg; see docs/trending.md")
+    add_trend_options(tr)
+    tr.add_argument("--json", action="store_true", help="print one JSON object (the shape in docs/trending.md)")
+    tr.add_argument("--points", action="store_true", help="list every series' points (default: when one series)")
+    tr.set_defaults(func=cmd_trend)
+    gt = sub.add_parser("gate", parents=[db], help="CI gate: exit 1 when the newest run regressed against the "
+                        "history of its series beyond the noise (--ab: two builds in one interleaved run)")
+    add_gate_options(gt)
+    gt.set_defaults(func=cmd_gate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nfvperf", description="Automated, repeatable data-plane benchmarks for NFV "
                                 "infrastructure (RFC 2544 family, MLRsearch).",
@@ -827,6 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                    help="default noise threshold in %% (raised per row by the search width and repeat spread)")
     c.set_defaults(func=cmd_compare)
+    _add_trend_parsers(sub, db)
 
     h = sub.add_parser("history", parents=[db], help="list the runs in the store")
     h.add_argument("--limit", type=int, default=30)
