@@ -31,15 +31,10 @@ PARTS = {"index": "index.html", "runs": "runs/", "studies": "studies/", "compare
 TrendFn = Callable[..., dict]
 
 
-def default_trend() -> Optional[TrendFn]:
-    """``nfvperf.trend.trend_json`` when this build has it."""
-    import importlib
-    try:
-        mod = importlib.import_module("nfvperf.trend")
-    except ImportError:
-        return None
-    fn = getattr(mod, "trend_json", None)
-    return fn if callable(fn) else None
+def default_trend() -> TrendFn:
+    """:func:`nfvperf.trend.trend_json` (imported when a build draws trends)."""
+    from nfvperf.trend import trend_json
+    return trend_json
 
 
 def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend: Optional[TrendFn] = None,
@@ -104,9 +99,6 @@ def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow],
 
 def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str]) -> list[SeriesView]:
     fn = trend or default_trend()
-    if fn is None:
-        notes.append("No trend pages: this nfvperf has no nfvperf.trend (trend_json).")
-        return []
     try:
         doc = fn(store, selector) if selector is not None else fn(store)
     except Exception as e:  # noqa: BLE001 - the rest of the site is still worth writing

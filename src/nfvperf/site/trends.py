@@ -84,11 +84,27 @@ def series_views(trend: dict[str, Any]) -> list[SeriesView]:
     return out
 
 
+def counts(point: dict[str, Any]) -> bool:
+    """A point the trend counted: status ``ok`` (or none given); a running or aborted run's point
+    is listed and drawn apart, never grouped."""
+    return point.get("status") in (None, "ok")
+
+
 def change_text(ratio: Any) -> str:
     try:
         return f"{100 * (float(ratio) - 1):+.1f} %"
     except (TypeError, ValueError):
         return "—"
+
+
+def noise_text(p: dict[str, Any]) -> str:
+    """A point's own noise (relative) and where it came from, when the trend gives it."""
+    try:
+        n = float(p["noise"])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    src = p.get("noise_source")
+    return f"±{100 * n:.1f} %" + (f" ({src})" if src else "")
 
 
 def value_text(v: Any) -> str:
@@ -115,9 +131,13 @@ def trend_figure(s: SeriesView, run_label: Any) -> Any:
     from matplotlib.ticker import FuncFormatter, MaxNLocator
     xs = {str(p.get("run")): i for i, p in enumerate(s.points)}
     fig, ax = plt.subplots(figsize=(9, 4.2))
-    vals = [p.get("value") for p in s.points]
-    ax.plot([i for i, v in enumerate(vals) if v is not None], [v for v in vals if v is not None], "o",
-            color="tab:blue", ms=4, label="value per run", gid="points")
+    counted = [(i, p["value"]) for i, p in enumerate(s.points) if p.get("value") is not None and counts(p)]
+    ax.plot([i for i, _ in counted], [v for _, v in counted], "o", color="tab:blue", ms=4, label="value per run",
+            gid="points")
+    other = [(i, p["value"]) for i, p in enumerate(s.points) if p.get("value") is not None and not counts(p)]
+    if other:
+        ax.plot([i for i, _ in other], [v for _, v in other], "x", color="grey", ms=7, gid="points-not-counted",
+                label="not counted (running, aborted, failed)")
     for i, g in enumerate(s.groups):
         x0, x1 = xs.get(str(g.get("start_run"))), xs.get(str(g.get("end_run")))
         mean, sd = g.get("mean"), g.get("stdev") or 0.0
@@ -165,9 +185,11 @@ def trend_page(s: SeriesView, ref: Any) -> str:
                              "mean": value_text(g.get("mean")), "stdev": value_text(g.get("stdev"))}
                             for g in s.groups],
              "point_rows": [{"run": ref(p.get("run")), "time": str(p.get("time") or "—"),
-                             "value": value_text(p.get("value"))} for p in s.points]}
+                             "value": value_text(p.get("value")), "status": str(p.get("status") or "ok"),
+                             "noise": noise_text(p)} for p in s.points]}
     svg = figure_svg(trend_figure(s, lambda r: ref(r).label))
-    return render_page("trend.html.j2", f"Trend: {s.identity_text or s.id}", 1, s=s_ctx, svg=svg)
+    title = str(s.raw.get("label") or s.identity_text or s.id)
+    return render_page("trend.html.j2", f"Trend: {title}", 1, s=s_ctx, svg=svg)
 
 
 def trends_index(series: list[SeriesView], notes: list[str]) -> str:
