@@ -89,6 +89,7 @@ class Store:
         if create:
             Base.metadata.create_all(self.engine)
             add_missing_columns(self.engine)
+            add_missing_indexes(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
@@ -309,6 +310,17 @@ def add_missing_columns(engine: Engine) -> None:
                 if col.name not in have and col.nullable:
                     ctype = col.type.compile(dialect=engine.dialect)
                     conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {col.name} {ctype}'))
+
+
+def add_missing_indexes(engine: Engine) -> None:
+    """Indexes added to the models after a store was created (``ix_tests_name_size``, for
+    ``nfvperf trend``) are created in place."""
+    insp = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        have = {ix["name"] for ix in insp.get_indexes(table.name)}
+        for ix in table.indexes:
+            if ix.name not in have:
+                ix.create(engine)
 
 
 def _parse_dt(v: Any) -> Optional[dt.datetime]:

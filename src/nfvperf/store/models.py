@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 SCHEMA_VERSION = 2   # 2: tests.study, runs.testbed (added in place to older stores)
@@ -52,6 +52,8 @@ class Test(Base):
 
     __tablename__ = "tests"
     __test__ = False          # not a pytest class
+    # nfvperf trend selects a series' tests by name and frame size (added in place to older stores)
+    __table_args__ = (Index("ix_tests_name_size", "name", "frame_size_b"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)

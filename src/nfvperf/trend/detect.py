@@ -24,6 +24,7 @@ jumpavg's cost is quadratic in the number of points, so detection runs over the 
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -32,6 +33,9 @@ from jumpavg import AvgStdevStats, BitCountingGroupList
 
 #: counted points given to jumpavg per series (its cost grows with the square of this)
 DEFAULT_WINDOW = 500
+#: a step must exceed this many standard errors of the two groups' means (an outlier run at
+#: the start of a window is a group of its own for jumpavg, not a change of the DUT)
+Z_SCORE = 3.0
 #: jumpavg's default resolution: the largest value is this many significant bits
 SIGNIFICANT_BITS = 12.0
 
@@ -114,9 +118,9 @@ def detect(values: Sequence[float], samples: Optional[Sequence[Sequence[float]]]
         out.groups.append(group(start, start + size - 1))
         start += size
     while True:            # merge the step most within its noise, until every step exceeds it
-        steps = [(abs(_ratio(a, b) - 1.0) / max(a.noise, b.noise, 1e-12), i)
+        steps = [(abs(_ratio(a, b) - 1.0) / max(bound(a, b), 1e-12), i)
                  for i, (a, b) in enumerate(zip(out.groups, out.groups[1:]))
-                 if abs(_ratio(a, b) - 1.0) <= max(a.noise, b.noise)]
+                 if abs(_ratio(a, b) - 1.0) <= bound(a, b)]
         if not steps:
             break
         _, i = min(steps)
@@ -124,13 +128,30 @@ def detect(values: Sequence[float], samples: Optional[Sequence[Sequence[float]]]
         out.merged += 1
     for a, b in zip(out.groups, out.groups[1:]):
         r = _ratio(a, b)
-        out.changes.append(Change(b.start, "regression" if r < 1 else "progression", r,
-                                  max(a.noise, b.noise), a.mean, b.mean))
+        out.changes.append(Change(b.start, "regression" if r < 1 else "progression", r, bound(a, b), a.mean, b.mean))
     return out
 
 
 def _ratio(a: Group, b: Group) -> float:
     return b.mean / a.mean if a.mean else float("inf")
+
+
+def standard_error(a: Group, b: Group) -> float:
+    """The standard error of b's mean − a's mean, relative to a's mean (Welch); a group of one
+    sample borrows the other's spread (one value has none of its own)."""
+    sa, sb = float(a.stats.stdev), float(b.stats.stdev)
+    na, nb = max(1, a.stats.size), max(1, b.stats.size)
+    if na < 2:
+        sa = sb
+    if nb < 2:
+        sb = sa
+    return math.sqrt(sa * sa / na + sb * sb / nb) / a.mean if a.mean else 0.0
+
+
+def bound(a: Group, b: Group) -> float:
+    """How far two neighbouring groups' means may differ without a change: the larger of the
+    runs' own noise and :data:`Z_SCORE` standard errors of the difference."""
+    return max(a.noise, b.noise, Z_SCORE * standard_error(a, b))
 
 
 def _median(xs: Sequence[float]) -> float:
