@@ -30,7 +30,8 @@ def add_run(store: Store, value: Optional[float], *, name: str = "throughput", s
     """One run with one zero-loss throughput test of ``value`` fps/if (search width ``width``)."""
     topo = dict(topology or TOPO, dut=dut)
     run = store.create_run(suite=suite, suite_path=None, topology=topo["kind"], dut=dut, tg="sim", profile="quick",
-                           config={"topology": topo, "sim": sim or {}}, environment={"hostname": "hostA", **(env or {})})
+                           config={"topology": topo, "sim": sim or {}},
+                           environment={"hostname": "hostA", **(env or {})})
     t = store.start_test(run.id, name=name, method="throughput", frame_size_b=size, params={},
                          traffic={"frame_size_b": size, "flows_per_port": flows, "bidirectional": True},
                          topology={"kind": topo["kind"], "ports": 2, "overrides": overrides or {}, "directions": 2})
