@@ -112,6 +112,11 @@ class StreamResult:
     # Test frames of this stream that arrived on another port than rx_port (a misforwarding DUT);
     # not in `received`, so they count as lost.  Copies count too (a flooded frame can be both).
     misrouted: int = 0
+    # The stream's receive group when its frames may come back on several ports (the members of a
+    # bond: tgen's rx_ports): [] = rx_port alone.  rx_by_port: frames received on each member,
+    # keyed by the port id as a string (the result's JSON form).
+    rx_ports: list[int] = field(default_factory=list)
+    rx_by_port: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

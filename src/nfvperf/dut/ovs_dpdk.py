@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -71,6 +71,34 @@ VSWITCHD = Binary("ovs-vswitchd-dpdk", "openvswitch-switch-dpdk", candidates=(OV
                   env="NFVPERF_OVS_VSWITCHD")
 OVSDB_SERVER = Binary("ovsdb-server", "openvswitch-switch")
 
+#: OVS bond modes (Port bond_mode, ovs-vswitchd.conf.db(5) "Bonding Configuration")
+BOND_MODES = ("active-backup", "balance-slb", "balance-tcp")
+
+
+def bond_refusal(mode: Optional[str], lacp: str, fallback_ab: bool) -> Optional[str]:
+    """Why a bond of ``mode`` with ``lacp`` cannot be measured by nfvperf's generator (None if it
+    can).  OVS 3.1 (ovs-vswitchd.conf.db(5), ofproto/bond.c): balance-tcp needs 802.3ad with
+    successfully negotiated LACP; with ``lacp: off`` such a bond admits no frame and chooses no
+    output member (everything is dropped), and with LACP on but no partner it is disabled, or
+    with ``lacp-fallback-ab`` runs as active-backup.  tgen does not speak LACP (802.3ad), so it
+    is never OVS's partner: LACP cannot negotiate."""
+    if mode is None:
+        return None
+    if mode == "balance-tcp" and lacp == "off":
+        return ("topology.ovs.bond_lacp: off with bond_mode balance-tcp: OVS balances TCP/UDP "
+                "flows over a bond only once LACP is negotiated (ovs-vswitchd.conf.db(5)); "
+                "without LACP it drops every frame on the bond. tgen does not speak LACP, so "
+                "use bond_mode: balance-slb (hashes the source MAC and VLAN, no LACP) or "
+                "active-backup")
+    if lacp != "off":
+        fb = (" with lacp_fallback_ab OVS falls back to active-backup, which is bond_mode: "
+              "active-backup with bond_lacp: off" if fallback_ab else
+              " without lacp_fallback_ab OVS disables the bond")
+        return (f"topology.ovs.bond_lacp: {lacp} needs an LACP (802.3ad) partner on the "
+                f"generator's side, and tgen does not speak LACP, so negotiation never succeeds:"
+                f"{fb}; use bond_lacp: off with bond_mode balance-slb or active-backup")
+    return None
+
 
 # the suite's ``topology.ovs:`` section
 class OvsSpec(AdapterOptions):
@@ -105,6 +133,22 @@ class OvsSpec(AdapterOptions):
         "frames arriving tagged 100 to 200 (OpenFlow mod_vlan_vid) and forwards only those; "
         "with bridges: 2 the ingress bridge rewrites and the egress bridge forwards only tag 200. "
         "The generator sends the tag with traffic.vlan")
+    bond_mode: Optional[Literal["active-backup", "balance-slb", "balance-tcp"]] = Field(
+        None, description="p-ovs-p: bond the ports of each side into one OVS bond (seed 003's "
+        "bonding): ports 0, 2, ... form one bond and 1, 3, ... the other (ports: 4 = two members "
+        "each); forwarding is OVS's NORMAL action (MAC learning), which picks the member by the "
+        "bond's hash; the generator counts each stream over its bond's members (a receive group). "
+        "balance-slb hashes the source MAC and VLAN; active-backup sends everything through the "
+        "primary member (the generator transmits only there); balance-tcp needs LACP, which the "
+        "generator does not speak (refused)")
+    bond_lacp: Literal["off", "active", "passive"] = Field(
+        "off", description="the bonds' Port lacp; only off can be measured (tgen is no LACP "
+        "partner)")
+    lacp_fallback_ab: bool = Field(False, description="other_config:lacp-fallback-ab of the bonds")
+    bond_rebalance_ms: Optional[int] = Field(
+        None, ge=0, le=2_147_483_647, description="other_config:bond-rebalance-interval of the "
+        "bonds (balance-slb/tcp: how often OVS moves hashes between members; 0 = never; None = "
+        "OVS's 10000)")
     pmd_maxsleep_us: Optional[int] = Field(
         None, ge=0, le=10000, description="OVS other_config:pmd-maxsleep (idle PMDs sleep up to this "
         "long); None = 500 when the CPU plan shares cores (the PMD then yields its CPU to the "
@@ -151,6 +195,16 @@ class OvsSpec(AdapterOptions):
 
     @model_validator(mode="after")
     def _one_way_each(self) -> "OvsSpec":
+        why = bond_refusal(self.bond_mode, self.bond_lacp, self.lacp_fallback_ab)
+        if why:
+            raise ValueError(why)
+        if self.bond_mode is None and (self.bond_lacp != "off" or self.lacp_fallback_ab or
+                                       self.bond_rebalance_ms is not None):
+            raise ValueError("bond_lacp, lacp_fallback_ab and bond_rebalance_ms configure bonds: "
+                             "give bond_mode too (or leave them out)")
+        if self.bond_mode and self.rules:
+            raise ValueError(f"bond_mode and rules: give one (a bond forwards by OVS's NORMAL "
+                             f"action, MAC learning; the {self.rules} IP rules output to one port)")
         if self.vlan_translate and self.rules:
             raise ValueError("vlan_translate and rules: give one (the IP rules do not match "
                              "on VLANs)")
@@ -316,6 +370,8 @@ class OvsDpdk(DutAdapter):
             bits.append(f"{section['bridges']} bridges (patch ports)")
         if section.get("vlan_translate"):
             bits.append("VLAN " + ", ".join(f"{a}->{b}" for a, b in section["vlan_translate"].items()))
+        if section.get("bond_mode"):
+            bits.append(f"bond {section['bond_mode']}")
         if section.get("socket_mem"):
             bits.append("socket-mem " + ",".join(str(x) for x in section["socket_mem"]))
         if section.get("n_rxq", 1) != 1:
@@ -368,6 +424,8 @@ class OvsDpdk(DutAdapter):
         self.ctl = d / "ovs-vswitchd.ctl"
         self.db_ctl = d / "ovsdb-server.ctl"
         self.ovs_ports: dict[str, OvsPort] = {}
+        #: bonds made by add_bond(): {name: {"bridge", "members", "mode", "lacp", "other_config"}}
+        self.bonds: dict[str, dict[str, Any]] = {}
         self.bridges: list[str] = []
         self._procs: dict[str, Process] = {}
         self._attached = False
@@ -639,6 +697,7 @@ class OvsDpdk(DutAdapter):
                 except OvsError as e:
                     log.warning("could not delete bridge %s: %s", br, e)
             self.bridges.clear()
+            self.bonds.clear()
             self._release_dir()
             self.started = False
             return
@@ -671,6 +730,7 @@ class OvsDpdk(DutAdapter):
             hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         self._release_dir()
         self.bridges.clear()
+        self.bonds.clear()
         self.ovs_ports.clear()
         self.started = False
 
@@ -713,6 +773,11 @@ class OvsDpdk(DutAdapter):
         ``vhost-backend`` with ``client`` (a vhost-user server socket, e.g. the generator's
         virtio-user) or ``vhost-user`` (a VNF's server socket) as ``dpdkvhostuserclient``.
         Returns the OpenFlow port number."""
+        kind, kw = self._portref_iface(port, dpdk_index)
+        return self.add_ovs_port(bridge, port.name, kind, ofport=ofport, mtu=port.mtu, **kw)
+
+    def _portref_iface(self, port: PortRef, dpdk_index: int) -> tuple[str, dict[str, Any]]:
+        """(Interface type, add_ovs_port keywords) of a :class:`PortRef` (see attach_portref)."""
         n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
         if port.kind in ("veth", "tap", "pci", "memif"):
             if port.kind in ("veth", "tap") and port.netns != self.netns and not self._attached:
@@ -721,13 +786,68 @@ class OvsDpdk(DutAdapter):
             if self._attached:     # a shared OVS: vdev names must not clash with its other ports
                 devargs = re.sub(r"^(net_af_packet|net_af_xdp|net_memif)(\d+)", rf"\g<1>{self.tag}\g<2>",
                                  devargs)
-            return self.add_ovs_port(bridge, port.name, "dpdk", devargs=devargs, ofport=ofport,
-                                     mtu=port.mtu)
+            return "dpdk", {"devargs": devargs}
         if port.kind == "vhost-user" or (port.kind == "vhost-backend" and port.extra.get("client")):
-            return self.add_ovs_port(bridge, port.name, "dpdkvhostuserclient",
-                                     sock=str(port.socket), ofport=ofport, mtu=port.mtu)
+            return "dpdkvhostuserclient", {"sock": str(port.socket)}
         raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}"
                        + (" as vhost-user server (give extra client=True)" if port.kind == "vhost-backend" else ""))
+
+    def add_bond(self, bridge: str, name: str, members: Sequence[tuple[PortRef, int, int]], mode: str,
+                 lacp: str = "off", other_config: Optional[dict[str, str]] = None) -> list[int]:
+        """An OVS bond ``name`` on ``bridge`` of ``members`` [(PortRef, ofport, dpdk index), ...]
+        (each an Interface as :meth:`attach_portref` makes it, at that OpenFlow port number), with
+        ``bond_mode`` ``mode``, ``lacp`` and the Port's ``other_config`` (bond-primary,
+        lacp-fallback-ab, bond-rebalance-interval ...).  One ovs-vsctl transaction.  Returns the
+        members' OpenFlow port numbers (each member keeps its own: OVS's per-member counters)."""
+        if len(members) < 2:
+            raise OvsError(f"bond {name}: a bond needs two or more members, got {len(members)}")
+        if mode not in BOND_MODES:
+            raise OvsError(f"bond {name}: bond_mode {mode!r} is not one of {', '.join(BOND_MODES)}")
+        names = [p.name for p, _, _ in members]
+        args = ["--may-exist", "add-bond", bridge, name, *names]
+        ifaces = []
+        for port, ofport, index in members:
+            kind, kw = self._portref_iface(port, index)
+            opts = self._iface_options(kind, kw.get("devargs"), kw.get("sock"), None)
+            args += self._iface_args(port.name, kind, opts, ofport, port.mtu)
+            ifaces.append(OvsPort(port.name, kind, bridge, options=opts,
+                                  mtu=port.mtu if kind in MTU_KINDS else None))
+        args += ["--", "set", "Port", name, f"bond_mode={mode}", f"lacp={lacp}"]
+        args += [f'other_config:{k}="{v}"' for k, v in (other_config or {}).items()]
+        self.vsctl(*args)
+        out = []
+        for iface in ifaces:
+            iface.ofport = self._ofport(iface.name)
+            self.ovs_ports[iface.name] = iface
+            out.append(iface.ofport)
+        self.bonds[name] = {"bridge": bridge, "members": names, "mode": mode, "lacp": lacp,
+                            "other_config": dict(other_config or {})}
+        return out
+
+    def bond_show(self, name: str) -> dict[str, Any]:
+        """``ovs-appctl bond/show <bond>`` parsed (:func:`parse_bond_show`)."""
+        return parse_bond_show(self.appctl("bond/show", name))
+
+    def wait_bond(self, name: str, timeout_s: float = 20.0,
+                  active: Optional[str] = None) -> dict[str, Any]:
+        """Wait until every member of bond ``name`` is enabled (its link is up: a vhost-user
+        member once the generator connected) and, if given, ``active`` is the active member;
+        returns :meth:`bond_show`."""
+        want = list(self.bonds.get(name, {}).get("members") or [])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._raise_if_dead()
+            st = self.bond_show(name)
+            members = st.get("members", {})
+            ok = all(members.get(m, {}).get("enabled") for m in want) and \
+                (active is None or st.get("active_member") == active)
+            if ok:
+                return st
+            if time.monotonic() > deadline:
+                raise OvsError(f"bond {name} did not settle in {timeout_s:.0f} s (want members "
+                               f"{want} enabled{f', {active} active' if active else ''}): {st}; "
+                               f"log: {self.log_tail()}")
+            time.sleep(0.1)
 
     def tx_queues(self) -> int:
         """TX queues OVS uses on each port: one per PMD thread plus one for the main thread.
@@ -759,6 +879,17 @@ class OvsDpdk(DutAdapter):
         virtio-user, ``server=1``).  kind ``vxlan``: ``options`` give ``remote_ip``, ``key``,
         ``local_ip``...
         """
+        opts = self._iface_options(kind, devargs, sock, options)
+        args = ["--may-exist", "add-port", bridge, name, *self._iface_args(name, kind, opts, ofport, mtu)]
+        self.vsctl(*args)
+        port = OvsPort(name, kind, bridge, options=opts, mtu=mtu if kind in MTU_KINDS else None)
+        port.ofport = self._ofport(name)
+        self.ovs_ports[name] = port
+        return port.ofport
+
+    def _iface_options(self, kind: str, devargs: Optional[str], sock: Optional[str],
+                       options: Optional[dict[str, Any]]) -> dict[str, str]:
+        """The Interface options of a port of ``kind`` (see :meth:`add_ovs_port`)."""
         opts: dict[str, str] = {k: str(v) for k, v in (options or {}).items()}
         if kind == "dpdk":
             if not devargs:
@@ -774,18 +905,20 @@ class OvsDpdk(DutAdapter):
             opts.setdefault("vhost-server-path", str(sock))
         elif kind not in ("vxlan", "internal", "patch", "geneve", "gre"):
             raise OvsError(f"unknown port kind {kind!r}")
-        args = ["--may-exist", "add-port", bridge, name, "--", "set", "Interface", name, f"type={kind}"]
+        return opts
+
+    @staticmethod
+    def _iface_args(name: str, kind: str, opts: dict[str, str], ofport: Optional[int],
+                    mtu: Optional[int]) -> list[str]:
+        """``-- set Interface <name> type=... options:...`` for an ovs-vsctl transaction."""
+        args = ["--", "set", "Interface", name, f"type={kind}"]
         for k, v in opts.items():
             args.append(f'options:{k}="{v}"')
         if ofport is not None:
             args.append(f"ofport_request={int(ofport)}")
         if mtu is not None and kind in MTU_KINDS:
             args.append(f"mtu_request={int(mtu)}")
-        self.vsctl(*args)
-        port = OvsPort(name, kind, bridge, options=opts, mtu=mtu if kind in MTU_KINDS else None)
-        port.ofport = self._ofport(name)
-        self.ovs_ports[name] = port
-        return port.ofport
+        return args
 
     def _ofport(self, name: str, timeout: float = 10.0) -> int:
         deadline = time.monotonic() + timeout
@@ -1066,10 +1199,23 @@ class OvsDpdk(DutAdapter):
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
                 "rule_installs": [r.to_dict() for r in self.rule_installs],
+                "bonds": self._bonds_environment(),
                 "reconfigurations": list(self.reconfigurations),
                 "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
                                     "mtu_request": p.mtu, **p.options}
                           for p in self.ovs_ports.values()}}
+
+    def _bonds_environment(self) -> dict[str, Any]:
+        """The bonds as configured and as OVS shows them now (mode, LACP status, active
+        member, each member's state and hash buckets)."""
+        out: dict[str, Any] = {}
+        for name, cfg in self.bonds.items():
+            try:
+                shown: Any = self.bond_show(name)
+            except OvsError as e:
+                shown = {"error": str(e)}
+            out[name] = {**cfg, "show": shown}
+        return out
 
     # ------------------------------------------------------------------ VXLAN (userspace tunnels)
     def tunnel_endpoint(self, bridge: str, local_ip: str, prefix: int, remote_ip: str,
@@ -1142,6 +1288,41 @@ def parse_pmd_rxq(text: str) -> dict[str, Any]:
             pmds[cur].append([m.group(1), int(m.group(2))])
             ports.setdefault(m.group(1), []).append(int(m.group(2)))
     return {"pmds": pmds, "ports": {k: sorted(v) for k, v in ports.items()}}
+
+
+_BOND_MEMBER = re.compile(r"^(?:member|slave) (\S+): (enabled|disabled)")
+_BOND_HASH = re.compile(r"^\s+hash (\d+): (\d+) kB load")
+
+
+def parse_bond_show(text: str) -> dict[str, Any]:
+    """``ovs-appctl bond/show <bond>`` -> ``{"bond_mode", "lacp_status", "primary",
+    "active_member", "members": {name: {"enabled": bool, "active": bool, "hashes": [int]}}, ...}``
+    (the other ``key: value`` lines keyed as they read, spaces and dashes as underscores)."""
+    out: dict[str, Any] = {"members": {}}
+    cur: Optional[dict[str, Any]] = None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("----"):
+            continue
+        m = _BOND_MEMBER.match(line)
+        if m:
+            cur = {"enabled": m.group(2) == "enabled", "active": False, "hashes": []}
+            out["members"][m.group(1)] = cur
+            continue
+        if cur is not None and line.startswith(" "):
+            h = _BOND_HASH.match(line)
+            if h:
+                cur["hashes"].append(int(h.group(1)))
+            elif line.strip() in ("active member", "active slave"):
+                cur["active"] = True
+                out["active_member"] = next(k for k, v in out["members"].items() if v is cur)
+            continue
+        k, sep, v = line.partition(":")
+        if sep:
+            key = re.sub(r"[^a-z0-9]+", "_", k.strip().lower()).strip("_")
+            out[key] = v.strip()
+    if "active_backup_primary" in out:
+        out["primary"] = out["active_backup_primary"]
+    return out
 
 
 def _num(v: str) -> int:

@@ -669,6 +669,11 @@ class TgenMeasurer(Measurer):
     are ``pairs`` followed by each pair reversed; ``stream_params[i]`` (if given) is merged into
     the ``stream.add`` object of direction ``i`` in that order (MACs, IPs, ``vxlan`` endpoints,
     ``vary``...), so a topology can supply what its DUT needs.
+
+    ``rx_groups``: receive groups of generator ports (e.g. ``[[0, 2], [1, 3]]``: the members of
+    two OVS bonds): a direction whose rx port is in a group is received on every port of the
+    group (tgen's ``rx_ports``, PROTOCOL.md §4), so a frame the DUT sends out of another member
+    is the stream's, not misrouted.  Groups must not overlap.
     """
 
     name = "tgen"
@@ -683,11 +688,22 @@ class TgenMeasurer(Measurer):
                  dut_counters: Optional[Callable[[], dict]] = None,
                  dut_alive: Optional[Callable[[], None]] = None,
                  stream_params: Optional[list[dict]] = None,
-                 learning_wait_s: float = 2.0, learning_frames: int = 3):
+                 learning_wait_s: float = 2.0, learning_frames: int = 3,
+                 rx_groups: Optional[Sequence[Sequence[int]]] = None):
         if not pairs:
             raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
         self.proc = proc
         self.pairs = [(int(a), int(b)) for a, b in pairs]
+        self.rx_groups = [[int(p) for p in g] for g in (rx_groups or [])]
+        seen: dict[int, int] = {}
+        for i, g in enumerate(self.rx_groups):
+            if len(set(g)) != len(g) or not g:
+                raise ValueError(f"rx_groups[{i}]: {g} must list distinct ports")
+            for p in g:
+                if p in seen:
+                    raise ValueError(f"rx_groups: port {p} is in groups {seen[p]} and {i}; a port "
+                                     f"belongs to one receive group")
+                seen[p] = i
         self.dut_counters = dut_counters
         self.dut_alive = dut_alive
         self.stream_params = stream_params
@@ -712,9 +728,20 @@ class TgenMeasurer(Measurer):
             dirs += [(b, a) for a, b in self.pairs]
         return dirs
 
+    def rx_group(self, rx: int) -> Optional[list[int]]:
+        """The receive group port ``rx`` is in (its first member first: ``rx`` itself), or None."""
+        for g in self.rx_groups:
+            if rx in g and len(g) > 1:
+                return [rx] + [p for p in g if p != rx]
+        return None
+
     def stream_object(self, profile: TrafficProfile, index: int, tx: int, rx: int) -> dict:
         s: dict[str, Any] = {"port": tx, "rx_port": rx, "name": f"p{tx}->p{rx}",
                              "flows": int(profile.flows_per_port), "rate": {"pps": 1}}
+        group = self.rx_group(rx)
+        if group is not None:
+            s["rx_ports"] = group
+            s["name"] = f"p{tx}->p{'+'.join(str(p) for p in group)}"
         if profile.imix:
             s["imix"] = [[int(sz), int(w)] for sz, w in profile.imix]
         else:
@@ -897,7 +924,10 @@ class TgenMeasurer(Measurer):
                 first_loss_ns=_opt_float(s.get("first_loss_ns")),
                 last_loss_ns=_opt_float(s.get("last_loss_ns")),
                 max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")),
-                misrouted=int(s.get("misrouted") or 0))
+                misrouted=int(s.get("misrouted") or 0),
+                rx_ports=[int(p) for p in s.get("rx_ports") or []] if len(s.get("rx_ports") or []) > 1 else [],
+                rx_by_port={str(k): int(v) for k, v in (s.get("rx_by_port") or {}).items()}
+                if len(s.get("rx_ports") or []) > 1 else {})
             streams.append(sr)
             # The frames the generator's schedule asked for (PROTOCOL.md §6: ceil(duration x
             # rate) per timed segment) are what was offered; it differs from round(load x
@@ -926,7 +956,7 @@ class TgenMeasurer(Measurer):
         misrouted = sum(sr.misrouted for sr in streams)
         if misrouted:
             per = ", ".join(f"{sr.name}: {sr.misrouted}" for sr in streams if sr.misrouted)
-            notes.append(f"{misrouted} frames misrouted (arrived on another port than the stream's "
+            notes.append(f"{misrouted} frames misrouted (arrived on a port outside the stream's "
                          f"rx port; counted as lost): {per}")
         if any("misrouted" not in s for s in raw.get("streams") or []):
             # a tgen older than the `misrouted` field counted a frame on whatever port it
@@ -1091,6 +1121,7 @@ class TgenMeasurer(Measurer):
                                             "link_speed_bps", "speed_bps", "rxq", "txq", "mtu")}
                       for p in ports],
             "pairs": self.pairs,
+            "rx_groups": self.rx_groups,
             # shared: two lcores on one CPU, or a worker on the control lcore's CPU, or fewer
             # host CPUs than lcores
             "cores_shared": (len(cpus) != len(set(cpus))

@@ -149,6 +149,9 @@ class Topology:
         why = self.port_kind_class().check_mtu(self.spec_mtu(), generator=self.want_tgen)
         if why:
             raise TopologyError(f"topology.mtu: {why}")
+        why = self.spec_refusal(self.spec)
+        if why:
+            raise TopologyError(why)
         if self.on_testbed():
             self.check_testbed()
 
@@ -267,6 +270,12 @@ class Topology:
         """The VNF classes a topology of this class starts for ``spec`` (none here)."""
         return []
 
+    @classmethod
+    def spec_refusal(cls, spec: Any) -> Optional[str]:
+        """Why this kind cannot build ``spec`` (a field combination it refuses, naming the field
+        and the fix), or None; checked when a TopologySpec is validated, before anything starts."""
+        return None
+
     def tg_pairs(self) -> list[tuple[int, int]]:
         """Generator (tx_port, rx_port) directions: 0->1, 2->3, ... (reverse added when bidir)."""
         return [(i, i + 1) for i in range(0, len(self.ports) - 1, 2)]
@@ -274,6 +283,11 @@ class Topology:
     def stream_params(self) -> Optional[list[dict[str, Any]]]:
         """Per-direction extra stream fields for tgen (MACs, VXLAN ...); None = tgen defaults."""
         return None
+
+    def rx_groups(self) -> list[list[int]]:
+        """Receive groups of generator ports: a stream whose rx port is in a group may come back
+        on any port of it (the members of a bond: tgen's ``rx_ports``); [] = none."""
+        return []
 
     def switching_operations(self, bidirectional: bool = True) -> int:
         """Switching operations per frame (seed 000 Table 5-1): how many times one frame is
@@ -480,6 +494,9 @@ class Topology:
         sp = self.stream_params()
         if sp is not None:
             kwargs["stream_params"] = sp
+        groups = self.rx_groups()
+        if groups:
+            kwargs["rx_groups"] = groups
         m = TgenMeasurer(self.tgen, self.tg_pairs(), **kwargs)
         env = self.environment
 

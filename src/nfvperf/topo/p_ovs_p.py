@@ -60,6 +60,15 @@ class OvsTopology(Topology):
         """One VNF class per VNF: ``n_vnfs`` per generator port pair."""
         return [cls.vnf_class(spec)] * (cls.n_vnfs * max(1, spec.ports // 2))
 
+    @classmethod
+    def spec_refusal(cls, spec: Any) -> Optional[str]:
+        """Bonds are p-ovs-p's (:class:`PhyOvsPhy`)."""
+        mode = getattr(getattr(spec, "ovs", None), "bond_mode", None)
+        if mode and cls.kind != "p-ovs-p":
+            return (f"topology.ovs.bond_mode: {mode} bonds are built by kind p-ovs-p (two bonds, "
+                    f"one per side), not {cls.kind}")
+        return None
+
     def tcp_refusal(self) -> Optional[str]:
         if int(getattr(self.ovs_spec(), "rules", 0) or 0):
             return ("ovs.rules matches tgen's flow addresses only; TCP endpoints need the in_port "
@@ -202,6 +211,11 @@ class PhyOvsPhy(OvsTopology):
     testbed_ready = True
 
     def setup(self) -> None:
+        if self.bond_mode():
+            dut = self.setup_ovs(attach_phys=False)
+            dut.start()
+            self.wire_bonds(dut)
+            return
         if self.bridge_features():
             dut = self.setup_ovs(attach_phys=self.n_bridges() == 1)
             dut.start()
@@ -213,8 +227,9 @@ class PhyOvsPhy(OvsTopology):
 
     def forwarding_flows(self) -> Optional[list[Flow]]:
         """Each port pair cross-connected (or by ``ovs.rules`` IP rules); None with the dual
-        bridge / VLAN translation, whose rules :meth:`wire_bridges` installs."""
-        if self.bridge_features():
+        bridge / VLAN translation, whose rules :meth:`wire_bridges` installs, and with bonds
+        (:meth:`wire_bonds`)."""
+        if self.bridge_features() or self.bond_mode():
             return None
         pairs = self.tg_pairs()
         flows: list[Flow] = []
@@ -275,7 +290,16 @@ class PhyOvsPhy(OvsTopology):
                 for b in vt.values()]
 
     def reset_dut(self) -> None:
-        """RFC 6201 reset; the dual-bridge wiring (second bridge, patch ports) is redone."""
+        """RFC 6201 reset; the dual-bridge wiring (second bridge, patch ports) and the bonds are
+        redone."""
+        if self.bond_mode():
+            assert self.dut is not None
+            self.dut.stop()
+            self.dut.start()
+            self.wire_bonds(self.dut)
+            if self.tgen is not None:
+                self.wait_bonds(self.dut)
+            return
         if not self.bridge_features() or self.n_bridges() == 1:
             super().reset_dut()
             return
@@ -285,3 +309,136 @@ class PhyOvsPhy(OvsTopology):
         self.wire_bridges(self.dut)
         if self.tgen is not None:
             self.wait_vhost_up(self.dut, kinds=("vhost-backend",))
+
+    # -- seed 003: bonds ---------------------------------------------------------------------------
+    @classmethod
+    def spec_refusal(cls, spec: Any) -> Optional[str]:
+        """A bond needs OVS-DPDK and two or more members per side (ports 0, 2, ... and 1, 3, ...)."""
+        mode = getattr(getattr(spec, "ovs", None), "bond_mode", None)
+        if not mode:
+            return None
+        if spec.dut != "ovs-dpdk":
+            return (f"topology.ovs.bond_mode: {mode} bonds are built on dut ovs-dpdk, not "
+                    f"{spec.dut}")
+        n = int(spec.ports)
+        if n < 4 or n % 2:
+            per = n // 2
+            return (f"topology.ports: bond_mode {mode} bonds ports 0, 2, ... on one side and 1, "
+                    f"3, ... on the other; ports: {n} gives {per} member{'s' if per != 1 else ''} "
+                    f"per bond, and a bond needs two or more: give ports: 4 (ports 0 and 2 form "
+                    f"one bond, 1 and 3 the other)")
+        return None
+
+    def bond_mode(self) -> Optional[str]:
+        return getattr(self.ovs_spec(), "bond_mode", None)
+
+    def bond_sides(self) -> list[list[int]]:
+        """Port indices of the two bonds: [[0, 2, ...], [1, 3, ...]]."""
+        n = len(self.ports) or int(self.spec.ports)
+        return [list(range(0, n, 2)), list(range(1, n, 2))]
+
+    def bond_names(self, dut: Any) -> list[str]:
+        return [f"{dut.tag}bond{k}" for k in range(2)]
+
+    def rx_groups(self) -> list[list[int]]:
+        """With bonds, each side's generator ports are one receive group: a frame may leave OVS
+        by any member of the egress bond."""
+        return self.bond_sides() if self.bond_mode() else []
+
+    def tg_pairs(self) -> list[tuple[int, int]]:
+        """Port pairs 0->1, 2->3 ...; an active-backup bond admits frames only on its active
+        member (OVS drops what arrives on a backup), so there only the primaries (0 and 1)
+        send, and every frame comes back on the other bond's primary."""
+        if self.bond_mode() == "active-backup":
+            return [(0, 1)]
+        return super().tg_pairs()
+
+    def wire_bonds(self, dut: Any) -> None:
+        """Two OVS bonds of the PHY ports (ports 0, 2, ... and 1, 3, ...; each member keeps OpenFlow
+        port index + 1), on one bridge, or with ``bridges: 2`` one bond per bridge joined by patch
+        ports (OpenFlow port 100).  Forwarding is OVS's NORMAL action (MAC learning), the only
+        one that outputs through a bond's member choice; with ``vlan_translate`` each member's
+        ingress rule rewrites the tag first, and with two bridges the patch port passes only the
+        rewritten tag.  The bridges' own (LOCAL) ports are taken out of flooding, so a frame to an
+        address not learned yet goes to the other bond only.  An active-backup bond's primary is
+        its lowest port (``other_config:bond-primary``)."""
+        ovs = self.ovs_spec()
+        mode = str(ovs.bond_mode)
+        vt = dict(getattr(ovs, "vlan_translate", None) or {})
+        nbr = self.n_bridges()
+        brs = [dut.bridges[0]] if nbr == 1 else [dut.bridges[0], dut.add_bridge()]
+        other: dict[str, str] = {}
+        if getattr(ovs, "lacp_fallback_ab", False):
+            other["lacp-fallback-ab"] = "true"
+        if getattr(ovs, "bond_rebalance_ms", None) is not None:
+            other["bond-rebalance-interval"] = str(int(ovs.bond_rebalance_ms))
+        members: list[list[int]] = []
+        sides = self.bond_sides()
+        for k, (side, name) in enumerate(zip(sides, self.bond_names(dut))):
+            oc = dict(other)
+            if mode == "active-backup":
+                oc["bond-primary"] = self.ports[side[0]].dut_portref().name
+            if mode == "balance-slb":
+                # this bond sends out what the other side's ports sent: their source MACs
+                basis = self.slb_hash_basis(dut, sides[1 - k], [0, *vt.values()])
+                if basis:
+                    oc["bond-hash-basis"] = str(basis)
+            refs = [(self.ports[i].dut_portref(), i + 1, i) for i in side]
+            members.append(dut.add_bond(brs[k % nbr], name, refs, mode, str(ovs.bond_lacp), oc))
+        patch: list[int] = []
+        if nbr > 1:
+            for k, br in enumerate(brs):
+                patch.append(dut.add_ovs_port(br, f"patch-{brs[1 - k]}", "patch", ofport=100,
+                                              options={"peer": f"patch-{br}"}))
+        for k, br in enumerate(brs):
+            dut.ofctl("mod-port", br, br, "no-flood")      # the bridge's own (LOCAL) port
+            on_bridge = [m for j, ms in enumerate(members) if j % nbr == k for m in ms]
+            dut.program(self._bond_rules(on_bridge, patch[k] if patch else None, vt), bridge=br)
+
+    def slb_hash_basis(self, dut: Any, senders: Sequence[int], vlans: Sequence[int],
+                       tries: int = 256) -> int:
+        """The smallest ``bond-hash-basis`` for which the generator MACs of ports ``senders``
+        (the source MACs a balance-slb bond hashes, with each VLAN of ``vlans``) fall in
+        different hash buckets (``ovs-appctl bond/hash``), so OVS gives each its own member
+        (a new bucket takes the next member in turn) and the bond is measured spreading, not
+        by chance through one member (two MACs share one of the 256 buckets in 1 of 256 runs).
+        0 when the MACs are not known here (NICs: the generator reads them)."""
+        macs = [self.ports[i].tg_mac for i in senders]
+        if len(macs) < 2 or not all(macs):
+            return 0
+        for basis in range(tries):
+            ok = True
+            for v in sorted(set(vlans)):
+                got = [int(dut.appctl("bond/hash", str(mac), str(v), str(basis)).strip())
+                       for mac in macs]
+                ok = ok and len(set(got)) == len(got)
+            if ok:
+                return basis
+        return 0
+
+    @staticmethod
+    def _bond_rules(members: Sequence[int], patch: Optional[int], vt: dict[int, int]) -> list[str]:
+        """A bond bridge's rules: NORMAL for everything; with VLAN translation the members'
+        frames tagged A are rewritten to B first (others dropped) and the patch port (two
+        bridges) passes only tag B."""
+        if not vt:
+            return ["priority=100,idle_timeout=0,actions=NORMAL"]
+        rules = [f"priority=200,in_port={m},dl_vlan={a},idle_timeout=0,"
+                 f"actions=mod_vlan_vid:{b},NORMAL" for m in members for a, b in vt.items()]
+        if patch is not None:
+            rules += [f"priority=200,in_port={patch},dl_vlan={b},idle_timeout=0,actions=NORMAL"
+                      for b in vt.values()]
+        return rules
+
+    def wait_bonds(self, dut: Any, timeout_s: float = 20.0) -> None:
+        """Every member of both bonds enabled (its link up: the generator's vhost-user ends are
+        connected), and an active-backup bond's primary active."""
+        primary = self.bond_mode() == "active-backup"
+        for side, name in zip(self.bond_sides(), self.bond_names(dut)):
+            active = self.ports[side[0]].dut_portref().name if primary else None
+            dut.wait_bond(name, timeout_s=timeout_s, active=active)
+
+    def start_tgen(self) -> None:
+        super().start_tgen()
+        if self.bond_mode() and self.dut is not None:
+            self.wait_bonds(self.dut)

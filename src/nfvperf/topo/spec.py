@@ -137,6 +137,16 @@ class TopologyBase(_Strict):
             raise ValueError("tgen_ht: true applies to tgen_cores; give tgen_cores")
         return self
 
+    @model_validator(mode="after")
+    def _kind_accepts(self) -> "TopologyBase":
+        """What the topology kind refuses in this spec (``Topology.spec_refusal``, e.g. a bond
+        of one member), with the field and the fix."""
+        cls = _topology_cls(self.kind)
+        why = cls.spec_refusal(self) if cls is not None and hasattr(cls, "spec_refusal") else None
+        if why:
+            raise ValueError(why)
+        return self
+
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, v: str) -> str:
