@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(dpdk dpdk-dev libdpdk-dev openvswitch-common openvswitch-switch openvswitch-switch-dpdk kmod
           iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
           ethtool qemu-system-x86 gcc make python3 postgresql
-          openssh-server openssh-client)
+          openssh-server openssh-client chromium chromium-driver)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -32,7 +32,7 @@ PIPFLAGS=(-q)
 if "$PY" -c 'import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["stdlib"], "EXTERNALLY-MANAGED")) else 1)'; then
   PIPFLAGS+=(--break-system-packages)
 fi
-if ! "$PY" -c 'import nfvperf, pydantic, sqlalchemy, pyroute2, matplotlib, rich, paramiko, ansible, hypothesis, MLRsearch, mypy, ruff' 2>/dev/null \
+if ! "$PY" -c 'import nfvperf, pydantic, sqlalchemy, pyroute2, matplotlib, rich, paramiko, ansible, hypothesis, MLRsearch, mypy, ruff, selenium' 2>/dev/null \
    || [ pyproject.toml -nt .nfvperf-deps.stamp ]; then
   echo "install-deps: pip install -e .[dev]"
   "$PY" -m pip install "${PIPFLAGS[@]}" -e '.[dev]'

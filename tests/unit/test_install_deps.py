@@ -51,6 +51,7 @@ PROGRAM_PACKAGES = {
     "tshark": "tshark",
     "qemu-system-x86_64": "qemu-system-x86",
     "initdb": "postgresql", "pg_ctl": "postgresql",
+    "chromium": "chromium", "chromedriver": "chromium-driver",
     "sshd": "openssh-server", "ssh-keygen": "openssh-client", "kill": "procps", "printf": "coreutils",
 }
 
