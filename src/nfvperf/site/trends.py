@@ -116,11 +116,10 @@ def value_text(v: Any) -> str:
 
 
 def _ylabel(identity: Any) -> str:
-    if isinstance(identity, dict):
-        for k in ("metric", "unit"):
-            if identity.get(k):
-                return str(identity[k])
-    return "value"
+    """The series' metric; trend values are frames/s per interface (nfvperf.trend.compute)."""
+    metric = identity.get("metric") if isinstance(identity, dict) else None
+    unit = "frames/s per interface"
+    return f"{metric}, {unit}" if metric and unit not in str(metric) else str(metric or unit)
 
 
 def trend_figure(s: SeriesView, run_label: Any) -> Any:
