@@ -1,0 +1,318 @@
+"""The run plan: which units of a suite run on this host, which are skipped, and why.
+
+``nfvperf validate`` and ``nfvperf run`` call the same :func:`plan_run` with the same options
+(``--tg``, ``--port-kind``, ``--quick``, ``--fit-host``), so what validate lists is what the run
+skips.  A unit (a test at one frame size) is skipped, before anything is built, when
+
+* **the measurer cannot run its method** (``--tg iperf3`` runs only ``tcp``; tgen has no TCP and no
+  RFC 2889 address trials): :func:`measurer_refusal`;
+* **its topology does not fit this host** (core counts, hyper-threads, NUMA sockets, hugepage
+  memory; :func:`nfvperf.fit.fit_topology`): the reason names each option and what ``--fit-host``
+  would set it to.  With ``--fit-host`` the unit runs on the fitted topology instead, and the
+  change is stored and reported;
+* **its topology cannot be built here** (:func:`build_problems`): the topology's own spec checks
+  and the required preflight checks of its kind, DUT and VNFs (binaries, SR-IOV VFs on a port
+  kind that has none, the openvswitch kernel module, PCI devices ...), the same checks the build
+  runs.
+
+``--tg sim`` builds nothing: the model runs the suite as written (the seed's host), so nothing is
+skipped for this host, unless ``--fit-host`` asks for this host (then the fitted configuration
+is modelled, and a topology that does not fit even fitted is skipped).  A ``--testbed`` run's
+hosts are checked by the testbed preflight, not here.
+
+A run goes on past its skipped units and fails only when nothing ran.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from nfvperf.config import Suite
+from nfvperf.fit import Fit, FitChange, HostFacts, fit_topology, spec_key
+from nfvperf.methods import is_sizeless, method_info, runs_on_iperf3
+
+#: measurer calls a method needs beyond ``measure`` (the methods look them up with getattr)
+MEASURER_NEEDS = {"tcp": "measure_tcp", "rfc2889_address_caching": "measure_addresses",
+                  "rfc2889_address_learning": "measure_addresses"}
+#: preflight checks the fitting rules already judge (their reason names --fit-host), and the
+#: hugepage pool, which the build grows before it checks
+_NOT_BUILD_CHECKS = ("ovs.socket_mem", "ovs.pmd_cpu_mask", "hugepages", "hugetlbfs")
+MEASURERS = ("sim", "tgen", "iperf3")
+
+
+def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
+    """(test, frame size) in suite order; None for IMIX and size-less methods."""
+    return [(t, s) for t in suite.tests
+            for s in ([None] if t.traffic.get("imix") or is_sizeless(t.method) else t.frame_sizes)]
+
+
+def unit_label(test: Any, size: Optional[int]) -> str:
+    return (f"{test.name} {size} B" if size else test.name if is_sizeless(test.method)
+            else f"{test.name} IMIX")
+
+
+# ------------------------------------------------------------------------------ the rules
+
+def _measurer_class(tg: str) -> Any:
+    if tg == "sim":
+        from nfvperf.tg.sim import SimMeasurer
+        return SimMeasurer
+    if tg == "iperf3":
+        from nfvperf.tg.iperf3 import Iperf3Measurer
+        return Iperf3Measurer
+    from nfvperf.tg.tgen import TgenMeasurer
+    return TgenMeasurer
+
+
+def tso_refusal(spec: Any) -> Optional[str]:
+    """Why ``params.tso: true`` cannot work through ``spec``'s DUT (None: it can)."""
+    from nfvperf.dut.base import dut_class
+    if dut_class(spec.dut).polling_cpus <= 0:
+        return None
+    # measured: through OVS-DPDK's af_packet ports, TSO on (with the tx checksum offload it
+    # needs) leaves iperf3 unable to even connect
+    return (f"the {spec.dut} DUT reads the TCP ends' veth peers with DPDK {spec.port_kind} ports "
+            "(one frame per mbuf, no TSO super-frames, no checksum offload: iperf3 cannot "
+            "connect); use tso: false or unset, or a kernel DUT (linux-bridge, ovs-system)")
+
+
+def measurer_refusal(test: Any, size: Optional[int], tg: str, spec: Any) -> Optional[str]:
+    """Why the ``--tg`` measurer cannot run this unit's method (None: it can)."""
+    if tg == "iperf3" and not runs_on_iperf3(test.method):
+        return f"method {test.method} needs --tg tgen or sim (--tg iperf3 runs only the tcp method)"
+    need = MEASURER_NEEDS.get(test.method)
+    if need and not callable(getattr(_measurer_class(tg), need, None)):
+        other = "--tg iperf3 or sim" if method_info(test.method).tcp else "--tg sim"
+        return f"method {test.method} needs {other} (the {tg} measurer has no {need})"
+    if tg == "iperf3" and getattr(test.params_for(size), "tso", None) is True:
+        why = tso_refusal(spec)
+        if why:
+            return f"params.tso: true: {why}"
+    return None
+
+
+def _topology(spec: Any, tg: str) -> Any:
+    import nfvperf.topo as topo
+    return topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"), start_tgen=tg == "tgen")
+
+
+def build_problems(spec: Any, tg: str, host: HostFacts) -> list[str]:
+    """What stops ``spec`` from being built here for ``--tg tg``: the topology's spec checks
+    (DUT, port kind, MTU), its CPU plan, and the required preflight checks of its kind, DUT and
+    VNFs (what :meth:`nfvperf.topo.base.Topology.preflight` runs), less those the fitting rules
+    judge and the hugepage pool the build grows first."""
+    from nfvperf.topo.base import HostTooSmall, TopologyError
+    from nfvperf.topo.preflight import run_checks
+    topo = _topology(spec, tg)
+    try:
+        topo.check_spec()
+    except TopologyError as e:
+        return [str(e)]
+    try:
+        cpus = sorted({c for cs in topo.plan_cpus(host.cpus).roles.values() for c in cs})
+    except HostTooSmall:
+        cpus = []                       # the fitting rules judge the core counts
+    required = [c for c in topo.required_checks() if topo.want_tgen or c != "tgen"]
+    out = []
+    for c in run_checks(spec, required=required, cpus=cpus):
+        if c.required and c.status == "fail" and c.name not in _NOT_BUILD_CHECKS:
+            out.append(f"{c.name}: {c.detail}" + (f" (fix: {c.fix})" if c.fix else ""))
+    return out
+
+
+# ------------------------------------------------------------------------------ the plan
+
+@dataclass
+class UnitPlan:
+    test: Any
+    size: Optional[int]
+    label: str
+    skip: Optional[str] = None                                # why it is skipped (None: it runs)
+    changes: list[FitChange] = field(default_factory=list)    # --fit-host: what its topology got
+
+    @property
+    def runs(self) -> bool:
+        return self.skip is None
+
+
+@dataclass
+class RunPlan:
+    """What a run of ``suite`` (the fitted suite with ``--fit-host``) does on this host."""
+
+    suite: Suite
+    tg: str
+    fit_host: bool
+    units: list[UnitPlan]
+    host: Optional[HostFacts] = None
+    on_testbed: bool = False
+
+    def __post_init__(self) -> None:
+        self._by_unit = {(id(u.test), u.size): u for u in self.units}
+
+    def unit(self, test: Any, size: Optional[int]) -> Optional[UnitPlan]:
+        return self._by_unit.get((id(test), size))
+
+    def skip_reason(self, test: Any, size: Optional[int]) -> Optional[str]:
+        u = self.unit(test, size)
+        return u.skip if u is not None else None
+
+    @property
+    def skipped(self) -> list[UnitPlan]:
+        return [u for u in self.units if not u.runs]
+
+    @property
+    def running(self) -> list[UnitPlan]:
+        return [u for u in self.units if u.runs]
+
+    def fitted(self) -> list[dict[str, Any]]:
+        """Each distinct change with the units it applies to (in suite order)."""
+        out: dict[str, dict[str, Any]] = {}
+        for u in self.units:
+            for c in u.changes:
+                row = out.setdefault(c.text(), dict(c.to_dict(), units=[]))
+                row["units"].append(u.label)
+        return list(out.values())
+
+    def fitted_summary(self) -> str:
+        """'ovs.ht true→false (no SMT ...) [48 units]; ...' (empty without changes)."""
+        return "; ".join(f"{r['text']} [{len(r['units'])} unit{'s' if len(r['units']) != 1 else ''}]"
+                         for r in self.fitted())
+
+    def skipped_by_reason(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for u in self.skipped:
+            out.setdefault(str(u.skip), []).append(u.label)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What the run stores in its environment (``plan``) and ``nfvperf validate --json`` prints."""
+        return {"tg": self.tg, "fit_host": self.fit_host, "on_testbed": self.on_testbed,
+                "host": self.host.to_dict() if self.host is not None else None,
+                "units": len(self.units), "running": len(self.running),
+                "skipped": [{"unit": u.label, "reason": u.skip} for u in self.skipped],
+                "fitted": self.fitted()}
+
+
+def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[HostFacts] = None,
+             on_testbed: bool = False, builds: Optional[bool] = None) -> RunPlan:
+    """The plan of ``nfvperf run SUITE --tg tg [--fit-host]`` on this host (``host``: its facts,
+    read when needed).  With ``fit_host`` the plan's ``suite`` is the fitted suite.  ``builds``:
+    the run builds nfvperf's topologies on this host (default: ``--tg tgen`` or ``iperf3``, no
+    testbed); only then are the host and the builds judged (a caller that brings its own
+    measurers, such as a test, builds what it likes)."""
+    if tg not in MEASURERS:
+        raise ValueError(f"--tg {tg!r}: allowed {', '.join(MEASURERS)}")
+    if builds is None:
+        builds = tg != "sim" and not on_testbed
+    if host is None and (builds or fit_host):
+        host = HostFacts.read()
+    fit_of: dict[int, Fit] = {}
+    if fit_host:
+        assert host is not None
+        suite, fit_of = fitted_suite(suite, host, tg)
+    unfit: dict[str, Optional[str]] = {}
+    unbuildable: dict[str, list[str]] = {}
+    units = []
+    for test, size in test_units(suite):
+        spec = test.topology or suite.spec.topology
+        fit = fit_of.get(id(test))
+        u = UnitPlan(test, size, unit_label(test, size), changes=list(fit.changes) if fit else [])
+        u.skip = measurer_refusal(test, size, tg, spec)
+        if u.skip is None and host is not None and (builds or fit_host):
+            key = spec_key(spec)
+            reasons: list[str] = []
+            if fit is not None:          # the spec is the fitted one: what still does not fit
+                if fit.problem:
+                    reasons.append(f"does not fit this host even fitted: {fit.problem}")
+            else:
+                if key not in unfit:
+                    unfit[key] = fit_topology(spec, host, start_tgen=tg == "tgen").unfit_reason()
+                why = unfit[key]
+                if why:
+                    reasons.append(why)
+            if builds:
+                if key not in unbuildable:
+                    unbuildable[key] = build_problems(spec, tg, host)
+                reasons += unbuildable[key]
+            u.skip = "; ".join(reasons) or None
+        units.append(u)
+    return RunPlan(suite, tg, fit_host, units, host, on_testbed)
+
+
+def fitted_suite(suite: Suite, host: HostFacts, tg: str) -> tuple[Suite, dict[int, Fit]]:
+    """A copy of ``suite`` whose topologies (the suite's and every test's) are fitted to
+    ``host``, and each of its tests' :class:`~nfvperf.fit.Fit` (by ``id()`` of the test)."""
+    by_given: dict[str, Fit] = {}
+
+    def fitted(spec: Any) -> Fit:
+        key = spec_key(spec)
+        if key not in by_given:
+            by_given[key] = fit_topology(spec, host, start_tgen=tg == "tgen")
+        return by_given[key]
+
+    default = fitted(suite.spec.topology)
+    tests, fit_of = [], {}
+    for t in suite.tests:
+        fit = fitted(t.topology) if t.topology is not None else default
+        if t.topology is not None and fit.spec is not t.topology:
+            t = dataclasses.replace(t, topology=fit.spec)
+        tests.append(t)
+        fit_of[id(t)] = fit
+    out = Suite(spec=suite.spec.model_copy(update={"topology": default.spec}), tests=tests,
+                source=suite.source, raw=suite.raw)
+    return out, fit_of
+
+
+# ------------------------------------------------------------------------------ as text
+
+def compact_units(units: list[UnitPlan]) -> list[str]:
+    """'test 64/128/256 B' per test (its units' sizes together), in suite order."""
+    by_test: dict[int, tuple[str, list[str]]] = {}
+    for u in units:
+        name, sizes = by_test.setdefault(id(u.test), (u.test.name, []))
+        if u.size is not None:
+            sizes.append(str(u.size))
+        elif u.label != u.test.name:
+            sizes.append(u.label[len(u.test.name) + 1:])
+    return [f"{name} {'/'.join(sizes)}{' B' if sizes and sizes[-1].isdigit() else ''}".rstrip()
+            for name, sizes in by_test.values()]
+
+
+def _wrapped(items: list[str], indent: str, width: int = 110) -> list[str]:
+    lines, cur = [], indent
+    for i, item in enumerate(items):
+        piece = item + (", " if i < len(items) - 1 else "")
+        if len(cur) + len(piece) > width and cur.strip():
+            lines.append(cur.rstrip())
+            cur = indent
+        cur += piece
+    if cur.strip():
+        lines.append(cur.rstrip())
+    return lines
+
+
+def plan_text(plan: RunPlan) -> list[str]:
+    """What ``nfvperf validate`` prints after the suite's summary: how many units run here, each
+    --fit-host change with its unit count, each skip reason with its units."""
+    n, running = len(plan.units), len(plan.running)
+    opts = f"--tg {plan.tg}" + (" --fit-host" if plan.fit_host else "")
+    head = f"on this host ({opts}): {running} of {n} test unit(s) run, {n - running} skipped"
+    if plan.tg == "sim" and not plan.fit_host:
+        head += " (the simulated DUT builds nothing here; --fit-host models this host)"
+    if n and not running:
+        head += "; nothing would run, so `nfvperf run` would fail"
+    lines = [head]
+    if plan.fit_host:
+        host = plan.host.describe() if plan.host else "this host"
+        rows = plan.fitted()
+        lines.append(f"  fitted to host ({host}): " + ("nothing to change" if not rows else
+                                                     f"{len(rows)} change(s)"))
+        lines += [f"    {r['text']} [{len(r['units'])} unit(s)]" for r in rows]
+    by_reason: dict[str, list[UnitPlan]] = {}
+    for u in plan.skipped:
+        by_reason.setdefault(str(u.skip), []).append(u)
+    for reason, units in by_reason.items():
+        lines.append(f"  skipped ({len(units)} unit(s)): {reason}")
+        lines += _wrapped(compact_units(units), "      ")
+    return lines
