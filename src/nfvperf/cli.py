@@ -61,17 +61,26 @@ def _load(store: Any, ref: str, testbed: Optional[str] = None) -> Any:
 # --------------------------------------------------------------------------- commands
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """The suite checked, then the run plan on this host: the units ``nfvperf run`` with the same
+    options would skip, and why (:func:`nfvperf.plan.plan_run`, which the run calls too)."""
     from nfvperf.config import load_suite
     path = _suite_path(args.suite)
     suite = load_suite(path, quick=args.quick, port_kind=args.port_kind)
+    from nfvperf.plan import plan_run, plan_text
     from nfvperf.runner import test_units
     from nfvperf.study import describe, summaries
+    plan = plan_run(suite, args.tg, fit_host=args.fit_host)
+    if args.json:
+        print(json.dumps(dict(plan.record(), suite=str(path)), indent=2, default=str))
+        return EXIT_OK
     units = len(test_units(suite))
     on = f" on port_kind {suite.spec.topology.port_kind}" if args.port_kind else ""
     print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}{on}, "
           f"{len(suite.tests)} test(s), {units} test unit(s), profile {suite.timing.name}")
     for s in summaries(suite.tests):
         print("  " + describe(s))
+    for line in plan_text(plan):
+        print(line)
     return EXIT_OK
 
 
@@ -104,6 +113,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         testbed = load_testbed(args.testbed)                          # TestbedError -> exit 2
     if args.wait_lock is not None and (testbed is None or args.wait_lock < 0):
         raise CliError("--wait-lock SECONDS: give --testbed FILE too, and SECONDS >= 0")
+    if testbed is not None and getattr(args, "fit_host", False):
+        raise CliError("--fit-host fits the suite to this machine; a testbed's hosts are checked by "
+                       "`nfvperf testbed check FILE`: drop --fit-host or --testbed")
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
     store = Store(url)
@@ -137,7 +149,8 @@ def _execute_on_testbed(execute: Any, suite: Any, store: Any, args: argparse.Nam
     from nfvperf.store.lock import TestbedLocked
     try:
         return execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
-                       exiting=True, ceiling=ceiling, testbed=testbed, wait_lock_s=args.wait_lock or 0.0)
+                       exiting=True, ceiling=ceiling, testbed=testbed, wait_lock_s=args.wait_lock or 0.0,
+                       fit_host=bool(getattr(args, "fit_host", False)))
     except (TestbedLocked, TestbedUnusable) as e:
         raise CliError(str(e)) from None
 
@@ -622,6 +635,12 @@ def _delegate(name: str, rest: Sequence[str]) -> int:
 
 # --------------------------------------------------------------------------- parser
 
+FIT_HOST_HELP = ("scale the suite's demands down to this host: ht off without SMT, core counts and "
+                 "OVS socket memory within what it has, socket memory on its NUMA nodes only; every "
+                 "change is printed, stored with the run and shown in the report (without it, a unit "
+                 "that does not fit is skipped, naming what --fit-host would change)")
+
+
 def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     """``nfvperf run``: the command with the most options."""
     r = sub.add_parser("run", parents=[db], help="run a suite", description="Run a suite and store every trial.")
@@ -653,6 +672,7 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
                    "cabling); the run takes the testbed's lock in the results store")
     r.add_argument("--wait-lock", type=float, metavar="SECONDS", help="when another run holds the testbed, "
                    "wait up to SECONDS for it (default: fail at once, naming the holder)")
+    r.add_argument("--fit-host", action="store_true", help=FIT_HOST_HELP)
     r.set_defaults(func=cmd_run)
 
 
@@ -840,10 +860,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_baseline_parser(sub)
 
-    v = sub.add_parser("validate", help="check a suite without running it")
+    v = sub.add_parser("validate", help="check a suite without running it; list the units a run here "
+                       "would skip, and why", description="Check a suite, then list the test units "
+                       "`nfvperf run` with the same options would skip on this host and why (the run "
+                       "decides with the same function). Exit 0 for a valid suite, 2 for a bad one.")
     v.add_argument("suite")
     v.add_argument("--quick", action="store_true")
     v.add_argument("--port-kind", metavar="KIND", help="check the suite as `nfvperf run --port-kind KIND` runs it")
+    v.add_argument("--tg", choices=("sim", "tgen", "iperf3"), default="tgen", help="the measurer the run "
+                   "will use (default tgen, as for run): tgen and iperf3 build on this host, so a topology "
+                   "that does not fit it or cannot be built here is listed; sim builds nothing")
+    v.add_argument("--fit-host", action="store_true", help=FIT_HOST_HELP)
+    v.add_argument("--json", action="store_true", help="print the plan as JSON (every skipped unit and "
+                   "its reason, every --fit-host change and its units, the host)")
     v.set_defaults(func=cmd_validate)
 
     d = sub.add_parser("demo", parents=[db], help="set up and run the shipped quick suites, then report",

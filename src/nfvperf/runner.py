@@ -7,8 +7,14 @@ The runner owns the life cycle around the methods:
 * the measurer comes from :func:`measurer_for` (``sim``, or ``tgen`` / ``iperf3`` through
   ``nfvperf.topo``; ``iperf3`` runs only the ``tcp`` method, on ``Topology.tcp_endpoints()``),
   entered as a context manager so the topology is released on every exit path;
-* an error in one test marks that test ``failed`` with the reason and the run goes on, except a
-  :class:`DutFailure`, which ends the run (``failed``);
+* what runs is the plan's (:func:`nfvperf.plan.plan_run`, the decision ``nfvperf validate``
+  prints too): a unit the plan skips (its topology does not fit this host or cannot be built
+  here, or the measurer cannot run its method) is stored ``skipped`` with the reason before
+  anything is built, and with ``fit_host`` the suite's topologies are the fitted ones;
+* an error in one test marks that test ``failed`` with the reason and the run goes on; a
+  topology group whose build fails its preflight is ``skipped`` with the reason, one whose
+  build fails otherwise has its units ``failed``, and the run goes on with the next group;
+  a :class:`DutFailure` ends the run (``failed``); a run where nothing ran is ``failed``;
 * Ctrl-C (SIGINT) or SIGTERM marks the running test and the run ``interrupted``; the CLI exits 130.
 """
 from __future__ import annotations
@@ -30,8 +36,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.config import ProfileSpec, Suite, format_link_speed, topology_overrides
+from nfvperf.host.preflight import PreflightError
 from nfvperf.host.run import PROGRESS_LOGGER
-from nfvperf.methods import is_sizeless, rate_methods, runs_on_iperf3
+from nfvperf.methods import rate_methods, runs_on_iperf3
+from nfvperf.plan import RunPlan, plan_run, test_units, tso_refusal, unit_label
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.testbed.spec import TestbedSpec
@@ -56,7 +64,7 @@ class RunOutcome:
     run_dir: Path
     failed_tests: list[str] = field(default_factory=list)
     reason: Optional[str] = None
-    skipped_tests: list[str] = field(default_factory=list)   # their topology did not fit the host
+    skipped_tests: list[str] = field(default_factory=list)   # the plan's skips, and failed preflights
 
     @property
     def exit_code(self) -> int:
@@ -450,13 +458,7 @@ def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -
     m = Iperf3Measurer.in_namespaces(ends["client_ns"], ends["server_ns"], ends["server_ip"],
                                      path=path, dut_counters=topology.dut_counters,
                                      dut_alive=topology.dut_alive, workdir=topology.run.run_dir)
-    if topology.dut_class().polling_cpus > 0:
-        # measured: through OVS-DPDK's af_packet ports, TSO on (with the tx checksum offload it
-        # needs) leaves iperf3 unable to even connect
-        m.tso_refusal = (f"the {dut_name} DUT reads the TCP ends' veth peers with DPDK "
-                         f"{topology.spec.port_kind} ports (one frame per mbuf, no TSO super-frames, "
-                         "no checksum offload: iperf3 cannot connect); use tso: false or unset, or a "
-                         "kernel DUT (linux-bridge, ovs-system)")
+    m.tso_refusal = tso_refusal(topology.spec)
     return m
 
 
@@ -519,11 +521,6 @@ def run_reference(store: Store, run: Any) -> dict[str, Any]:
             "export": ["nfvperf", "export", str(run.id), "--db", url]}
 
 
-def unit_label(test: Any, size: Optional[int]) -> str:
-    return (f"{test.name} {size} B" if size else test.name if is_sizeless(test.method)
-            else f"{test.name} IMIX")
-
-
 @dataclass
 class CeilingOptions:
     """How a run gets its harness ceiling: ``enabled`` (``--no-ceiling`` sets False; the suite's
@@ -579,6 +576,10 @@ class RunLoop:
         self.ceiling = CeilingOptions()
         self.ceilings: dict[str, dict[str, Any]] = {}   # harness ceilings of this run, by path key
         self.hosts: Any = None         # a testbed run: nfvperf.testbed.hosts.TestbedHosts
+        self.plan: Optional[RunPlan] = None     # what runs and what is skipped (nfvperf.plan)
+        self.stored: set[tuple[int, Optional[int]]] = set()   # units with a test row
+        self.said: set[str] = set()             # skip reasons already logged
+        self.first_failure: Optional[str] = None   # "<unit>: <reason>" of the first failed unit
 
     # ------------------------------------------------------------------ lent to nfvperf.rounds
     def recorder(self, test_id: int, label: str) -> "Recorder":
@@ -643,6 +644,9 @@ class RunLoop:
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
+            group = self.skip_planned(topo_spec, group)
+            if not group:
+                continue
             if topo_spec is ROUNDS:
                 from nfvperf.rounds import RoundsRun
                 RoundsRun(self, group).run()
@@ -650,15 +654,17 @@ class RunLoop:
             self.harness_ceiling(topo_spec, group)
             try:
                 self.run_group(topo_spec, group)
-            except HostTooSmall as e:
-                self.skip_group(topo_spec, group, str(e))
+            except (HostTooSmall, PreflightError) as e:
+                self.skip_group(topo_spec, self.not_stored(group), str(e))
+            except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
+                self.group_failed(topo_spec, group)
         self.cpu_steadiness("after it")
 
     def cpu_steadiness(self, when: str) -> None:
         """Before a real run on this machine builds anything, and after its last topology is
         down: how much the CPUs' speed moves on its own (``nfvperf.host.steadiness``), the worse
         of the two probes in ``environment.cpu_steadiness`` (both under ``probes``)."""
-        if self.tg == "sim" or self.hosts is not None:
+        if self.tg == "sim" or self.hosts is not None or (self.plan is not None and not self.plan.running):
             return
         from nfvperf.host.steadiness import combine, probe_cpus, steadiness_text
         try:
@@ -672,22 +678,72 @@ class RunLoop:
         with self.interrupts.critical():
             self.store.update_run(self.run.id, environment=self.env)
 
+    def skip_planned(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> list[tuple[Any, Optional[int]]]:
+        """Store the group's units the plan skips (``skipped``, with the plan's reason); returns
+        the others."""
+        if self.plan is None:
+            return group
+        todo = []
+        for test, size in group:
+            why = self.plan.skip_reason(test, size)
+            if why is None:
+                todo.append((test, size))
+                continue
+            spec = test.topology or self.suite.spec.topology
+            if why not in self.said:
+                self.said.add(why)
+                self.progress.log(f"skipped ({spec.kind}): {why}")
+            self.store_skipped(spec, test, size, why)
+        return todo
+
+    def store_skipped(self, topo_spec: Any, test: Any, size: Optional[int], why: str) -> None:
+        label = unit_label(test, size)
+        with self.interrupts.critical():
+            row = self.store.start_test(self.run.id, name=test.name, method=test.method,
+                                        frame_size_b=size, params=test.params_dict(size),
+                                        traffic=self.suite.traffic_profile(test, size),
+                                        topology={"kind": topo_spec.kind}, study=test.study)
+            self.store.finish_test(row.id, "skipped", why)
+        self.stored.add((id(test), size))
+        self.outcome.skipped_tests.append(label)
+        self.progress.unit(label)
+        self.progress.unit_done()
+
+    def fit_changes(self, test: Any, size: Optional[int]) -> list[Any]:
+        """What ``--fit-host`` changed in this unit's topology (nfvperf.fit.FitChange)."""
+        u = self.plan.unit(test, size) if self.plan is not None else None
+        return list(u.changes) if u is not None else []
+
+    def not_stored(self, group: list[tuple[Any, Optional[int]]]) -> list[tuple[Any, Optional[int]]]:
+        return [(t, s) for t, s in group if (id(t), s) not in self.stored]
+
     def skip_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]], why: str) -> None:
-        """A topology this host is too small for (found before anything started): its units are
-        stored as ``skipped`` with the reason, and the run goes on with the next topology."""
-        self.progress.log(f"topology {topo_spec.kind} skipped, this host is too small: {why}")
+        """A topology whose build found, before anything started, that this host cannot run it
+        (too small, hardware missing, a required preflight check failed): its units are stored as
+        ``skipped`` with the reason, and the run goes on with the next topology."""
+        self.progress.log(f"topology {topo_spec.kind} skipped: {why}")
         info = self.env["topologies"][-1] if self.env["topologies"] else {}
         info["skipped"] = why
         for test, size in group:
-            label = unit_label(test, size)
+            self.store_skipped(topo_spec, test, size, why)
+
+    def group_failed(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+        """Called in the ``except`` of a topology group that failed otherwise (its build, its
+        release): the units it did not run are ``failed`` with the reason; the run goes on."""
+        exc = sys.exc_info()[1]
+        why = f"{type(exc).__name__}: {exc}"
+        with (self.run_dir / "errors.log").open("a") as fh:
+            fh.write(f"== topology {topo_spec.kind}\n{traceback.format_exc()}\n")
+        self.progress.log(f"topology {topo_spec.kind} FAILED: {why} (details in "
+                          f"{self.run_dir / 'errors.log'}); the run goes on")
+        for test, size in self.not_stored(group):
             with self.interrupts.critical():
                 row = self.store.start_test(self.run.id, name=test.name, method=test.method,
                                             frame_size_b=size, params=test.params_dict(size),
                                             traffic=self.suite.traffic_profile(test, size),
                                             topology={"kind": topo_spec.kind}, study=test.study)
-                self.store.finish_test(row.id, "skipped", f"host too small: {why}")
-            self.outcome.skipped_tests.append(label)
-            self.progress.unit(label)
+            self.stored.add((id(test), size))
+            self.unit_failed(row.id, unit_label(test, size), f"topology set-up failed: {why}")
             self.progress.unit_done()
 
     # ------------------------------------------------------------------ harness ceiling
@@ -737,6 +793,9 @@ class RunLoop:
         """Build one topology (the measurer's context), run its units, release it."""
         info: dict[str, Any] = {"kind": topo_spec.kind,
                                 "overrides": topology_overrides(topo_spec, self.suite.spec.topology)}
+        fitted = [c.text() for t, s in group for c in self.fit_changes(t, s)]
+        if fitted:
+            info["fitted_to_host"] = list(dict.fromkeys(fitted))
         self.env["topologies"].append(info)
         with self.factory(self.suite, self.tg, self.run.tag, self.run_dir, info, topo_spec) as measurer:
             self.record_measurer(info, measurer)
@@ -769,9 +828,14 @@ class RunLoop:
         self.progress.unit(label)
         profile = self.suite.traffic_profile(test, size)
         ndir = directions(test.traffic, topo_spec.ports)
+        row = dict(topo_row, directions=ndir)
+        fitted = [c.text() for c in self.fit_changes(test, size)]
+        if fitted:
+            row["fitted_to_host"] = fitted
         trow = self.store.start_test(self.run.id, name=test.name, method=test.method, frame_size_b=size,
                                      params=test.params_dict(size), traffic=profile,
-                                     topology=dict(topo_row, directions=ndir), study=test.study)
+                                     topology=row, study=test.study)
+        self.stored.add((id(test), size))
         self.current_test = trow.id
         rec = Recorder(self.store, trow.id, self.interrupts, self.progress, label)
         t0 = time.monotonic()
@@ -835,6 +899,8 @@ class RunLoop:
         return summary.get("text", "done")
 
     def unit_failed(self, test_id: int, label: str, reason: str) -> None:
+        if self.first_failure is None:
+            self.first_failure = f"{label}: {reason}"
         with self.interrupts.critical():
             self.store.finish_test(test_id, "failed", reason)
         self.current_test = None
@@ -862,16 +928,16 @@ class RunLoop:
         if self.status == "completed" and failed:
             self.status = "failed"
             self.reason = (f"{len(failed)} of {n_units} test unit(s) failed: "
-                           + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
+                           + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else "")
+                           + (f" (first: {self.first_failure})" if self.first_failure else ""))
         skipped = self.outcome.skipped_tests
         if self.status == "completed" and skipped and len(skipped) == n_units:
             self.status = "failed"
-            self.reason = (f"all {n_units} test unit(s) skipped: this host is too small or lacks the hardware "
-                           f"for every topology of the suite (see the tests' reasons)")
+            self.reason = (f"nothing ran: all {n_units} test unit(s) skipped (see the tests' reasons; "
+                           f"`nfvperf validate` with the same options lists them)")
         elif self.status == "completed" and skipped:
-            self.reason = (f"{len(skipped)} of {n_units} test unit(s) skipped, this host is too small or "
-                           f"lacks the hardware for their topology (see the tests' reasons): " + ", ".join(skipped[:3])
-                           + (" ..." if len(skipped) > 3 else ""))
+            self.reason = (f"{len(skipped)} of {n_units} test unit(s) skipped (see the tests' reasons): "
+                           + ", ".join(skipped[:3]) + (" ..." if len(skipped) > 3 else ""))
         self.store.update_run(self.run.id, environment=self.env)
         headline = None
         with contextlib.suppress(Exception):
@@ -884,7 +950,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
             show_progress: bool = True, log: Callable[[str], None] | None = None,
             measurer_factory: Optional[Callable[..., Any]] = None, exiting: bool = False,
             ceiling: Optional[CeilingOptions] = None, testbed: Optional[TestbedSpec] = None,
-            wait_lock_s: float = 0.0) -> RunOutcome:
+            wait_lock_s: float = 0.0, fit_host: bool = False) -> RunOutcome:
     """Run the suite; returns the outcome (never raises KeyboardInterrupt unless forced by a third
     Ctrl-C).  ``exiting``: the caller exits after this (the CLI); after an interrupt, further
     Ctrl-Cs stay ignored.  ``ceiling``: how the harness ceiling is got (``--tg tgen`` only;
@@ -893,10 +959,14 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     ``testbed``: run on that testbed: its lock is taken first (waiting up to ``wait_lock_s``;
     :class:`nfvperf.store.lock.TestbedLocked` naming the holder, and nothing written, when a live
     run holds it) and released when the books are closed, also after a failure or Ctrl-C;
-    :class:`TestbedUnusable` when this build cannot drive its hosts."""
+    :class:`TestbedUnusable` when this build cannot drive its hosts.
+
+    ``fit_host``: run the suite fitted to this host (``--fit-host``, :mod:`nfvperf.fit`); the
+    changes are stored in ``environment.fit_host`` and on each unit's test row."""
     if testbed is None:
         return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
-                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling)
+                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling,
+                        fit_host=fit_host)
     from nfvperf.testbed.hold import hold_testbed, remote_hosts_problem
     problem = remote_hosts_problem(testbed, tg)
     if problem:
@@ -907,7 +977,7 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
     try:
         return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
                         measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid,
-                        testbed=testbed, testbed_lock=lock.record())
+                        testbed=testbed, testbed_lock=lock.record(), fit_host=fit_host)
     finally:
         lock.release()
         if lock.lost:
@@ -917,8 +987,12 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
 def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,
              log: Callable[[str], None] | None, measurer_factory: Optional[Callable[..., Any]], exiting: bool,
              ceiling: Optional[CeilingOptions], uid: Optional[str] = None, testbed: Optional[TestbedSpec] = None,
-             testbed_lock: Optional[dict[str, Any]] = None) -> RunOutcome:
+             testbed_lock: Optional[dict[str, Any]] = None, fit_host: bool = False) -> RunOutcome:
+    plan = plan_run(suite, tg, fit_host=fit_host, on_testbed=testbed is not None,
+                    builds=tg != "sim" and testbed is None and measurer_factory is None)
+    suite = plan.suite
     run, run_dir, env = create_run(suite, store, tg, out_dir, uid=uid, testbed=testbed, testbed_lock=testbed_lock)
+    record_plan(store, run, env, plan)
     units = test_units(suite)
     groups = topology_groups(units, suite.spec.topology)
     progress = Progress(len(units), enabled=show_progress)
@@ -929,6 +1003,13 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     interrupts = Interrupts()
     interrupts.keep_ignoring = exiting
     loop = RunLoop(suite, store, tg, run, run_dir, env, progress, interrupts, measurer_factory or measurer_for)
+    loop.plan = plan
+    if plan.fit_host:
+        say(f"fitted to host ({plan.host.describe() if plan.host else 'this host'}): "
+            + (plan.fitted_summary() or "nothing to change"))
+    if plan.skipped:
+        say(f"{len(plan.skipped)} of {len(units)} test unit(s) will be skipped (reasons below and in "
+            f"the report; `nfvperf validate` with the same options lists them)")
     if ceiling is not None:
         loop.ceiling = ceiling
     # the handler stays installed until the books are closed: a second Ctrl-C while the topology
@@ -956,6 +1037,18 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     outcome = loop.outcome
     say(f"run {run.id} ({run.tag}) {outcome.status}" + (f": {outcome.reason}" if outcome.reason else ""))
     return outcome
+
+
+def record_plan(store: Store, run: Any, env: dict[str, Any], plan: RunPlan) -> None:
+    """The plan in the run's environment: ``plan`` (measurer, host, each skipped unit and its
+    reason, each fitted change and its units) and, with ``--fit-host``, ``fit_host`` (the host
+    and the changes as text, what the report prints)."""
+    env["plan"] = plan.record()
+    if plan.fit_host:
+        env["fit_host"] = {"host": plan.host.describe() if plan.host else None,
+                           "changes": [r["text"] for r in plan.fitted()],
+                           "summary": plan.fitted_summary()}
+    store.update_run(run.id, environment=env)
 
 
 def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: TrafficProfile,
@@ -1014,12 +1107,6 @@ def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: d
     if not v:
         return params
     return params.model_copy(update={"throughput_pps": v})
-
-
-def test_units(suite: Suite) -> list[tuple[Any, Optional[int]]]:
-    """(test, frame size) in suite order; None for IMIX and size-less methods."""
-    return [(t, s) for t in suite.tests
-            for s in ([None] if t.traffic.get("imix") or is_sizeless(t.method) else t.frame_sizes)]
 
 
 #: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)

@@ -277,7 +277,7 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
                   measurer_factory=factory)
     assert out.status == "completed" and out.skipped_tests == ["cores[pmd_cores=4] 64 B"]
     run = store.load_run(out.run_id)
-    assert "1 of 2 test unit(s) skipped, this host is too small" in run.reason
+    assert "1 of 2 test unit(s) skipped (see the tests' reasons)" in run.reason
     by_name = {t.name: t for t in run.tests}
     big, small = by_name["cores[pmd_cores=4]"], by_name["cores[pmd_cores=1]"]
     assert big.status == "skipped" and "pmd_cores: 4 wanted" in big.reason and not big.results
@@ -296,7 +296,8 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
 
 def test_which_preflight_failures_mean_the_host_lacks_something() -> None:
     """Capacity (cores, NUMA sockets, mask CPUs) and missing hardware (VFs, IOMMU, the OVS kernel
-    module) skip a topology; a broken host or a configuration error still fails the run."""
+    module) make a topology HostTooSmall; a broken host or a configuration error is a
+    PreflightError naming the check (the runner skips that topology's units for either)."""
     from nfvperf.topo.base import host_lacks
     for name in ("ovs.socket_mem", "ovs.pmd_cpu_mask", "sriov:iommu", "sriov:0000:04:02.0", "kmod:openvswitch"):
         assert host_lacks(name), name

@@ -53,6 +53,9 @@ def fake(monkeypatch):
     log: list = []
     opts: dict = {}
     monkeypatch.setattr(topo, "build", lambda spec, run: FakeTopology(spec, run, log, **opts))
+    # the run plan judges nfvperf's own builds on this host (preflight: root, binaries ...); the
+    # fake topology needs none of it
+    monkeypatch.setattr("nfvperf.plan.build_problems", lambda spec, tg, host: [])
     return log, opts
 
 
