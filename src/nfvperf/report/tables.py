@@ -85,12 +85,6 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     fit = env.get("fit_host") or {}
     if fit:          # --fit-host: what the run changed in the suite to fit this host (nfvperf.fit)
         header.append(("Fitted to host", f"{fit.get('host')}: " + (fit.get("summary") or "nothing to change")))
-        if fit.get("changes"):
-            notes_fit = ("Fitted to host (--fit-host): each unit ran on its fitted topology (the "
-                         "tests' topology rows name the changes); test and study column names keep "
-                         "the suite's values.")
-        else:
-            notes_fit = ""
     from nfvperf.report.facts import run_facts        # what ran: generator, ports, CPU, versions, VM accel
     header[4:4] = run_facts(run)
     notes = []
@@ -109,8 +103,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
         notes.append(steady)
     if run.tg == "sim":
         notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
-    if fit and notes_fit:
-        notes.append(notes_fit)
+    if fit.get("changes"):
+        notes.append("Fitted to host (--fit-host): each unit ran on its fitted topology (the tests' "
+                     "topology rows name the changes); test and study column names keep the suite's values.")
     from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's
     tests = resolved_tests(run)
     notes += result_notes(tests)
