@@ -62,14 +62,12 @@ def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend
                 say(f"site: {n}/{len(rows)} runs checked, {len(man.report.written)} page(s) written")
     notes: list[str] = []
     views: list[SeriesView] = []
-    if "trends" in parts or "index" in parts:
+    if "trends" in parts:                  # the index does not need them: it links trends/index.html
         views = _series(store, trend, selector, notes)
-    if "trends" in parts:
         _trend_pages(man, views, rows, notes)
     if "index" in parts:
-        man.page("index.html", input_hash("index", [r.fingerprint for r in rows],
-                                          [r.previous for r in rows], len(views), notes),
-                 lambda: index_page(rows, len(views), notes))
+        man.page("index.html", input_hash("index", [r.fingerprint for r in rows], [r.previous for r in rows]),
+                 lambda: index_page(rows))
     man.report.notes += notes
     return man.finish(lambda rel: rel.startswith("assets/") or any(
         rel == PARTS[p] or (PARTS[p].endswith("/") and rel.startswith(PARTS[p])) for p in parts))
