@@ -3,18 +3,22 @@ PY         ?= python3
 TGEN_BUILD ?= tgen/build
 PYTEST_ARGS ?=
 
-.PHONY: all deps build tgen test test-c test-py demo bench lint clean
+.PHONY: all deps build tgen l3fwd test test-c test-py demo bench lint clean
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
 
-build: tgen
+build: tgen l3fwd
 
 tgen:
 	@if [ ! -f $(TGEN_BUILD)/build.ninja ]; then meson setup $(TGEN_BUILD) tgen --buildtype=release; fi
 	ninja -C $(TGEN_BUILD)
+
+# DPDK's l3fwd example (dut: l3fwd) from dpdk-doc's sources, into build/l3fwd/
+l3fwd:
+	bash scripts/build-l3fwd.sh
 
 # The whole suite: lint, C unit tests of the generator, then pytest (unit, integration as root, e2e).
 test: deps build lint test-c test-py
@@ -38,5 +42,5 @@ lint:
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(TGEN_BUILD)
+	rm -rf $(TGEN_BUILD) build/l3fwd
 	$(PY) -m nfvperf cleanup || true

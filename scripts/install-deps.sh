@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 # Every program the code, tests and scripts run comes from one of these (or the base system):
 # tests/unit/test_install_deps.py scans the tree and fails when one is missing here.
-APT_PKGS=(dpdk dpdk-dev libdpdk-dev openvswitch-common openvswitch-switch openvswitch-switch-dpdk kmod
+APT_PKGS=(dpdk dpdk-dev libdpdk-dev dpdk-doc openvswitch-common openvswitch-switch openvswitch-switch-dpdk kmod
           iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
           ethtool qemu-system-x86 gcc make python3 postgresql
           openssh-server openssh-client chromium chromium-driver)
@@ -38,3 +38,7 @@ if ! "$PY" -c 'import nfvperf, pydantic, sqlalchemy, pyroute2, matplotlib, rich,
   "$PY" -m pip install "${PIPFLAGS[@]}" -e '.[dev]'
   touch .nfvperf-deps.stamp
 fi
+
+# DPDK's l3fwd example (dut: l3fwd), built from dpdk-doc's sources into build/l3fwd/ (skipped
+# when up to date)
+bash scripts/build-l3fwd.sh

@@ -232,6 +232,13 @@ class DutAdapter(abc.ABC):
         """Short labels for non-default options (a stored options section) for report titles."""
         return []
 
+    @classmethod
+    def fit_traffic(cls, spec: Any, traffic: Any) -> Any:
+        """The topology spec (a TopologySpec) a test sending ``traffic`` (its TrafficSpec) runs
+        on, for adapters whose set-up depends on the traffic (l3fwd: routes for the test's flows);
+        a ValueError naming the field when the adapter cannot carry it.  Default: ``spec``."""
+        return spec
+
     def __init__(self, run: RunContext, tracker: Optional[ResourceTracker], cpus: Sequence[int] = (),
                  **options: Any):
         self.run = run
@@ -259,6 +266,16 @@ class DutAdapter(abc.ABC):
     def tx_queues(self) -> int:
         """TX queues the DUT sends on per port (a memif peer polls as many RX rings)."""
         return int(getattr(self, "queues", 1) or 1)
+
+    def peer_queues(self) -> int:
+        """Queue pairs the generator's end of a shared-ring port (vhost-user) must offer: 1, or
+        one per TX queue for a DUT that sends on every TX queue it opens (l3fwd: one per lcore)."""
+        return 1
+
+    def stream_params(self) -> Optional[list[dict[str, Any]]]:
+        """Per-direction tgen stream fields the DUT's forwarding needs (forward pairs, then the
+        reverse; l3fwd: addresses its routes send to each port); None = tgen's defaults."""
+        return None
 
     @abc.abstractmethod
     def start(self) -> None:

@@ -20,12 +20,15 @@ testpmd forwards between them; the generator's addresses are the ports cabled to
 physical functions.  Preflight refuses it, naming the fix, where the IOMMU, the VFs or their
 vfio-pci binding are missing (nfvperf.vm.sriov).
 
+``dut: l3fwd`` (DPDK's l3fwd example, nfvperf.dut.l3fwd) routes instead of cross-connecting:
+the generator's streams take the addresses its routes send to each port (:meth:`stream_params`).
+
 One switching operation per frame.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Optional
 
 from . import register
 from .base import Topology, TopologyError
@@ -45,7 +48,7 @@ class P2P(Topology):
     kind = "p2p"
     base_switching_operations = 1
     #: a forwarder on the PHY ports; OVS-DPDK runs in p-ovs-p (PHY-vSwitch-PHY)
-    duts = ("testpmd", "linux-bridge")
+    duts = ("testpmd", "l3fwd", "linux-bridge")
 
     @classmethod
     def sriov(cls, spec: Any) -> bool:
@@ -90,6 +93,22 @@ class P2P(Topology):
             dut.add_port(p.dut_portref())
         dut.start()
         dut.program(None)
+
+    def tgen_port_specs(self) -> list[Any]:
+        """The generator's ports, each offering the queue pairs the DUT asks of its peer
+        (``DutAdapter.peer_queues``: l3fwd sends on one TX queue per lcore, so a vhost port's
+        virtio-user opens that many) besides the RX rings of its TX queues (memif)."""
+        dut = self.dut
+        txq = dut.tx_queues() if dut is not None else 1
+        peer = int(getattr(dut, "peer_queues", lambda: 1)())
+        return [p.tg_port_spec(i, dut_tx_queues=txq, dut_peer_queues=peer)
+                for i, p in enumerate(self.ports)]
+
+    def stream_params(self) -> Optional[list[dict[str, Any]]]:
+        """What the DUT's forwarding needs of the streams (l3fwd: the addresses its routes send
+        to each port); None (tgen's defaults) for testpmd and the Linux bridge."""
+        fn = getattr(self.dut, "stream_params", None)       # the SR-IOV VM VNF has none
+        return fn() if fn is not None else None
 
     def setup_sriov_vm(self) -> None:
         """testpmd in the VM VNF forwarding between the VFs passed through to it (the DUT's

@@ -64,13 +64,18 @@ class HostPort:
         i = self.index if dpdk_index is None else dpdk_index
         return self.tg_portref().dpdk_devargs(i, queues)
 
-    def tg_port_spec(self, dpdk_index: Optional[int] = None, dut_tx_queues: int = 1) -> "PortSpec":
+    def tg_port_spec(self, dpdk_index: Optional[int] = None, dut_tx_queues: int = 1,
+                     dut_peer_queues: int = 1) -> "PortSpec":
         """tgen's PortSpec of the generator end; ``dut_tx_queues``: how many TX queues the DUT
-        sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif)."""
+        sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif);
+        ``dut_peer_queues``: the queue pairs the DUT needs its peer to offer
+        (``DutAdapter.peer_queues()``), for kinds whose queue pairs the generator's end creates
+        (vhost: virtio-user ``queues=``)."""
         from nfvperf.tg.tgen import PortSpec
         kind = self._kind()
-        return PortSpec(self.tg_devargs(dpdk_index), mtu=self.mtu,
-                        rx_queues=kind.tg_rx_queues(dut_tx_queues), rxd=kind.tg_rxd)
+        pairs = kind.tg_queue_pairs(dut_peer_queues)
+        return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu,
+                        rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs), rxd=kind.tg_rxd)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
@@ -156,6 +161,13 @@ class PortKind:
     @classmethod
     def tg_rx_queues(cls, dut_tx_queues: int) -> int:
         """RX queues the generator opens on a port whose DUT sends on ``dut_tx_queues``."""
+        return 1
+
+    @classmethod
+    def tg_queue_pairs(cls, dut_peer_queues: int) -> int:
+        """Queue pairs the generator's end opens (its devargs ``queues=``) for a DUT that needs
+        ``dut_peer_queues`` (``DutAdapter.peer_queues()``); 1 where the DUT's queues do not
+        depend on the generator's (veth, pci) or the rings follow the RX queues (memif)."""
         return 1
 
     # -- making ports --------------------------------------------------------------------------

@@ -35,6 +35,13 @@ class Vhost(PortKind):
     wait_link = True
     tg_rxd = 4096
 
+    @classmethod
+    def tg_queue_pairs(cls, dut_peer_queues: int) -> int:
+        """The frontend creates the queue pairs: a DUT that sends on one TX queue per lcore
+        (l3fwd) needs as many, or what it sends on queues the frontend lacks is lost.  OVS and
+        testpmd map their TX queues onto the enabled ones (peer_queues 1)."""
+        return max(1, int(dut_peer_queues))
+
     def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         return self.socket_ports(topo, n, "vhu", mtu)

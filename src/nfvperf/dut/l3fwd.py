@@ -1,0 +1,536 @@
+"""DPDK's l3fwd example as a DUT (``dut: l3fwd``, PHY-PHY): the seeds' host baseline (seed 000
+§7.1, seed 002's "physical L3fwd").
+
+The binary is built by ``scripts/build-l3fwd.sh`` (install-deps, ``make build``) from the sources
+Debian's ``dpdk-doc`` ships, into ``build/l3fwd/l3fwd`` (or ``$NFVPERF_L3FWD``).  It forwards by
+IP destination: ``lpm`` (longest prefix match, one route per port) or ``em`` (exact match on the
+5-tuple, one entry per flow and direction); the routes come from :mod:`nfvperf.dut.l3fwd_routes`,
+written to ``--rule_ipv4`` / ``--rule_ipv6`` files in the run directory, and the generator's
+streams get the matching addresses (:meth:`L3fwd.stream_params`).  l3fwd rewrites the Ethernet
+header: source = its port's MAC, destination = ``--eth-dest`` of the output port, the generator's
+MAC of that port (tgen also runs promiscuous).  l3fwd runs promiscuous (``-P``): the generator
+addresses its frames to its own RX port, not to l3fwd.
+
+Cores: ``l3fwd.cores``/``ht`` (physical cores resolved from the sibling map, as for testpmd and
+OVS) or one CPU of the plan; every lcore forwards, the main lcore included (the seed's ``l3fwd -c
+0xc --config "(0,0,2)(1,0,3)..."``).  ``l3fwd.queues`` RX queues per port are dealt round-robin
+to the lcores, queue-major ((port 0, queue 0) -> lcore 0, (port 1, queue 0) -> lcore 1, ...);
+lcores without a queue stay idle.  l3fwd sends on one TX queue per lcore and port, which shapes
+the ports: net_af_packet opens ``max(queues, lcores)`` queue pairs (it has a socket per queue pair,
+each receiving part of the frames, so all are polled); net_af_xdp on veth has one queue, so one
+lcore and one queue; the generator's virtio-user (vhost) and memif ends open one ring per l3fwd
+lcore (:meth:`peer_queues`, :meth:`tx_queues`).
+
+Counters: l3fwd has no console; they are read from DPDK's telemetry socket
+(``/var/run/dpdk/<file-prefix>/dpdk_telemetry.v2``, ``/ethdev/stats,<port>``), counted from the
+last :meth:`clear_counters` (a snapshot).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any, Literal, Optional, Sequence
+
+from pydantic import Field, model_validator
+
+from nfvperf.host import hugepages as hp
+from nfvperf.host.cpu import CoreRequest
+from nfvperf.host.dpdk_telemetry import DpdkTelemetry, TelemetryError, ethdev_counters, socket_path
+from nfvperf.host.preflight import Needs, check_tool
+from nfvperf.host.run import ResourceTracker, RunContext
+
+from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
+    cross_connect, register_dut
+from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[3]
+#: where scripts/build-l3fwd.sh builds it
+BUILD_PATH = REPO / "build" / "l3fwd" / "l3fwd"
+ENV = "NFVPERF_L3FWD"
+BUILD_FIX = ("make build (scripts/build-l3fwd.sh builds it from dpdk-doc's "
+             "/usr/share/dpdk/examples/l3fwd into build/l3fwd/), or set NFVPERF_L3FWD")
+#: l3fwd's lines once every lcore runs (or has no queue to poll)
+READY = r"entering main loop on lcore|has nothing to do"
+#: RX queues one lcore can poll (MAX_RX_QUEUE_PER_LCORE in l3fwd.h)
+MAX_RX_QUEUE_PER_LCORE = 16
+#: the largest MTU: l3fwd's mbufs hold 2048 B of frame (RTE_MBUF_DEFAULT_BUF_SIZE) and it
+#: enables no scattered RX
+MAX_MTU = 1500
+#: hugepage memory (MB) of the lookup tables (measured: LPM ~210 MB, EM ~540 MB with 8192 mbufs)
+TABLES_MB = {"lpm": 192, "em": 528}
+MBUF_KB = 2.5
+#: rule files larger than this many lines are deleted once l3fwd has read them (a 1M-flow EM
+#: table is ~90 MB)
+KEEP_RULE_LINES = 200_000
+
+
+def find_l3fwd() -> str:
+    """``$NFVPERF_L3FWD``, else ``build/l3fwd/l3fwd`` of this checkout (or of the cwd)."""
+    env = os.environ.get(ENV)
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise FileNotFoundError(f"{ENV}={env} is not an executable file")
+        return env
+    for p in (BUILD_PATH, Path.cwd() / "build" / "l3fwd" / "l3fwd"):
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    raise FileNotFoundError(f"l3fwd not built: {BUILD_FIX}")
+
+
+def l3fwd_check(required: Sequence[str] = ()) -> Any:
+    return check_tool("binary:l3fwd", find_l3fwd, BUILD_FIX, required=True)
+
+
+# the suite's ``topology.l3fwd:`` section
+class L3fwdSpec(AdapterOptions):
+    mode: Literal["lpm", "em"] = Field("lpm", description="route lookup: lpm (longest prefix match, "
+                                       "one route per port) or em (exact match, one entry per flow "
+                                       "and direction)")
+    cores: Optional[int] = Field(
+        None, ge=1, le=64, description="forwarding cores as a count of physical cores, resolved "
+        "from the host's sibling map (default: one CPU of the plan); every lcore forwards")
+    ht: bool = Field(False, description="with cores: lcores on both hyper-threads of each core")
+    queues: int = Field(1, ge=1, le=16, description="RX queues per port, dealt round-robin to the "
+                        "lcores (the seed's '1 TX/RX queue per port'); lcores beyond ports x "
+                        "queues stay idle")
+    rxd: int = Field(1024, ge=64, le=8192, description="RX descriptors per queue (--rx-queue-size)")
+    txd: int = Field(1024, ge=64, le=8192, description="TX descriptors per queue (--tx-queue-size)")
+    flows: Optional[int] = Field(
+        None, ge=1, le=16_777_216, description="flows per direction the routes are made for "
+        "(default: each test's traffic.flows_per_port; tests with other flow counts run on their "
+        "own l3fwd)")
+    ip_version: Optional[Literal[4, 6]] = Field(
+        None, description="IP version of the generator's streams and of the exact-match entries "
+        "(default: each test's traffic.ip_version)")
+
+    @model_validator(mode="after")
+    def _ht_needs_cores(self) -> "L3fwdSpec":
+        if self.ht and self.cores is None:
+            raise ValueError("ht: true applies to cores (both hyper-threads of each core); give cores")
+        return self
+
+
+def lcore_count(opts: Any) -> int:
+    """Forwarding lcores the options ask for (1 without ``cores``)."""
+    if opts is None or getattr(opts, "cores", None) is None:
+        return 1
+    return int(opts.cores) * (2 if opts.ht else 1)
+
+
+def spec_ports(spec: Any) -> int:
+    if getattr(spec, "port_kind", None) == "pci" and getattr(spec, "pci", None):
+        return len(spec.pci) // 2
+    return int(getattr(spec, "ports", 2) or 2)
+
+
+def rx_queues_per_port(port_kind: str, queues: int, lcores: int) -> int:
+    """RX queues l3fwd opens and polls per port: ``queues``, but on net_af_packet as many as its
+    queue pairs (``max(queues, lcores)``: one socket each, each gets part of the frames)."""
+    return max(queues, lcores) if port_kind == "af_packet" else queues
+
+
+def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> list[str]:
+    """Why l3fwd with ``opts`` (on ``lcores`` lcores, default: what the options ask for) cannot
+    run ``spec`` (a TopologySpec) for ``flows`` flows per direction; each message names the
+    field and the fix."""
+    out = []
+    pk = str(getattr(spec, "port_kind", "af_packet"))
+    mtu = int(getattr(spec, "mtu", 1500) or 1500)
+    if mtu > MAX_MTU:
+        out.append(f"topology.mtu: l3fwd's mbufs hold 2048 B frames (DPDK's default buffer size) and it "
+                   f"enables no scattered RX, so its ports carry MTU {MAX_MTU} at most, not {mtu}; lower "
+                   f"topology.mtu or use dut testpmd")
+    w = lcore_count(opts) if lcores is None else lcores
+    q = int(getattr(opts, "queues", 1) or 1)
+    if pk == "af_xdp" and (w > 1 or q > 1):
+        out.append(f"topology.l3fwd.{'cores' if w > 1 else 'queues'}: l3fwd sends on one TX queue per "
+                   f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
+                   f"and one queue ({w} lcores, {q} queues asked); use port_kind af_packet, vhost or "
+                   f"memif for more")
+    ports = spec_ports(spec)
+    per_lcore = -(-ports * rx_queues_per_port(pk, q, w) // w)
+    if per_lcore > MAX_RX_QUEUE_PER_LCORE:
+        out.append(f"topology.l3fwd.queues: {ports} ports x {rx_queues_per_port(pk, q, w)} RX queues on "
+                   f"{w} lcore(s) is {per_lcore} queues per lcore, l3fwd polls at most "
+                   f"{MAX_RX_QUEUE_PER_LCORE}; lower queues or add cores")
+    why = check_routes(getattr(opts, "mode", "lpm") or "lpm", ports, flows)
+    if why:
+        out.append(why)
+    return out
+
+
+@register_dut("l3fwd")
+class L3fwd(DutAdapter):
+    """DPDK's l3fwd routing between the emulated (or real) PHY ports of p2p."""
+
+    name = "l3fwd"
+    role = "dut"
+    options_key = "l3fwd"
+    options_model = L3fwdSpec
+    #: veth (af_packet/af_xdp vdevs in the DUT namespace), vhost-user (net_vhost as client of the
+    #: generator's virtio-user), memif (net_memif server), real NICs
+    port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    tracker: ResourceTracker        # required here (the base class allows None)
+
+    # -- what the class declares ---------------------------------------------------------------
+    @classmethod
+    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+        opts = cls.options(spec)
+        if opts is None or opts.cores is None:
+            return None
+        return CoreRequest("topology.l3fwd.cores", int(opts.cores), bool(opts.ht), "topology.l3fwd.ht")
+
+    @classmethod
+    def hugepage_demand_mb(cls, spec: Any) -> int:
+        opts = cls.options(spec) or L3fwdSpec()
+        ports, w = spec_ports(spec), lcore_count(opts)
+        rxq = rx_queues_per_port(str(getattr(spec, "port_kind", "")), opts.queues, w)
+        mbufs = max(ports * rxq * opts.rxd + ports * w * 32 + ports * w * opts.txd + w * 256, 8192)
+        return int(TABLES_MB[opts.mode] + mbufs * MBUF_KB / 1024) + 16
+
+    @classmethod
+    def preflight_needs(cls, spec: Any) -> Needs:
+        needs = super().preflight_needs(spec)
+        needs.checks.append(l3fwd_check)
+        return needs
+
+    @classmethod
+    def fit_traffic(cls, spec: Any, traffic: Any) -> Any:
+        """The topology spec a test with ``traffic`` runs on: ``l3fwd.flows`` / ``ip_version``
+        from the test's traffic where the suite leaves them out; ValueError naming the field when
+        l3fwd cannot carry the traffic (VLAN or VXLAN frames, more flows than its routes, a route
+        table that cannot hold them, an MTU above 1500, cores or queues the port kind cannot
+        take)."""
+        opts = cls.options(spec) or L3fwdSpec()
+        want_flows = int(getattr(traffic, "flows_per_port", 1) or 1)
+        want_ip = int(getattr(traffic, "ip_version", 4) or 4)
+        out: list[str] = []
+        if getattr(traffic, "vlan", None) is not None:
+            out.append("traffic.vlan: l3fwd routes untagged IPv4/IPv6 frames (a VLAN-tagged frame "
+                       "is not IP to its packet-type parser and goes back out of the port it came "
+                       "in on); leave traffic.vlan out or use dut testpmd")
+        if getattr(traffic, "vxlan", False):
+            out.append("traffic.vxlan: l3fwd routes the outer header of a VXLAN frame, whose "
+                       "addresses are not the streams' (the frames go back out of their input "
+                       "port); leave traffic.vxlan out or use kind vxlan")
+        if opts.flows is not None and opts.flows < want_flows:
+            out.append(f"topology.l3fwd.flows: its routes are made for {opts.flows:,} flows per "
+                       f"direction, the test sends {want_flows:,} (traffic.flows_per_port); raise "
+                       f"topology.l3fwd.flows or leave it out (then it follows each test)")
+        if opts.ip_version is not None and opts.ip_version != want_ip:
+            out.append(f"topology.l3fwd.ip_version: {opts.ip_version}, but the test sends IPv"
+                       f"{want_ip} (traffic.ip_version); leave topology.l3fwd.ip_version out")
+        flows = opts.flows if opts.flows is not None else want_flows
+        out += problems(spec, opts, flows)
+        if out:
+            raise ValueError("; ".join(out))
+        if opts.flows == flows and opts.ip_version == want_ip:
+            return spec
+        section = opts.model_copy(update={"flows": flows, "ip_version": want_ip})
+        return spec.model_copy(update={"l3fwd": section})
+
+    @classmethod
+    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+        out = []
+        if section.get("mode", "lpm") != "lpm":
+            out.append(str(section["mode"]).upper())
+        if section.get("cores"):
+            out.append(f"{section['cores']} core{'s' if section['cores'] != 1 else ''}"
+                       + (" + HT" if section.get("ht") else ""))
+        if section.get("queues", 1) != 1:
+            out.append(f"{section['queues']} queues")
+        return out
+
+    # -- an instance ---------------------------------------------------------------------------
+    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+                 netns: Optional[str] = None, eth_peers: Optional[Sequence[Optional[str]]] = None,
+                 start_timeout_s: float = 60.0, **options: Any):
+        super().__init__(run, tracker, cpus, **options)
+        spec = options.get("spec")
+        self.spec = spec
+        self.opts: L3fwdSpec = self.options(spec) if spec is not None else L3fwdSpec()
+        self.netns = netns
+        self.eth_peers = list(eth_peers or [])
+        self.lcore_cpus = list(self.cpus) or [0]
+        self.mode = self.opts.mode
+        self.flows = int(self.opts.flows or 1)
+        self.ip_version = int(self.opts.ip_version or 4)
+        self.proc_name = f"l3fwd-{self.role}"
+        self.file_prefix = run.file_prefix(self.role)
+        self.start_timeout_s = start_timeout_s
+        self.proc: Optional[Process] = None
+        self.telemetry: Optional[DpdkTelemetry] = None
+        self.port_ids: list[int] = []           # DPDK port id of each add_port index
+        self.port_macs: list[str] = []
+        self.rule_files: dict[str, Any] = {}
+        self.rte_version = ""
+        self.offload_notes: list[str] = []
+        self._baseline: dict[int, dict[str, int]] = {}
+
+    # -- layout --------------------------------------------------------------------------------
+    @property
+    def lcores(self) -> int:
+        return len(self.lcore_cpus)
+
+    def port_kind(self) -> str:
+        """The spec's port kind (what the ports' devargs and queue counts follow)."""
+        if self.spec is not None:
+            return str(self.spec.port_kind)
+        p = self.ports[0] if self.ports else None
+        if p is None:
+            return "af_packet"
+        return {"veth": p.driver, "vhost-backend": "vhost"}.get(p.kind, p.kind)
+
+    def rx_queues(self) -> int:
+        return rx_queues_per_port(self.port_kind(), self.opts.queues, self.lcores)
+
+    def tx_queues(self) -> int:
+        """l3fwd sends on one TX queue per lcore (a memif peer polls as many rings)."""
+        return self.lcores
+
+    def peer_queues(self) -> int:
+        """Queue pairs the generator's virtio-user end must offer: one per l3fwd TX queue."""
+        return self.lcores
+
+    def dpdk_port_ids(self) -> list[int]:
+        """The DPDK port id of each port: the --vdev order, or for NICs the PCI bus order (DPDK
+        probes the allowed devices sorted by address)."""
+        if any(p.kind == "pci" for p in self.ports):
+            addrs = [_norm_pci(str(p.pci)) for p in self.ports]
+            order = sorted(range(len(addrs)), key=lambda i: addrs[i])
+            return [order.index(i) for i in range(len(addrs))]
+        return list(range(len(self.ports)))
+
+    def lcore_config(self) -> list[tuple[int, int, int]]:
+        """l3fwd's --config: (DPDK port id, queue, lcore), queue-major, dealt round-robin."""
+        out = []
+        n = len(self.ports)
+        ids = self.port_ids or self.dpdk_port_ids()
+        for q in range(self.rx_queues()):
+            for i in range(n):
+                out.append((ids[i], q, (q * n + i) % self.lcores))
+        return out
+
+    def port_devargs(self, index: int, port: PortRef) -> str:
+        # enough queue pairs for l3fwd's RX queues and its TX queue per lcore
+        return port.dpdk_devargs(index, max(self.rx_queues(), self.lcores))
+
+    def address_plan(self) -> AddressPlan:
+        return AddressPlan.make(len(self.ports) or spec_ports(self.spec), self.flows)
+
+    def route_lines(self) -> tuple[Any, Any]:
+        """(IPv4 lines, IPv6 lines) of the route files, in DPDK port ids."""
+        plan = self.address_plan()
+        v4, v6 = lpm_rules(plan) if self.mode == "lpm" else em_rules(plan, self.ip_version)
+        ids = self.port_ids or self.dpdk_port_ids()
+
+        def remap(lines: Any) -> Any:
+            for ln in lines:
+                head, _, out = ln.rpartition(" ")
+                yield f"{head} {ids[int(out)]}"
+        return remap(v4), remap(v6)
+
+    def write_rules(self) -> dict[str, Any]:
+        v4, v6 = self.route_lines()
+        files: dict[str, Any] = {}
+        for ver, lines in (("v4", v4), ("v6", v6)):
+            path = self.run.path(f"{self.proc_name}-{self.mode}-{ver}.cfg")
+            n = 0
+            with open(path, "w") as f:
+                f.write(f"# nfvperf: l3fwd {self.mode} routes, {self.flows} flows per direction, "
+                        f"{len(self.ports)} ports\n")
+                for ln in lines:
+                    f.write(ln + "\n")
+                    n += 1
+            files[ver] = {"path": str(path), "rules": n}
+        return files
+
+    def argv(self) -> list[str]:
+        eal = [find_l3fwd(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
+               "--file-prefix", self.file_prefix, "--log-level", "lib.eal:notice"]
+        if any(p.kind in ("vhost-user", "vhost-backend") for p in self.ports):
+            eal.append("--single-file-segments")
+        if not any(p.kind == "pci" for p in self.ports):
+            eal.append("--no-pci")
+        for i, p in enumerate(self.ports):
+            eal += ["-a", self.port_devargs(i, p)] if p.kind == "pci" else \
+                   ["--vdev", self.port_devargs(i, p)]
+        ids = self.port_ids or self.dpdk_port_ids()
+        app = ["--", "-p", hex((1 << len(self.ports)) - 1), "-P", f"--lookup={self.mode}",
+               "--config", "".join(f"({p},{q},{c})" for p, q, c in self.lcore_config()),
+               "--parse-ptype", f"--rx-queue-size={self.opts.rxd}",
+               f"--tx-queue-size={self.opts.txd}",
+               f"--rule_ipv4={self.rule_files['v4']['path']}",
+               f"--rule_ipv6={self.rule_files['v6']['path']}"]
+        if self.mode == "em" and self.ip_version == 6:
+            app.append("--ipv6")       # l3fwd fills one exact-match hash: IPv4's, or with this IPv6's
+        for i, mac in enumerate(self.eth_peers[:len(self.ports)]):
+            if mac:
+                app.append(f"--eth-dest={ids[i]},{mac}")
+        return eal + app
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def _attach_port(self, port: PortRef) -> None:
+        raise Unsupported("l3fwd takes its ports on the command line: add_port() before start()")
+
+    def check(self) -> None:
+        """ValueError naming the field when this instance cannot run (before anything starts)."""
+        if len(self.ports) < 2 or len(self.ports) % 2:
+            raise ValueError(f"topology.ports: l3fwd forwards between port pairs, got {len(self.ports)} ports")
+        spec = self.spec if self.spec is not None else _SpecView(self.port_kind(), len(self.ports),
+                                                                  max(p.mtu for p in self.ports))
+        why = problems(spec, self.opts, self.flows, self.lcores)
+        if why:
+            raise ValueError("; ".join(why))
+
+    def start(self) -> None:
+        if self.started:
+            return
+        self.check()
+        self.port_ids = self.dpdk_port_ids()
+        self.rule_files = self.write_rules()
+        self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
+                            interactive=True)
+        # registered before the process so it runs after the process is gone (LIFO)
+        self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
+        self.proc.start()
+        self.tracker.add("dut", self.proc_name, self.stop)
+        entries = sum(int(f["rules"]) for f in self.rule_files.values())
+        try:
+            out = self.proc.expect(READY, self.start_timeout_s + entries / 20_000)
+        except ProcessError as e:
+            raise DutFailure(str(e)) from None
+        self.offload_notes = re.findall(r"nfvperf-l3fwd: (port \d+: [^\r\n]*)", out)
+        self.telemetry = DpdkTelemetry(socket_path(self.file_prefix))
+        try:
+            greeting = self.telemetry.connect(wait_s=10.0)
+            self.rte_version = str(greeting.get("version", ""))
+            self.port_macs = self._read_port_macs()
+        except TelemetryError as e:
+            raise DutFailure(f"{self.proc_name}: {e}; log {self.proc.log_path}") from None
+        self.started = True
+        self._baseline = {}
+        self._trim_rule_files()
+
+    def _read_port_macs(self) -> list[str]:
+        assert self.telemetry is not None
+        names = {int(i): self.telemetry.command(f"/ethdev/info,{i}")
+                 for i in self.telemetry.command("/ethdev/list")}
+        macs = []
+        for i, p in enumerate(self.ports):
+            info = names.get(self.port_ids[i])
+            if info is None:
+                raise DutFailure(f"{self.proc_name}: port {p.name} (DPDK port {self.port_ids[i]}) did "
+                                 f"not come up; log {self.proc.log_path if self.proc else '?'}")
+            if p.kind == "pci" and _norm_pci(str(info.get("name", ""))) != _norm_pci(str(p.pci)):
+                raise DutFailure(f"{self.proc_name}: DPDK port {self.port_ids[i]} is "
+                                 f"{info.get('name')}, expected {p.pci} (port {p.name})")
+            macs.append(str(info.get("mac_addr", "")).lower())
+        return macs
+
+    def _trim_rule_files(self) -> None:
+        """Rule files of more than :data:`KEEP_RULE_LINES` lines are deleted once read."""
+        for f in self.rule_files.values():
+            if int(f["rules"]) > KEEP_RULE_LINES:
+                with contextlib.suppress(OSError):
+                    Path(f["path"]).unlink()
+                f["removed"] = True
+
+    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
+        """l3fwd routes each port pair's blocks to each other (its route files); only the
+        cross-connect (or nothing) is accepted."""
+        if flows is None:
+            return
+        want = {(f.in_port, f.out_port) for f in flows}
+        pairs = {(f.in_port, f.out_port) for f in cross_connect(len(self.ports))}
+        if not want <= pairs or any(f.match for f in flows):
+            raise Unsupported("l3fwd routes between port pairs (0<->1, 2<->3); other flows need a switch")
+
+    def stream_params(self) -> list[dict[str, Any]]:
+        """Per-direction tgen stream fields (forward pairs, then the reverse): addresses from the
+        blocks the routes send to each port."""
+        plan = self.address_plan()
+        return [plan.stream_fields(tx, rx, self.ip_version) for tx, rx in plan.directions()]
+
+    def raw_port_stats(self) -> dict[int, dict[str, int]]:
+        """Counters of each port (add_port index) since l3fwd started."""
+        if self.telemetry is None:
+            raise DutFailure(f"{self.proc_name} not started")
+        self.alive()
+        out = {}
+        try:
+            for i in range(len(self.ports)):
+                out[i] = ethdev_counters(self.telemetry.command(f"/ethdev/stats,{self.port_ids[i]}"))
+        except TelemetryError as e:
+            self.alive()
+            raise DutFailure(f"{self.proc_name}: counters: {e}") from None
+        return out
+
+    def counters(self) -> dict[str, Any]:
+        """Port counters since the last clear_counters() (since start when never cleared)."""
+        stats = self.raw_port_stats()
+        ports = {self.ports[i].name: {k: v - self._baseline.get(i, {}).get(k, 0) for k, v in s.items()}
+                 for i, s in sorted(stats.items())}
+        tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
+                                                              "rx_dropped", "tx_dropped")}
+        return {"dut": self.name, "ports": ports, "total": tot}
+
+    def clear_counters(self) -> None:
+        """Start counting from now (a snapshot; l3fwd has no console to clear them)."""
+        self._baseline = {i: dict(s) for i, s in self.raw_port_stats().items()}
+
+    def alive(self) -> None:
+        if self.proc is None:
+            raise DutFailure(f"{self.proc_name} was never started")
+        self.proc.check()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.telemetry is not None:
+            self.telemetry.close()
+            self.telemetry = None
+        # SIGINT: l3fwd stops its lcores, closes its ports (vhost/memif disconnect) and exits
+        self.proc.stop(timeout=10.0, sig=signal.SIGINT)
+        self._remove_files()
+        self.tracker.forget("dut", self.proc_name)
+        self.started = False
+
+    def _remove_files(self) -> None:
+        hp.remove_leftovers(self.file_prefix)
+
+    def version(self) -> str:
+        return self.rte_version
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        env.update({"mode": self.mode, "lcores": ",".join(f"{i}@{c}" for i, c in
+                                                           enumerate(self.lcore_cpus)),
+                    "config": self.lcore_config() if self.ports else [],
+                    "rx_queues_per_port": self.rx_queues() if self.ports else None,
+                    "tx_queues_per_port": self.lcores, "flows": self.flows,
+                    "ip_version": self.ip_version, "routes": self.rule_files,
+                    "port_ids": self.port_ids, "port_macs": self.port_macs,
+                    "eth_dest": self.eth_peers, "netns": self.netns,
+                    "file_prefix": self.file_prefix, "offloads_dropped": self.offload_notes,
+                    "argv": self.proc.argv if self.proc else None})
+        return env
+
+
+class _SpecView:
+    """The fields :func:`problems` reads, for an instance built without a TopologySpec."""
+
+    def __init__(self, port_kind: str, ports: int, mtu: int):
+        self.port_kind, self.ports, self.mtu = port_kind, ports, mtu
+        self.pci: list[str] = []
+
+
+def _norm_pci(addr: str) -> str:
+    a = addr.strip().lower()
+    return a if a.count(":") == 2 else f"0000:{a}"
