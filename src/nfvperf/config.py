@@ -565,6 +565,7 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     if topology is not None:
         _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
         _check_vlan_translation(where, method, traffic, topology, problems)
+        topology = _fit_dut_to_traffic(where, method, traffic, topology, problems)
     repeat = _test_repeat(where, entry, method, spec, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
                       traffic=traffic, topology=topology, raw=dict(entry), params_by_size=by_size,
@@ -707,6 +708,21 @@ def _check_vlan_translation(where: str, method: str, traffic: TrafficSpec, topol
     problems.append(f"{where}: topology.ovs.vlan_translate {dict(vt)} forwards only frames tagged "
                     f"{' or '.join(map(str, vt))}, but traffic.vlan is {traffic.vlan}; set "
                     f"traffic.vlan: {next(iter(vt))}")
+
+
+def _fit_dut_to_traffic(where: str, method: str, traffic: TrafficSpec, topology: TopologySpec,
+                        problems: list[str]) -> TopologySpec:
+    """The topology the test runs on as its DUT adapter sizes it for the test's traffic
+    (``DutAdapter.fit_traffic``: l3fwd's routes for the test's flows), or a problem naming the
+    field.  TCP tests (iperf3, no generator streams) keep the topology as it is."""
+    from nfvperf.methods import runs_on_iperf3
+    if runs_on_iperf3(method):
+        return topology
+    try:
+        return topology.dut_class().fit_traffic(topology, traffic)
+    except ValueError as e:
+        problems.append(f"{where}: {e}")
+        return topology
 
 
 def _test_sizes(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], problems: list[str]) -> list[int]:
