@@ -96,3 +96,24 @@ def test_gate_exits_0_with_the_capacity_unchanged(stores):
     assert "1 series against their history, 0 regressed" in p.stdout and p.stdout.rstrip().endswith("pass")
     data = json.loads(nfv("trend", "--db", str(same), "--json").stdout)
     assert [s["changes"] for s in data["series"]] == [[]]
+
+
+def ab_suite(b_capacity: float) -> dict:
+    """Two OVS builds (binary paths) as a study axis in interleaved rounds; on the simulated DUT
+    build B's capacity stands for what the build does."""
+    variant = {"a": {"topology": {"ovs": {"vswitchd": "/usr/sbin/ovs-vswitchd"}}, "sim": {"capacity_pps": 120000}},
+               "b": {"topology": {"ovs": {"vswitchd": "/opt/ovs-b/sbin/ovs-vswitchd"}},
+                     "sim": {"capacity_pps": b_capacity}}}
+    return dict(SUITE, name="ab-builds", tests=[{"method": "throughput", "name": "build", "study": {
+        "axes": {"build": variant}, "rounds": 6, "metrics": ["mrr"], "round_trial_s": 0.5}}])
+
+
+@pytest.mark.parametrize("b_capacity, rc", [(120000 * 0.9, 1), (120000, 0)])
+def test_gate_ab_two_builds_in_one_run(tmp_path, b_capacity, rc):
+    suite, db = tmp_path / "ab.yaml", tmp_path / "ab.db"
+    suite.write_text(yaml.safe_dump(ab_suite(b_capacity)))
+    run_suites((suite, db), out=tmp_path / "out")
+    p = nfv("gate", "--db", str(db), "--ab")
+    assert p.returncode == rc, p.stdout + p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("REGRESSION" if rc else "OK") and "build[build=b] 64 B vs build[build=a] 64 B" in first

@@ -400,3 +400,29 @@ def test_trend_table_marks_changes_and_uncounted_points(store):
         render(trend_series(s), Console(file=buf, width=250))
     out = buf.getvalue()
     assert "6: regression -20.0 %" in out and "interrupted (not counted)" in out and "10 (+1 not counted)" in out
+
+
+def test_two_builds_are_named_by_path_and_interleave_by_restarting():
+    """A DUT build given as a path (topology.ovs.vswitchd, topology.testpmd.binary) is a field
+    the DUT cannot change while running: a study over it restarts between its units."""
+    from nfvperf.topo.inplace import restart_fields
+    from nfvperf.topo.spec import TopologySpec
+    a = TopologySpec(kind="p-ovs-p", dut="ovs-dpdk", ports=2, port_kind="vhost", ovs={"vswitchd": "/a"})
+    b = TopologySpec(kind="p-ovs-p", dut="ovs-dpdk", ports=2, port_kind="vhost", ovs={"vswitchd": "/b"})
+    assert restart_fields(a, b) == ["ovs.vswitchd"]
+    c = TopologySpec(kind="p2p", dut="testpmd", ports=2, port_kind="vhost", testpmd={"binary": "/a"})
+    d = TopologySpec(kind="p2p", dut="testpmd", ports=2, port_kind="vhost", testpmd={"binary": "/b"})
+    assert restart_fields(c, d) == ["testpmd.binary"]
+
+
+def test_a_missing_build_path_is_a_dut_failure_naming_the_field(tmp_path):
+    from types import SimpleNamespace
+
+    from nfvperf.dut.ovs_dpdk import OvsDpdk
+    from nfvperf.trial import DutFailure
+    run = SimpleNamespace(tag="nfvtest", run_dir=str(tmp_path), file_prefix=lambda role: f"nfvtest-{role}")
+    spec = SimpleNamespace(ovs=SimpleNamespace(vswitchd=str(tmp_path / "nope"), pmd_cpu_mask=None, socket_mem_mb=512,
+                                               dpdk_socket_mem=lambda: "512"), port_kind="vhost")
+    dut = OvsDpdk(run, None, spec=spec)
+    with pytest.raises(DutFailure, match="topology.ovs.vswitchd: .*nope does not exist"):
+        dut._vswitchd()

@@ -159,6 +159,10 @@ class OvsSpec(AdapterOptions):
     existing_ctl: Optional[str] = Field(
         None, description="that ovs-vswitchd's unixctl socket (default: the ovs-vswitchd.<pid>.ctl "
         "next to existing_db)")
+    vswitchd: Optional[str] = Field(
+        None, description="the ovs-vswitchd binary to run, a DUT build (default: the installed one); "
+        "two builds compared in one run: a study axis topology.ovs.vswitchd: [/usr/sbin/ovs-vswitchd, "
+        "/opt/ovs-b/sbin/ovs-vswitchd] with rounds (interleaved by restarting), gated by nfvperf gate --ab")
 
 
     @field_validator("socket_mem", mode="before")
@@ -403,7 +407,7 @@ class OvsDpdk(DutAdapter):
         #: other_config:dpdk-socket-mem (and -limit): MB per NUMA socket, e.g. '11264,1024'
         self.socket_mem = str(socket_mem_mb) if socket_mem_mb else \
             (spec.dpdk_socket_mem() if hasattr(spec, "dpdk_socket_mem") else str(self.socket_mem_mb))
-        self.vswitchd_bin = vswitchd
+        self.vswitchd_bin = vswitchd or (getattr(spec, "vswitchd", None) if spec is not None else None)
         self.start_timeout_s = start_timeout_s
         self.file_prefix = run.file_prefix("ovs")
         # where the daemons run (nfvperf.host.proc.LOCAL, or an SshHost of a testbed: then the
@@ -514,6 +518,9 @@ class OvsDpdk(DutAdapter):
 
     def _vswitchd(self) -> str:
         if self.vswitchd_bin:
+            if not self.host.exists(self.vswitchd_bin):
+                raise DutFailure(f"topology.ovs.vswitchd: {self.vswitchd_bin} does not exist on "
+                                 f"{getattr(self.host, 'name', 'this host')}; give the path of an ovs-vswitchd build")
             return self.vswitchd_bin
         if not self.remote:
             return _find_vswitchd()

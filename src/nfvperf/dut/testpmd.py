@@ -79,6 +79,10 @@ class TestpmdSpec(AdapterOptions):
         1024, ge=64, le=4096, description="virtqueue size of the container VNF's virtio-user ports "
         "(a power of two; DPDK's default is 256): a VNF sharing a CPU is descheduled for "
         "milliseconds, and the vring is what the switch can queue to it meanwhile")
+    binary: Optional[str] = Field(
+        None, description="the dpdk-testpmd binary to run, a DUT (or VNF) build (default: $NFVPERF_TESTPMD "
+        "or the installed one); two builds in one run: a study axis topology.testpmd.binary: [A, B] "
+        "with rounds, gated by nfvperf gate --ab")
 
     @model_validator(mode="after")
     def _cores_one_way(self) -> "TestpmdSpec":
@@ -172,6 +176,7 @@ class _TestpmdProcess(DutAdapter):
         tp = getattr(spec, "testpmd", None)
         super().__init__(run, tracker, cpus, **options)
         self.netns = netns
+        self.binary_path: Optional[str] = getattr(tp, "binary", None) if tp is not None else None
         self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
         plan = options.get("plan")
         if lcores is None and tp is not None and tp.lcores:
@@ -214,7 +219,12 @@ class _TestpmdProcess(DutAdapter):
         return port.dpdk_devargs(index, self.queues)
 
     def binary(self) -> str:
-        """testpmd's path on the host it runs on."""
+        """testpmd's path on the host it runs on (``testpmd.binary`` when the suite names a build)."""
+        if self.binary_path:
+            if not self.host.exists(self.binary_path):
+                raise DutFailure(f"topology.testpmd.binary: {self.binary_path} does not exist on "
+                                 f"{getattr(self.host, 'name', 'this host')}; give the path of a dpdk-testpmd build")
+            return self.binary_path
         if not self.remote:
             return find_testpmd()
         for cand in TESTPMD.candidates:
