@@ -79,7 +79,7 @@ def test_kind_and_dut_errors_name_the_registered_values() -> None:
     probs = _problems(_suite(kind="nope"))
     assert probs == ["topology.kind: got 'nope'; allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp' or 'vxlan'"]
     probs = _problems(_suite(dut="ovs"))
-    assert probs == ["topology.dut: got 'ovs'; allowed values: 'linux-bridge', 'ovs-dpdk', 'ovs-system' or 'testpmd'"]
+    assert probs == ["topology.dut: got 'ovs'; allowed values: 'l3fwd', 'linux-bridge', 'ovs-dpdk', 'ovs-system' or 'testpmd'"]
 
 
 def test_incompatible_topology_and_dut_refused_at_validation() -> None:
@@ -94,7 +94,7 @@ def test_incompatible_topology_and_dut_refused_at_validation() -> None:
     assert probs[0].startswith("topology.port_kind: kind p2p with dut linux-bridge cannot use port_kind 'pci'")
     with pytest.raises(ValidationError, match="p-ovs-p"):
         TopologySpec(kind="p2p")                      # the default dut (ovs-dpdk) does not fit p2p
-    assert allowed_duts("p2p") == ["linux-bridge", "testpmd"]
+    assert allowed_duts("p2p") == ["l3fwd", "linux-bridge", "testpmd"]
 
 
 # --------------------------------------------------------------------------- one module each
