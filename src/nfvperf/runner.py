@@ -355,12 +355,12 @@ def make_sim_measurer(suite: Suite, spec: Any = None) -> Measurer:
 
 def sim_unit(spec: Any, params: Any = None) -> Any:
     """What the sim's model needs from a topology spec (and a test's method params): DUT, kind,
-    switching operations, VNFs, ports, PMD cores (``pmd_cores``/``ht`` when the DUT options have
-    them, else the popcount of ``pmd_cpu_mask``), rx queues, rules, SMC, TCP TSO/multi-queue."""
+    switching operations, VNFs, ports, PMD cores (``pmd_cores``/``ht`` or ``cores``/``ht`` when
+    the DUT options have them, else the popcount of ``pmd_cpu_mask``), rx queues, rules, SMC, TCP TSO/multi-queue."""
     import nfvperf.topo as topo
     from nfvperf.tg.sim_model import SimUnit, popcount_mask
     opts = spec.dut_class().options(spec)     # the DUT's own topology section (ovs:, testpmd: ...)
-    cores = getattr(opts, "pmd_cores", None)
+    cores = getattr(opts, "pmd_cores", None) or getattr(opts, "cores", None)
     rxq = getattr(opts, "n_rxq", None) or getattr(opts, "queues", None) or 1
     return SimUnit(dut=spec.dut, datapath=getattr(opts, "datapath", None), kind=spec.kind,
                    switching_ops=topo.switching_operations(spec),
