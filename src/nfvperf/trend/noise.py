@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from nfvperf.report.compare import ROUNDS_SOURCE, host_noise, noise_threshold
-from nfvperf.report.extract import headline_pps, num
+from nfvperf.report.extract import headline_pps, num, repeat_of
 
 
 def rounds_figures(data: dict[str, Any], metric: str) -> tuple[Optional[float], list[float], Optional[float]]:
@@ -50,7 +50,8 @@ def point_value(p: Any, kind: str, value: Optional[float], data: dict[str, Any])
     p.value = value if value is not None else (headline_pps(data) if data else None)
     if not data:
         return
-    thr, source = noise_threshold(data, data, 0.0)
+    # the threshold of the result against itself (a repeated search needs both sides to say so)
+    thr, source = noise_threshold(data, data if repeat_of(data) is not None else {}, 0.0)
     if not source and thr > 0:
         source = "search width"
     host = host_noise(SimpleNamespace(environment=env))

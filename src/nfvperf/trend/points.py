@@ -15,10 +15,12 @@ Memory is then one small record per point of the selected series.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from nfvperf.report.extract import RATE_METHODS
@@ -74,45 +76,68 @@ class Series:
     points: list[Point] = field(default_factory=list)
 
 
+def _text(col: Any) -> Any:
+    """A JSON column or path as its text (parsed here, once per distinct text: 10,000 runs of one
+    suite share one topology)."""
+    return cast(col, Text)
+
+
 def _run_columns() -> list[Any]:
     return [Run.id, Run.uid, Run.tag, Run.status, Run.started_at, Run.suite, Run.dut, Run.testbed,
-            Run.config["topology"], Run.environment["hostname"], Run.environment["cpu_steadiness"],
+            _text(Run.config["topology"]), Run.environment["hostname"], _text(Run.environment["cpu_steadiness"]),
             Run.environment[("measurer", "topology", "dut", "version")], Run.environment["pid"],
             Run.environment["pid_starttime"]]
 
 
 def _test_columns() -> list[Any]:
-    return [Test.id, Test.name, Test.method, Test.frame_size_b, Test.status, Test.topology, Test.traffic,
-            Test.study]
+    return [Test.id, Test.name, Test.method, Test.frame_size_b, Test.status, _text(Test.topology),
+            _text(Test.traffic), _text(Test.study)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: Optional[str]) -> Any:
+    """A JSON text parsed (shared: callers never mutate it)."""
+    if text is None:
+        return None
+    v = json.loads(text)
+    if isinstance(v, str) and v[:1] in "{[":          # a JSON path's text may be quoted once more
+        v = json.loads(v)
+    return v
+
+
+def _dict(text: Optional[str]) -> dict[str, Any]:
+    v = _parsed(text)
+    return v if isinstance(v, dict) else {}
 
 
 def _run_info(row: Any) -> RunInfo:
     rid, uid, tag, status, started, suite, dut, testbed, topo, host, steady, version, pid, pst = row[:14]
     return RunInfo(id=rid, uid=uid, tag=tag, status=status, started_at=started, suite=suite, dut=dut,
                    testbed=testbed, hostname=host if isinstance(host, str) else None,
-                   config_topology=topo if isinstance(topo, dict) else {},
-                   cpu_steadiness=steady if isinstance(steady, dict) else None,
+                   config_topology=_dict(topo), cpu_steadiness=_dict(steady) or None,
                    dut_version=str(version) if version else None,
                    pid=pid if isinstance(pid, int) else None, pid_starttime=pst if isinstance(pst, int) else None)
 
 
 def candidate_rows(s: Session, sel: Selector, since: Optional[int] = None,
-                   until: Optional[int] = None) -> Iterator[tuple[RunInfo, StoredTest]]:
-    """Every stored test the selector's SQL side allows, with its run, oldest run first."""
+                   until: Optional[int] = None) -> Iterator[tuple[RunInfo, StoredTest, tuple[Any, ...]]]:
+    """Every stored test the selector's SQL side allows, with its run, oldest run first, and the
+    key its identity depends on (equal keys: equal identities)."""
     q = (select(*_run_columns(), *_test_columns()).join(Run, Test.run_id == Run.id)
          .where(*sel.where(Test, Run)).order_by(Run.started_at, Run.id, Test.id))
     if since is not None:
         q = q.where(Run.id >= since)
     if until is not None:
         q = q.where(Run.id <= until)
-    runs: dict[int, RunInfo] = {}
+    run: Optional[RunInfo] = None
     for row in s.execute(q.execution_options(yield_per=CHUNK)):
-        run = runs.get(row[0])
-        if run is None:
-            runs.clear()                 # rows come run by run: keep one
-            run = runs[row[0]] = _run_info(row)
+        if run is None or run.id != row[0]:
+            run = _run_info(row)
         tid, name, method, size, tstatus, topo, traffic, study = row[14:]
-        yield run, StoredTest(tid, name, method, size, tstatus, topo, traffic, study, run.config_topology)
+        key = (row[8], run.dut, run.testbed, run.hostname, method, size, topo, traffic, study)
+        st = StoredTest(tid, name, method, size, tstatus, _dict(topo), _dict(traffic), _dict(study) or None,
+                        run.config_topology)
+        yield run, st, key
 
 
 def select_series(s: Session, selector: Any = None, since: Optional[int] = None,
@@ -123,13 +148,17 @@ def select_series(s: Session, selector: Any = None, since: Optional[int] = None,
     out: dict[str, Series] = {}
     seen: dict[str, set[Any]] = {k: set() for k in ("metric", "dut", "host", "topology", "port_kind",
                                                      "flows", "axis", "series")}
-    for run, test in candidate_rows(s, sel, since, until):
+    known: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+    for run, test, key in candidate_rows(s, sel, since, until):
         for metric in test.metrics():
             if metric == test.method and not test.is_rounds and test.method not in RATE_METHODS:
                 continue               # a trend is of rates: latency, back-to-back... are not trended
-            ident = identity(test, run, metric)
-            sid = series_id(ident)
-            _remember(seen, sid, ident)
+            got = known.get(key + (metric,))
+            if got is None:
+                ident = identity(test, run, metric)
+                got = known[key + (metric,)] = (series_id(ident), ident)
+                _remember(seen, got[0], ident)
+            sid, ident = got
             if not sel.matches(sid, ident):
                 continue
             ser = out.get(sid)
