@@ -324,3 +324,20 @@ def test_telemetry_client_talks_the_v2_protocol(tmp_path):
     assert seen == ["/ethdev/stats,1", "/quit"]
     with pytest.raises(TelemetryError, match="nope"):
         DpdkTelemetry(tmp_path / "nope").connect()
+
+
+def test_cpus_place_the_lcores_on_given_cpus():
+    from nfvperf.host.cpu import CoreRequestError, PinningPlan
+    s = spec(l3fwd={"cpus": "0-1"})
+    assert L3fwd.describe_options(s.l3fwd.model_dump()) == ["CPUs 0-1"]
+    plan = PinningPlan(housekeeping=[0], roles={"dut": [1], "tgen": [1]}, topology={"online": "0-1"})
+    L3fwd.adjust_plan(plan, s)
+    assert plan.roles["dut"] == [0, 1] and plan.cores_shared and "CPU(s) 1" in plan.warnings[-1]
+    with pytest.raises(CoreRequestError, match=r"^topology\.l3fwd\.cpus: CPU\(s\) 7 are not on this host"):
+        L3fwd.adjust_plan(PinningPlan(housekeeping=[0], topology={"online": "0-1"}), spec(l3fwd={"cpus": "1,7"}))
+    with pytest.raises(ValidationError, match="not both"):
+        spec(l3fwd={"cpus": "1", "cores": 1})
+    with pytest.raises(ValidationError, match="a CPU list"):
+        spec(l3fwd={"cpus": "x"})
+    with pytest.raises(ValueError, match=r"topology\.l3fwd\.cpus: .* af_xdp"):
+        L3fwd.fit_traffic(spec(port_kind="af_xdp", l3fwd={"cpus": "0,1"}), Traffic())

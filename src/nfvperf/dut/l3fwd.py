@@ -38,7 +38,7 @@ from typing import Any, Literal, Optional, Sequence
 from pydantic import Field, model_validator
 
 from nfvperf.host import hugepages as hp
-from nfvperf.host.cpu import CoreRequest
+from nfvperf.host.cpu import CoreRequest, CoreRequestError, format_cpulist, parse_cpulist
 from nfvperf.host.dpdk_telemetry import DpdkTelemetry, TelemetryError, ethdev_counters, socket_path
 from nfvperf.host.preflight import Needs, check_tool
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -89,6 +89,7 @@ def l3fwd_check(required: Sequence[str] = ()) -> Any:
 
 # the suite's ``topology.l3fwd:`` section
 class L3fwdSpec(AdapterOptions):
+    alternatives = (("cores", "cpus"),)
     mode: Literal["lpm", "em"] = Field("lpm", description="route lookup: lpm (longest prefix match, "
                                        "one route per port) or em (exact match, one entry per flow "
                                        "and direction)")
@@ -96,6 +97,9 @@ class L3fwdSpec(AdapterOptions):
         None, ge=1, le=64, description="forwarding cores as a count of physical cores, resolved "
         "from the host's sibling map (default: one CPU of the plan); every lcore forwards")
     ht: bool = Field(False, description="with cores: lcores on both hyper-threads of each core")
+    cpus: Optional[str] = Field(
+        None, description="the lcores' CPUs as a CPU list ('10,11' or '10-11'), one lcore each, "
+        "instead of cores (NUMA placement: the seed's l3fwd -c masks)")
     queues: int = Field(1, ge=1, le=16, description="RX queues per port, dealt round-robin to the "
                         "lcores (the seed's '1 TX/RX queue per port'); lcores beyond ports x "
                         "queues stay idle")
@@ -113,11 +117,22 @@ class L3fwdSpec(AdapterOptions):
     def _ht_needs_cores(self) -> "L3fwdSpec":
         if self.ht and self.cores is None:
             raise ValueError("ht: true applies to cores (both hyper-threads of each core); give cores")
+        if self.cpus is not None:
+            if self.cores is not None:
+                raise ValueError(f"give cores ({self.cores}) or cpus ({self.cpus!r}), not both")
+            try:
+                ok = bool(parse_cpulist(self.cpus))
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"cpus: a CPU list such as '2,3' or '2-5', not {self.cpus!r}")
         return self
 
 
 def lcore_count(opts: Any) -> int:
-    """Forwarding lcores the options ask for (1 without ``cores``)."""
+    """Forwarding lcores the options ask for (1 without ``cores`` or ``cpus``)."""
+    if opts is not None and getattr(opts, "cpus", None):
+        return len(parse_cpulist(opts.cpus))
     if opts is None or getattr(opts, "cores", None) is None:
         return 1
     return int(opts.cores) * (2 if opts.ht else 1)
@@ -149,7 +164,8 @@ def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> 
     w = lcore_count(opts) if lcores is None else lcores
     q = int(getattr(opts, "queues", 1) or 1)
     if pk == "af_xdp" and (w > 1 or q > 1):
-        out.append(f"topology.l3fwd.{'cores' if w > 1 else 'queues'}: l3fwd sends on one TX queue per "
+        which = ("cpus" if getattr(opts, "cpus", None) else "cores") if w > 1 else "queues"
+        out.append(f"topology.l3fwd.{which}: l3fwd sends on one TX queue per "
                    f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
                    f"and one queue ({w} lcores, {q} queues asked); use port_kind af_packet, vhost or "
                    f"memif for more")
@@ -185,6 +201,26 @@ class L3fwd(DutAdapter):
         if opts is None or opts.cores is None:
             return None
         return CoreRequest("topology.l3fwd.cores", int(opts.cores), bool(opts.ht), "topology.l3fwd.ht")
+
+    @classmethod
+    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+        """``l3fwd.cpus``: the DUT's lcores on exactly those CPUs (each must be on the host)."""
+        opts = cls.options(spec)
+        if opts is None or not opts.cpus:
+            return
+        cpus = parse_cpulist(opts.cpus)
+        online = parse_cpulist(str((plan.topology or {}).get("online") or ""))
+        missing = [c for c in cpus if online and c not in online]
+        if missing:
+            raise CoreRequestError(f"topology.l3fwd.cpus: CPU(s) {format_cpulist(missing)} are not on "
+                                   f"this host (online: {format_cpulist(online)}); give CPUs it has "
+                                   f"or cores: N")
+        plan.roles["dut"] = cpus
+        shared = sorted(set(cpus) & {c for r, cs in plan.roles.items() if r != "dut" for c in cs})
+        if shared:
+            plan.cores_shared = True
+            plan.warnings.append(f"topology.l3fwd.cpus {opts.cpus}: CPU(s) {format_cpulist(shared)} "
+                                 f"also poll for another role")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -240,6 +276,8 @@ class L3fwd(DutAdapter):
         out = []
         if section.get("mode", "lpm") != "lpm":
             out.append(str(section["mode"]).upper())
+        if section.get("cpus"):
+            out.append(f"CPUs {section['cpus']}")
         if section.get("cores"):
             out.append(f"{section['cores']} core{'s' if section['cores'] != 1 else ''}"
                        + (" + HT" if section.get("ht") else ""))
