@@ -426,3 +426,18 @@ def test_a_missing_build_path_is_a_dut_failure_naming_the_field(tmp_path):
     dut = OvsDpdk(run, None, spec=spec)
     with pytest.raises(DutFailure, match="topology.ovs.vswitchd: .*nope does not exist"):
         dut._vswitchd()
+
+
+def test_a_store_that_cannot_be_migrated_is_refused_with_the_way_to_migrate(tmp_path, monkeypatch, capsys):
+    import nfvperf.store
+    from nfvperf.cli import main
+    from sqlalchemy.exc import OperationalError
+    db = tmp_path / "old.db"
+    Store(str(db)).close()
+
+    def read_only(*a: Any, **kw: Any) -> Any:
+        raise OperationalError("ALTER TABLE tests ADD COLUMN study JSON", {}, Exception("permission denied"))
+    monkeypatch.setattr(nfvperf.store, "Store", read_only)
+    assert main(["trend", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "older schema is migrated in place" in err and "migrate it once with write access" in err
