@@ -33,6 +33,7 @@ from typing import Any, Optional
 from nfvperf.methods.capacity import METRIC_TITLES, WARM_FOR_S, RoundSettings, measure_round
 from nfvperf.stats import median_interval, ratio_interval
 from nfvperf.trial import DutFailure
+from nfvperf.topo import tx_pairs
 from nfvperf.units import directions
 
 
@@ -223,7 +224,7 @@ class RoundsRun:
         loop = self.loop
         for u in self.units:
             u.profile = loop.suite.traffic_profile(u.test, u.size)
-            u.ndir = directions(u.test.traffic, u.spec.ports)
+            u.ndir = directions(u.test.traffic, u.spec.ports, tx_pairs(u.spec))
             with loop.interrupts.critical():
                 row = loop.store.start_test(loop.run.id, name=u.test.name, method=u.test.method,
                                             frame_size_b=u.size, params=u.test.params_dict(u.size),

@@ -43,6 +43,7 @@ from nfvperf.plan import RunPlan, plan_run, test_units, tso_refusal, unit_label
 from nfvperf.store import Store
 from nfvperf.store.db import jsonable, process_starttime
 from nfvperf.testbed.spec import TestbedSpec
+from nfvperf.topo import tx_pairs
 from nfvperf.topo.base import HostTooSmall
 from nfvperf.units import directions
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile
@@ -827,7 +828,7 @@ class RunLoop:
         label = unit_label(test, size)
         self.progress.unit(label)
         profile = self.suite.traffic_profile(test, size)
-        ndir = directions(test.traffic, topo_spec.ports)
+        ndir = directions(test.traffic, topo_spec.ports, tx_pairs(topo_spec))
         row = dict(topo_row, directions=ndir)
         fitted = [c.text() for c in self.fit_changes(test, size)]
         if fitted:

@@ -291,7 +291,9 @@ def reorder_stats(seqs: Sequence[int]) -> dict[str, float]:
             "ratio_pct": (reordered / n * 100.0) if n else 0.0, "extent_max": extent_max}
 
 
-def directions(traffic: "Mapping[str, object]", ports: int) -> int:
-    """Transmitting interfaces: aggregate = per-interface load x this (METHODOLOGY G7)."""
-    pairs = max(1, ports // 2)
-    return pairs * (2 if traffic.get("bidirectional", True) else 1)
+def directions(traffic: "Mapping[str, object]", ports: int, pairs: Optional[int] = None) -> int:
+    """Transmitting interfaces: aggregate = per-interface load x this (METHODOLOGY G7).
+    ``pairs``: the generator port pairs that send (default ports // 2; a topology may send on
+    fewer: :func:`nfvperf.topo.tx_pairs`, e.g. an active-backup bond's primaries)."""
+    n = max(1, ports // 2) if pairs is None else max(1, int(pairs))
+    return n * (2 if traffic.get("bidirectional", True) else 1)

@@ -247,3 +247,16 @@ def test_measurer_result_carries_the_members_counts() -> None:
     (s,) = r.streams
     assert s.rx_ports == [1, 3] and s.rx_by_port == {"1": 600, "3": 400} and s.lost == 0
     assert r.valid and r.to_dict()["streams"][0]["rx_by_port"] == {"1": 600, "3": 400}
+
+
+def test_active_backup_aggregate_counts_the_primaries_only() -> None:
+    """The report's aggregate is per-interface load x transmitting interfaces: with
+    active-backup bonds only the primaries send (2 of 4 ports, bidirectional)."""
+    from nfvperf.topo import tx_pairs
+    from nfvperf.units import directions
+    ab = TopologySpec(kind="p-ovs-p", ports=4, port_kind="vhost", ovs={"bond_mode": "active-backup"})
+    slb = TopologySpec(kind="p-ovs-p", ports=4, port_kind="vhost", ovs={"bond_mode": "balance-slb"})
+    assert tx_pairs(ab) == 1 and tx_pairs(slb) == 2 and tx_pairs(TopologySpec(ports=4)) == 2
+    assert directions({"bidirectional": True}, 4, tx_pairs(ab)) == 2
+    assert directions({"bidirectional": False}, 4, tx_pairs(ab)) == 1
+    assert directions({"bidirectional": True}, 4, tx_pairs(slb)) == 4 == directions({}, 4)

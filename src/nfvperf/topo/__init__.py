@@ -77,6 +77,14 @@ def switching_operations(spec: TopologySpec) -> int:
     return int(getattr(topology_class(spec.kind), "base_switching_operations", 1))
 
 
+def tx_pairs(spec: TopologySpec) -> int:
+    """The generator port pairs that send traffic in ``spec`` (``Topology.tx_pair_count``; by
+    default ports // 2), without building it: the transmitting interfaces of the aggregate."""
+    cls = topology_class(spec.kind)
+    count = getattr(cls, "tx_pair_count", None)
+    return int(count(spec)) if count is not None else max(1, int(spec.ports) // 2)
+
+
 def build(spec: TopologySpec, run: Any, **kwargs: Any):
     """The Topology for ``spec`` (not yet up: enter it, ``with build(spec, run) as topo:``).
 

@@ -276,6 +276,11 @@ class Topology:
         and the fix), or None; checked when a TopologySpec is validated, before anything starts."""
         return None
 
+    @classmethod
+    def tx_pair_count(cls, spec: Any) -> int:
+        """How many port pairs :meth:`tg_pairs` gives for ``spec`` (before the ports exist)."""
+        return max(1, int(spec.ports) // 2)
+
     def tg_pairs(self) -> list[tuple[int, int]]:
         """Generator (tx_port, rx_port) directions: 0->1, 2->3, ... (reverse added when bidir)."""
         return [(i, i + 1) for i in range(0, len(self.ports) - 1, 2)]

@@ -345,6 +345,12 @@ class PhyOvsPhy(OvsTopology):
         by any member of the egress bond."""
         return self.bond_sides() if self.bond_mode() else []
 
+    @classmethod
+    def tx_pair_count(cls, spec: Any) -> int:
+        if getattr(getattr(spec, "ovs", None), "bond_mode", None) == "active-backup":
+            return 1
+        return super().tx_pair_count(spec)
+
     def tg_pairs(self) -> list[tuple[int, int]]:
         """Port pairs 0->1, 2->3 ...; an active-backup bond admits frames only on its active
         member (OVS drops what arrives on a backup), so there only the primaries (0 and 1)
