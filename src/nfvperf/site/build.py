@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from nfvperf.site.catalog import RunRow, run_rows
-from nfvperf.site.compare import compare_page
 from nfvperf.site.index import index_page
 from nfvperf.site.manifest import BuildReport, Manifest, input_hash
 from nfvperf.site.render import ASSET_FILES, asset_text
-from nfvperf.site.runs import run_page, study_page
-from nfvperf.site.trends import RunRef, SeriesView, series_views, trend_page, trends_index
+
+# the report pages, comparisons and trends (matplotlib, the report's tables, the trend) are
+# imported where a page of theirs is written: an index-only build reads the run rows only
 
 #: what a build can be asked to (re)build; the directory each part owns
 PARTS = {"index": "index.html", "runs": "runs/", "studies": "studies/", "compare": "compare/",
@@ -61,7 +61,6 @@ def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend
             if n % 100 == 0:
                 say(f"site: {n}/{len(rows)} runs checked, {len(man.report.written)} page(s) written")
     notes: list[str] = []
-    views: list[SeriesView] = []
     if "trends" in parts:                  # the index does not need them: it links trends/index.html
         views = _series(store, trend, selector, notes)
         _trend_pages(man, views, rows, notes)
@@ -76,6 +75,8 @@ def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend
 def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow], parts: tuple[str, ...]) -> None:
     """The run's report, study and comparison pages that are not fresh; the run (and the one it
     is compared with) loaded only then."""
+    from nfvperf.site.compare import compare_page
+    from nfvperf.site.runs import run_page, study_page
     todo: list[tuple[str, str, Callable[[Any], str]]] = []
     if "runs" in parts:
         todo.append((f"runs/{row.id}.html", input_hash("run", row.fingerprint, row.previous),
@@ -95,7 +96,8 @@ def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow],
         man.write_page(rel, digest, fn(run))
 
 
-def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str]) -> list[SeriesView]:
+def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str]) -> list[Any]:
+    from nfvperf.site.trends import series_views
     fn = trend or default_trend()
     try:
         doc = fn(store, selector) if selector is not None else fn(store)
@@ -105,7 +107,8 @@ def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str
     return series_views(doc if isinstance(doc, dict) else {})
 
 
-def _trend_pages(man: Manifest, views: list[SeriesView], rows: list[RunRow], notes: list[str]) -> None:
+def _trend_pages(man: Manifest, views: list[Any], rows: list[RunRow], notes: list[str]) -> None:
+    from nfvperf.site.trends import RunRef, trend_page, trends_index
     refs: dict[str, int] = {}
     for r in rows:
         refs.update({str(r.id): r.id, r.uid: r.id, r.tag: r.id})
