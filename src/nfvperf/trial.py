@@ -46,6 +46,7 @@ class TrafficProfile:
     ip_version: Literal[4, 6] = 4
     latency: bool = True                 # timestamp/measure latency on the test frames
     learning: bool = True                # send RFC 2544 §23 learning frames before the trial
+    learning_s: float = 2.0              # and wait this long after them, before the trial's traffic
     drain_s: float = 2.0                 # wait for residual frames after traffic stops
     settle_s: float = 0.0                # wait for the DUT to restabilise after the trial
 

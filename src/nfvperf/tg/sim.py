@@ -241,7 +241,7 @@ class SimMeasurer(Measurer):
         self.total_trial_s += duration_s
         if self.time_scale > 0:      # optional: let a trial take scaled wall time (demo, Ctrl-C tests)
             time.sleep(duration_s * self.time_scale)
-        self.wall_s += (duration_s + (2.0 if p.learning else 0.0) + p.drain_s + p.settle_s
+        self.wall_s += (duration_s + (p.learning_s if p.learning else 0.0) + p.drain_s + p.settle_s
                         + (2.0 if self.router else 0.0))
 
     def _trial_speed(self, duration_s: float) -> Optional[float]:
@@ -249,7 +249,7 @@ class SimMeasurer(Measurer):
         window starts after the learning frames, on the virtual clock ``wall_s``."""
         if self.noise is None:
             return None
-        t0 = self.wall_s + (2.0 if self.profile.learning else 0.0)
+        t0 = self.wall_s + (self.profile.learning_s if self.profile.learning else 0.0)
         return self.noise.trial_speed(t0, duration_s)
 
     def _trial_capacity(self, speed: Optional[float]) -> float:
