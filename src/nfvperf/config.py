@@ -127,8 +127,8 @@ class TrafficSpec(_Strict):
             flows_per_port=self.flows_per_port, bidirectional=self.bidirectional,
             link_speed_bps=self.link_speed_bps, vxlan=self.vxlan, vlan=self.vlan,
             ip_version=self.ip_version, latency=self.latency,
-            learning=(timing.learning_s or 0) > 0, learning_s=float(timing.learning_s or 0.0), drain_s=float(timing.drain_s or 0.0),
-            settle_s=float(timing.settle_s or 0.0), **kw)
+            learning=(timing.learning_s or 0) > 0, learning_s=float(timing.learning_s or 0.0),
+            drain_s=float(timing.drain_s or 0.0), settle_s=float(timing.settle_s or 0.0), **kw)
 
     # read access by key, as the per-test traffic dict this model replaced (``t.traffic["vxlan"]``,
     # ``units.directions(t.traffic, ports)``)
