@@ -188,3 +188,86 @@ def test_tcp_seed_on_vhost_is_refused_with_the_reason() -> None:
                         "vhost"], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=120)
     assert p.returncode == 2
     assert "runs iperf3 on kernel interfaces" in p.stderr and "use af_packet or af_xdp" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ validate lists what run skips
+
+def _kind(suite: str) -> str:
+    return "af_packet" if suite.startswith("seed001") else "vhost"
+
+
+def _validate_plan(*args: str) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, "-m", "nfvperf", "validate", *args, "--json"], capture_output=True,
+                       text=True, cwd=REPO, env=ENV, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)
+
+
+def _stored_run(db: str, run_id: int) -> tuple[dict[str, Any], list[tuple[str, Any, str, Any, Any]]]:
+    """(environment, [(name, size, status, reason, topology)]) of a stored run."""
+    con = sqlite3.connect(db)
+    (env,) = con.execute("select environment from runs where id = ?", (run_id,)).fetchone()
+    rows = con.execute("select name, frame_size_b, status, reason, topology from tests where run_id = ? "
+                       "order by id", (run_id,)).fetchall()
+    con.close()
+    return json.loads(env), [(n, s, st, r, json.loads(t) if t else {}) for n, s, st, r, t in rows]
+
+
+def _label(name: str, size: Any) -> str:
+    return f"{name} {size} B" if size else name
+
+
+def _skips(rows: list[tuple[str, Any, str, Any, Any]]) -> list[tuple[str, str]]:
+    return [(_label(n, s), r) for n, s, st, r, _t in rows if st == "skipped"]
+
+
+@pytest.mark.parametrize("suite", SEEDS)
+def test_validate_lists_what_the_sim_run_skips(store, suite: str) -> None:
+    """The suites as written on the sim (the module's runs): validate --tg sim lists the same
+    skipped units (none: the model builds nothing) as the run stored."""
+    plan = _validate_plan(f"suites/{suite}", "--tg", "sim", "--quick")
+    _env, rows = _stored_run(store["db"], store["runs"][suite])
+    assert [(s["unit"], s["reason"]) for s in plan["skipped"]] == _skips(rows)
+    assert plan["units"] == len(rows) and plan["running"] == len(rows) - len(_skips(rows))
+
+
+@pytest.mark.parametrize("suite", SEEDS)
+def test_validate_lists_what_a_fitted_run_skips_and_changes(tmp_path, suite: str) -> None:
+    """--fit-host on the emulated ports, on the sim (which then models this host): validate's
+    skipped units and reasons are the run's; its changes are the ones the run stores in its
+    environment, and each unit it names carries the change in its test row."""
+    args = [f"suites/{suite}", "--tg", "sim", "--quick", "--port-kind", _kind(suite), "--fit-host"]
+    plan = _validate_plan(*args)
+    db = str(tmp_path / "r.db")
+    p = subprocess.run([sys.executable, "-m", "nfvperf", "run", *args, "--no-progress", "--db", db, "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=900)
+    assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-2000:]
+    env, rows = _stored_run(db, 1)
+    assert [(s["unit"], s["reason"]) for s in plan["skipped"]] == _skips(rows)
+    assert [r["text"] for r in plan["fitted"]] == env["fit_host"]["changes"]
+    assert env["plan"]["fitted"] == plan["fitted"]
+    fitted_rows = {_label(n, s): t.get("fitted_to_host") or [] for n, s, st, _r, t in rows if st != "skipped"}
+    for change in plan["fitted"]:
+        for unit in change["units"]:
+            assert change["text"] in fitted_rows[unit], (unit, change["text"])
+    named = {u for c in plan["fitted"] for u in c["units"]}
+    assert all(not v for u, v in fitted_rows.items() if u not in named)
+
+
+@pytest.mark.parametrize("suite", SEEDS)
+def test_validate_lists_what_a_real_run_skips_when_nothing_fits(tmp_path, suite: str) -> None:
+    """--tg tgen on the emulated ports without --fit-host: where validate says nothing would run
+    on this host (seed 004 without SMT; seed 001, whose tcp tests need iperf3), the real run skips
+    exactly those units, with the same reasons, builds nothing and fails."""
+    args = [f"suites/{suite}", "--tg", "tgen", "--quick", "--port-kind", _kind(suite)]
+    plan = _validate_plan(*args)
+    if plan["running"]:
+        pytest.skip(f"{plan['running']} unit(s) of {suite} run on this host: a real run of them is "
+                    f"the seed run itself, not this check")
+    db = str(tmp_path / "r.db")
+    p = subprocess.run([sys.executable, "-m", "nfvperf", "run", *args, "--no-progress", "--db", db, "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    env, rows = _stored_run(db, 1)
+    assert [(s["unit"], s["reason"]) for s in plan["skipped"]] == _skips(rows) and len(rows) == plan["units"]
+    assert not env["topologies"], "a skipped unit's topology was built"
