@@ -26,8 +26,13 @@ test: deps build lint test-c test-py
 test-c: tgen
 	meson test -C $(TGEN_BUILD) --print-errorlogs
 
+# The pure and sim tests (unit, e2e) run on both cores (pytest-xdist, one module per worker);
+# the integration tests, whose DUTs and generator busy-poll and are pinned, one at a time.
+PYTEST_WORKERS ?= 2
+
 test-py:
-	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests/unit tests/e2e
+	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS) tests/integration
 
 # Sets up everything and runs a real benchmark on the embedded default topology.
 demo: deps build
