@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from nfvperf.report.tables import ReportData, Table, build
+from nfvperf.report.table import Table
+from nfvperf.report.tables import ReportData, build
 
 
 def _cell(v: Any) -> str:

@@ -16,7 +16,7 @@ from nfvperf import units  # noqa: E402
 from nfvperf.report import ceiling as hc  # noqa: E402
 from nfvperf.report.extract import headline_pps, latency_of, latency_points, size_of  # noqa: E402
 from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
-from nfvperf.report.tables import THROUGHPUT_METHODS  # noqa: E402
+from nfvperf.report.table import THROUGHPUT_METHODS  # noqa: E402
 
 
 def _png(fig: Any) -> str:

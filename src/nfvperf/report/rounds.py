@@ -13,7 +13,7 @@ from typing import Any, Optional
 from nfvperf.methods.capacity import METRIC_TITLES
 from nfvperf.report import ceiling as hc
 from nfvperf.report.extract import fmt_num, rates
-from nfvperf.report.tables import Table
+from nfvperf.report.table import Table
 
 
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from nfvperf.report.extract import fmt_num
-from nfvperf.report.tables import Table
+from nfvperf.report.table import Table
 
 #: installs smaller than this (a cross-connect's 2 rules) are not worth a row
 MIN_RULES = 1_000

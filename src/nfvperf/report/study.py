@@ -19,7 +19,7 @@ per configuration.  Its report is a set of :class:`Pivot` tables:
 Run-wide, :func:`vxlan_overhead` pairs each VXLAN test with the same test without VXLAN and
 :func:`switching_across_topologies` normalises throughput over topologies by switching
 operations.  Everything here is computed from stored rows; :meth:`Pivot.to_table` turns a pivot
-into a :class:`~nfvperf.report.tables.Table` so the terminal, Markdown and HTML renderers show it.
+into a :class:`~nfvperf.report.table.Table` so the terminal, Markdown and HTML renderers show it.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import axes_of, is_vxlan, pmd_cores, study_of, without_vxlan
 from nfvperf.report.extract import (METHOD_METRICS, fmt_num, headline_pps, latency_at_throughput,
                                     method_metric, num, rates)
-from nfvperf.report.tables import THROUGHPUT_METHODS, Table, latency_for
+from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
 
 #: axes plotted (and read) on a log scale
 LOG_AXES = ("flows", "rules", "traffic.flows_per_port", "topology.ovs.rules", "flows_per_port")

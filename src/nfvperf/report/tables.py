@@ -10,26 +10,18 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.host.steadiness import moved_pct, steadiness_note
-from nfvperf.methods import REGISTRY as METHODS, method_info, rate_methods, runs_on_iperf3
+from nfvperf.methods import REGISTRY as METHODS, method_info, runs_on_iperf3
 from nfvperf.report import ceiling as hc
-from nfvperf.report.configuration import same_configuration
-from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_at_throughput,
-                                    latency_points, num, rates, repeat_of, scalars, size_of)
+from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_points, num, rates, repeat_of,
+                                    scalars, size_of)
+from nfvperf.report.rounds import is_rounds_test, rounds_tables
+from nfvperf.report.rule_install import rule_install_tables
+from nfvperf.report.study import study_tables
+from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 
-# the methods whose result is a rate per interface (they declare ``headline=RATE``)
-THROUGHPUT_METHODS = rate_methods()
 PCTS = ("50", "90", "99", "99.9", "99.99")
-
-
-@dataclass
-class Table:
-    title: str
-    note: str
-    columns: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    key: str = ""
 
 
 @dataclass
@@ -113,17 +105,14 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     if host_rep:
         notes.append(host_rep)
     tables: list[Table] = []
-    from nfvperf.report.rounds import is_rounds_test, rounds_tables   # builds on this module's Table
     tables += rounds_tables(tests, env)
     all_tests, tests = tests, [t for t in tests if not is_rounds_test(t)]
-    from nfvperf.report.study import study_tables     # study.py builds on this module's Table
     tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"), env if net_of_harness else None)
     tables += _throughput_tables(tests, ndir, ports, traffic, sw, env, net_of_harness)
     tables += _latency_tables(tests, ndir, ports, traffic, env, net_of_harness)
     notes += ceiling_notes(tables, env, net_of_harness, asked_net)
     tables += _loss_tables(tests)
     tables += _other_tables(tests)
-    from nfvperf.report.rule_install import rule_install_tables   # imports Table from here
     tables += rule_install_tables(env)
     failed = [t for t in all_tests if t.status not in ("passed",)]
     if failed:
@@ -218,22 +207,6 @@ def _by_name(tests: list[Any], methods: tuple[str, ...]) -> dict[str, list[Any]]
         if t.method in methods:
             out.setdefault(t.name, []).append(t)
     return out
-
-
-def latency_for(tests: list[Any], test: Any, own: Any) -> Optional[dict[str, Any]]:
-    """Latency for a throughput result: a latency test of the run at the same frame size in the
-    same configuration (topology overrides, traffic, study axes: report.configuration), else the
-    throughput result's own; None (an empty cell) when neither exists — never the latency of
-    another configuration."""
-    for t in tests:
-        if t.method == "latency" and t.frame_size_b == test.frame_size_b and t.results and \
-                same_configuration(t, test):
-            lat = latency_at_throughput(t.results[-1].data or {})
-            if lat:
-                return lat
-    if own is not None:
-        return latency_at_throughput(own)
-    return None
 
 
 def _topo(group: list[Any], ndir: int, ports: int, sw: int) -> tuple[int, int, int, str]:

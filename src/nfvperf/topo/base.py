@@ -37,15 +37,12 @@ from nfvperf.trial import Measurer
 
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
+from .errors import TopologyError
 from .spec import TopologySpec
 
 __all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError", "pci_numa_node"]
 
 log = logging.getLogger(__name__)
-
-
-class TopologyError(RuntimeError):
-    pass
 
 
 class HostTooSmall(TopologyError):

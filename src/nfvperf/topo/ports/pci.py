@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from nfvperf.dut.base import PortRef
 
+from ..errors import TopologyError
 from .base import HostPort, PortKind, register_port_kind
 
 
@@ -38,7 +39,6 @@ class Pci(PortKind):
         with ``dpdk-devargs=<pci>``); bound to vfio-pci by ``nfvperf testbed prepare``."""
         links = topo.testbed_links
         if len(links) < n:
-            from nfvperf.topo.base import TopologyError
             raise TopologyError(f"topology.ports: {n} ports, but the testbed cables only "
                                 f"{len(links)} tester-DUT link(s)")
         new = [HostPort(len(topo.ports) + k, "pci", tg_pci=links[k]["tester_pci"],
@@ -60,7 +60,6 @@ class Pci(PortKind):
             return self.create_from_testbed(topo, int(topo.spec.ports), mtu)
         pci = self.pci_addresses(topo.spec)
         if len(pci) % 2:
-            from nfvperf.topo.base import TopologyError
             raise TopologyError(f"port_kind pci needs generator/DUT address pairs, got {len(pci)}")
         new = [HostPort(len(topo.ports) + k // 2, "pci", tg_pci=pci[k], dut_pci=pci[k + 1], mtu=mtu)
                for k in range(0, len(pci), 2)]
