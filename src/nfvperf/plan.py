@@ -4,8 +4,9 @@
 (``--tg``, ``--port-kind``, ``--quick``, ``--fit-host``), so what validate lists is what the run
 skips.  A unit (a test at one frame size) is skipped, before anything is built, when
 
-* **the measurer cannot run its method** (``--tg iperf3`` runs only ``tcp``; tgen has no TCP and no
-  RFC 2889 address trials): :func:`measurer_refusal`;
+* **the measurer cannot run its method** (``--tg iperf3`` runs only ``tcp``; tgen has no RFC 2889
+  address trials): :func:`measurer_refusal`.  Under ``--tg tgen`` a ``tcp`` unit runs with iperf3
+  through the same topology (:func:`unit_measurer`: the real measurer that has TCP);
 * **its topology does not fit this host** (core counts, hyper-threads, NUMA sockets, hugepage
   memory; :func:`nfvperf.fit.fit_topology`): the reason names each option and what ``--fit-host``
   would set it to.  With ``--fit-host`` the unit runs on the fitted topology instead, and the
@@ -77,6 +78,16 @@ def tso_refusal(spec: Any) -> Optional[str]:
             "connect); use tso: false or unset, or a kernel DUT (linux-bridge, ovs-system)")
 
 
+def unit_measurer(test: Any, tg: str) -> str:
+    """The measurer that runs this unit: ``tg``, except that a real run (``--tg tgen``) runs a
+    method tgen lacks the call for (``tcp``) with iperf3 through the same topology."""
+    need = MEASURER_NEEDS.get(test.method)
+    if tg == "tgen" and need and not callable(getattr(_measurer_class(tg), need, None)) \
+            and callable(getattr(_measurer_class("iperf3"), need, None)):
+        return "iperf3"
+    return tg
+
+
 def measurer_refusal(test: Any, size: Optional[int], tg: str, spec: Any) -> Optional[str]:
     """Why the ``--tg`` measurer cannot run this unit's method (None: it can)."""
     if tg == "iperf3" and not runs_on_iperf3(test.method):
@@ -130,6 +141,7 @@ class UnitPlan:
     label: str
     skip: Optional[str] = None                                # why it is skipped (None: it runs)
     changes: list[FitChange] = field(default_factory=list)    # --fit-host: what its topology got
+    measurer: str = "sim"                                     # sim | tgen | iperf3 (unit_measurer)
 
     @property
     def runs(self) -> bool:
@@ -190,6 +202,8 @@ class RunPlan:
         return {"tg": self.tg, "fit_host": self.fit_host, "on_testbed": self.on_testbed,
                 "host": self.host.to_dict() if self.host is not None else None,
                 "units": len(self.units), "running": len(self.running),
+                "measurers": {m: sum(1 for u in self.running if u.measurer == m)
+                              for m in dict.fromkeys(u.measurer for u in self.running)},
                 "skipped": [{"unit": u.label, "reason": u.skip} for u in self.skipped],
                 "fitted": self.fitted()}
 
@@ -212,13 +226,14 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
         assert host is not None
         suite, fit_of = fitted_suite(suite, host, tg)
     unfit: dict[str, Optional[str]] = {}
-    unbuildable: dict[str, list[str]] = {}
+    unbuildable: dict[tuple[str, str], list[str]] = {}
     units = []
     for test, size in test_units(suite):
         spec = test.topology or suite.spec.topology
         fit = fit_of.get(id(test))
-        u = UnitPlan(test, size, unit_label(test, size), changes=list(fit.changes) if fit else [])
-        u.skip = measurer_refusal(test, size, tg, spec)
+        u = UnitPlan(test, size, unit_label(test, size), changes=list(fit.changes) if fit else [],
+                     measurer=unit_measurer(test, tg))
+        u.skip = measurer_refusal(test, size, u.measurer, spec)
         if u.skip is None and host is not None and (builds or fit_host):
             key = spec_key(spec)
             reasons: list[str] = []
@@ -232,9 +247,9 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
                 if why:
                     reasons.append(why)
             if builds:
-                if key not in unbuildable:
-                    unbuildable[key] = build_problems(spec, tg, host)
-                reasons += unbuildable[key]
+                if (key, u.measurer) not in unbuildable:
+                    unbuildable[(key, u.measurer)] = build_problems(spec, u.measurer, host)
+                reasons += unbuildable[(key, u.measurer)]
             u.skip = "; ".join(reasons) or None
         units.append(u)
     return RunPlan(suite, tg, fit_host, units, host, on_testbed)
@@ -303,6 +318,10 @@ def plan_text(plan: RunPlan) -> list[str]:
     if n and not running:
         head += "; nothing would run, so `nfvperf run` would fail"
     lines = [head]
+    other = [u for u in plan.running if u.measurer != plan.tg]
+    if other:
+        lines.append(f"  {len(other)} unit(s) run with {other[0].measurer} through the same topologies "
+                     f"(--tg {plan.tg} has no {MEASURER_NEEDS.get(other[0].test.method, 'call for them')})")
     if plan.fit_host:
         host = plan.host.describe() if plan.host else "this host"
         rows = plan.fitted()

@@ -581,6 +581,7 @@ class RunLoop:
         self.stored: set[tuple[int, Optional[int]]] = set()   # units with a test row
         self.said: set[str] = set()             # skip reasons already logged
         self.first_failure: Optional[str] = None   # "<unit>: <reason>" of the first failed unit
+        self.group_tg = tg             # the measurer of the topology group being run (by_measurer)
 
     # ------------------------------------------------------------------ lent to nfvperf.rounds
     def recorder(self, test_id: int, label: str) -> "Recorder":
@@ -652,14 +653,31 @@ class RunLoop:
                 from nfvperf.rounds import RoundsRun
                 RoundsRun(self, group).run()
                 continue
-            self.harness_ceiling(topo_spec, group)
-            try:
-                self.run_group(topo_spec, group)
-            except (HostTooSmall, PreflightError) as e:
-                self.skip_group(topo_spec, self.not_stored(group), str(e))
-            except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
-                self.group_failed(topo_spec, group)
+            for group_tg, units in self.by_measurer(group):
+                if self.status != "completed":
+                    break
+                self.group_tg = group_tg
+                self.harness_ceiling(topo_spec, units)
+                try:
+                    self.run_group(topo_spec, units)
+                except (HostTooSmall, PreflightError) as e:
+                    self.skip_group(topo_spec, self.not_stored(units), str(e))
+                except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
+                    self.group_failed(topo_spec, units)
         self.cpu_steadiness("after it")
+
+    def by_measurer(self, group: list[tuple[Any, Optional[int]]]) -> list[tuple[str, list[tuple[Any, Optional[int]]]]]:
+        """The group's consecutive units by the measurer the plan gives them (``--tg tgen`` runs
+        a tcp unit with iperf3 through the same topology, built for it without the generator)."""
+        out: list[tuple[str, list[tuple[Any, Optional[int]]]]] = []
+        for test, size in group:
+            u = self.plan.unit(test, size) if self.plan is not None else None
+            tg = u.measurer if u is not None else self.tg
+            if out and out[-1][0] == tg:
+                out[-1][1].append((test, size))
+            else:
+                out.append((tg, [(test, size)]))
+        return out
 
     def cpu_steadiness(self, when: str) -> None:
         """Before a real run on this machine builds anything, and after its last topology is
@@ -752,7 +770,7 @@ class RunLoop:
         """Before a topology group of a real run: the harness ceiling for its path (port kind,
         link speed, MTU, generator cores) at the sizes of its throughput/latency units, from the
         cache or measured; stored in ``environment.harness_ceiling(s)``.  Never fails the run."""
-        why_off = self.ceiling.off_reason(self.tg, self.suite)
+        why_off = self.ceiling.off_reason(self.group_tg, self.suite)
         if why_off:
             self.env.setdefault("harness_ceiling_off", why_off)
             return
@@ -797,8 +815,10 @@ class RunLoop:
         fitted = [c.text() for t, s in group for c in self.fit_changes(t, s)]
         if fitted:
             info["fitted_to_host"] = list(dict.fromkeys(fitted))
+        if self.group_tg != self.tg:
+            info["measurer_tg"] = self.group_tg
         self.env["topologies"].append(info)
-        with self.factory(self.suite, self.tg, self.run.tag, self.run_dir, info, topo_spec) as measurer:
+        with self.factory(self.suite, self.group_tg, self.run.tag, self.run_dir, info, topo_spec) as measurer:
             self.record_measurer(info, measurer)
             # the test rows keep what reports read; the spec itself is run.config.topology + overrides
             topo_row = {"kind": topo_spec.kind, "ports": topo_spec.ports,
@@ -863,7 +883,7 @@ class RunLoop:
                      profile: TrafficProfile, ndir: int, test_id: int, rec: Recorder, label: str) -> str:
         """The method's run and its stored result; returns the log text."""
         from nfvperf.report.extract import summarize_result
-        if self.tg == "iperf3" and not runs_on_iperf3(test.method):
+        if self.group_tg == "iperf3" and not runs_on_iperf3(test.method):
             from nfvperf.trial import Unsupported
             raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                               "(--tg iperf3 runs only the tcp method)")

@@ -257,8 +257,8 @@ def test_validate_lists_what_a_fitted_run_skips_and_changes(tmp_path, suite: str
 @pytest.mark.parametrize("suite", SEEDS)
 def test_validate_lists_what_a_real_run_skips_when_nothing_fits(tmp_path, suite: str) -> None:
     """--tg tgen on the emulated ports without --fit-host: where validate says nothing would run
-    on this host (seed 004 without SMT; seed 001, whose tcp tests need iperf3), the real run skips
-    exactly those units, with the same reasons, builds nothing and fails."""
+    on this host (seed 004 without SMT), the real run skips exactly those units, with the same
+    reasons, builds nothing and fails."""
     args = [f"suites/{suite}", "--tg", "tgen", "--quick", "--port-kind", _kind(suite)]
     plan = _validate_plan(*args)
     if plan["running"]:

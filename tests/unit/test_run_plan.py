@@ -92,10 +92,27 @@ def test_the_sim_builds_nothing_so_skips_nothing_unless_fitted() -> None:
     assert plan.suite.tests[1].topology.ovs.pmd_cores == 4        # the model runs the seed's host
     fitted = plan_run(_suite(), "sim", host=SMALL, fit_host=True)
     assert not fitted.skipped and fitted.suite.tests[1].topology.ovs.pmd_cores == 2
-    # a test's own measurer refusal holds on every measurer
-    tcp = {"name": "t", "topology": {"kind": "p-ovs-p"}, "tests": [{"method": "tcp"}]}
-    assert [u.skip for u in plan_run(validate_suite(tcp), "tgen", host=SMALL, builds=False).units] \
-        == ["method tcp needs --tg iperf3 or sim (the tgen measurer has no measure_tcp)"]
+    # a measurer's refusal holds without a build too
+    tcp = {"name": "t", "topology": {"kind": "p-ovs-p"}, "traffic": {"frame_sizes": [64]},
+           "tests": [{"method": "tcp"}, {"method": "throughput"}]}
+    assert [u.skip for u in plan_run(validate_suite(tcp), "iperf3", host=SMALL, builds=False).units] \
+        == [None, "method throughput needs --tg tgen or sim (--tg iperf3 runs only the tcp method)"]
+
+
+def test_a_real_run_gives_tcp_units_to_iperf3(no_build_checks) -> None:
+    """--tg tgen: tgen has no TCP, so a tcp unit runs with iperf3 through the same topology (its
+    iperf3 refusals apply); the rate units stay on tgen."""
+    s = validate_suite({"name": "t", "topology": {"kind": "p-ovs-p", "port_kind": "af_packet"},
+                        "traffic": {"frame_sizes": [64]},
+                        "tests": [{"method": "tcp"}, {"method": "tcp", "name": "tso", "tso": True},
+                                  {"method": "throughput"}]})
+    plan = plan_run(s, "tgen", host=SMALL)
+    assert [(u.label, u.measurer, u.skip is None) for u in plan.units] == [
+        ("tcp", "iperf3", True), ("tso", "iperf3", False), ("throughput 64 B", "tgen", True)]
+    assert "params.tso: true" in (plan.units[1].skip or "")
+    assert plan.record()["measurers"] == {"iperf3": 1, "tgen": 1}
+    assert "  1 unit(s) run with iperf3 through the same topologies (--tg tgen has no measure_tcp)" \
+        in plan_text(plan)
 
 
 def test_a_topology_this_port_kind_cannot_build_is_a_build_problem() -> None:
