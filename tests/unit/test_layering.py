@@ -107,3 +107,25 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(f"{__name__}.PKG", fake)
     bad = upward_imports()
     assert len(bad) == 1 and "report (layer 4) imports runner (layer 8)" in bad[0]
+
+
+def layer_statement() -> str:
+    """The one statement of the layers, from ``LAYER``: peers joined by commas, layers by arrows,
+    lowest first (README and docs/ARCHITECTURE.md show exactly this line)."""
+    by: dict[int, list[str]] = {}
+    for comp, n in LAYER.items():
+        if comp != "__init__":
+            by.setdefault(n, []).append(f"`{comp}`")
+    return " → ".join(", ".join(by[n]) for n in sorted(by))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_readme_and_architecture_state_the_layers_this_test_holds():
+    want = layer_statement()
+    root = PKG.parents[1]
+    for doc in ("README.md", "docs/ARCHITECTURE.md"):
+        assert want in _flat((root / doc).read_text()), \
+            f"{doc} must state the layers as tests/unit/test_layering.py holds them:\n{want}"
