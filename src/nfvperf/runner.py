@@ -662,6 +662,8 @@ class RunLoop:
                     self.run_group(topo_spec, units)
                 except (HostTooSmall, PreflightError) as e:
                     self.skip_group(topo_spec, self.not_stored(units), str(e))
+                except DutFailure:
+                    raise                       # a DUT (or its host) that died ends the run
                 except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
                     self.group_failed(topo_spec, units)
         self.cpu_steadiness("after it")

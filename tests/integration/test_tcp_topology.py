@@ -97,12 +97,15 @@ def test_tcp_through_linux_bridge(tmp_path, leak_check):
     assert rx >= sum(pp["receiver_bytes"] for pp in tcp["per_process"]) > 0
 
 
-def test_other_methods_fail_clearly_under_iperf3(tmp_path, leak_check):
+def test_other_methods_are_skipped_clearly_under_iperf3(tmp_path, leak_check):
+    """The run plan skips a method iperf3 cannot run, naming the measurers that can, and the run
+    goes on (issue 19 item 5): the tcp test runs, the run completes."""
     extra = "  - {method: throughput, name: tput, frame_sizes: [64]}\n"
     p, doc = _run_suite(tmp_path, "p2p", "linux-bridge", extra=extra)
     leak_check.watch(doc["run"]["tag"])
-    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.returncode == 0, p.stdout + p.stderr
     assert "method throughput needs --tg tgen or sim" in p.stdout + p.stderr
     _tcp_trial(doc)                              # the tcp test still ran and passed
     tput = next(t for t in doc["tests"] if t["method"] == "throughput")
-    assert tput["status"] == "failed" and "needs --tg tgen or sim" in (tput.get("reason") or "")
+    assert tput["status"] == "skipped" and "needs --tg tgen or sim" in (tput.get("reason") or "")
+    assert "1 of 2 test unit(s) skipped" in (doc["run"].get("reason") or "")
