@@ -235,3 +235,22 @@ def test_a_failed_build_skips_or_fails_its_group_and_the_run_goes_on(tmp_path) -
     assert st["c[pmd_cores=1]"][0] == "passed"
     assert out.status == "failed" and "the switch did not start" in (out.reason or "")
     assert (tmp_path / "runs" / run.tag / "errors.log").read_text().count("the switch did not start") >= 1
+
+
+def test_a_dut_that_dies_while_its_topology_is_built_still_ends_the_run(tmp_path) -> None:
+    from nfvperf.trial import DutFailure
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        if spec.ovs.pmd_cores == 2:
+            raise DutFailure("the DUT host is lost")
+        with make_sim_measurer(suite, spec) as m:
+            yield m
+
+    data = dict(CORES, tests=[{"method": "throughput", "name": "c", "frame_sizes": [64], "resolution_pct": 10,
+                               "study": {"axes": {"pmd_cores": [2, 1]}}}])
+    store = Store("sqlite:///" + str(tmp_path / "r.db"))
+    out = execute(validate_suite(data), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                  log=lambda s: None, measurer_factory=factory)
+    assert out.status == "failed" and "the DUT host is lost" in (out.reason or "")
+    assert not store.load_run(out.run_id).tests          # the next topology was not built
