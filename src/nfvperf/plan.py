@@ -110,9 +110,10 @@ def _topology(spec: Any, tg: str) -> Any:
 
 def build_problems(spec: Any, tg: str, host: HostFacts) -> list[str]:
     """What stops ``spec`` from being built here for ``--tg tg``: the topology's spec checks
-    (DUT, port kind, MTU), its CPU plan, and the required preflight checks of its kind, DUT and
-    VNFs (what :meth:`nfvperf.topo.base.Topology.preflight` runs), less those the fitting rules
-    judge and the hugepage pool the build grows first."""
+    (DUT, port kind, MTU), its CPU plan, for iperf3 its TCP ends (kernel interfaces, the
+    topology's ``tcp_refusal``), and the required preflight checks of its kind, DUT and VNFs
+    (what :meth:`nfvperf.topo.base.Topology.preflight` runs), less those the fitting rules judge
+    and the hugepage pool the build grows first."""
     from nfvperf.topo.base import HostTooSmall, TopologyError
     from nfvperf.topo.preflight import run_checks
     topo = _topology(spec, tg)
@@ -126,6 +127,13 @@ def build_problems(spec: Any, tg: str, host: HostFacts) -> list[str]:
         cpus = []                       # the fitting rules judge the core counts
     required = [c for c in topo.required_checks() if topo.want_tgen or c != "tgen"]
     out = []
+    if tg == "iperf3":                  # what tcp_endpoints() refuses once the topology is up
+        if not topo.port_kind_class().tcp:
+            out.append(f"TCP endpoints need kernel interfaces at the generator ends, not "
+                       f"topology.port_kind {spec.port_kind}")
+        why = topo.tcp_refusal()
+        if why:
+            out.append(f"TCP: {why}")
     for c in run_checks(spec, required=required, cpus=cpus):
         if c.required and c.status == "fail" and c.name not in _NOT_BUILD_CHECKS:
             out.append(f"{c.name}: {c.detail}" + (f" (fix: {c.fix})" if c.fix else ""))

@@ -127,6 +127,14 @@ def test_a_topology_this_port_kind_cannot_build_is_a_build_problem() -> None:
     assert plan.units[0].skip and "sriov:port_kind" in plan.units[0].skip
 
 
+def test_tcp_through_a_topology_that_forwards_only_the_generators_rules_is_a_build_problem() -> None:
+    s = validate_suite({"name": "r", "topology": {"kind": "p-ovs-p", "port_kind": "af_packet",
+                                                  "ovs": {"rules": 64}},
+                        "tests": [{"method": "tcp"}]})
+    problems = build_problems(s.spec.topology, "iperf3", HostFacts.read())
+    assert any(p.startswith("TCP: ovs.rules matches tgen's flow addresses only") for p in problems), problems
+
+
 def test_validate_text_counts_reasons_and_units(no_build_checks) -> None:
     plan = plan_run(_suite(), "tgen", host=SMALL)
     lines = plan_text(plan)
