@@ -415,7 +415,9 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
     build_kw: dict[str, Any] = {"start_tgen": False} if tg == "iperf3" else {}
     build_kw.update(topo_kwargs or {})
     with topo.build(spec, topo.RunContext(tag=tag, run_dir=run_dir), **build_kw) as topology:
-        ends = topology.tcp_endpoints() if tg == "iperf3" else None
+        # a topology whose TCP ends are its own (iperf3 inside its guests: nfvperf.topo.tcp_vm)
+        own_tcp = getattr(topology, "tcp_measurer", None) if tg == "iperf3" else None
+        ends = topology.tcp_endpoints() if tg == "iperf3" and own_tcp is None else None
         try:
             info["environment"] = topology.environment()
         except Exception as e:  # noqa: BLE001 - environment is best effort
@@ -426,7 +428,9 @@ def measurer_for(suite: Suite, tg: str, tag: str, run_dir: Path, info: dict[str,
         except Exception:  # noqa: BLE001
             info["switching_operations"] = topology_switching_operations(spec)
             info["switching_operations_source"] = f"declared by topology kind {spec.kind}"
-        if ends is not None:
+        if own_tcp is not None:
+            m = own_tcp(info)
+        elif ends is not None:
             m = iperf3_measurer(topology, ends, info)
         else:
             m = topology.measurer()

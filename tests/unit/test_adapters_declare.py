@@ -77,7 +77,7 @@ def test_options_models_live_in_the_adapter_modules_and_yaml_keys_work() -> None
 # --------------------------------------------------------------------------- registry-derived values
 def test_kind_and_dut_errors_name_the_registered_values() -> None:
     probs = _problems(_suite(kind="nope"))
-    assert probs == ["topology.kind: got 'nope'; allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp' or 'vxlan'"]
+    assert probs == ["topology.kind: got 'nope'; allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp', 'host-vm', 'vm-link-vm', 'vm-vm' or 'vxlan'"]
     probs = _problems(_suite(dut="ovs"))
     assert probs == ["topology.dut: got 'ovs'; allowed values: 'l3fwd', 'linux-bridge', 'ovs-dpdk', 'ovs-system' or 'testpmd'"]
 

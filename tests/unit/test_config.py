@@ -89,7 +89,7 @@ def test_all_problems_reported_at_once() -> None:
     paths = [p.split(":")[0] for p in probs]
     assert paths == ["topology.kind", "topology.portz", "traffic.frame_sizes", "traffic.link_speed", "profile",
                      "tests[0].method", "tests[1].search"]
-    assert "allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp' or 'vxlan'" in probs[0]
+    assert "allowed values: 'p2p', 'p-ovs-p', 'pvp', 'pvvp', 'host-vm', 'vm-link-vm', 'vm-vm' or 'vxlan'" in probs[0]
     assert "60..16128" in probs[2]
 
 

@@ -408,6 +408,9 @@ class OvsDpdk(DutAdapter):
         self.socket_mem = str(socket_mem_mb) if socket_mem_mb else \
             (spec.dpdk_socket_mem() if hasattr(spec, "dpdk_socket_mem") else str(self.socket_mem_mb))
         self.vswitchd_bin = vswitchd or (getattr(spec, "vswitchd", None) if spec is not None else None)
+        #: other_config:userspace-tso-enable (read once at start): vhost-user ports then offer the
+        #: guests TSO and checksum offload (the TCP topology vm-vm sets it; nfvperf.topo.tcp_vm)
+        self.userspace_tso = False
         self.start_timeout_s = start_timeout_s
         self.file_prefix = run.file_prefix("ovs")
         # where the daemons run (nfvperf.host.proc.LOCAL, or an SshHost of a testbed: then the
@@ -583,6 +586,8 @@ class OvsDpdk(DutAdapter):
         sleep = self.pmd_maxsleep_us()
         if sleep:
             cfg["pmd-maxsleep"] = str(sleep)
+        if self.userspace_tso:
+            cfg["userspace-tso-enable"] = "true"
         if self.spec is not None:
             if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
                 cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)

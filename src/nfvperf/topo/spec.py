@@ -20,6 +20,8 @@ from pydantic_core import PydanticCustomError
 from nfvperf.dut import load_adapters
 from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, dut_class
 
+from nfvperf.vm.guest import VmSpec
+
 from .ports import port_kind_class, port_kind_names
 
 
@@ -120,6 +122,8 @@ class TopologyBase(_Strict):
                            "af_xdp (veth), vhost, memif (userspace), pci (real NICs)")
     pci: list[str] = Field(default_factory=list, description="PCI addresses when port_kind=pci")
     vnf: Literal["container", "vm"] = "container"
+    vm: VmSpec = Field(default_factory=VmSpec, description="the TCP guests of kinds host-vm, "
+                       "vm-link-vm and vm-vm (seed 001): vcpus, memory_mb, queues, image, accel")
     tgen_lcores: Optional[str] = Field(None, description="the generator's EAL --lcores, e.g. "
                                        "'0@0,1@2' (default: the CPU plan; or give tgen_cores)")
     tgen_cores: Optional[int] = Field(

@@ -1,11 +1,16 @@
 """Reproducible guest image for the VM VNF: a kernel plus an initramfs, made from Debian packages.
 
-The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd and iperf3 with the shared
-libraries they need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the
-uio/uio_pci_generic and vfio/vfio-pci kernel modules, and an /init script that binds the virtio-net
-devices to uio_pci_generic and any other Ethernet device (an SR-IOV VF passed through, behind the
-guest's vIOMMU: nfvperf.vm.sriov) to vfio-pci, and starts testpmd in io forwarding with its command
-line on the second serial port.
+The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd, iperf3 and ethtool with the
+shared libraries they need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped),
+the uio/uio_pci_generic, vfio/vfio-pci and virtio-net kernel modules, and an /init script with two
+modes (kernel command line ``nfvperf.mode=``):
+
+* ``vnf`` (default): bind the virtio-net devices to uio_pci_generic and any other Ethernet device
+  (an SR-IOV VF passed through, behind the guest's vIOMMU: nfvperf.vm.sriov) to vfio-pci, and start
+  testpmd in io forwarding with its command line on the second serial port;
+* ``tcp`` (:mod:`nfvperf.vm.guest`): load virtio-net, give the first NIC ``nfvperf.ip=`` and
+  ``nfvperf.mtu=``, and read shell command lines from the second serial port (iperf3, ethtool and
+  taskset are run through it).
 
 Reproducibility: the package set is fixed here (names), the versions are resolved once through
 apt (or pinned with a lock file, e.g. an earlier manifest), every .deb's sha256 is recorded in
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 # Bump when anything below changes what ends up in the image.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"     # 2: ethtool, virtio-net modules, nfvperf.mode=tcp
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("NFVPERF_IMAGE_CACHE",
                                         str(Path.home() / ".cache" / "nfvperf" / "images")))
@@ -85,12 +90,16 @@ PACKAGES = [
     "librte-net-iavf23",
     # iperf3 for TCP tests between guests (seed 001's VM-to-VM scenario)
     "iperf3", "libiperf0", "libsctp1", "libssl3",
+    # ethtool for the TCP guests' TSO and multi-queue settings (ethtool -K / -L)
+    "ethtool", "libmnl0",
 ]
 
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
 # Files the guest must have; their ELF closure is added automatically.
-ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3"]
+ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3", "usr/sbin/ethtool"]
+#: what a TCP guest runs (nfvperf.vm.guest refuses an image whose manifest lacks one of them)
+TCP_TOOLS = ["usr/bin/iperf3", "usr/sbin/ethtool"]
 # virtio for the vhost-user NICs; iavf (Intel 700/800-series VFs) and ixgbe (82599/X5x0 VFs) for
 # SR-IOV VFs passed through to the guest (nfvperf.vm.sriov)
 ROOT_PMDS = ["librte_net_virtio.so.23", "librte_mempool_ring.so.23", "librte_bus_pci.so.23",
@@ -99,10 +108,18 @@ ROOT_PMDS = ["librte_net_virtio.so.23", "librte_mempool_ring.so.23", "librte_bus
 KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_generic.ko",
                   "kernel/virt/lib/irqbypass.ko", "kernel/drivers/vfio/vfio.ko",
                   "kernel/drivers/vfio/vfio_virqfd.ko", "kernel/drivers/vfio/vfio_iommu_type1.ko",
-                  "kernel/drivers/vfio/pci/vfio-pci-core.ko", "kernel/drivers/vfio/pci/vfio-pci.ko"]
+                  "kernel/drivers/vfio/pci/vfio-pci-core.ko", "kernel/drivers/vfio/pci/vfio-pci.ko",
+                  # kernel virtio-net for the TCP guests (Debian builds virtio as modules), in
+                  # load order
+                  "kernel/drivers/virtio/virtio_ring.ko", "kernel/drivers/virtio/virtio.ko",
+                  "kernel/drivers/virtio/virtio_pci_legacy_dev.ko",
+                  "kernel/drivers/virtio/virtio_pci_modern_dev.ko",
+                  "kernel/drivers/virtio/virtio_pci.ko", "kernel/net/core/failover.ko",
+                  "kernel/drivers/net/net_failover.ko", "kernel/drivers/net/virtio_net.ko"]
 BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "sleep", "ls",
                    "stty", "poweroff", "reboot", "grep", "sed", "tr", "cut", "seq", "wc", "dmesg",
-                   "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename"]
+                   "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename",
+                   "ip", "taskset", "timeout", "nproc", "rm", "true", "false"]
 
 # Fixed timestamp for every initramfs entry (and the gzip header carries 0).
 EPOCH = 0
@@ -118,9 +135,13 @@ mkdir -p /dev/hugepages /var/run /tmp
 mount -t hugetlbfs hugetlbfs /dev/hugepages
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 
+MODE=vnf; IP=""; MTU=1500
 FWD=io; NBCORES=1; QUEUES=1; RXD=1024; TXD=1024; MBUFS=16384; LCORES=""; EXTRA=""; VFIO=""; JUMBO=""
 for kv in $(cat /proc/cmdline); do
   case "$kv" in
+    nfvperf.mode=*) MODE="${kv#*=}" ;;
+    nfvperf.ip=*) IP="${kv#*=}" ;;
+    nfvperf.mtu=*) MTU="${kv#*=}" ;;
     nfvperf.fwd=*) FWD="${kv#*=}" ;;
     nfvperf.nbcores=*) NBCORES="${kv#*=}" ;;
     nfvperf.queues=*) QUEUES="${kv#*=}" ;;
@@ -134,7 +155,35 @@ for kv in $(cat /proc/cmdline); do
 done
 NCPU=$(grep -c ^processor /proc/cpuinfo)
 [ -n "$LCORES" ] || LCORES="0-$((NCPU - 1))"
-log "boot kernel=$(cat /proc/sys/kernel/osrelease) cpus=$NCPU hugepages=$(cat /proc/sys/vm/nr_hugepages)"
+log "boot kernel=$(cat /proc/sys/kernel/osrelease) cpus=$NCPU hugepages=$(cat /proc/sys/vm/nr_hugepages) mode=$MODE"
+
+if [ "$MODE" = tcp ]; then
+  # kernel networking on the first virtio-net NIC; shell command lines from the second serial port
+  for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover \
+           net_failover virtio_net; do
+    insmod /lib/modules/$m.ko || log "insmod $m failed"
+  done
+  ip link set lo up
+  IF=""
+  for i in $(seq 1 50); do
+    for n in /sys/class/net/*; do
+      n=$(basename "$n"); [ "$n" = lo ] || { IF=$n; break; }
+    done
+    [ -n "$IF" ] && break
+    sleep 0.1
+  done
+  if [ -n "$IF" ]; then
+    ip link set "$IF" mtu "$MTU" || log "mtu $MTU refused on $IF"
+    [ -n "$IP" ] && ip addr add "$IP" dev "$IF"
+    ip link set "$IF" up
+  fi
+  stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
+  log "tcp ready if=$IF ip=$IP mtu=$MTU queues=$(ls /sys/class/net/$IF/queues 2>/dev/null | tr '\n' ' ')"
+  echo "NFVPERF-SHELL if=$IF" > /dev/ttyS1
+  while IFS= read -r line; do eval "$line"; done </dev/ttyS1 >/dev/ttyS1 2>&1
+  log "shell exited"
+  poweroff -f
+fi
 
 insmod /lib/modules/uio.ko || log "insmod uio failed"
 insmod /lib/modules/uio_pci_generic.ko || log "insmod uio_pci_generic failed"
@@ -199,6 +248,9 @@ class ImageInfo:
     packages: Dict[str, str]      # name -> version
     build_s: Optional[float] = None
     cached: bool = False
+    #: the programs the image holds (ROOT_FILES when it was built) and the init's modes
+    roots: List[str] = dataclasses.field(default_factory=list)
+    modes: List[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -542,7 +594,8 @@ def _load_info(d: Path) -> ImageInfo:
                      size_b=m["size_b"], kernel_release=m["kernel_release"],
                      dpdk_version=m["dpdk_version"],
                      packages={k: v["version"] for k, v in m["packages"].items()},
-                     build_s=m.get("build_s"), cached=True)
+                     build_s=m.get("build_s"), cached=True, roots=list(m.get("roots") or []),
+                     modes=list(m.get("modes") or []))
 
 
 def _log(msg: str) -> None:
@@ -661,7 +714,7 @@ def build(cache_dir: Optional[Path] = None, force: bool = False,
             "initrd_sha256": hashlib.sha256(initrd).hexdigest(),
             "size_b": len(kernel) + len(initrd), "kernel_release": krel,
             "dpdk_version": versions.get("dpdk-dev", "?"), "build_s": build_s,
-            "download_s": round(t_dl, 2),
+            "download_s": round(t_dl, 2), "roots": ROOT_FILES, "modes": ["vnf", "tcp"],
             "packages": {n: {"version": v, "sha256": _sha256_file(debs[n]), "file": debs[n].name}
                          for n, v in versions.items()},
             **meta,

@@ -39,7 +39,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, ClassVar, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
     run_version
@@ -214,6 +214,10 @@ class VmVnf(DutAdapter):
 
     name = "vm-vnf"
     __test__ = False
+    #: the fewest vCPUs the guest runs with (testpmd: main lcore + a forwarding lcore)
+    min_vcpus: ClassVar[int] = 2
+    #: vhost-user NICs it needs (testpmd forwards NIC 0 <-> NIC 1)
+    nics: ClassVar[int] = 2
     binaries = (Binary("qemu-system-x86_64", "qemu-system-x86"),)
     tracker: ResourceTracker        # required here (the base class allows None)
 
@@ -242,8 +246,9 @@ class VmVnf(DutAdapter):
         # the topology's MTU, as the container VNF: jumbo frames cross the guest too
         self.mtu = int(mtu if mtu is not None else (getattr(spec, "mtu", 1500) or 1500))
         super().__init__(run, tracker, cpus, **options)
-        if vcpus < 2:
-            raise ValueError("the guest needs at least 2 vCPUs (testpmd main + forwarding lcore)")
+        if vcpus < self.min_vcpus:
+            raise ValueError(f"the guest needs at least {self.min_vcpus} vCPUs "
+                             "(testpmd main + forwarding lcore)")
         if hugepage_mb < 384:
             raise ValueError("hugepage_mb (guest memory) must be at least 384")
         self.vnf_name = name
@@ -356,15 +361,25 @@ class VmVnf(DutAdapter):
             chardev = f"socket,id=vhu{i},path={p.socket}"
             chardev += ",server=on,wait=off" if self.server else ",reconnect=1"
             netdev = f"type=vhost-user,id=net{i},chardev=vhu{i},vhostforce=on"
-            dev = (f"virtio-net-pci,netdev=net{i},mac={p.mac},mrg_rxbuf=off,"
-                   "rx_queue_size=1024,tx_queue_size=1024")
+            dev = self.nic_device(i, p)
             if self.mtu > 1500:
                 dev += f",host_mtu={self.mtu}"     # VIRTIO_NET_F_MTU: the guest may take frames this big
             if self.queues > 1:
                 netdev += f",queues={self.queues}"
-                dev += f",mq=on,vectors={2 * self.queues + 2}"
+                dev += self.mq_props()
             a += ["-chardev", chardev, "-netdev", netdev, "-device", dev]
         return a + sriov.vfio_device_args(self.vf_pci)
+
+    def mq_props(self) -> str:
+        """The multi-queue properties of a NIC with ``queues`` > 1: an MSI-X vector per queue,
+        one for the config, one spare."""
+        return f",mq=on,vectors={2 * self.queues + 2}"
+
+    def nic_device(self, i: int, port: PortRef) -> str:
+        """The ``-device virtio-net-pci,...`` of vhost-user NIC ``i`` (before MTU and queues):
+        testpmd's guest runs without mergeable RX buffers, with 1024-entry rings."""
+        return (f"virtio-net-pci,netdev=net{i},mac={port.mac},mrg_rxbuf=off,"
+                "rx_queue_size=1024,tx_queue_size=1024")
 
     # -- life cycle ------------------------------------------------------------------------------
     def _attach_port(self, port: PortRef) -> None:
@@ -378,9 +393,9 @@ class VmVnf(DutAdapter):
         return early and leave the boot to :meth:`wait_ready`."""
         if self.proc is not None:
             return
-        if len(self.ports) != 2:
-            raise ValueError(f"{self.vnf_name}: the VM VNF forwards between exactly 2 NICs, "
-                             f"got {len(self.ports)}")
+        if len(self.ports) != self.nics:
+            raise ValueError(f"{self.vnf_name}: the {self.name} guest has exactly {self.nics} "
+                             f"NIC(s), got {len(self.ports)}")
         if shutil.which(QEMU) is None:
             raise DutFailure(f"{QEMU} not found: apt-get install qemu-system-x86")
         if self.vf_pci:
