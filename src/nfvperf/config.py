@@ -565,6 +565,7 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     if topology is not None:
         _check_frames_fit(where, entry, method, sizes, traffic, topology, problems)
         _check_vlan_translation(where, method, traffic, topology, problems)
+        _check_topology_accepts(where, method, params, topology, problems)
         topology = _fit_dut_to_traffic(where, method, traffic, topology, problems)
     repeat = _test_repeat(where, entry, method, spec, problems)
     return TestConfig(index=i, method=method, name=name, params=params, frame_sizes=list(sizes),
@@ -708,6 +709,17 @@ def _check_vlan_translation(where: str, method: str, traffic: TrafficSpec, topol
     problems.append(f"{where}: topology.ovs.vlan_translate {dict(vt)} forwards only frames tagged "
                     f"{' or '.join(map(str, vt))}, but traffic.vlan is {traffic.vlan}; set "
                     f"traffic.vlan: {next(iter(vt))}")
+
+
+def _check_topology_accepts(where: str, method: str, params: Any, topology: TopologySpec,
+                            problems: list[str]) -> None:
+    """What the topology kind refuses in this test's params (``Topology.test_refusals``: the
+    TCP guests of seed 001's kinds, e.g. more pinned iperf3 processes than vCPUs), each naming
+    the field and the fix."""
+    cls = topology.topology_class()
+    fn = getattr(cls, "test_refusals", None)
+    if fn is not None:
+        problems += [f"{where}.{m}" for m in fn(topology, method, params)]
 
 
 def _fit_dut_to_traffic(where: str, method: str, traffic: TrafficSpec, topology: TopologySpec,

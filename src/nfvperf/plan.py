@@ -67,8 +67,13 @@ def _measurer_class(tg: str) -> Any:
 
 
 def tso_refusal(spec: Any) -> Optional[str]:
-    """Why ``params.tso: true`` cannot work through ``spec``'s DUT (None: it can)."""
+    """Why ``params.tso: true`` cannot work through ``spec``'s DUT (None: it can); a topology
+    kind that knows its path says so itself (``tcp_tso_refusal``: TCP inside VMs)."""
     from nfvperf.dut.base import dut_class
+    from nfvperf.topo import topology_class
+    own = getattr(topology_class(spec.kind), "tcp_tso_refusal", None)
+    if own is not None:
+        return own(spec)
     if dut_class(spec.dut).polling_cpus <= 0:
         return None
     # measured: through OVS-DPDK's af_packet ports, TSO on (with the tx checksum offload it

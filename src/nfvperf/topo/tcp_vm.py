@@ -25,8 +25,8 @@ model (TOPOLOGY_PRESETS of these kinds).
 TSO in scenarios 1 and 2: OVS 3.1 (Debian 12) drops a TSO super-frame or a frame that needs its
 checksum filled in at a port whose netdev cannot offload it ("No TSO support" / "No TCP checksum
 support"; its software fallback came in OVS 3.3), and DPDK af_packet offloads neither: there
-userspace TSO stays off, the guests' ``tcp-segmentation-offload`` reads ``off [fixed]`` and a test
-with ``tso: true`` is refused before anything starts.
+userspace TSO stays off, the guests' NICs cannot negotiate TSO and a test with ``tso: true`` is
+refused before anything starts.
 """
 from __future__ import annotations
 
@@ -95,8 +95,9 @@ class TcpVmTopology(OvsTopology):
         hop = "the external clients' port" if not cls.client_in_vm else "the link between the bridges"
         return (f"kind {cls.kind}: {hop} is a DPDK af_packet port, which takes no TSO super-frames "
                 "and fills in no checksums; OVS 3.1 drops such frames there (its software "
-                "fallback came in OVS 3.3), so userspace TSO stays off and the guests' TSO reads "
-                "'off [fixed]'. Use tso: false or unset, or kind vm-vm (both guests on one bridge)")
+                "fallback came in OVS 3.3), so userspace TSO stays off and the guests' NICs "
+                "cannot negotiate TSO. Use tso: false or unset, or kind vm-vm (both guests on one "
+                "bridge)")
 
     @classmethod
     def test_refusals(cls, spec: Any, method: str, params: Any) -> list[str]:
@@ -104,8 +105,8 @@ class TcpVmTopology(OvsTopology):
         (checked when the suite is validated)."""
         from nfvperf.methods import runs_on_iperf3
         if not runs_on_iperf3(method):
-            return [f"method {method}: kind {cls.kind} runs TCP tests only (method: tcp, with iperf3 "
-                    f"inside its guests)"]
+            return [f"method: {method} cannot run on kind {cls.kind}, which runs TCP tests only "
+                    f"(method: tcp, iperf3 inside its guests); use another topology.kind for it"]
         vm = spec.vm
         out = []
         pins = list(getattr(params, "pin_cores", None) or [])
@@ -129,19 +130,17 @@ class TcpVmTopology(OvsTopology):
         want = None if mq is None or mq is False else (vm.virtio_queues() if mq is True else int(mq))
         if want is not None and (mq is True or want > 1):
             if vm.vcpus < 2:
-                out.append(f"multiqueue: {mq} needs guests with 2+ vCPUs (topology.vm.vcpus is 1: "
+                out.append(f"multiqueue: {str(mq).lower()} needs guests with 2+ vCPUs (topology.vm.vcpus is 1: "
                            "one queue is all one vCPU polls); raise topology.vm.vcpus or set "
                            "multiqueue: false")
             elif vm.virtio_queues() < 2 or want > vm.virtio_queues():
-                out.append(f"multiqueue: {mq} asks for {want} queues, the guests' NICs have "
+                out.append(f"multiqueue: {str(mq).lower()} asks for {want} queues, the guests' NICs have "
                            f"{vm.virtio_queues()} (topology.vm.queues); raise topology.vm.queues "
                            f"or lower multiqueue")
         if getattr(params, "tso", None) is True:
             why = cls.tcp_tso_refusal(spec)
             if why:
                 out.append(f"tso: true: {why}")
-        if getattr(params, "reverse", False) or getattr(params, "bidirectional", False):
-            pass        # the guests run iperf3 -R / --bidir as the host namespaces do
         return out
 
     def cpu_demands(self) -> dict[str, int]:
