@@ -19,7 +19,10 @@ class TcpParams(MethodParams):
     omit_s: int = Field(2, ge=0, le=60, description="iperf3 -O: seconds of slow start not counted")
     reverse: bool = Field(False, description="iperf3 -R")
     bidirectional: bool = Field(False, description="iperf3 --bidir")
-    pin_cores: Optional[list[int]] = Field(None, description="CPU cores to pin the iperf3 processes to")
+    pin_cores: Optional[list[int]] = Field(None, description="CPU cores to pin the iperf3 processes "
+                                           "to (taskset); with iperf3 inside VMs (kinds host-vm, "
+                                           "vm-link-vm, vm-vm) process i runs on vCPU pin_cores[i] of "
+                                           "its guest (iperf3 -A, seed 001 Table 5)")
     mss: Optional[int] = Field(None, ge=88, le=9216, description="iperf3 -M")
     repetitions: int = Field(1, ge=1, le=100)
     tso: Optional[bool] = Field(None, description="TCP segmentation offload on the path's kernel "
@@ -48,8 +51,13 @@ class TcpResult(ResultBase):
     retransmits: list = field(default_factory=list)
     tso: Optional[bool] = None
     multiqueue: Union[bool, int, None] = None
-    # what the path's interfaces read back after params.tso/multiqueue were applied ("<ns>/<if>")
+    # what the path's interfaces read back after params.tso/multiqueue were applied ("<ns>/<if>";
+    # in a TCP guest "vm:<name>/<if>")
     interface_settings: dict = field(default_factory=dict)
+    # where it ran: the topology kind (seed 001's scenarios: host-vm, vm-link-vm, vm-vm) and, with
+    # iperf3 inside VMs, the guests' accelerator (kvm | tcg)
+    scenario: Optional[str] = None
+    guest_accel: Optional[str] = None
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
@@ -80,6 +88,9 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
     for i in range(params.repetitions):
         tr = runner.call(trial, params.duration_s, 0.0, phase="tcp", repetition=i + 1)
         out.throughput_bps.append(float(tr.extra.get("throughput_bps", 0.0)))
+        path = (tr.extra.get("tcp") or {}).get("path") or {}
+        out.scenario = path.get("scenario") or path.get("topology") or tr.extra.get("topology")
+        out.guest_accel = path.get("guest_accel")
         out.retransmits.append(tr.extra.get("retransmits"))
         rec.progress((i + 1) / params.repetitions, f"tcp {out.throughput_bps[-1] / 1e9:.2f} Gbps")
     out.mean_throughput_bps = sum(out.throughput_bps) / len(out.throughput_bps)

@@ -133,12 +133,15 @@ def numbers_from(run: Any) -> str:
 
 
 def _vm_configured(run: Any) -> bool:
-    cfg_topo = (run.config or {}).get("topology") or {}
-    if cfg_topo.get("vnf") == "vm":
+    def has_vm(tp: Any) -> bool:
+        # a VM VNF, or a kind whose TCP ends are guests (seed 001: host-vm, vm-link-vm, vm-vm)
+        return isinstance(tp, dict) and (tp.get("vnf") == "vm" or "vm" in str(tp.get("kind") or "").split("-"))
+
+    if has_vm((run.config or {}).get("topology") or {}):
         return True
     for t in run.tests:
         tp = t.topology or {}
-        if ((tp.get("overrides") or {}) if isinstance(tp, dict) else {}).get("vnf") == "vm":
+        if has_vm((tp.get("overrides") or {}) if isinstance(tp, dict) else {}):
             return True
     return False
 

@@ -475,21 +475,40 @@ def _reset_row(t: Any, d: dict) -> list[str]:
             "yes" if d.get("reset_hook_set") else "no (modelled)"]
 
 
+def _tcp_setting(d: dict, key: str) -> str:
+    """TSO / multi-queue as asked (params) and as the interfaces read back, e.g. ``on`` or
+    ``true (2 queues)``; "—" when the test left it as it was."""
+    asked = d.get(key)
+    got = d.get("interface_settings") or {}
+    if key == "tso":
+        vals = sorted({str(v.get("tso")) for v in got.values() if isinstance(v, dict) and v.get("tso")})
+        return ", ".join(vals) if vals else ("—" if asked is None else ("on" if asked else "off"))
+    qs = sorted({int(v["queues"]) for v in got.values() if isinstance(v, dict)
+                 and isinstance(v.get("queues"), int)})
+    if qs:
+        return f"{str(asked).lower()} ({'/'.join(map(str, qs))} q)"
+    return "—" if asked is None else str(asked).lower()
+
+
 def _tcp_row(t: Any, d: dict) -> list[str]:
     reps = [x for x in (d.get("throughput_bps") or []) if isinstance(x, (int, float))]
     rtx = [x for x in (d.get("retransmits") or []) if isinstance(x, (int, float))]
     mean = num(d.get("mean_throughput_bps"))
-    return [t.name, fmt_num(d.get("streams")), fmt_num(d.get("processes")), fmt_num(num(d.get("duration_s")), 0),
+    return [t.name, str(d.get("scenario") or "—"), fmt_num(d.get("streams")), fmt_num(d.get("processes")),
+            fmt_num(num(d.get("duration_s")), 0), _tcp_setting(d, "tso"), _tcp_setting(d, "multiqueue"),
             "—" if mean is None else f"{mean / 1e9:,.3f}", ", ".join(f"{x / 1e9:.3f}" for x in reps[:12]),
-            fmt_num(int(sum(rtx))) if rtx else "—"]
+            fmt_num(int(sum(rtx))) if rtx else "—", str(d.get("guest_accel") or "—").upper()]
 
 
 SPECIAL = {
     "tcp": ("TCP throughput (iperf3)",
             "Goodput = TCP payload bit rate reported by iperf3 (L4, not L1/L2), summed over streams and "
-            "processes; mean over repetitions.",
-            ["Test", "Streams", "Processes", "Duration s", "Goodput Gbps (mean)", "Per repetition Gbps",
-             "Retransmits"], _tcp_row),
+            "processes; mean over repetitions. Scenario = the topology kind (seed 001: host-vm external "
+            "clients -> a server VM, vm-link-vm VMs on two bridges joined by a link, vm-vm VMs on one "
+            "bridge). TSO / MQ as the TCP ends' interfaces read back (ethtool; in the guests for the VM "
+            "scenarios). Guest accel: the VMs' accelerator (TCG = emulated CPU: far below KVM).",
+            ["Test", "Scenario", "Streams", "Processes", "Duration s", "TSO", "MQ", "Goodput Gbps (mean)",
+             "Per repetition Gbps", "Retransmits", "Guest accel"], _tcp_row),
     "back_to_back": ("back-to-back frames (RFC 9004)",
                      "Trial: burst at line rate from idle, received at Throughput, ≥2 s drain. Buffer time "
                      "(K4): implied = mean frames / max fps; corrected = implied × (1 − Throughput / max fps).",

@@ -528,6 +528,7 @@ class SimMeasurer(Measurer):
         return TrialResult(duration_s=duration_s, load_pps=0.0, effective_duration_s=duration_s,
                            extra={"sim": True, "throughput_bps": bps, "streams": streams,
                                   "processes": processes, "retransmits": 0,
+                                  "topology": self.model.unit.kind,
                                   **({"sim_model": info} if info else {}),
                                   **({"host_noise": {"speed": round(speed, 6)}} if speed is not None else {})})
 

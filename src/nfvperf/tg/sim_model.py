@@ -95,6 +95,8 @@ class SimModelParams:
     tcp_host_bps: float = 46e9        # host memory/vSwitch ceiling (seed 001: ~45 Gbit/s)
     tcp_goodput: float = 0.949        # TCP goodput share of the link (1500 B MTU)
     tcp_contention_per_log2: float = 0.005  # loss per doubling of streams (more contention)
+    tcp_link: bool = True             # the TCP path crosses a link of link_speed (False: VM to VM
+    #                                   on one host, seed 001 scenario 3: no NIC, ~45 Gbit/s)
 
 
 #: per-DUT presets (fields of SimModelParams); unknown DUTs use the defaults
@@ -123,6 +125,11 @@ TOPOLOGY_PRESETS: dict[str, dict[str, Any]] = {
     "pvp": {"core_efficiency": 0.9},
     "pvvp": {"core_efficiency": 0.85},
     "vxlan": {"core_efficiency": 0.9, "encap": True},
+    # seed 001's TCP scenarios with iperf3 inside VMs (nfvperf.topo.tcp_vm): external clients ->
+    # a server VM and VMs on two nodes cross a 10 GbE link; VMs on one node do not
+    "host-vm": {},
+    "vm-link-vm": {"core_efficiency": 0.9},
+    "vm-vm": {"tcp_link": False},
 }
 
 FIELDS = {f.name: f for f in dataclasses.fields(SimModelParams)}
@@ -348,13 +355,15 @@ class SimModel:
         per_stream = p.tcp_stream_bps_tso if tso else p.tcp_stream_bps_no_tso
         per_queue = p.tcp_queue_bps_tso if tso else p.tcp_queue_bps_no_tso
         frame = min(mtu + 18, 9018)
-        dut_pps = min(self.capacity(profile, frame).total_pps,
-                      profile.link_speed_bps / ((frame + 20) * 8) * self.directions(profile))
+        dut_pps = self.capacity(profile, frame).total_pps
+        if p.tcp_link:
+            dut_pps = min(dut_pps, profile.link_speed_bps / ((frame + 20) * 8) * self.directions(profile))
         seg_per_frame = 4.0 if tso else 1.0     # TSO: the vSwitch passes oversized frames
         contention = max(0.5, 1.0 - p.tcp_contention_per_log2 * math.log2(n))
         limits = {"streams": n * per_stream * contention, "queues": queues * per_queue, "host": p.tcp_host_bps,
-                  "link": profile.link_speed_bps * p.tcp_goodput,
                   "dut": dut_pps * seg_per_frame * (mtu - 40) * 8}
+        if p.tcp_link:
+            limits["link"] = profile.link_speed_bps * p.tcp_goodput
         bound = min(limits, key=lambda k: limits[k])
         bps = limits[bound]
         return {"bps": bps, "tso": tso, "multiqueue": mq, "queues": queues, "streams_total": n, "bound": bound,
