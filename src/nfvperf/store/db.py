@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional, Union, cast
 
 from sqlalchemy import create_engine, event, func, inspect, select, text, update
 from sqlalchemy.engine import CursorResult, Engine, make_url
-from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy.orm import Session, defer, selectinload, sessionmaker
 
 from nfvperf.store.models import SCHEMA_VERSION, Base, Result, Run, Test, Trial, utcnow
 
@@ -206,12 +206,20 @@ class Store:
 
     # ------------------------------------------------------------------ reading
     def list_runs(self, limit: int = 50, testbed: Optional[str] = None) -> list[Run]:
-        """The newest ``limit`` runs; ``testbed``: only the runs on that testbed."""
+        """The newest ``limit`` runs; ``testbed``: only the runs on that testbed.  A listing's
+        runs come without their ``config`` (not loaded: 10,000 runs' configurations and
+        environments are half a GB of objects) and with their ``environment`` only when still
+        marked running (:func:`run_liveness` reads it); use :meth:`load_run` for a whole run."""
         with self.session() as s:
-            q = select(Run).order_by(Run.id.desc()).limit(limit)
+            q = (select(Run).options(defer(Run.config, raiseload=True), defer(Run.environment))
+                 .order_by(Run.id.desc()).limit(limit))
             if testbed is not None:
                 q = q.where(Run.testbed == testbed)
-            return list(s.scalars(q))
+            runs = list(s.scalars(q))
+            for r in runs:
+                if r.status == "running":
+                    r.environment       # noqa: B018 - loaded while the session is open
+            return runs
 
     def resolve(self, ref: Union[str, int], testbed: Optional[str] = None) -> int:
         """Run id from ``12``, ``nfv1a2b3c4d``, ``1a2b`` (uid prefix), ``latest``/``last``, ``-2``.
