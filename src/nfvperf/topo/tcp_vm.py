@@ -73,12 +73,6 @@ class TcpVmTopology(OvsTopology):
 
     @classmethod
     def spec_refusal(cls, spec: Any) -> Optional[str]:
-        vm = getattr(spec, "vm", None)
-        if vm is not None:
-            from nfvperf.vm.guest import image_refusal
-            why = image_refusal(getattr(vm, "image", None))
-            if why:
-                return why
         ovs = getattr(spec, "ovs", None)
         for f in ("bond_mode", "vlan_translate"):
             if getattr(ovs, f, None):

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nfvperf.dut.base import DutFailure, PortRef, Unsupported
 from nfvperf.host.proc import CommandError
@@ -62,33 +62,41 @@ class VmSpec(BaseModel):
     accel: Literal["auto", "kvm", "tcg"] = Field("auto", description="QEMU accelerator: auto = KVM "
                                                  "when /dev/kvm boots a stock kernel, else TCG")
 
+    @field_validator("image")
+    @classmethod
+    def _tcp_image(cls, v: Optional[str]) -> Optional[str]:
+        why = image_refusal(v)
+        if why:
+            raise ValueError(why)
+        return v
+
     def virtio_queues(self) -> int:
         return int(self.queues or self.vcpus)
 
 
 def image_refusal(image_dir: Optional[str]) -> Optional[str]:
-    """Why the guest image at ``image_dir`` cannot be a TCP guest (None: it can, or it is the
-    default image, which nfvperf builds with iperf3 and ethtool)."""
+    """Why the guest image at ``image_dir`` (``topology.vm.image``) cannot be a TCP guest (None:
+    it can, or it is the default image, which nfvperf builds with iperf3 and ethtool)."""
     if not image_dir:
         return None
     d = Path(image_dir).expanduser()
     fix = ("build one with `python3 -m nfvperf.vm.image build --cache-dir DIR` (it holds iperf3 "
            "and ethtool) or leave topology.vm.image unset")
     if not (d / "manifest.json").is_file():
-        return f"topology.vm.image: {d} has no manifest.json (not a guest image); {fix}"
+        return f"{d} has no manifest.json (not a guest image); {fix}"
     try:
         info = vm_image._load_info(d)
     except (OSError, ValueError, KeyError) as e:
-        return f"topology.vm.image: {d}/manifest.json cannot be read ({e}); {fix}"
+        return f"{d}/manifest.json cannot be read ({e}); {fix}"
     missing = [Path(t).name for t in vm_image.TCP_TOOLS if t not in info.roots]
     if missing:
-        return (f"topology.vm.image: the image {d} has no {' or '.join(missing)} (its manifest lists "
+        return (f"the image {d} has no {' or '.join(missing)} (its manifest lists "
                 f"{', '.join(info.roots) or 'no programs'}), which a TCP guest runs; {fix}")
     if "tcp" not in info.modes:
-        return f"topology.vm.image: the image {d} has no TCP mode in its init (an older recipe); {fix}"
+        return f"the image {d} has no TCP mode in its init (an older recipe); {fix}"
     for f in (info.kernel, info.initrd):
         if not f.is_file():
-            return f"topology.vm.image: {f} is missing; {fix}"
+            return f"{f} is missing; {fix}"
     return None
 
 
@@ -96,7 +104,7 @@ def load_image(image_dir: Optional[str], cache_dir: Optional[Path] = None) -> vm
     """The guest image: ``image_dir`` (checked by :func:`image_refusal`) or nfvperf's own."""
     why = image_refusal(image_dir)
     if why:
-        raise ValueError(why)
+        raise ValueError(f"topology.vm.image: {why}")
     if image_dir:
         return vm_image._load_info(Path(image_dir).expanduser())
     return vm_image.build(cache_dir)
