@@ -20,7 +20,9 @@ RSS from ``wait4``), on each back end:
   added, then rebuilt with nothing changed; the trend pages of every series (``--only trends``);
 * ``nfvperf --version`` (interpreter and import start-up, included in every figure above).
 
-Peak RSS is the child's ``VmHWM`` (read from /proc while it runs).
+Peak RSS is the child's ``VmHWM`` (read from /proc while it runs); CPU seconds are the child's
+user + system time (``wait4``), which other work on the machine does not inflate as it does the
+wall time; the site's own build time (``seconds`` of ``nfvperf site --json``) is shown too.
 
 Prints a table and, as its LAST line, one JSON object.  Not part of ``make test``.  The stores
 take ~3 GB each; the PostgreSQL cluster runs as ``nobody`` on a Unix socket with fsync off
@@ -318,7 +320,7 @@ def timed(args: list[str], timeout: float = 1800) -> dict[str, Any]:
         peak = [0]
         poller = threading.Thread(target=_watch_hwm, args=(p.pid, peak), daemon=True)
         poller.start()
-        _pid, status, _ru = os.wait4(p.pid, 0)
+        _pid, status, ru = os.wait4(p.pid, 0)
         timer.cancel()
         poller.join()
         wall = time.perf_counter() - t0
@@ -326,7 +328,8 @@ def timed(args: list[str], timeout: float = 1800) -> dict[str, Any]:
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    res = {"s": round(wall, 2), "rss_mib": round(peak[0] / 1024, 1), "rc": p.returncode}
+    res = {"s": round(wall, 2), "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "rss_mib": round(peak[0] / 1024, 1),
+           "rc": p.returncode}
     if p.returncode != 0:
         res["error"] = (stderr or stdout)[-400:]
     res["stdout"] = stdout
@@ -343,7 +346,7 @@ def measure(url: str, work: Path, seeds: list[dict[str, Any]], runs: int) -> dic
     m["compare"] = timed(["compare", "-2", "latest", "--db", url])
     sel = ["--suite", "sim-tour", "--test", "throughput", "--size", "64", "--host", "bench-h0"]
     m["trend_one_series"] = timed(["trend", "--json", "--db", url, *sel])
-    m["site_index_first"] = timed(["site", str(site), "--only", "index", "--db", url])
+    m["site_index_first"] = timed(["site", str(site), "--only", "index", "--db", url, "--json"])
     add_one_run(url, seeds, runs)
     m["site_index_after_one_run"] = timed(["site", str(site), "--only", "index", "--db", url, "--json"])
     m["site_index_unchanged"] = timed(["site", str(site), "--only", "index", "--db", url, "--json"])
@@ -364,10 +367,11 @@ def _check(m: dict[str, Any], runs: int) -> None:
         m["trend_one_series"]["points"] = sum(len(s["points"]) for s in doc["series"])
         m["trend_one_series"]["changes"] = [(c["run"], c["kind"], round(c["ratio"], 3))
                                             for s in doc["series"] for c in s["changes"]]
-    for k in ("site_index_after_one_run", "site_index_unchanged", "site_trend_pages_all_series"):
+    for k in ("site_index_first", "site_index_after_one_run", "site_index_unchanged", "site_trend_pages_all_series"):
         if m[k]["rc"] == 0:
             rep = json.loads(m[k]["stdout"])
             m[k]["written"] = len(rep["written"])
+            m[k]["build_s"] = rep.get("seconds")
 
 
 ROWS = [("startup", "nfvperf --version (start-up, in every row)"), ("history", "history (30 newest)"),
@@ -379,14 +383,18 @@ ROWS = [("startup", "nfvperf --version (start-up, in every row)"), ("history", "
 
 
 def table(results: dict[str, Any]) -> None:
+    """Wall s (CPU s of the process) and peak RSS per command and back end; for the site, the
+    build's own seconds (without start-up) in brackets."""
     backends = [b for b in results if "measured" in results[b]]
-    print(f"\n{'':44}" + "".join(f"{b:>24}" for b in backends))
+    print(f"\n{'':40}" + "".join(f"{b + ': wall (cpu) s, RSS':>38}" for b in backends))
     for key, title in ROWS:
         cells = []
         for b in backends:
             r = results[b]["measured"][key]
-            cells.append(f"{r['s']:>9.2f} s {r['rss_mib']:>7.0f} MiB" + (" FAIL" if r["rc"] else "     "))
-        print(f"{title:44}" + "".join(f"{c:>24}" for c in cells))
+            build = f" [{r['build_s']:.2f}]" if r.get("build_s") is not None else ""
+            cells.append(f"{r['s']:>7.2f} ({r['cpu_s']:>6.2f}){build} {r['rss_mib']:>5.0f} MiB"
+                         + (" FAIL" if r["rc"] else ""))
+        print(f"{title:40}" + "".join(f"{c:>38}" for c in cells))
 
 
 def main() -> int:

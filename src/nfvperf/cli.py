@@ -495,8 +495,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         return EXIT_OK
     for n in rep.notes:
         print(f"note: {n}")
-    print(f"site {out}: {len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; "
-          f"open {out / 'index.html'}")
+    print(f"site {out}: {len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed "
+          f"in {rep.seconds:.1f} s; open {out / 'index.html'}")
     return EXIT_OK
 
 

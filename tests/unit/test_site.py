@@ -250,7 +250,8 @@ def test_cli_site(store, tmp_path, capsys) -> None:
     out = tmp_path / "site"
     assert cli_main(["site", str(out), "--db", db]) == 0
     text = capsys.readouterr().out
-    assert re.search(r"site .*site: \d+ page\(s\) written, 0 unchanged, 0 removed; open .*index.html", text)
+    assert re.search(r"site .*site: \d+ page\(s\) written, 0 unchanged, 0 removed in [\d.]+ s; open .*index.html",
+                     text)
     assert cli_main(["site", str(out), "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == []
     (tmp_path / "afile").write_text("x")

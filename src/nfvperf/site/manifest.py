@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,10 +38,11 @@ class BuildReport:
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"written": sorted(self.written), "unchanged": self.unchanged, "removed": sorted(self.removed),
-                "notes": self.notes}
+                "notes": self.notes, "seconds": round(self.seconds, 3)}
 
 
 class Manifest:
@@ -63,6 +65,7 @@ class Manifest:
             pass
         self.seen: set[str] = set()
         self.report = BuildReport()
+        self.t0 = time.monotonic()
 
     def fresh(self, rel: str, digest: str) -> bool:
         """True when ``rel`` was written from these inputs and is still there (nothing to do);
@@ -95,6 +98,7 @@ class Manifest:
             (self.root / rel).unlink(missing_ok=True)
             del self.pages[rel]
             self.report.removed.append(rel)
+        self.report.seconds = time.monotonic() - self.t0
         data = {"schema": SCHEMA, "format": FORMAT, "nfvperf": __version__, "pages": dict(sorted(self.pages.items())),
                 "last_build": dict(self.report.to_dict(), at=dt.datetime.now(dt.timezone.utc).isoformat())}
         write_atomic(self.path, json.dumps(data, indent=1))
