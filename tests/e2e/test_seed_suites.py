@@ -133,6 +133,30 @@ def test_more_pmd_cores_forward_more(store, suite: str, study: str, size: int, f
     assert four > one * 1.5, f"{suite} {study}: 4 cores {four:,.0f} fps vs 1 core {one:,.0f}"
 
 
+@pytest.mark.parametrize("suite,study,size,few,more,gain", [
+    ("seed000-intel-onp.yaml", "phy-phy", 64, 1, 4, 1.5),            # Table 7-1 / Fig 7-2
+    ("seed002-china-telecom.yaml", "l3fwd-cores", 66, 1, 2, 1.3),     # Fig 5-6: 74 % -> 93 %
+])
+def test_more_l3fwd_cores_route_more(store, suite: str, study: str, size: int, few: int, more: int,
+                                     gain: float) -> None:
+    """The seeds' physical L3fwd is dut l3fwd (not testpmd io standing in), and its cores count."""
+    rows = _rows(store["db"], store["runs"][suite])
+    a, b = (_pps(rows, study, size, **{"topology.l3fwd.cores": n}) for n in (few, more))
+    assert b > a * gain, f"{suite} {study}: {more} cores {b:,.0f} fps vs {few} core {a:,.0f}"
+    con = sqlite3.connect(store["db"])
+    duts = {json.loads(t or "{}").get("overrides", {}).get("dut") for (t,) in con.execute(
+        "select topology from tests where run_id = ? and name like ?", (store["runs"][suite], f"{study}[%"))}
+    con.close()
+    assert duts == {"l3fwd"}, duts
+
+
+def test_seed002_compares_l3fwd_with_ovs_dpdk(store) -> None:
+    """Seed 002 Table 5-6: physical L3fwd above OVS-DPDK (2 cores each) at 66 B."""
+    rows = _rows(store["db"], store["runs"]["seed002-china-telecom.yaml"])
+    l3, ovs = (_pps(rows, "dut", 66, variant=v) for v in ("l3fwd", "ovs-dpdk"))
+    assert l3 > ovs, f"l3fwd {l3:,.0f} fps vs OVS-DPDK {ovs:,.0f}"
+
+
 @pytest.mark.parametrize("suite,study,size,many,few,fixed", [
     ("seed004-ovs-scaling.yaml", "pvp-flows", 66, 1_000_000, 1000, {}),             # Graph 5.1.1
     ("seed004-ovs-scaling.yaml", "vxlan-flows", 66, 1_000_000, 1000, {}),           # Graph 5.2.1
