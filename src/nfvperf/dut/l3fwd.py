@@ -139,8 +139,7 @@ def lcore_count(opts: Any) -> int:
 
 
 def spec_ports(spec: Any) -> int:
-    if getattr(spec, "port_kind", None) == "pci" and getattr(spec, "pci", None):
-        return len(spec.pci) // 2
+    """The ports a spec declares (``ports``; the PCI addresses are checked by the pci kind)."""
     return int(getattr(spec, "ports", 2) or 2)
 
 
@@ -167,7 +166,7 @@ def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> 
         which = ("cpus" if getattr(opts, "cpus", None) else "cores") if w > 1 else "queues"
         out.append(f"topology.l3fwd.{which}: l3fwd sends on one TX queue per "
                    f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
-                   f"and one queue ({w} lcores, {q} queues asked); use port_kind af_packet, vhost or "
+                   f"and one queue ({w} lcore(s), {q} queue(s) asked); use port_kind af_packet, vhost or "
                    f"memif for more")
     ports = spec_ports(spec)
     per_lcore = -(-ports * rx_queues_per_port(pk, q, w) // w)
