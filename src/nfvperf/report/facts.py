@@ -37,7 +37,7 @@ def accelerator_text(env: dict[str, Any], vm_in_config: bool) -> str:
                                       if str(v.get("accel")) == acc and v.get("accel_reason")))
         txt = acc.upper() + (f" ({why})" if why else "")
         if acc == "tcg":
-            txt += " — emulated guest CPU: VM VNF numbers are far below what KVM gives"
+            txt += " — emulated guest CPU: VM numbers (VNF forwarding, TCP inside guests) are far below what KVM gives"
         parts.append(txt)
     return "; ".join(parts)
 

@@ -542,8 +542,9 @@ def _other_tables(tests: list[Any]) -> list[Table]:
             for t in group:
                 if t.results:
                     tb.rows.append(fn(t, t.results[-1].data or {}))
-                else:
-                    tb.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * (len(cols) - 2))
+                else:           # the TCP table's first column is the test, the others' the size
+                    first = t.name if method == "tcp" else fmt_num(t.frame_size_b)
+                    tb.rows.append([first, f"({t.status})"] + ["—"] * (len(cols) - 2))
             out.append(tb)
             continue
         title = SUMMARY_TITLES.get(method, method)
