@@ -35,6 +35,16 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(not HAVE_OVS, reason="Open vSwitch not installed")]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def guest_image():
+    """The guest image (built once from Debian packages, then cached), or skip with why."""
+    from nfvperf.vm import image
+    try:
+        return image.build()
+    except image.ImageError as e:
+        pytest.skip(f"cannot build the guest image: {e}")
+
+
 def _ethtool(guest, *args: str) -> str:
     return guest.run_argv(["ethtool", *args, guest.ifname]).stdout
 
