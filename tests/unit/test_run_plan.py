@@ -190,6 +190,11 @@ def test_run_stores_the_plans_skips_and_goes_on(monkeypatch, tmp_path, no_build_
     plan = run.environment["plan"]
     assert plan["tg"] == "tgen" and [s["unit"] for s in plan["skipped"]] == out.skipped_tests
     assert "3 of 5 test unit(s) skipped" in run.reason
+    # the report says each reason once, with the units it skipped
+    notes = [n for n in build(run).notes if "skipped, does not fit" in n]
+    assert len(notes) == 2 and notes[0].startswith("2 units (pmd[pmd_cores=4] 64 B, pmd[pmd_cores=4] 128 B): "
+                                                   "skipped, does not fit this host; --fit-host would change")
+    assert notes[1].startswith("ht 64 B: skipped, does not fit this host")
     # nothing fits: nothing ran, so the run failed
     out = execute(validate_suite(dict(CORES, tests=CORES["tests"][1:])), store=store, tg="tgen",
                   out_dir=tmp_path, show_progress=False, log=lambda s: None,

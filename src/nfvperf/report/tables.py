@@ -163,14 +163,19 @@ def result_notes(tests: list[Any]) -> list[str]:
     irregular bounds, skipped sizes...), once per distinct text, prefixed with test and size."""
     from nfvperf.report.extract import walk
     seen: dict[str, None] = {}
+    skipped: dict[str, list[str]] = {}       # the run plan's reason -> the units it skipped
     for t in tests:
         for r in t.results:
             for d in walk(r.data):
                 for n in d.get("notes") or []:
                     if isinstance(n, str) and n:
                         seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: {n}", None)
-        if getattr(t, "status", None) == "skipped" and getattr(t, "reason", None):   # host too small
-            seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: skipped, {t.reason}", None)
+        if getattr(t, "status", None) == "skipped" and getattr(t, "reason", None):
+            skipped.setdefault(t.reason, []).append(f"{t.name} {fmt_num(t.frame_size_b)} B")
+    for reason, units in skipped.items():      # one note per reason, however many units it skipped
+        who = units[0] if len(units) == 1 else (f"{len(units)} units ({', '.join(units[:3])}"
+                                                + (", …" if len(units) > 3 else "") + ")")
+        seen.setdefault(f"{who}: skipped, {reason}", None)
     return list(seen)
 
 
