@@ -59,7 +59,7 @@ def test_a_bond_of_one_member_is_refused_before_anything_starts() -> None:
 def test_bonds_only_on_p_ovs_p_with_ovs_dpdk() -> None:
     with pytest.raises(ValidationError, match="built by kind p-ovs-p"):
         TopologySpec(kind="pvp", ports=4, port_kind="vhost", ovs={"bond_mode": "balance-slb"})
-    with pytest.raises(ValidationError, match="built on dut ovs-dpdk, not ovs-system"):
+    with pytest.raises(ValidationError, match="built by dut ovs-dpdk, not ovs-system"):
         TopologySpec(kind="p-ovs-p", dut="ovs-system", ports=4, ovs={"bond_mode": "balance-slb"})
 
 

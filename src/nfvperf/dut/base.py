@@ -187,6 +187,8 @@ class DutAdapter(abc.ABC):
     #: units differing only in these on one topology build, and restarts between rounds for
     #: anything else (``nfvperf.topo.inplace``)
     in_place: ClassVar[frozenset[str]] = frozenset()
+    #: the adapter builds OVS bonds of a side's ports (``ovs.bond_mode``, seed 003)
+    builds_bonds: ClassVar[bool] = False
 
     @classmethod
     def options(cls, spec: Any) -> Any:

@@ -294,6 +294,8 @@ class OvsDpdk(DutAdapter):
     number index + 1; a ``veth`` port's namespace becomes OVS's namespace when ``netns`` is not set.
     """
 
+    builds_bonds = True
+
     name = "ovs-dpdk"
     runs_remote = True
     switching_operations = 1

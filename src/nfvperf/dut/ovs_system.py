@@ -59,6 +59,8 @@ def kmod_check(module: str = KMOD, sys_module: Path = SYS_MODULE, required: bool
 class OvsSystem(OvsDpdk):
     """OVS with the kernel datapath (see the module doc); ports are veth DUT ends."""
 
+    builds_bonds = False     # nfvperf builds bonds on OVS-DPDK's vhost-user ports only
+
     name = "ovs-system"
     datapath_type = "system"
     runs_remote = False        # loads the kernel module on this machine

@@ -15,7 +15,7 @@ import ipaddress
 import time
 from typing import Any, ClassVar, Optional, Sequence
 
-from nfvperf.dut.base import DutAdapter, Flow, PortRef
+from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortRef, dut_class
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology, TopologyError
@@ -317,8 +317,9 @@ class PhyOvsPhy(OvsTopology):
         mode = getattr(getattr(spec, "ovs", None), "bond_mode", None)
         if not mode:
             return None
-        if spec.dut != "ovs-dpdk":
-            return (f"topology.ovs.bond_mode: {mode} bonds are built on dut ovs-dpdk, not "
+        if not dut_class(spec.dut).builds_bonds:
+            able = sorted(n for n, c in DUT_REGISTRY.items() if c.builds_bonds)
+            return (f"topology.ovs.bond_mode: {mode} bonds are built by dut {', '.join(able)}, not "
                     f"{spec.dut}")
         n = int(spec.ports)
         if n < 4 or n % 2:
