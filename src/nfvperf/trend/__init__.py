@@ -7,7 +7,17 @@
 - :mod:`.gate`: the newest run against its history, :mod:`.ab`: two builds in one run;
 - :mod:`.render`: the terminal tables.
 """
-from nfvperf.trend.compute import trend_json, trend_series
+from typing import Any
+
 from nfvperf.trend.selector import Selector, SelectorError
+
+
+def __getattr__(name: str) -> Any:
+    """``trend_json`` and ``trend_series`` are imported on first use (PEP 562): the command line
+    imports this package to build its parser, and the trend machinery takes ~0.4 s to import."""
+    if name in ("trend_json", "trend_series"):
+        from nfvperf.trend import compute
+        return getattr(compute, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Selector", "SelectorError", "trend_json", "trend_series"]

@@ -5,10 +5,7 @@ import json
 import sys
 from typing import Any, Optional
 
-from nfvperf.trend.ab import AbError, gate_ab
-from nfvperf.trend.compute import trend_json, trend_series
-from nfvperf.trend.detect import DEFAULT_WINDOW
-from nfvperf.trend.gate import DEFAULT_THRESHOLD, GateError, gate
+from nfvperf.trend.defaults import DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from nfvperf.trend.selector import Selector, SelectorError, add_options
 
 
@@ -53,6 +50,9 @@ def _window(args: Any) -> int:
 
 
 def trend_command(store: Any, args: Any, console: Any = None) -> int:
+    # imported here, not at the top: every nfvperf command builds the parser that imports this
+    # module, and the trend machinery (jumpavg, the store, report) costs ~0.4 s to import
+    from nfvperf.trend.compute import trend_json, trend_series
     from nfvperf.trend.render import render
     try:
         sel = Selector.parse(args)
@@ -72,6 +72,8 @@ def trend_command(store: Any, args: Any, console: Any = None) -> int:
 
 
 def gate_command(store: Any, args: Any, out: Any = None) -> int:
+    from nfvperf.trend.ab import AbError, gate_ab          # (start-up time: see trend_command)
+    from nfvperf.trend.gate import GateError, gate
     out = out or sys.stdout
     if args.threshold is None or not 0 <= args.threshold < 100:
         raise CommandError(f"--threshold {args.threshold}: give a percentage in [0, 100), e.g. 2")

@@ -32,7 +32,7 @@ from typing import Any, Optional, Sequence
 from jumpavg import AvgStdevStats, BitCountingGroupList
 
 #: counted points given to jumpavg per series (its cost grows with the square of this)
-DEFAULT_WINDOW = 300
+from nfvperf.trend.defaults import DEFAULT_WINDOW  # noqa: E402 (re-exported)
 #: a step must exceed this many standard errors of the two groups' means (an outlier run at
 #: the start of a window is a group of its own for jumpavg, not a change of the DUT)
 Z_SCORE = 3.0

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.trend.compute import SeriesTrend, trend_series
-from nfvperf.trend.detect import DEFAULT_WINDOW
+from nfvperf.trend.defaults import DEFAULT_THRESHOLD, DEFAULT_WINDOW
 
-DEFAULT_THRESHOLD = 0.02
 #: run statuses that cannot be gated (the run is not a finished measurement)
 UNGATED = ("running", "aborted", "interrupted")
 
