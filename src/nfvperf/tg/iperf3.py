@@ -420,6 +420,31 @@ def _parse_json(text: str, stderr: str, what: str) -> tuple[Optional[dict], Opti
     return doc, None
 
 
+def client_argv(server_ip: str, port: int, duration_s: float, streams: int, *, binary: str = "iperf3",
+                interval_s: float = 1.0, connect_timeout_ms: int = 3000, reverse: bool = False,
+                bidir: bool = False, length_b: Optional[int] = None, mss: Optional[int] = None,
+                zerocopy: bool = False, omit_s: int = 0, congestion: Optional[str] = None) -> list[str]:
+    """An iperf3 client's command (JSON output, per-interval reports), wherever it runs: a
+    namespace here (:class:`Iperf3Measurer`) or a guest (:mod:`nfvperf.vm.tcp`)."""
+    argv = [binary, "-c", server_ip, "-p", str(port), "-t", str(int(duration_s)), "-P", str(int(streams)),
+            "-J", "-i", f"{interval_s:g}", "--connect-timeout", str(int(connect_timeout_ms))]
+    if bidir:
+        argv.append("--bidir")
+    elif reverse:
+        argv.append("-R")
+    if length_b:
+        argv += ["-l", str(int(length_b))]
+    if mss:
+        argv += ["-M", str(int(mss))]
+    if zerocopy:
+        argv.append("-Z")
+    if omit_s:
+        argv += ["-O", str(int(omit_s))]
+    if congestion:
+        argv += ["-C", congestion]
+    return argv
+
+
 class Iperf3Measurer(Measurer):
     """TCP throughput between two network namespaces with N iperf3 processes x M streams.
 
@@ -568,24 +593,10 @@ class Iperf3Measurer(Measurer):
                    zerocopy: bool, omit_s: int, interval_s: float,
                    congestion: Optional[str]) -> list[str]:
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-        t = str(int(duration_s))
-        argv = pin + [
-            self.iperf3, "-c", self.server_ip, "-p", str(port), "-t", t, "-P", str(streams), "-J",
-            "-i", f"{interval_s:g}", "--connect-timeout", str(self.connect_timeout_ms)]
-        if bidir:
-            argv.append("--bidir")
-        elif reverse:
-            argv.append("-R")
-        if length_b:
-            argv += ["-l", str(int(length_b))]
-        if mss:
-            argv += ["-M", str(int(mss))]
-        if zerocopy:
-            argv.append("-Z")
-        if omit_s:
-            argv += ["-O", str(int(omit_s))]
-        if congestion:
-            argv += ["-C", congestion]
+        argv = pin + client_argv(self.server_ip, port, duration_s, streams, binary=self.iperf3,
+                                 interval_s=interval_s, connect_timeout_ms=self.connect_timeout_ms,
+                                 reverse=reverse, bidir=bidir, length_b=length_b, mss=mss,
+                                 zerocopy=zerocopy, omit_s=omit_s, congestion=congestion)
         return self.host.wrap(argv, self.client_ns)
 
     # -- the trial ------------------------------------------------------------------------

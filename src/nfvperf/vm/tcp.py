@@ -28,7 +28,7 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from nfvperf.tg import ifsettings
-from nfvperf.tg.iperf3 import Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc
+from nfvperf.tg.iperf3 import Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc, client_argv
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
@@ -48,20 +48,9 @@ def guest_argv(role: str, port: int, cpu: Optional[int], server_ip: str = "",
         return ["iperf3", "-s", "-p", str(port), "-1", "-J", *pin]
     if role != "client":
         raise ValueError(f"role must be server or client, not {role!r}")
-    argv = ["iperf3", "-c", server_ip, "-p", str(port), "-t", str(int(duration_s)), "-P",
-            str(int(streams)), "-J", "-i", f"{interval_s:g}", "--connect-timeout",
-            str(int(connect_timeout_ms)), *pin]
-    if bidir:
-        argv.append("--bidir")
-    elif reverse:
-        argv.append("-R")
-    if length_b:
-        argv += ["-l", str(int(length_b))]
-    if mss:
-        argv += ["-M", str(int(mss))]
-    if omit_s:
-        argv += ["-O", str(int(omit_s))]
-    return argv
+    return client_argv(server_ip, port, duration_s, streams, interval_s=interval_s,
+                       connect_timeout_ms=connect_timeout_ms, reverse=reverse, bidir=bidir,
+                       length_b=length_b, mss=mss, omit_s=omit_s) + pin
 
 
 def guest_line(argv: Sequence[str], name: str, limit_s: float) -> str:
