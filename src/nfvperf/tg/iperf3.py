@@ -420,6 +420,21 @@ def _parse_json(text: str, stderr: str, what: str) -> tuple[Optional[dict], Opti
     return doc, None
 
 
+def check_tcp_args(duration_s: float, streams: int, processes: int, reverse: bool, bidir: bool) -> int:
+    """The arguments of a TCP trial checked (ValueError naming the bad one); returns the duration
+    rounded up to whole seconds: iperf3 -t parses an integer ("-t 0.5" would mean its 10 s
+    default)."""
+    if duration_s < 1:
+        raise ValueError("duration_s must be >= 1 (iperf3 -t takes whole seconds)")
+    if not 1 <= streams <= 128:
+        raise ValueError("streams must be 1..128 (iperf3 -P)")
+    if processes < 1:
+        raise ValueError("processes must be >= 1")
+    if reverse and bidir:
+        raise ValueError("reverse and bidir are exclusive")
+    return int(math.ceil(duration_s))
+
+
 def client_argv(server_ip: str, port: int, duration_s: float, streams: int, *, binary: str = "iperf3",
                 interval_s: float = 1.0, connect_timeout_ms: int = 3000, reverse: bool = False,
                 bidir: bool = False, length_b: Optional[int] = None, mss: Optional[int] = None,
@@ -612,16 +627,7 @@ class Iperf3Measurer(Measurer):
         is unreachable) -- the message names the server and quotes iperf3's error.  When only
         some processes failed the result comes back with ``valid=False`` and ``errors``.
         """
-        if duration_s < 1:
-            raise ValueError("duration_s must be >= 1 (iperf3 -t takes whole seconds)")
-        # iperf3 -t parses an integer ("-t 0.5" would mean its 10 s default): round up
-        duration_s = int(math.ceil(duration_s))
-        if not 1 <= streams <= 128:
-            raise ValueError("streams must be 1..128 (iperf3 -P)")
-        if processes < 1:
-            raise ValueError("processes must be >= 1")
-        if reverse and bidir:
-            raise ValueError("reverse and bidir are exclusive")
+        duration_s = check_tcp_args(duration_s, streams, processes, reverse, bidir)
         if self.base_port + processes - 1 > 65535:
             raise ValueError("port range exceeds 65535")
         res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,

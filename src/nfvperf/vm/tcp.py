@@ -28,7 +28,8 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from nfvperf.tg import ifsettings
-from nfvperf.tg.iperf3 import Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc, client_argv
+from nfvperf.tg.iperf3 import (Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc, check_tcp_args,
+                               client_argv)
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
@@ -182,15 +183,7 @@ class VmTcpMeasurer(Iperf3Measurer):
         """``processes`` iperf3 pairs x ``streams`` connections for ``duration_s`` between the
         ends; process i pinned (``-A``) to ``pin_cores[i]`` in each guest end (a host-namespace
         client is not pinned)."""
-        if duration_s < 1:
-            raise ValueError("duration_s must be >= 1 (iperf3 -t takes whole seconds)")
-        duration_s = int(math.ceil(duration_s))
-        if not 1 <= streams <= 128:
-            raise ValueError("streams must be 1..128 (iperf3 -P)")
-        if processes < 1:
-            raise ValueError("processes must be >= 1")
-        if reverse and bidir:
-            raise ValueError("reverse and bidir are exclusive")
+        duration_s = check_tcp_args(duration_s, streams, processes, reverse, bidir)
         cores = list(pin_cores or [])
         for g in self.guests:
             bad = [c for c in cores if not 0 <= c < g.vcpus]
