@@ -1,0 +1,71 @@
+"""How much of the seams is still untyped (issue 18 item 7), held so it can only go down.
+
+Counts ``Any`` in the parameter and return annotations of the modules the issue names (the
+measurer vocabulary, the searches, the DUT, topology and host bases, the methods' common code),
+and ``getattr`` on a spec anywhere in ``src/``.  The goal is 0 for both; until then each count
+may not grow: a new seam is written typed.  When a count falls, lower its ceiling here."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
+SEAMS = ["trial.py", "search/*.py", "dut/base.py", "topo/base.py", "host/proc.py", "host/ssh.py",
+         "methods/common.py"]
+#: the counts when this test was written (issue 18, 2026-11-26); lower them as they fall
+ANY_CEILING = 109
+SPEC_GETATTR_CEILING = 46
+
+
+def _mentions_any(node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    return any((isinstance(n, ast.Name) and n.id == "Any")
+               or (isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(r"\bAny\b", n.value))
+               for n in ast.walk(node))
+
+
+def any_in_signatures(path: Path) -> list[str]:
+    """``file:line function param`` for every parameter or return annotated with ``Any``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        params = a.posonlyargs + a.args + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p]
+        names = [p.arg for p in params if _mentions_any(p.annotation)]
+        names += ["return"] if _mentions_any(node.returns) else []
+        out += [f"{path.relative_to(PKG)}:{node.lineno} {node.name} {n}" for n in names]
+    return out
+
+
+def seam_files() -> list[Path]:
+    return sorted({p for pattern in SEAMS for p in PKG.glob(pattern)})
+
+
+def test_the_counter_sees_any_in_a_signature(tmp_path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("from typing import Any\ndef f(a: int, b: Any, *kw: 'dict[str, Any]') -> Any: ...\n"
+                 "def g(a: int) -> int: ...\n")
+    PKG_saved = globals()["PKG"]
+    globals()["PKG"] = tmp_path
+    try:
+        assert [s.split()[-1] for s in any_in_signatures(f)] == ["b", "kw", "return"]
+    finally:
+        globals()["PKG"] = PKG_saved
+
+
+def test_any_in_seam_signatures_does_not_grow() -> None:
+    found = [s for f in seam_files() for s in any_in_signatures(f)]
+    assert len(found) <= ANY_CEILING, (f"{len(found)} Any in seam signatures (ceiling {ANY_CEILING}): type "
+                                       "the new ones:\n" + "\n".join(found))
+
+
+def test_getattr_on_specs_does_not_grow() -> None:
+    pattern = re.compile(r"getattr\((?:self\.|topo\.)?spec\b")
+    found = [f"{p.relative_to(PKG)}:{i}" for p in sorted(PKG.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert len(found) <= SPEC_GETATTR_CEILING, (f"{len(found)} getattr on a spec (ceiling "
+                                                f"{SPEC_GETATTR_CEILING}): read the typed field:\n"
+                                                + "\n".join(found))
