@@ -231,30 +231,18 @@ class TcpGuest(VmVnf):
         return ",mq=on" if self.accel == "tcg" else super().mq_props()
 
     # -- life cycle ------------------------------------------------------------------------------
+    def _shell_not_up(self, timeout: float, console: str, text: str) -> str:
+        return (f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
+                f"{self.accel}); console {self.console_log}:\n{console}\n(is the switch "
+                "connected to the vhost-user socket? with accel=kvm on a nested "
+                "hypervisor try NFVPERF_VM_ACCEL=tcg)")
+
     def wait_ready(self, timeout: Optional[float] = None) -> None:
         """Wait until the guest booted and its shell answers on the control port."""
         with self._lock:
             if self.ready:
                 return
-            if self.proc is None:
-                raise DutFailure(f"{self.vnf_name} was never started")
-            timeout = timeout or self.boot_timeout_s or 300.0
-            deadline = time.monotonic() + timeout
-            while True:
-                self.alive()
-                text = self._read(self.shell_log)
-                m = re.search(SHELL_READY + r" if=(\S*)", text)
-                if m:
-                    break
-                if time.monotonic() > deadline:
-                    console = "\n".join(self._read(self.console_log).splitlines()[-15:])
-                    raise DutFailure(
-                        f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
-                        f"{self.accel}); console {self.console_log}:\n{console}\n(is the switch "
-                        "connected to the vhost-user socket? with accel=kvm on a nested "
-                        "hypervisor try NFVPERF_VM_ACCEL=tcg)")
-                time.sleep(0.2)
-            self.boot_s = round(time.monotonic() - self._t_start, 2)
+            m = self.await_boot(self.shell_log, SHELL_READY + r" if=(\S*)", timeout, self._shell_not_up)
             self.ifname = m.group(1)
             if not self.ifname:
                 console = "\n".join(self._read(self.console_log).splitlines()[-15:])

@@ -39,7 +39,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
     run_version
@@ -501,33 +501,43 @@ class VmVnf(DutAdapter):
         except OSError:
             return ""
 
+    def await_boot(self, log: Path, pattern: str, timeout: Optional[float],
+                   failure: Callable[[float, str, str], str]) -> "re.Match[str]":
+        """Poll ``log`` until ``pattern`` appears in it (the guest is up), checking QEMU is alive;
+        sets ``boot_s`` and returns the match.  Past ``timeout`` (default the VNF's boot timeout)
+        raise :class:`DutFailure` with ``failure(timeout, console tail, log text)``."""
+        if self.proc is None:
+            raise DutFailure(f"{self.vnf_name} was never started")
+        timeout = timeout or self.boot_timeout_s or 300.0
+        deadline = time.monotonic() + timeout
+        while True:
+            self.alive()
+            text = self._read(log)
+            m = re.search(pattern, text)
+            if m:
+                self.boot_s = round(time.monotonic() - self._t_start, 2)
+                return m
+            if time.monotonic() > deadline:
+                console = "\n".join(self._read(self.console_log).splitlines()[-15:])
+                raise DutFailure(failure(timeout, console, text))
+            time.sleep(0.2)
+
+    def _testpmd_not_up(self, timeout: float, console: str, text: str) -> str:
+        hint = ""
+        if not console.strip() or "NFVPERF-GUEST" not in console:
+            hint = ("\n(the guest kernel did not reach init: is the switch connected to "
+                    "every vhost-user socket? with accel=kvm on a nested hypervisor try "
+                    "NFVPERF_VM_ACCEL=tcg)")
+        return (f"{self.vnf_name}: guest testpmd not up within {timeout:.0f} s (accel "
+                f"{self.accel}); console {self.console_log}:\n{console}\n"
+                f"testpmd log {self.testpmd_log}:\n{text[-1500:]}{hint}")
+
     def wait_ready(self, timeout: Optional[float] = None) -> None:
         """Wait until the guest has booted and testpmd forwards (its first prompt)."""
         with self._lock:
             if self.ready:
                 return
-            if self.proc is None:
-                raise DutFailure(f"{self.vnf_name} was never started")
-            timeout = timeout or self.boot_timeout_s or 300.0
-            deadline = time.monotonic() + timeout
-            while True:
-                self.alive()
-                text = self._read(self.testpmd_log)
-                if re.search(PROMPT, text):
-                    break
-                if time.monotonic() > deadline:
-                    console = "\n".join(self._read(self.console_log).splitlines()[-15:])
-                    hint = ""
-                    if not console.strip() or "NFVPERF-GUEST" not in console:
-                        hint = ("\n(the guest kernel did not reach init: is the switch connected to "
-                                "every vhost-user socket? with accel=kvm on a nested hypervisor try "
-                                "NFVPERF_VM_ACCEL=tcg)")
-                    raise DutFailure(
-                        f"{self.vnf_name}: guest testpmd not up within {timeout:.0f} s (accel "
-                        f"{self.accel}); console {self.console_log}:\n{console}\n"
-                        f"testpmd log {self.testpmd_log}:\n{text[-1500:]}{hint}")
-                time.sleep(0.2)
-            self.boot_s = round(time.monotonic() - self._t_start, 2)
+            text = self.await_boot(self.testpmd_log, PROMPT, timeout, self._testpmd_not_up).string
             self.guest_dpdk, self.port_macs = parse_banner(text)
             if len(self.port_macs) < len(self.ports):
                 raise DutFailure(f"{self.vnf_name}: {len(self.port_macs)} of {len(self.ports)} "
