@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -415,26 +415,26 @@ def _trend_store(args: argparse.Namespace) -> Any:
                        f"it once with write access: nfvperf history --db URL") from None
 
 
-def cmd_trend(args: argparse.Namespace) -> int:
-    from nfvperf.trend.commands import CommandError, trend_command
+def _trend_command(args: argparse.Namespace, command: Callable[[Any, argparse.Namespace], int]) -> int:
+    """``nfvperf trend`` / ``gate``: ``command`` (from nfvperf.trend.commands) on the store."""
+    from nfvperf.trend.commands import CommandError
     store = _trend_store(args)
     try:
-        return trend_command(store, args)
+        return command(store, args)
     except CommandError as e:
         raise CliError(str(e)) from None
     finally:
         store.close()
+
+
+def cmd_trend(args: argparse.Namespace) -> int:
+    from nfvperf.trend.commands import trend_command
+    return _trend_command(args, trend_command)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from nfvperf.trend.commands import CommandError, gate_command
-    store = _trend_store(args)
-    try:
-        return gate_command(store, args)
-    except CommandError as e:
-        raise CliError(str(e)) from None
-    finally:
-        store.close()
+    from nfvperf.trend.commands import gate_command
+    return _trend_command(args, gate_command)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
