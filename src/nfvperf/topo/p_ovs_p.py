@@ -153,8 +153,13 @@ class OvsTopology(Topology):
         """OVS connects to the VNF sockets asynchronously; wait until every vhost port of the
         PortRef ``kinds`` is up (the VNFs' ``vhost-user``; the generator's ``vhost-backend``
         ports come up only once tgen runs)."""
+        self.wait_interfaces_up(dut, [p.name for p in dut.ports if p.kind in kinds], timeout_s,
+                                "vhost-user ports")
+
+    def wait_interfaces_up(self, dut: Any, names: list[str], timeout_s: float, what: str = "ports") -> None:
+        """Poll OVS until every Interface in ``names`` has link_state up (the DUT checked alive
+        between polls); RuntimeError naming those still down after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        names = [p.name for p in dut.ports if p.kind in kinds]
         while True:
             down = [n for n in names
                     if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
@@ -162,7 +167,7 @@ class OvsTopology(Topology):
                 return
             self.dut_alive()
             if time.monotonic() > deadline:
-                raise RuntimeError(f"vhost-user ports {down} not up after {timeout_s:.0f} s; "
+                raise RuntimeError(f"{what} {down} not up after {timeout_s:.0f} s; "
                                    f"OVS log: {dut.log_tail()}")
             time.sleep(0.2)
 

@@ -30,7 +30,6 @@ refused before anything starts.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar, Optional
 
 from nfvperf.dut.base import DutAdapter, PortRef
@@ -222,18 +221,8 @@ class TcpVmTopology(OvsTopology):
 
     def wait_ports_up(self, dut: Any, timeout_s: float = 30.0) -> None:
         """Every guest's vhost-user port (and the link's ends) up in OVS."""
-        names = self.guest_ports + [f"link{k}" for k in range(len(self.link))]
-        deadline = time.monotonic() + timeout_s
-        while True:
-            down = [n for n in names
-                    if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
-            if not down:
-                return
-            self.dut_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"ports {down} not up after {timeout_s:.0f} s; OVS log: "
-                                   f"{dut.log_tail()}")
-            time.sleep(0.2)
+        self.wait_interfaces_up(dut, self.guest_ports + [f"link{k}" for k in range(len(self.link))],
+                                timeout_s)
 
     def forwarding_flows(self) -> None:
         return None
