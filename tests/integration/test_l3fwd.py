@@ -28,11 +28,9 @@ pytestmark = pytest.mark.root
 
 
 @pytest.fixture(autouse=True)
-def _needs_l3fwd_and_tgen():
-    from nfvperf.tg.tgen import find_tgen_binary
+def _needs_l3fwd_and_tgen(need_tgen):
     try:
         find_l3fwd()
-        find_tgen_binary()
     except FileNotFoundError as e:
         pytest.skip(str(e))
 

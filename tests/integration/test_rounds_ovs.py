@@ -36,13 +36,9 @@ def _short(out: Path) -> Path:
     return p
 
 
+@pytest.mark.usefixtures("need_tgen")
 def test_flows_study_runs_interleaved_and_stores_every_round(tmp_path, leak_check) -> None:
     from nfvperf.rounds import round_orders
-    from nfvperf.tg.tgen import find_tgen_binary
-    try:
-        find_tgen_binary()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
     if not HAVE_OVS:
         pytest.skip("openvswitch-switch-dpdk not installed")
     suite = _short(tmp_path)
