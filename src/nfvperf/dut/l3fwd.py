@@ -44,7 +44,7 @@ from nfvperf.host.preflight import Needs, check_tool
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    cross_connect, register_dut
+    SnapshotCounters, cross_connect, register_dut
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> 
 
 
 @register_dut("l3fwd")
-class L3fwd(DutAdapter):
+class L3fwd(SnapshotCounters, DutAdapter):
     """DPDK's l3fwd routing between the emulated (or real) PHY ports of p2p."""
 
     name = "l3fwd"
@@ -508,19 +508,6 @@ class L3fwd(DutAdapter):
             self.alive()
             raise DutFailure(f"{self.proc_name}: counters: {e}") from None
         return out
-
-    def counters(self) -> dict[str, Any]:
-        """Port counters since the last clear_counters() (since start when never cleared)."""
-        stats = self.raw_port_stats()
-        ports = {self.ports[i].name: {k: v - self._baseline.get(i, {}).get(k, 0) for k, v in s.items()}
-                 for i, s in sorted(stats.items())}
-        tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
-                                                              "rx_dropped", "tx_dropped")}
-        return {"dut": self.name, "ports": ports, "total": tot}
-
-    def clear_counters(self) -> None:
-        """Start counting from now (a snapshot; l3fwd has no console to clear them)."""
-        self._baseline = {i: dict(s) for i, s in self.raw_port_stats().items()}
 
     def alive(self) -> None:
         if self.proc is None:

@@ -32,7 +32,7 @@ from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    cross_connect, register_dut
+    SnapshotCounters, cross_connect, register_dut
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-class _TestpmdProcess(DutAdapter):
+class _TestpmdProcess(SnapshotCounters, DutAdapter):
     """Common part: argv, interactive console, counters, life cycle."""
 
     @classmethod
@@ -330,21 +330,6 @@ class _TestpmdProcess(DutAdapter):
             raise DutFailure(f"{self.proc_name}: could not parse port stats:\n{out[-1500:]}")
         self._last = stats
         return stats
-
-    def counters(self) -> dict[str, Any]:
-        """Port counters since the last clear_counters() (since start when never cleared)."""
-        stats = self.raw_port_stats()
-        ports = {self.ports[i].name: {k: v - self._baseline.get(i, {}).get(k, 0) for k, v in s.items()}
-                 for i, s in sorted(stats.items()) if i < len(self.ports)}
-        tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
-                                                              "rx_dropped", "tx_dropped")}
-        return {"dut": self.name, "ports": ports, "total": tot}
-
-    def clear_counters(self) -> None:
-        """Start counting from now.  A snapshot, not testpmd's `clear port stats`: the af_packet
-        PMD adds to its counters on every poll, even an empty one, so a clear issued while the
-        forwarding lcore polls can be overwritten by the old value (seen: 301 of 300 frames)."""
-        self._baseline = {i: dict(s) for i, s in self.raw_port_stats().items()}
 
     def alive(self) -> None:
         if self.proc is None:
