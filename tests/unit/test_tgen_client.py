@@ -527,6 +527,24 @@ def test_dut_failure_stops_trial_quickly(fake_bin: Path, tmp_path: Path):
         assert m.measure(0.2, 1000).sent == 400
 
 
+def test_learning_wait_is_the_profiles(fake_bin: Path, tmp_path: Path):
+    """The wait after the learning frames is the profile's ``learning_s`` (quick: 0.1 s), not a
+    fixed one; a measurer given its own wait keeps it; a suite's timing reaches the profile."""
+    from nfvperf.config import ProfileSpec, TrafficSpec
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)])
+        m.set_profile(TrafficProfile(learning=True, learning_s=0.3, drain_s=0.05))
+        m.measure(0.2, 1000)
+        st = [x["params"] for x in requests(tmp_path) if x["method"] == "trial.start"][-1]
+        assert st["learning"] is True and st["learning_wait_s"] == 0.3
+        m.learning_wait_s = 0.7
+        m.measure(0.2, 1000)
+        st = [x["params"] for x in requests(tmp_path) if x["method"] == "trial.start"][-1]
+        assert st["learning_wait_s"] == 0.7
+    prof = TrafficSpec(frame_sizes=[64]).profile(64, ProfileSpec(name="quick"))
+    assert prof.learning and prof.learning_s == pytest.approx(0.1)
+
+
 def test_learning_burst_segments_reset(fake_bin: Path, tmp_path: Path):
     with make_proc(fake_bin, tmp_path) as proc:
         m = TgenMeasurer(proc, [(0, 1)], learning_wait_s=0.1)
