@@ -359,7 +359,7 @@ class SnapshotCounters:
     def raw_port_stats(self) -> dict[int, dict[str, int]]:
         raise NotImplementedError
 
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, object]:
         """Port counters since the last clear_counters() (since start when never cleared)."""
         stats = self.raw_port_stats()
         ports = {self.ports[i].name: {k: v - self._baseline.get(i, {}).get(k, 0) for k, v in s.items()}
