@@ -1,0 +1,616 @@
+"""The real-NIC path on emulated NICs (issue 19 item 4): a QEMU guest whose virtio-net-pci devices
+are PCI NICs that nfvperf's own ``port_kind: pci`` code drives, with their other ends on this host
+through vhost-user.
+
+This host has no NIC to give DPDK, and the stock Debian kernel has no VFIO no-IOMMU mode, so the
+PCI devices are a guest's: :class:`PciGuest` boots the VM VNF's image (same kernel, QEMU command
+line, hugepage memory, accelerator choice, life cycle as :class:`nfvperf.vm.qemu.VmVnf`) with
+``rdinit=`` pointing at its own init, added by a small second initramfs archive (:func:`overlay`)
+that also carries this host's ``tgen`` and ``socat`` with the shared libraries they need.  That
+init loads ``uio_pci_generic`` and leaves every NIC unbound, as a freshly booted server is; the
+guest's shell (second serial port) and a byte stream for tgen's JSON-RPC (third serial port,
+relayed to tgen's Unix socket by socat in the guest) are the only ways in.
+
+:class:`GuestPciHost` is that guest as a :class:`nfvperf.host.base.Host`: processes, files and
+``connect_unix`` over the guest's shell and RPC port, so nfvperf's code that runs on a testbed
+host (``TgenProcess(ports=[PortSpec("0000:00:04.0"), ...], host=...)``: tgen with ``-a <pci>``;
+``nfvperf.testbed.hosts.nic_pci_checks``: the per-host NIC preflight against that host's
+``/sys/bus/pci``) runs in the guest unchanged::
+
+    g = PciGuest(run, tracker, sockets=[s0, s1], name="tester")
+    g.start(wait=False); ... a vhost-user backend (host testpmd, OVS) connects s0, s1 ...
+    g.wait_ready()
+    h = g.host                                  # GuestPciHost
+    g.bind(g.pci_addresses(), "uio_pci_generic")
+    tgen = TgenProcess([PortSpec(a) for a in g.pci_addresses()], host=h, binary=GUEST_TGEN, ...)
+
+What it does not emulate: an IOMMU (uio_pci_generic, not vfio-pci, drives the NICs), SR-IOV VFs,
+a NIC's own speed and offloads (virtio), NUMA placement (one node).
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import fnmatch
+import itertools
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Optional, Sequence, Union
+
+from nfvperf.dut.base import DutFailure
+from nfvperf.host.base import PathLike, Stream
+from nfvperf.host.proc import CommandError, Process
+from nfvperf.host.run import ResourceTracker, RunContext
+
+from . import image as vm_image
+from .guest import SHELL_READY, GuestShell
+from .qemu import VmVnf
+
+#: where the overlay puts this host's tgen and socat in the guest
+GUEST_TGEN = "/usr/bin/nfvperf-tgen"
+GUEST_SOCAT = "/usr/bin/socat"
+GUEST_INIT = "/nfvperf-pci-init"
+#: the guest's work directory (tgen's control socket, process output)
+GUEST_WORK = "/run/nfvperf"
+#: the emulated NICs' PCI addresses: QEMU's ``pc`` machine puts -device i at slot 4 + i
+FIRST_SLOT = 4
+#: host library directories the closure is searched in (Debian 12, merged /usr)
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64")
+
+PCI_INIT = r"""#!/bin/sh
+# nfvperf PCI-path guest: NICs left unbound, uio_pci_generic loaded, a shell on ttyS1
+export PATH=/usr/bin:/usr/sbin
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:@PMD_DIR@
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/hugepages /var/run /tmp /run/nfvperf
+mount -t hugetlbfs hugetlbfs /dev/hugepages
+log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
+for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev; do
+  insmod /lib/modules/$m.ko || log "insmod $m failed"
+done
+NICS=""
+for d in /sys/bus/pci/devices/*; do
+  case "$(cat $d/class)" in 0x0200*) NICS="$NICS $(basename $d)" ;; esac
+done
+stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
+stty -F /dev/ttyS2 raw -echo 115200 2>/dev/null
+log "pci ready nics=$NICS hugepages=$(cat /proc/sys/vm/nr_hugepages)"
+echo "@SHELL_READY@ nics=$(echo $NICS | tr ' ' ',')" > /dev/ttyS1
+while IFS= read -r line; do eval "$line"; done </dev/ttyS1 >/dev/ttyS1 2>&1
+log "shell exited"
+poweroff -f
+"""
+
+
+# ------------------------------------------------------------------------------- the overlay
+def _find_lib(soname: str) -> Optional[Path]:
+    for d in LIB_DIRS:
+        p = Path(d) / soname
+        if p.exists():
+            return p
+    return None
+
+
+def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
+    """Guest path -> host file for ``binaries`` and every shared library they need (DT_NEEDED,
+    transitively, from this host's library directories).  Raises ValueError naming what is
+    missing."""
+    out: dict[str, Path] = {}
+    todo = [Path(b) for b in binaries]
+    missing: list[str] = []
+    seen: set[str] = set()
+    while todo:
+        f = todo.pop()
+        needed = vm_image.elf_needed(Path(os.path.realpath(f)).read_bytes()) or []
+        for so in needed:
+            if so in seen:
+                continue
+            seen.add(so)
+            p = _find_lib(so)
+            if p is None:
+                missing.append(f"{so} (needed by {f})")
+                continue
+            out[f"usr/lib/x86_64-linux-gnu/{so}"] = p
+            todo.append(p)
+    if missing:
+        raise ValueError("cannot put these in the guest, not on this host: " + "; ".join(missing))
+    return out
+
+
+def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path) -> Path:
+    """The guest's initramfs: the image's, then an archive with this init, tgen and socat (the
+    kernel unpacks concatenated archives in order).  Written to ``out``; returns it."""
+    files = {GUEST_TGEN.lstrip("/"): Path(tgen), GUEST_SOCAT.lstrip("/"): Path(socat)}
+    files.update(host_closure([tgen, socat]))
+    pmd = ""
+    with contextlib.suppress(OSError, ValueError):
+        import json
+        pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
+    entries: dict[str, vm_image._Entry] = {}
+    for guest, host in files.items():
+        entries[guest] = vm_image._Entry("file", mode=0o755,
+                                         data=Path(os.path.realpath(host)).read_bytes())
+    init = PCI_INIT.replace("@PMD_DIR@", pmd).replace("@SHELL_READY@", SHELL_READY)
+    entries[GUEST_INIT.lstrip("/")] = vm_image._Entry("file", mode=0o755, data=init.encode())
+    for p in list(entries):
+        d = os.path.dirname(p)
+        while d and d not in entries:
+            entries[d] = vm_image._Entry("dir", mode=0o755)
+            d = os.path.dirname(d)
+    extra = vm_image._gzip(vm_image._cpio(entries))
+    base = image.initrd.read_bytes()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # the first archive ends padded to 4 bytes; pad again so the second starts aligned
+    out.write_bytes(base + b"\0" * ((4 - len(base) % 4) % 4) + extra)
+    return out
+
+
+# ------------------------------------------------------------------------------- the guest
+class PciGuest(VmVnf):
+    """A QEMU guest with ``len(sockets)`` virtio-net-pci NICs on vhost-user (QEMU the server),
+    nothing bound to them, and a shell.  See the module doc.
+
+    ``PciGuest(run, tracker, sockets=[s0, s1], name="tester", vcpus=2, memory_mb=1024,
+    guest_hugepages_mb=512, image=None, accel="auto", tgen=None, socat=None)``."""
+
+    name = "vm-pci"
+    __test__ = False
+    min_vcpus: ClassVar[int] = 1
+    #: the generator's two ports (tg0, tg1 of a p2p topology)
+    nics: ClassVar[int] = 2
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker,
+                 sockets: Sequence[Union[str, Path]], name: str = "tester", vcpus: int = 2,
+                 memory_mb: int = 1024, guest_hugepages_mb: int = 512,
+                 image: Optional[vm_image.ImageInfo] = None, accel: str = "auto",
+                 tgen: Optional[Path] = None, socat: Optional[Path] = None,
+                 cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None):
+        if len(sockets) != self.nics:
+            raise ValueError(f"sockets: the PCI guest has {self.nics} emulated NICs, one "
+                             f"vhost-user socket each; got {len(sockets)}")
+        if guest_hugepages_mb + 256 > memory_mb:
+            raise ValueError(f"guest_hugepages_mb ({guest_hugepages_mb}) must leave 256 MB of the "
+                             f"guest's memory_mb ({memory_mb}) to its kernel")
+        super().__init__(run, tracker, sockets=sockets, server=True, name=name,
+                         hugepage_mb=memory_mb, vcpus=vcpus, cpus=cpus, image=image, accel=accel,
+                         boot_timeout_s=boot_timeout_s)
+        self.guest_hugepages_mb = int(guest_hugepages_mb)
+        self.tgen_path = tgen
+        self.socat_path = socat
+        self.rpc_sock = run.run_dir / f"vm-{name}-rpc.sock"
+        self.initrd = run.run_dir / f"vm-{name}-initrd.img"
+        self.testpmd_log = self.shell_log = run.run_dir / f"vm-{name}-shell.log"
+        self.shell: Optional[GuestShell] = None
+        self.guest_nics: list[str] = []
+        self._host: Optional[GuestPciHost] = None
+
+    def pci_addresses(self) -> list[str]:
+        """The NICs' addresses in the guest, in socket order."""
+        return [f"0000:00:{FIRST_SLOT + i:02x}.0" for i in range(len(self.vhost_ports))]
+
+    # -- QEMU ------------------------------------------------------------------------------------
+    def kernel_cmdline(self) -> str:
+        return " ".join(["console=ttyS0", "panic=-1", "quiet", "mitigations=off",
+                         f"rdinit={GUEST_INIT}", f"hugepages={self.guest_hugepages_mb // 2}"])
+
+    def nic_device(self, i: int, port: Any) -> str:
+        # a fixed slot per NIC, so the addresses are known before the boot
+        dev = super().nic_device(i, port) + f",addr={FIRST_SLOT + i:#x}"
+        return dev + (",vectors=0" if self.accel == "tcg" else "")
+
+    def argv(self) -> list[str]:
+        a = super().argv()
+        a[a.index("-initrd") + 1] = str(self.initrd)
+        # ttyS2 on its own interrupt: COM3's default IRQ 4 is COM1's (the console), and an
+        # edge-triggered ISA interrupt shared by two UARTs loses wake-ups (measured: the RPC
+        # port's transmit stalled after the first reply)
+        return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
+                    "-device", "isa-serial,chardev=rpc,index=2,irq=5"]
+
+    def start(self, wait: Optional[bool] = None) -> None:
+        if self.proc is not None:
+            return
+        from nfvperf.tg.tgen import find_tgen_binary
+        import shutil
+        tgen = Path(self.tgen_path or find_tgen_binary())
+        socat = self.socat_path or shutil.which("socat")
+        if not socat:
+            raise DutFailure("socat not found: apt-get install socat (the guest relays tgen's "
+                             "control socket with it)")
+        if self.image is None:
+            self.image = vm_image.build(self.cache_dir)
+        overlay(self.image, tgen, Path(socat), self.initrd)
+        self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
+        with contextlib.suppress(FileNotFoundError):
+            self.rpc_sock.unlink()
+        self.tracker.add("socket", str(self.rpc_sock),
+                         lambda: self.rpc_sock.unlink(missing_ok=True))
+        super().start(wait)
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def _shell_not_up(self, timeout: float, console: str, text: str) -> str:
+        return (f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
+                f"{self.accel}); console {self.console_log}:\n{console}\n(are the vhost-user "
+                "backends connected? with accel=kvm on a nested hypervisor try "
+                "NFVPERF_VM_ACCEL=tcg)")
+
+    def wait_ready(self, timeout: Optional[float] = None) -> None:
+        """Wait until the guest booted and its shell answers."""
+        with self._lock:
+            if self.ready:
+                return
+            m = self.await_boot(self.shell_log, SHELL_READY + r" nics=(\S*)", timeout,
+                                self._shell_not_up)
+            self.guest_nics = [a for a in m.group(1).split(",") if a]
+            self.shell = GuestShell(self.ctl_sock, self.vnf_name)
+            self.shell.connect()
+            self.console = self.shell            # VmVnf.stop() closes it
+            self._pin_vcpus()
+            self.ready = True
+
+    def shell_line(self, line: str, timeout: float = 30.0) -> tuple[int, str]:
+        """One shell command line in the guest: (exit status, output)."""
+        self.wait_ready()
+        self.alive()
+        assert self.shell is not None
+        return self.shell.run_line(line, timeout)
+
+    def run_argv(self, argv: Sequence[str], check: bool = True, timeout: float = 30.0,
+                 env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
+        pre = ["busybox", "env"] + [f"{k}={v}" for k, v in (env or {}).items()] if env else []
+        line = shlex.join([str(a) for a in pre + list(argv)])
+        rc, out = self.shell_line(line, timeout)
+        cp = subprocess.CompletedProcess(list(argv), rc, out, "")
+        if check and rc != 0:
+            raise CommandError(f"{self.vnf_name}: {line} failed ({rc}): {out.strip()[-500:]}", cp)
+        return cp
+
+    @property
+    def host(self) -> "GuestPciHost":
+        if self._host is None:
+            self._host = GuestPciHost(self)
+        return self._host
+
+    # -- NIC binding (what `nfvperf testbed prepare` does on a server) ---------------------------
+    def driver_of(self, addr: str) -> str:
+        rc, out = self.shell_line(f"basename \"$(readlink /sys/bus/pci/devices/{shlex.quote(addr)}"
+                                  "/driver)\" 2>/dev/null")
+        return out.strip() if rc == 0 and out.strip() not in ("", ".") else ""
+
+    def bind(self, addrs: Sequence[str], driver: str) -> None:
+        """Bind ``addrs`` to ``driver`` (driver_override, unbind, drivers_probe) and check."""
+        for a in addrs:
+            d = f"/sys/bus/pci/devices/{a}"
+            q = shlex.quote
+            self.shell_line(f"echo {q(driver)} > {d}/driver_override; [ -e {d}/driver ] && "
+                            f"echo {q(a)} > {d}/driver/unbind; echo {q(a)} > "
+                            "/sys/bus/pci/drivers_probe")
+            got = self.driver_of(a)
+            if got != driver:
+                raise DutFailure(f"{self.vnf_name}: {a} bound to {got or 'no driver'}, not "
+                                 f"{driver} (console {self.console_log})")
+
+    def unbind(self, addrs: Sequence[str]) -> None:
+        for a in addrs:
+            d = f"/sys/bus/pci/devices/{a}"
+            self.shell_line(f"[ -e {d}/driver ] && echo {shlex.quote(a)} > {d}/driver/unbind; "
+                            f"echo > {d}/driver_override")
+
+    def load_module(self, name: str) -> None:
+        """insmod one of the image's kernel modules (``virtio_pci``: the kernel's own driver)."""
+        rc, out = self.shell_line(f"insmod /lib/modules/{shlex.quote(name)}.ko")
+        if rc != 0 and "File exists" not in out:
+            raise DutFailure(f"{self.vnf_name}: insmod {name}: {out}")
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        for k in ("forward_mode", "testpmd_log", "guest_hugepages_2m"):
+            env.pop(k, None)
+        env.update({"role": "pci-host", "pci": self.pci_addresses(), "guest_nics": self.guest_nics,
+                    "guest_hugepages_mb": self.guest_hugepages_mb,
+                    "shell_log": str(self.shell_log)})
+        return env
+
+    def counters(self) -> dict[str, Any]:
+        raise DutFailure(f"{self.vnf_name}: the PCI guest forwards nothing; read the counters of "
+                         "what runs in it (tgen)")
+
+    def clear_counters(self) -> None:
+        """Nothing: the guest forwards nothing of its own."""
+
+    def stop(self) -> None:
+        if self._host is not None:
+            self._host.close()
+        with contextlib.suppress(Exception):
+            if self.shell is not None and self.proc is not None and self.proc.running():
+                self.shell.run_line("poweroff -f &", timeout=2)
+        super().stop()
+        self.shell = None
+        with contextlib.suppress(OSError):
+            self.rpc_sock.unlink()
+        self.tracker.forget("socket", str(self.rpc_sock))
+
+
+# ------------------------------------------------------------------------------- the host
+class GuestPopen:
+    """A process in the guest as :class:`nfvperf.host.proc.Process` drives it: ``pid``,
+    ``poll()``, ``wait()``; its stdout/stderr files in the guest copied into the local files it
+    was given, as they grow."""
+
+    POLL_S = 0.25
+
+    def __init__(self, host: "GuestPciHost", pid: int, files: dict[str, Any], rc_path: str):
+        self.host = host
+        self.pid = pid
+        self.returncode: Optional[int] = None
+        self.lost: Optional[str] = None
+        self._files = files          # guest path -> local file object (or None)
+        self._offsets = {p: 0 for p in files}
+        self._rc_path = rc_path
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name=f"guest-pid-{pid}", daemon=True)
+        self._thread.start()
+
+    def _refresh(self) -> None:
+        """Copy new output and learn whether the process ended (one shell line)."""
+        with self._lock:
+            if self.returncode is not None:
+                return
+            parts = []
+            for p in self._files:
+                parts.append(f"echo -n '@@F'; tail -c +{self._offsets[p] + 1} {shlex.quote(p)} "
+                             "2>/dev/null")
+            parts.append(f"echo -n '@@R'; if [ -e {self._rc_path} ]; then cat {self._rc_path}; "
+                         f"elif kill -0 {self.pid} 2>/dev/null; then echo run; else echo gone; fi")
+            try:
+                rc, out = self.host.guest.shell_line("; ".join(parts), timeout=20)
+            except DutFailure as e:
+                self.lost = str(e)
+                self.returncode = -signal.SIGKILL
+                return
+            body, _, state = out.rpartition("@@R")
+            chunks = body.split("@@F")[1:]
+            for p, chunk in zip(self._files, chunks):
+                data = chunk.encode()
+                self._offsets[p] += len(data)
+                f = self._files[p]
+                if f is not None and data:
+                    with contextlib.suppress(Exception):
+                        f.write(data)
+            state = state.strip()
+            if state not in ("run", ""):
+                self.returncode = int(state) if state.lstrip("-").isdigit() else -signal.SIGKILL
+
+    def _follow(self) -> None:
+        while not self._stop.is_set() and self.returncode is None:
+            self._refresh()
+            self._stop.wait(self.POLL_S)
+
+    def poll(self) -> Optional[int]:
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"guest pid {self.pid}", timeout or 0)
+            self._refresh()
+            time.sleep(0.1)
+        return self.returncode
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(5)
+
+
+class GuestPciHost:
+    """A :class:`PciGuest` as a :class:`nfvperf.host.base.Host` (see the module doc): ``remote``,
+    so tgen's control socket is in the guest's work directory and ``connect_unix`` reaches it
+    through the RPC serial port and socat in the guest."""
+
+    remote = True
+    work_dir = GUEST_WORK
+
+    def __init__(self, guest: PciGuest):
+        self.guest = guest
+        self.name = f"vm:{guest.vnf_name}"
+        self._ids = itertools.count(1)
+        self._relay_pid: Optional[int] = None
+        self._conn: Optional[socket.socket] = None
+
+    # -- processes -------------------------------------------------------------------------
+    def wrap(self, argv: Sequence[str], netns: Optional[str] = None) -> list[str]:
+        if netns:
+            raise ValueError(f"{self.name}: the guest has no network namespaces (netns {netns!r})")
+        return [str(a) for a in argv]
+
+    def popen(self, cmd: Sequence[str], *, stdin: Stream = None, stdout: Stream = None,
+              stderr: Stream = None, env: Optional[dict[str, str]] = None,
+              cwd: Optional[Path] = None, start_new_session: bool = False, close_fds: bool = True,
+              preexec_fn: Optional[Callable[[], object]] = None) -> GuestPopen:
+        """Start ``cmd`` in the guest in its own session; its output goes to guest files that
+        :class:`GuestPopen` copies into ``stdout``/``stderr`` (local files)."""
+        if stdin not in (None, subprocess.DEVNULL):
+            raise OSError(f"{self.name}: no interactive processes in the guest")
+        n = next(self._ids)
+        base = f"{GUEST_WORK}/p{n}"
+        out, err, rcp = f"{base}.out", f"{base}.err", f"{base}.rc"
+        redirect = f">{out} 2>&1" if stderr == subprocess.STDOUT else f">{out} 2>{err}"
+        envs = [f"{k}={v}" for k, v in (env or {}).items()]
+        inner = f"{shlex.join(['busybox', 'env', *envs, *map(str, cmd)])} {redirect} </dev/null; " \
+                f"echo $? > {rcp}"
+        line = (f"mkdir -p {GUEST_WORK}; rm -f {out} {err} {rcp}; busybox setsid sh -c "
+                f"{shlex.quote(inner)} </dev/null >/dev/null 2>&1 & echo PID=$!")
+        rc, text = self.guest.shell_line(line)
+        pid = next((int(w[4:]) for w in text.split() if w.startswith("PID=")), None)
+        if rc != 0 or pid is None:
+            raise OSError(f"{self.name}: cannot start {' '.join(map(str, cmd))}: {text[-300:]}")
+        files: dict[str, Any] = {out: stdout if _is_file(stdout) else None}
+        if stderr != subprocess.STDOUT:
+            files[err] = stderr if _is_file(stderr) else None
+        return GuestPopen(self, pid, files, rcp)
+
+    def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
+              tracker: Optional[ResourceTracker] = None, **kw: Any) -> Process:
+        return Process(name, argv, run, tracker, host=self, **kw).start()
+
+    def run(self, argv: Sequence[str], *, netns: Optional[str] = None, check: bool = True,
+            timeout: float = 30.0, input: Optional[str] = None,
+            env: Optional[dict[str, str]] = None, cwd: Optional[Path] = None
+            ) -> subprocess.CompletedProcess[str]:
+        if input is not None:
+            raise CommandError(f"{self.name}: no stdin for commands in the guest")
+        return self.guest.run_argv(self.wrap(argv, netns), check=check, timeout=timeout, env=env)
+
+    def environment(self, extra: dict[str, str]) -> dict[str, str]:
+        """Only ``extra``: nothing of this host's environment goes into the guest."""
+        return dict(extra)
+
+    def killpg(self, pid: int, sig: int) -> None:
+        self.guest.shell_line(f"kill -{int(sig)} -{int(pid)} 2>/dev/null; true")
+
+    # -- the host itself ---------------------------------------------------------------------
+    def check(self) -> None:
+        self.guest.alive()
+
+    def public(self) -> dict[str, object]:
+        return {"via": "vm guest shell", "vm": self.guest.vnf_name, "accel": self.guest.accel}
+
+    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, object]:
+        """Kill the guest's processes whose environment carries ``NFVPERF_TAG=tag``."""
+        rc, out = self.guest.shell_line(
+            "for p in /proc/[0-9]*; do grep -q " + shlex.quote(f"NFVPERF_TAG={tag}")
+            + " $p/environ 2>/dev/null && echo ${p#/proc/}; done")
+        pids = [int(w) for w in out.split() if w.isdigit()]
+        if not dry_run:
+            for p in pids:
+                self.guest.shell_line(f"kill -9 {p} 2>/dev/null; true")
+        return {"host": self.name, "processes": pids, "dry_run": dry_run}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+            self._conn = None
+        if self._relay_pid is not None:
+            with contextlib.suppress(Exception):
+                self.killpg(self._relay_pid, signal.SIGKILL)
+            self._relay_pid = None
+
+    # -- files ---------------------------------------------------------------------------------
+    def _ok(self, line: str) -> tuple[int, str]:
+        return self.guest.shell_line(line)
+
+    def exists(self, path: PathLike) -> bool:
+        return self._ok(f"test -e {shlex.quote(str(path))}")[0] == 0
+
+    def read_text(self, path: PathLike) -> str:
+        p = shlex.quote(str(path))
+        rc, out = self._ok(f"test -r {p} && {{ echo -n '@@B'; cat {p}; echo -n '@@E'; }}")
+        if rc != 0 or "@@B" not in out:
+            raise FileNotFoundError(f"{self.name}: {path}")
+        return out.split("@@B", 1)[1].rsplit("@@E", 1)[0]
+
+    def write_text(self, path: PathLike, text: str, mode: int = 0o644) -> None:
+        b64 = base64.b64encode(text.encode()).decode()
+        p = shlex.quote(str(path))
+        rc, out = self._ok(f"echo {b64} | busybox base64 -d > {p} && chmod {mode:o} {p}")
+        if rc != 0:
+            raise OSError(f"{self.name}: cannot write {path}: {out}")
+
+    def mkdir(self, path: PathLike, mode: int = 0o755) -> None:
+        rc, out = self._ok(f"mkdir -p {shlex.quote(str(path))}")
+        if rc != 0:
+            raise OSError(f"{self.name}: cannot create {path}: {out}")
+
+    def remove(self, path: PathLike) -> None:
+        self._ok(f"rm -f {shlex.quote(str(path))}")
+
+    def rmtree(self, path: PathLike) -> None:
+        self._ok(f"rm -rf {shlex.quote(str(path))}")
+
+    def glob(self, directory: PathLike, pattern: str) -> list[str]:
+        rc, out = self._ok(f"ls -1 {shlex.quote(str(directory))} 2>/dev/null")
+        return sorted(f"{directory}/{n}" for n in out.split() if fnmatch.fnmatch(n, pattern))
+
+    def put(self, local: PathLike, remote: PathLike) -> None:
+        data = Path(local).read_bytes()
+        p = shlex.quote(str(remote))
+        self._ok(f"rm -f {p}")
+        for i in range(0, len(data), 3000):
+            b64 = base64.b64encode(data[i:i + 3000]).decode()
+            rc, out = self._ok(f"echo {b64} | busybox base64 -d >> {p}")
+            if rc != 0:
+                raise OSError(f"{self.name}: cannot write {remote}: {out}")
+
+    def get(self, remote: PathLike, local: PathLike) -> None:
+        rc, out = self._ok(f"busybox base64 {shlex.quote(str(remote))}")
+        if rc != 0:
+            raise FileNotFoundError(f"{self.name}: {remote}: {out}")
+        Path(local).write_bytes(base64.b64decode("".join(out.split())))
+
+    def connect_unix(self, path: PathLike, timeout: float = 10.0) -> socket.socket:
+        """A connection to the Unix socket ``path`` in the guest: socat there relays it to the
+        guest's third serial port, which QEMU offers on this host as a Unix socket."""
+        self.close()
+        if not self.exists(path):
+            raise FileNotFoundError(f"{self.name}: no {path}")
+        inner = shlex.join([GUEST_SOCAT, "/dev/ttyS2,raw,echo=0", f"UNIX-CONNECT:{path}"])
+        rc, text = self.guest.shell_line(
+            f"busybox setsid sh -c {shlex.quote(inner + ' 2>' + GUEST_WORK + '/relay.err')} "
+            "</dev/null >/dev/null 2>&1 & echo PID=$!")
+        pid = next((int(w[4:]) for w in text.split() if w.startswith("PID=")), None)
+        if pid is None:
+            raise OSError(f"{self.name}: cannot start the RPC relay: {text[-300:]}")
+        self._relay_pid = pid
+        deadline = time.monotonic() + timeout
+        # connect only once socat holds both ends: it sets the serial port up (raw, flushed)
+        # after opening it, and a byte that arrives before that is lost (measured: the '{' of
+        # the first request)
+        while True:
+            rc, fds = self.guest.shell_line(f"ls -l /proc/{pid}/fd 2>/dev/null")
+            if "ttyS2" in fds and "socket:" in fds:
+                break
+            if rc != 0 and not self.exists(f"/proc/{pid}"):
+                _, err = self.guest.shell_line(f"cat {GUEST_WORK}/relay.err")
+                raise OSError(f"{self.name}: the RPC relay (socat) exited: {err[-300:]}")
+            if time.monotonic() > deadline:
+                raise OSError(f"{self.name}: the RPC relay did not connect to {path} within "
+                              f"{timeout:.0f} s")
+            time.sleep(0.1)
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(self.guest.rpc_sock))
+                break
+            except OSError:
+                s.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self._conn = s
+        return s
+
+
+def _is_file(s: Stream) -> bool:
+    return s is not None and not isinstance(s, int) and hasattr(s, "write")
+
+
+def _conforms(h: GuestPciHost) -> "Any":
+    from nfvperf.host.base import Host
+    x: Host = h                        # mypy: GuestPciHost implements the Host protocol
+    return x
+
+
+__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "overlay", "host_closure", "GUEST_TGEN",
+           "PCI_INIT"]
