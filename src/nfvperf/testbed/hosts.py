@@ -136,6 +136,17 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str
                                   f"--status) and correct {field}", required))
             continue
         try:
+            pci_class = host.read_text(f"{dev}/class").strip()
+        except OSError:
+            pci_class = ""
+        if pci_class and not pci_class.startswith("0x02"):
+            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
+                                  f"{field}: {nic.pci} on host {name} is not a network device "
+                                  f"(PCI class {pci_class}; a NIC is 0x02xxxx)",
+                                  f"give the NIC's address (lspci -D -d ::0200, dpdk-devbind.py "
+                                  f"--status) in {field}", required))
+            continue
+        try:
             uevent = host.read_text(f"{dev}/uevent")
         except OSError:
             uevent = ""

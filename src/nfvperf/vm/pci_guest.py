@@ -334,9 +334,11 @@ class PciGuest(VmVnf):
                 self.shell.run_line("poweroff -f &", timeout=2)
         super().stop()
         self.shell = None
-        with contextlib.suppress(OSError):
-            self.rpc_sock.unlink()
+        for f in (self.rpc_sock, self.initrd):      # the initramfs is a copy made per boot
+            with contextlib.suppress(OSError):
+                f.unlink()
         self.tracker.forget("socket", str(self.rpc_sock))
+        self.tracker.forget("file", str(self.initrd))
 
 
 # ------------------------------------------------------------------------------- the host
