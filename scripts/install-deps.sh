@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(dpdk dpdk-dev libdpdk-dev dpdk-doc openvswitch-common openvswitch-switch openvswitch-switch-dpdk kmod
           iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
           ethtool qemu-system-x86 gcc make python3 postgresql
-          openssh-server openssh-client chromium chromium-driver)
+          openssh-server openssh-client chromium chromium-driver
+          socat)  # socat: the RPC relay in the emulated-PCI guest (vm/pci_guest.py)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -265,8 +265,7 @@ class PciGuest(VmVnf):
 
     def run_argv(self, argv: Sequence[str], check: bool = True, timeout: float = 30.0,
                  env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
-        pre = ["busybox", "env"] + [f"{k}={v}" for k, v in (env or {}).items()] if env else []
-        line = shlex.join([str(a) for a in pre + list(argv)])
+        line = _env_prefix(env) + shlex.join([str(a) for a in argv])
         rc, out = self.shell_line(line, timeout)
         cp = subprocess.CompletedProcess(list(argv), rc, out, "")
         if check and rc != 0:
@@ -448,8 +447,7 @@ class GuestPciHost:
         base = f"{GUEST_WORK}/p{n}"
         out, err, rcp = f"{base}.out", f"{base}.err", f"{base}.rc"
         redirect = f">{out} 2>&1" if stderr == subprocess.STDOUT else f">{out} 2>{err}"
-        envs = [f"{k}={v}" for k, v in (env or {}).items()]
-        inner = f"{shlex.join(['busybox', 'env', *envs, *map(str, cmd)])} {redirect} </dev/null; " \
+        inner = f"{_env_prefix(env)}{shlex.join([str(a) for a in cmd])} {redirect} </dev/null; " \
                 f"echo $? > {rcp}"
         line = (f"mkdir -p {GUEST_WORK}; rm -f {out} {err} {rcp}; busybox setsid sh -c "
                 f"{shlex.quote(inner)} </dev/null >/dev/null 2>&1 & echo PID=$!")
@@ -602,6 +600,14 @@ class GuestPciHost:
                 time.sleep(0.1)
         self._conn = s
         return s
+
+
+def _env_prefix(env: Optional[dict[str, str]]) -> str:
+    """``K=V ...`` before a command in the guest's shell (the variables are the command's)."""
+    for k in env or {}:
+        if not k.isidentifier():
+            raise ValueError(f"environment variable name {k!r}: letters, digits and '_' only")
+    return "".join(f"{k}={shlex.quote(str(v))} " for k, v in (env or {}).items())
 
 
 def _is_file(s: Stream) -> bool:

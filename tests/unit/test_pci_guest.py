@@ -1,0 +1,186 @@
+"""The emulated-PCI guest's pieces without QEMU (nfvperf.vm.pci_guest): the overlay initramfs, the
+QEMU command line, the Host protocol over a (fake) guest shell, and the testbed NIC preflight's
+refusal of a PCI address that is not a network device.  The guest itself runs in
+tests/integration/test_pci_emulated.py."""
+from __future__ import annotations
+
+import gzip
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nfvperf.vm import image as I
+from nfvperf.vm import pci_guest as P
+
+
+def _cpio_names(raw: bytes) -> dict[str, bytes]:
+    out, off = {}, 0
+    while off < len(raw):
+        if raw[off:off + 6] != b"070701":
+            break
+        namesize = int(raw[off + 94:off + 102], 16)
+        filesize = int(raw[off + 54:off + 62], 16)
+        name = raw[off + 110:off + 110 + namesize - 1].decode()
+        off += 110 + namesize
+        off += (4 - off % 4) % 4
+        out[name] = raw[off:off + filesize]
+        off += filesize
+        off += (4 - off % 4) % 4
+        if name == "TRAILER!!!":
+            break
+    return out
+
+
+def _fake_image(tmp_path: Path) -> I.ImageInfo:
+    base = I._gzip(I._cpio({"init": I._Entry("file", mode=0o755, data=b"#!/bin/sh\n")}))
+    (tmp_path / "initrd.img").write_bytes(base)
+    (tmp_path / "manifest.json").write_text('{"pmd_dir": "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"}')
+    return I.ImageInfo(key="k", directory=tmp_path, kernel=tmp_path / "vmlinuz",
+                       initrd=tmp_path / "initrd.img", manifest=tmp_path / "manifest.json",
+                       content_sha256="0" * 64, size_b=1, kernel_release="6.1.0-x-amd64",
+                       dpdk_version="22.11", packages={})
+
+
+def _a_binary() -> Path:
+    for b in ("socat", "ls"):
+        p = shutil.which(b)
+        if p:
+            return Path(p)
+    pytest.skip("no dynamically linked binary to test with")
+
+
+def test_closure_finds_the_libraries_and_names_a_missing_one(tmp_path, monkeypatch):
+    b = _a_binary()
+    got = P.host_closure([b])
+    assert "usr/lib/x86_64-linux-gnu/libc.so.6" in got
+    assert all(p.exists() for p in got.values())
+    monkeypatch.setattr(P, "LIB_DIRS", (str(tmp_path),))
+    with pytest.raises(ValueError, match=r"libc\.so\.6 \(needed by"):
+        P.host_closure([b])
+
+
+def test_overlay_appends_an_archive_with_the_init_and_the_programs(tmp_path):
+    img = _fake_image(tmp_path)
+    b = _a_binary()
+    out = P.overlay(img, b, b, tmp_path / "run" / "initrd.img")
+    data = out.read_bytes()
+    base = img.initrd.read_bytes()
+    assert data.startswith(base)
+    second = data[len(base) + (4 - len(base) % 4) % 4:]
+    names = _cpio_names(gzip.GzipFile(fileobj=io.BytesIO(second)).read())
+    init = names[P.GUEST_INIT.lstrip("/")].decode()
+    assert "uio_pci_generic" in init and "/dev/ttyS2" in init
+    assert "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0" in init
+    assert "NFVPERF-SHELL nics=" in init and "drivers_probe" not in init   # nothing bound at boot
+    assert names[P.GUEST_TGEN.lstrip("/")] == b.read_bytes()
+    assert "usr/lib/x86_64-linux-gnu/libc.so.6" in names
+
+
+def test_qemu_command_line(tmp_path):
+    from nfvperf.host.run import ResourceTracker, RunContext
+    run = RunContext(run_dir=tmp_path / "run")
+    img = _fake_image(tmp_path)
+    with ResourceTracker(run, install_signal_handlers=False) as tr:
+        g = P.PciGuest(run, tr, sockets=[tmp_path / "a.sock", tmp_path / "b.sock"], image=img,
+                       memory_mb=1024, guest_hugepages_mb=512)
+        g.accel = "tcg"
+        argv = g.argv()
+        joined = " ".join(argv)
+        assert argv[argv.index("-initrd") + 1] == str(g.initrd)
+        assert f"rdinit={P.GUEST_INIT}" in g.kernel_cmdline() and "hugepages=256" in g.kernel_cmdline()
+        assert "addr=0x4,vectors=0" in joined and "addr=0x5,vectors=0" in joined
+        assert g.pci_addresses() == ["0000:00:04.0", "0000:00:05.0"]
+        assert f"socket,id=rpc,path={g.rpc_sock},server=on,wait=off" in joined
+        assert "isa-serial,chardev=rpc,index=2,irq=5" in joined      # not COM1's IRQ 4
+        with pytest.raises(ValueError, match="one vhost-user socket each; got 1"):
+            P.PciGuest(run, tr, sockets=[tmp_path / "a.sock"], image=img)
+        with pytest.raises(ValueError, match="guest_hugepages_mb"):
+            P.PciGuest(run, tr, sockets=[tmp_path / "a.sock", tmp_path / "b.sock"], image=img,
+                       memory_mb=512, guest_hugepages_mb=512)
+
+
+class FakeGuest:
+    """Answers shell lines like the guest's init would, from a script of replies."""
+
+    vnf_name = "tester"
+    accel = "tcg"
+
+    def __init__(self, replies):
+        self.lines: list[str] = []
+        self.replies = replies
+
+    def shell_line(self, line, timeout=30.0):
+        self.lines.append(line)
+        for key, reply in self.replies:
+            if key in line:
+                return reply
+        return 0, ""
+
+    def alive(self):
+        pass
+
+
+def test_guest_host_starts_a_process_and_copies_its_output(tmp_path):
+    g = FakeGuest([("setsid", (0, "PID=77")),
+                   ("@@R", (0, "@@F{\"ready\": true}\n@@Fwarn\n@@R0"))])
+    h = P.GuestPciHost(g)   # type: ignore[arg-type]
+    with open(tmp_path / "out", "wb", buffering=0) as out, \
+            open(tmp_path / "log", "wb", buffering=0) as log:
+        p = h.popen(["/usr/bin/nfvperf-tgen", "--x", "a b"], stdin=subprocess.DEVNULL,
+                    stdout=out, stderr=log, env={"NFVPERF_TAG": "t1"})
+        assert p.wait(5) == 0
+        p.close()
+    start = next(x for x in g.lines if "setsid" in x)
+    assert "NFVPERF_TAG=t1 /usr/bin/nfvperf-tgen --x '\"'\"'a b'\"'\"'" in start
+    assert (tmp_path / "out").read_text() == '{"ready": true}\n'
+    assert (tmp_path / "log").read_text() == "warn\n"
+    with pytest.raises(ValueError, match="no network namespaces"):
+        h.wrap(["x"], netns="ns1")
+    with pytest.raises(ValueError, match="environment variable name"):
+        P._env_prefix({"A-B": "1"})
+    with pytest.raises(OSError, match="no interactive processes"):
+        h.popen(["x"], stdin=5)
+
+
+def test_guest_host_files():
+    g = FakeGuest([("test -e /there", (0, "")), ("test -e", (1, "")),
+                   ("cat /sys/x", (0, "@@B\nDRIVER=uio_pci_generic\n@@E")),
+                   ("ls -1", (0, "0000:00:04.0\n0000:00:05.0\n0000:00:00.0"))])
+    h = P.GuestPciHost(g)   # type: ignore[arg-type]
+    assert h.exists("/there") and not h.exists("/gone")
+    assert h.read_text("/sys/x") == "\nDRIVER=uio_pci_generic\n"
+    assert h.glob("/sys/bus/pci/devices", "0000:00:0[45].0") == [
+        "/sys/bus/pci/devices/0000:00:04.0", "/sys/bus/pci/devices/0000:00:05.0"]
+    assert h.environment({"A": "1"}) == {"A": "1"}
+
+
+def test_testbed_nic_preflight_refuses_an_address_that_is_not_a_nic():
+    from nfvperf.testbed.hosts import nic_pci_checks
+    from nfvperf.testbed.spec import HostSpec
+
+    class Host:
+        files = {"/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
+                 "/sys/bus/pci/devices/0000:00:04.0/class": "0x020000\n",
+                 "/sys/bus/pci/devices/0000:00:04.0/uevent": "DRIVER=uio_pci_generic\n"}
+
+        def exists(self, p):
+            return any(f.startswith(p + "/") or f == p for f in self.files)
+
+        def read_text(self, p):
+            if p not in self.files:
+                raise FileNotFoundError(p)
+            return self.files[p]
+
+    spec = HostSpec(role="tester", local=True, nics=[
+        {"name": "br", "pci": "0000:00:00.0", "driver": "uio_pci_generic"},
+        {"name": "p0", "pci": "0000:00:04.0", "driver": "uio_pci_generic"}])
+    rows = {r.check: r for r in nic_pci_checks("t", spec, Host(), "pci", ["t.br", "t.p0"])}
+    br = rows["pci:br"]
+    assert br.status == "fail" and br.required
+    assert "hosts.t.nics.br.pci: 0000:00:00.0 on host t is not a network device (PCI class 0x060000" \
+        in br.detail
+    assert "hosts.t.nics.br.pci" in br.fix and "lspci" in br.fix
+    assert rows["pci:p0"].status == "ok"
