@@ -30,6 +30,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,17 +67,27 @@ def _need() -> Path:
         pytest.skip(str(e))
 
 
-def _testbed_host(addrs: list[str], extra: dict[str, str]):
-    from nfvperf.testbed.spec import HostSpec
+def _testbed(addrs: list[str], extra: dict[str, str], tgen: str):
+    """The testbed file a user would write for this set-up: the guest is the tester host with the
+    two PCI NICs (plus ``extra`` NICs that are wrong on purpose), cabled to the DUT host's
+    vhost-user ports."""
+    from nfvperf.testbed.spec import TestbedSpec
     nics = [{"name": f"p{i}", "pci": a, "driver": "uio_pci_generic"} for i, a in enumerate(addrs)]
     nics += [{"name": n, "pci": a, "driver": "uio_pci_generic"} for n, a in extra.items()]
-    return HostSpec(role="tester", local=True, nics=nics)
+    return TestbedSpec(name="emulated-pci", hosts={
+        "tester": {"role": "tester", "local": True, "nics": nics, "tgen": tgen},
+        "dut": {"role": "dut", "local": True,
+                "nics": [{"name": f"v{i}", "iface": f"vhu{i}"} for i in range(len(addrs))]}},
+        links=[{"tester": f"tester.p{i}", "dut": f"dut.v{i}"} for i in range(len(addrs))])
 
 
 def _rows(spec, host) -> dict[str, object]:
+    """The testbed preflight's NIC rows of the tester host, read through ``host``."""
     from nfvperf.testbed.hosts import nic_pci_checks
-    linked = [f"tester.{n.name}" for n in spec.nics]
-    return {r.check.split(":", 1)[1]: r for r in nic_pci_checks("tester", spec, host, "pci", linked)}
+    linked = [r for lk in spec.links for r in (lk.tester, lk.dut)] + \
+        [f"tester.{n.name}" for n in spec.hosts["tester"].nics]
+    return {r.check.split(":", 1)[1]: r
+            for r in nic_pci_checks("tester", spec.hosts["tester"], host, "pci", linked)}
 
 
 def test_pci_path_on_emulated_nics(run_ctx, guest_image):
@@ -85,7 +96,9 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     from nfvperf.host import hugepages as hp
     from nfvperf.methods import throughput
     from nfvperf.search.validity import TrialRunner
-    from nfvperf.tg.tgen import PortSpec, TgenMeasurer, TgenProcess
+    from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs
+    from nfvperf.tg.tgen import TgenMeasurer, TgenProcess
+    from nfvperf.topo.ports import port_kind_class
     from nfvperf.trial import TrafficProfile
     from nfvperf.vm.pci_guest import GUEST_TGEN, PciGuest
 
@@ -111,7 +124,7 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     assert guest.guest_nics == addrs, "the guest's NICs are not where the topology expects them"
 
     # -- preflight against the guest's sysfs ------------------------------------------------
-    spec = _testbed_host(addrs, {"gone": "0000:00:1f.6", "bridge": "0000:00:00.0"})
+    spec = _testbed(addrs, {"gone": "0000:00:1f.6", "bridge": "0000:00:00.0"}, GUEST_TGEN)
     rows = _rows(spec, host)
     for n in ("p0", "p1"):                            # a fresh boot: nothing bound
         r = rows[n]
@@ -135,9 +148,21 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
         assert rows[n].status == "ok" and rows[n].ok, rows[n]
 
     # -- tgen on the PCI ports, in the guest, through the Host protocol -----------------------
-    tg = TgenProcess([PortSpec(a) for a in addrs], lcores="0@0,1@1", run_dir=run_ctx.run_dir,
-                     tag=run_ctx.tag, binary=Path(GUEST_TGEN), hugepages=True, tracker=tracker,
-                     host=host)
+    # the testbed path: the testbed's hosts (the guest as its tester) -> the topology's
+    # arguments (tg_host, cabled links, tgen's path there) -> port_kind pci's ports -> tgen's
+    # PortSpecs, as nfvperf.topo builds them for a run on a testbed
+    hosts = TestbedHosts(spec)
+    hosts.hosts["tester"] = host
+    kw = topology_kwargs(spec, hosts)
+    assert kw["tg_host"] is host and [lk["tester_pci"] for lk in kw["testbed_links"]] == addrs
+    topo = SimpleNamespace(testbed_links=kw["testbed_links"], ports=[],
+                           spec=SimpleNamespace(ports=2))
+    hports = port_kind_class("pci")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
+    specs = [hp.tg_port_spec(i) for i, hp in enumerate(hports)]
+    assert [ps.devargs for ps in specs] == addrs and all(ps.is_pci for ps in specs)
+    tg = TgenProcess(specs, lcores="0@0,1@1", run_dir=run_ctx.run_dir, tag=run_ctx.tag,
+                     binary=kw["tgen_binary"], hugepages=port_kind_class("pci").tgen_hugepages,
+                     tracker=tracker, host=kw["tg_host"])
     tg.start()
     assert "--no-pci" not in tg.argv_used and ["-a", addrs[0]] == tg.argv_used[
         tg.argv_used.index("-a"):tg.argv_used.index("-a") + 2]
