@@ -13,7 +13,8 @@ own ``/sys/bus/pci``.  Asserted:
 * preflight, against the guest's real sysfs, in the order a server goes through: NICs not bound
   (fresh boot), bound to the wrong driver (the kernel's virtio-pci), an address with no device,
   an address that is not a network device; each refused naming ``hosts.tester.nics.<nic>.pci``
-  and the fix; then, bound to uio_pci_generic as ``testbed prepare`` binds them, ok;
+  and the fix; then, bound to uio_pci_generic as ``testbed prepare`` binds them, ok.  The same
+  for the single-host preflight's ``check_pci`` reading through the guest's host object;
 * a binary-search throughput over the path (1 s trials, low rates: TCG), and for every trial the
   counts at both ends: per direction, what tgen sent on a PCI port is what the host DUT received
   on that port's vhost-user socket, what tgen received is what the DUT transmitted towards it;
@@ -94,6 +95,7 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     from nfvperf.dut.base import PortRef, VhostBackend
     from nfvperf.dut.testpmd import Testpmd
     from nfvperf.host import hugepages as hp
+    from nfvperf.host.preflight import check_pci
     from nfvperf.methods import throughput
     from nfvperf.search.validity import TrialRunner
     from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs
@@ -126,6 +128,13 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     # -- preflight against the guest's sysfs ------------------------------------------------
     spec = _testbed(addrs, {"gone": "0000:00:1f.6", "bridge": "0000:00:00.0"}, GUEST_TGEN)
     rows = _rows(spec, host)
+    local = {a: check_pci(a, host=host) for a in addrs + ["0000:00:1f.6", "0000:00:00.0"]}
+    for a in addrs:                                   # the single-host preflight's own check
+        assert local[a].status == "fail" and "driver (none)" in local[a].detail, local[a]
+        assert f"dpdk-devbind.py --bind=vfio-pci {a}" in local[a].fix
+    assert local["0000:00:1f.6"].status == "fail" and "no PCI device" in local["0000:00:1f.6"].detail
+    assert local["0000:00:00.0"].status == "fail" and "not a network device" in \
+        local["0000:00:00.0"].detail
     for n in ("p0", "p1"):                            # a fresh boot: nothing bound
         r = rows[n]
         assert r.status == "fail" and r.required, r
@@ -141,11 +150,17 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     for n in ("p0", "p1"):
         assert rows[n].status == "fail" and "bound to virtio-pci, not uio_pci_generic" in \
             rows[n].detail, rows[n]
+    for a in addrs:
+        c = check_pci(a, host=host)
+        assert c.status == "fail" and "driver virtio-pci" in c.detail, c
 
     guest.bind(addrs, "uio_pci_generic")              # what testbed prepare does on a server
     rows = _rows(spec, host)
     for n in ("p0", "p1"):
         assert rows[n].status == "ok" and rows[n].ok, rows[n]
+    for a in addrs:
+        c = check_pci(a, host=host)
+        assert c.status == "ok" and "driver uio_pci_generic" in c.detail, c
 
     # -- tgen on the PCI ports, in the guest, through the Host protocol -----------------------
     # the testbed path: the testbed's hosts (the guest as its tester) -> the topology's

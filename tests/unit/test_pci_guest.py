@@ -184,3 +184,35 @@ def test_testbed_nic_preflight_refuses_an_address_that_is_not_a_nic():
         in br.detail
     assert "hosts.t.nics.br.pci" in br.fix and "lspci" in br.fix
     assert rows["pci:p0"].status == "ok"
+
+
+def test_check_pci_reads_through_a_host_object():
+    from nfvperf.host.preflight import check_pci
+
+    class Host:
+        files = {"/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
+                 "/sys/bus/pci/devices/0000:00:04.0/class": "0x020000\n",
+                 "/sys/bus/pci/devices/0000:00:04.0/uevent": "DRIVER=virtio-pci\nPCI_ID=1AF4:1000\n",
+                 "/sys/bus/pci/devices/0000:00:05.0/class": "0x020000\n",
+                 "/sys/bus/pci/devices/0000:00:05.0/uevent": "DRIVER=uio_pci_generic\n",
+                 "/sys/bus/pci/devices/0000:00:06.0/class": "0x020000\n",
+                 "/sys/bus/pci/devices/0000:00:06.0/uevent": "PCI_ID=1AF4:1000\n"}
+
+        def exists(self, p):
+            return any(f.startswith(p + "/") for f in self.files)
+
+        def read_text(self, p):
+            if p not in self.files:
+                raise FileNotFoundError(p)
+            return self.files[p]
+
+    h = Host()
+    c = {a: check_pci(a, host=h) for a in ("0000:00:00.0", "00:04.0", "0000:00:05.0",
+                                            "0000:00:06.0", "0000:00:1f.6")}
+    assert c["0000:00:00.0"].status == "fail" and "not a network device (PCI class 0x060000" in \
+        c["0000:00:00.0"].detail and "lspci" in c["0000:00:00.0"].fix
+    assert c["00:04.0"].status == "fail" and "driver virtio-pci" in c["00:04.0"].detail
+    assert "dpdk-devbind.py --bind=vfio-pci 0000:00:04.0" in c["00:04.0"].fix
+    assert c["0000:00:05.0"].status == "ok" and "driver uio_pci_generic" in c["0000:00:05.0"].detail
+    assert c["0000:00:06.0"].status == "fail" and "driver (none)" in c["0000:00:06.0"].detail
+    assert c["0000:00:1f.6"].status == "fail" and "no PCI device 0000:00:1f.6" in c["0000:00:1f.6"].detail

@@ -234,19 +234,40 @@ class Needs:
         return self
 
 
-def check_pci(addr: str, cpus: Iterable[int] = ()) -> Check:
+def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
+    """The PCI device ``addr`` exists, is a network device and is bound to a DPDK-usable
+    driver, read from ``/sys/bus/pci`` of ``host`` (anything with ``exists``/``read_text``, e.g.
+    a :class:`nfvperf.host.base.Host`; default this machine)."""
     full = addr if re.match(r"^[0-9a-fA-F]{4}:", addr) else f"0000:{addr}"
     dev = Path("/sys/bus/pci/devices") / full
-    if not dev.exists():
+    if host is not None:
+        def _hread(p: Path, default: str = "") -> str:
+            try:
+                return str(host.read_text(str(p))).strip()
+            except OSError:
+                return default
+        exists, read = (lambda p: bool(host.exists(str(p)))), _hread
+    else:
+        exists, read = (lambda p: p.exists()), _read
+    if not exists(dev):
         return Check(f"pci:{addr}", "fail", f"no PCI device {full}", "check the address with "
                      "`dpdk-devbind.py --status` or `lspci -D`", required=True)
-    drv = Path(os.path.realpath(dev / "driver")).name if (dev / "driver").exists() else "(none)"
-    node = _read(dev / "numa_node", "-1")
+    pci_class = read(dev / "class")
+    if pci_class and not pci_class.startswith("0x02"):
+        return Check(f"pci:{addr}", "fail", f"{full} is not a network device (PCI class "
+                     f"{pci_class}; a NIC is 0x02xxxx)", "give a NIC's address (`lspci -D -d "
+                     "::0200`, `dpdk-devbind.py --status`)", required=True)
+    drv = next((ln.split("=", 1)[1].strip() for ln in read(dev / "uevent").splitlines()
+                if ln.startswith("DRIVER=")), "")
+    if not drv and host is None and (dev / "driver").exists():
+        drv = Path(os.path.realpath(dev / "driver")).name
+    drv = drv or "(none)"
+    node = read(dev / "numa_node", "-1")
     detail = f"driver {drv}, NUMA node {node}"
     if drv not in ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx5_core", "mlx4_core"):
         return Check(f"pci:{addr}", "fail", detail + " (not bound to a DPDK-usable driver)",
                      f"modprobe vfio-pci && dpdk-devbind.py --bind=vfio-pci {full}", required=True)
-    if node not in ("-1", ""):
+    if node not in ("-1", "") and host is None:      # this machine's CPUs only
         from .cpu import CpuTopology
         try:
             topo = CpuTopology.read()
