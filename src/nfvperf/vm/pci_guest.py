@@ -209,11 +209,9 @@ class PciGuest(VmVnf):
     def argv(self) -> list[str]:
         a = super().argv()
         a[a.index("-initrd") + 1] = str(self.initrd)
-        # ttyS2 on its own interrupt: COM3's default IRQ 4 is COM1's (the console), and an
-        # edge-triggered ISA interrupt shared by two UARTs loses wake-ups (measured: the RPC
-        # port's transmit stalled after the first reply)
+        # the third serial port (the guest's ttyS2): tgen's JSON-RPC, relayed by socat
         return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
-                    "-device", "isa-serial,chardev=rpc,index=2,irq=5"]
+                    "-serial", "chardev:rpc"]
 
     def start(self, wait: Optional[bool] = None) -> None:
         if self.proc is not None:
