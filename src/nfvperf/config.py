@@ -394,7 +394,7 @@ class Suite:
         if not studies:
             raise SuiteError(["--rounds: the suite has no study (rounds interleave a study's units; "
                               "add study: {axes: ...} to a test)"])
-        bad = sorted({(t.study or {})["name"] for t in studies if t.method != "throughput"})
+        bad = sorted({(t.study or {})["name"] for t in studies if not _in_rounds(t.method)})
         if bad:
             raise SuiteError([f"--rounds: study {', '.join(bad)} measures a method other than throughput; "
                               "rounds measure capacity figures (mrr, pdr, ndr) of a throughput study"])
@@ -431,12 +431,18 @@ ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per
 
 
 def _repeatable(method: str) -> bool:
-    """Methods whose result is a searched rate (``headline=RATE``) can be repeated."""
-    try:
-        from nfvperf.methods import method_info
-        return bool(method_info(method).is_rate)
-    except Exception:  # noqa: BLE001 - the methods package may be half-written
-        return method == "throughput"
+    """Methods whose result is a searched rate (``headline=RATE``) can be repeated (an unknown
+    method: no; the registry check names it)."""
+    from nfvperf.methods import REGISTRY
+    info = REGISTRY.get(method)
+    return info is not None and info.is_rate
+
+
+def _in_rounds(method: str) -> bool:
+    """A study of ``method`` can run in interleaved rounds (the method declares ``rounds``)."""
+    from nfvperf.methods import REGISTRY
+    info = REGISTRY.get(method)
+    return info is not None and info.rounds
 
 
 def _test_repeat(where: str, entry: dict[str, Any], method: str, spec: Optional[SuiteSpec],
@@ -643,7 +649,7 @@ def _study_rounds(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], 
         for t in tests:
             t.study = dict(t.study or {}, rounds=shared)
         own = shared
-    if own and entry.get("method") != "throughput":
+    if own and not _in_rounds(str(entry.get("method"))):
         problems.append(f"{where}.study.rounds: method {entry.get('method')} cannot run in rounds; rounds "
                         "measure capacity figures (mrr, pdr, ndr) per unit, of a throughput study "
                         "(method: throughput)")

@@ -2,6 +2,7 @@
 operations, one build per topology group, teardown on DUT failure / Ctrl-C, errors per test."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -123,7 +124,7 @@ def test_error_in_one_test_does_not_stop_the_run(monkeypatch, tmp_path) -> None:
 
     def boom(*a, **k):
         raise ValueError("bad latency stream")
-    monkeypatch.setitem(methods.REGISTRY, "latency", (real[0], boom))
+    monkeypatch.setitem(methods.REGISTRY, "latency", dataclasses.replace(real, run=boom))
     data = {"name": "err", "profile": "quick", "traffic": {"frame_sizes": [64]}, "sim": {"capacity_pps": 1e6},
             "tests": [{"method": "latency", "fractions": [0.5]}, {"method": "throughput", "resolution_pct": 5}]}
     store = Store("sqlite:///" + str(tmp_path / "r.db"))

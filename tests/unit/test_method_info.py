@@ -1,8 +1,11 @@
 """Methods declare their own metadata (MethodInfo); the registry, runner and report use it."""
+import dataclasses
+
 import pytest
 
 from nfvperf.methods import REGISTRY, RATE, MethodInfo, is_sizeless, method_info, rate_methods, runs_on_iperf3
 from nfvperf.methods.common import MethodParams
+from nfvperf.methods.result import MethodResult, StoredResult
 
 
 def test_registry_is_built_from_module_declarations() -> None:
@@ -10,11 +13,15 @@ def test_registry_is_built_from_module_declarations() -> None:
     declared = {i.name: i for mod in (rfc2889, tcp, throughput) for i in mod.METHODS}
     for name, info in declared.items():
         assert REGISTRY[name] is info
-    # every entry is a MethodInfo that still unpacks as (params, run)
+    # every entry is a MethodInfo, a plain dataclass (no longer a tuple imitation), that names
+    # its module's run function and result class
     for name, info in REGISTRY.items():
         assert isinstance(info, MethodInfo) and info.name == name
-        P, run = info
-        assert P is info.params and run is info.run and info[0] is P and info[1] is run
+        assert info.run.__module__ == info.result.__module__ == info.params.__module__ or \
+            info.run.__module__ == info.result.__module__
+        assert issubclass(info.result, MethodResult) and info.result is not StoredResult
+        with pytest.raises(TypeError):
+            iter(info)          # type: ignore[call-overload]
 
 
 def test_declared_metadata() -> None:
@@ -30,7 +37,7 @@ def test_declared_metadata() -> None:
 
 def test_a_replaced_entry_keeps_its_declared_metadata(monkeypatch) -> None:
     real = REGISTRY["tcp"]
-    monkeypatch.setitem(REGISTRY, "tcp", (real.params, lambda *a: None))
+    monkeypatch.setitem(REGISTRY, "tcp", dataclasses.replace(real, run=lambda *a: None))
     assert method_info("tcp").sizeless and method_info("tcp").tcp
 
 

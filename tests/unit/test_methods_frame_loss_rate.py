@@ -6,7 +6,7 @@ from nfvperf.methods import REGISTRY, FrameLossRateParams
 
 from _core_helpers import sim
 
-run = REGISTRY["frame_loss_rate"][1]
+run = REGISTRY["frame_loss_rate"].run
 
 
 def test_tv6_sweep():

@@ -11,7 +11,7 @@ from _core_helpers import LINE_64, Recorder, sim
 
 
 def _run(name, m, params, rec=None):
-    return REGISTRY[name][1](m, m.profile, params, rec)
+    return REGISTRY[name].run(m, m.profile, params, rec)
 
 
 # --- latency -----------------------------------------------------------------------------

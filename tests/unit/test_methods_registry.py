@@ -28,14 +28,15 @@ QUICK = {
 
 def test_registry_names():
     assert set(REGISTRY) == NAMES
-    for name, (P, run) in REGISTRY.items():
+    for name, info in REGISTRY.items():
+        P, run = info.params, info.run
         assert issubclass(P, pydantic.BaseModel) and callable(run)
         assert P.model_config.get("extra") == "forbid"
 
 
 @pytest.mark.parametrize("name", sorted(NAMES))
 def test_unknown_key_rejected(name):
-    P, _ = REGISTRY[name]
+    P = REGISTRY[name].params
     with pytest.raises(pydantic.ValidationError):
         P(no_such_field=1)
     P()   # defaults are valid
@@ -43,7 +44,7 @@ def test_unknown_key_rejected(name):
 
 @pytest.mark.parametrize("name", sorted(NAMES))
 def test_every_method_runs_records_and_serialises(name):
-    P, run = REGISTRY[name]
+    P, run = REGISTRY[name].params, REGISTRY[name].run
     m = sim(8e6, mac_table_size=10000, recovery_s=0.1)
     rec = Recorder()
     res = run(m, m.profile, P(**QUICK[name]), rec)
@@ -57,7 +58,7 @@ def test_every_method_runs_records_and_serialises(name):
 
 
 def test_recorder_optional_and_name_used():
-    P, run = REGISTRY["throughput"]
+    P, run = REGISTRY["throughput"].params, REGISTRY["throughput"].run
     m = sim(8e6)
     run(m, m.profile, P(trial_duration_s=1.0), None)
     rec = Recorder()
@@ -74,6 +75,6 @@ def test_unsupported():
     m = NoExtras(8e6)
     m.set_profile(sim().profile)
     for name in ("tcp", "rfc2889_address_caching"):
-        P, run = REGISTRY[name]
+        P, run = REGISTRY[name].params, REGISTRY[name].run
         with pytest.raises(Unsupported):
             run(m, m.profile, P(), None)

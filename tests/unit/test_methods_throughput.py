@@ -6,7 +6,7 @@ from nfvperf.methods import REGISTRY, ThroughputParams
 
 from _core_helpers import LINE_64, Recorder, sim
 
-run = REGISTRY["throughput"][1]
+run = REGISTRY["throughput"].run
 
 
 def test_binary_default_is_tv4():

@@ -19,7 +19,7 @@ from nfvperf.trial import TrafficProfile
 
 from _core_helpers import LINE_64, Recorder, sim
 
-run = REGISTRY["throughput"][1]
+run = REGISTRY["throughput"].run
 
 
 def cold_dut(capacity=8e6, flows=1, **kw):

@@ -20,7 +20,8 @@ from pydantic import Field
 from nfvperf import units
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, ResultBase, is_line_rate, setup
+from .common import MethodInfo, MethodResult, is_line_rate, setup
+from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -34,7 +35,15 @@ class BackToBackParams(ThroughputPrereq):
 
 
 @dataclass
-class BackToBackResult(ResultBase):
+class BackToBackResult(MethodResult):
+    METRIC = MethodMetric("mean_frames", "mean back-to-back burst", 1.0, "frames")
+    TABLE = ResultTable(
+        "back-to-back frames (RFC 9004)",
+        "Trial: burst at line rate from idle, received at Throughput, ≥2 s drain. Buffer time "
+        "(K4): implied = mean frames / max fps; corrected = implied × (1 − Throughput / max fps).",
+        ("Frame B", "Throughput fps", "N (repetitions)", "Mean frames", "Min", "Max", "Stddev",
+         "Implied buffer ms", "Corrected buffer ms", "Note"))
+
     method: str
     frame_size_b: int
     throughput_pps: float
@@ -55,6 +64,13 @@ class BackToBackResult(ResultBase):
     trials: int = 0
     throughput_result: Optional[dict] = None
     notes: list = field(default_factory=list)
+
+    def table_row(self, first: str) -> list[str]:
+        return [first, fmt_num(num(self.throughput_pps), 0), fmt_num(self.repetitions),
+                fmt_num(num(self.mean_frames), 1), fmt_num(self.min_frames), fmt_num(self.max_frames),
+                fmt_num(num(self.stddev_frames), 1), fmt_ms(self.implied_buffer_time_s),
+                fmt_ms(self.corrected_buffer_time_s),
+                ("skipped: " + str(self.skip_reason)) if self.skipped else ("burst capped" if self.capped else "")]
 
 
 def burst_search(runner: Any, max_frames: int, burst_pps: float, drain_s: float,
@@ -113,5 +129,6 @@ def run(measurer: Measurer, profile: TrafficProfile, params: BackToBackParams,
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("back_to_back", BackToBackParams, run, title="back-to-back frames (RFC 9004)",
+METHODS = [MethodInfo("back_to_back", BackToBackParams, run, result=BackToBackResult,
+                      title="back-to-back frames (RFC 9004)",
                       headline="mean_frames")]

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Callable, Mapping, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,8 +10,7 @@ from nfvperf import units
 from nfvperf.search.validity import DEFAULT_RETRIES, InvalidTrialsError, TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from .result import MethodResult as MethodResult, StoredResult
 
 
 #: how many times a method lowers its load below what a rate-limited generator achieved before it
@@ -40,61 +38,56 @@ class MethodInfo:
     """What a method module declares about one method (``METHODS = [MethodInfo(...)]``); the
     registry ``nfvperf.methods.REGISTRY`` is built from these, nothing else lists methods.
 
-    ``sizeless``: the result does not depend on the frame size (one test unit, no size loop);
-    ``title``: what the report calls its table; ``headline``: :data:`RATE` or the result key of
-    the main scalar; ``tcp``: ``--tg iperf3`` can run it.  Unpacks as ``(params, run)``, the
-    registry's historical shape (``P, run = REGISTRY[name]``)."""
+    ``params``: the params model; ``run(measurer, profile, params, recorder)``: runs it and
+    returns a ``result`` (the method's :class:`~nfvperf.methods.result.MethodResult` dataclass,
+    which also reads a stored result back: ``result.from_dict``); ``sizeless``: the result does not
+    depend on the frame size (one test unit, no size loop); ``title``: what the report calls its
+    table; ``headline``: :data:`RATE` or the result key of the main scalar; ``tcp``: ``--tg iperf3``
+    can run it; ``rounds``: a study of it can run in interleaved rounds (``--rounds``: capacity
+    figures mrr, pdr, ndr per unit); ``measurer_call``: the measurer method it needs beyond
+    ``measure`` (a measurer without it cannot run the method)."""
 
     name: str
     params: type[MethodParams]
-    run: Callable[..., Any]
+    run: Callable[..., MethodResult]
+    result: type[MethodResult] = StoredResult
     sizeless: bool = False
     title: str = ""
     headline: str = ""
     tcp: bool = False
-
-    def __iter__(self):
-        return iter((self.params, self.run))
-
-    def __getitem__(self, i: int) -> Any:
-        return (self.params, self.run)[i]
-
-    def __len__(self) -> int:
-        return 2
+    rounds: bool = False
+    measurer_call: str = ""
 
     @property
     def is_rate(self) -> bool:
         return self.headline == RATE
 
-
-class ResultBase:
-    """Mixin: ``to_dict()`` for the method result dataclasses."""
-
-    def to_dict(self: DataclassInstance) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        return _clean(d)
+    def read(self, data: Mapping[str, object]) -> MethodResult:
+        """A stored result of this method as its result class."""
+        return self.result.from_dict(data)
 
 
-def _clean(x: Any) -> Any:
-    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
+#: what method modules subclass (the historical name of :class:`MethodResult`)
+ResultBase = MethodResult
+
+
+class Recorder(Protocol):
+    """What a method reports each trial to (the runner's recorder; tests pass their own).  A
+    recorder may also have ``progress(fraction, message)``."""
+
+    def trial(self, test: str, tr: TrialResult, **context: object) -> None: ...
 
 
 class Rec:
     """Wraps the runner's recorder: ``trial(test, TrialResult, **context)``, optional ``progress``."""
 
-    def __init__(self, recorder: Any, test: str, method: str, profile: TrafficProfile) -> None:
+    def __init__(self, recorder: Optional[Recorder], test: str, method: str, profile: TrafficProfile) -> None:
         self.recorder = recorder
         self.test = test
         self.method = method
         self.profile = profile
 
-    def trial(self, tr: TrialResult, ctx: dict) -> None:
+    def trial(self, tr: TrialResult, ctx: dict[str, object]) -> None:
         if self.recorder is None:
             return
         self.recorder.trial(self.test, tr, method=self.method,
@@ -106,7 +99,7 @@ class Rec:
             fn(max(0.0, min(1.0, fraction)), message)
 
 
-def setup(measurer: Measurer, profile: TrafficProfile, params: MethodParams, recorder: Any,
+def setup(measurer: Measurer, profile: TrafficProfile, params: MethodParams, recorder: Optional[Recorder],
           method: str) -> tuple[Rec, TrialRunner]:
     rec = Rec(recorder, params.name or method, method, profile)
     runner = TrialRunner(measurer, retries=params.max_retries, on_trial=rec.trial)
@@ -140,7 +133,7 @@ class CappedTrial:
 
 
 def measure_capped(runner: TrialRunner, duration_s: float, load_pps: float, margin: float,
-                   allowed: bool = True, **context: Any) -> CappedTrial:
+                   allowed: bool = True, **context: object) -> CappedTrial:
     """A valid constant-load trial at ``load_pps``, or, when a rate-limited generator could not
     offer that load through every retry, at ``margin`` × what it achieved (lowered up to
     :data:`MAX_RECALIBRATIONS` times).  The generator's capacity moves with what else runs on its

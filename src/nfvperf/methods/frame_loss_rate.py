@@ -3,13 +3,13 @@ successive trials without loss; loss % = (in − out) × 100 / in."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodParams, ResultBase, measure_capped, setup
+from .common import MethodInfo, MethodParams, MethodResult, measure_capped, setup
 
 
 class FrameLossRateParams(MethodParams):
@@ -34,7 +34,9 @@ class FrameLossRateParams(MethodParams):
 
 
 @dataclass
-class FrameLossRateResult(ResultBase):
+class FrameLossRateResult(MethodResult):
+    LOSS_STEPS = True
+
     method: str
     frame_size_b: int
     points: list = field(default_factory=list)   # [{pct, load_pps, sent, received, loss_pct}]
@@ -42,6 +44,11 @@ class FrameLossRateResult(ResultBase):
     stopped: str = ""
     line_rate_pps: float = 0.0
     notes: list = field(default_factory=list)
+
+    def summary_text(self) -> Optional[str]:
+        data = self.stored()
+        pts = data.get("points") or []
+        return f"{len(pts) if isinstance(pts, list) else 0} load steps; stopped: {data.get('stopped', '?')}"
 
 
 def loss_pct(sent: int, received: int) -> float:
@@ -97,5 +104,5 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("frame_loss_rate", FrameLossRateParams, run,
+METHODS = [MethodInfo("frame_loss_rate", FrameLossRateParams, run, result=FrameLossRateResult,
                       title="frame loss rate (RFC 2544 §26.3)", headline="points")]

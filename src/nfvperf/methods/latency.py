@@ -10,7 +10,8 @@ from pydantic import Field, field_validator
 
 from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
-from .common import MethodInfo, ResultBase, measure_capped, setup
+from .common import MethodInfo, MethodResult, measure_capped, setup
+from .result import MethodMetric, Stored, dicts, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -53,8 +54,16 @@ class LatencyPoint:
     generator_limited: bool = False               # some repetitions ran below the load asked for
 
 
+#: what a study of latency pivots: the average latency at Throughput (the report nets it of the
+#: harness self-latency when asked)
+LATENCY_METRIC = MethodMetric("avg_ns", "average latency at Throughput", 1e-3, "µs", study_key="latency",
+                              study_title="average latency at Throughput, µs", digits=2)
+
+
 @dataclass
-class LatencyResult(ResultBase):
+class LatencyResult(MethodResult):
+    LATENCY = True
+
     method: str
     frame_size_b: int
     throughput_pps: float
@@ -64,6 +73,24 @@ class LatencyResult(ResultBase):
     repetitions: int = 0
     throughput_result: Optional[dict] = None
     notes: list = field(default_factory=list)
+
+    def latency_points(self) -> list[Stored]:
+        """The measured points (fraction, load_pps, min/avg/max_ns, percentiles_ns, ...)."""
+        pts = dicts(self.stored().get("points"))
+        if pts and "avg_ns" in pts[0]:
+            return pts
+        return super().latency_points()
+
+    def summary_text(self) -> Optional[str]:
+        lat = self.latency_at_throughput()
+        if not lat:
+            return None
+        ns = [(num(lat.get(k)) or 0.0) / 1e3 for k in ("min_ns", "avg_ns", "max_ns")]
+        return f"latency min/avg/max {ns[0]:,.1f}/{ns[1]:,.1f}/{ns[2]:,.1f} µs"
+
+    @classmethod
+    def study_metric(cls) -> Optional[MethodMetric]:
+        return LATENCY_METRIC
 
 
 def _mean(xs: list[float]) -> float:
@@ -129,5 +156,5 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("latency", LatencyParams, run, title="latency (RFC 2544 §26.2)",
+METHODS = [MethodInfo("latency", LatencyParams, run, result=LatencyResult, title="latency (RFC 2544 §26.2)",
                       headline="latency")]

@@ -10,7 +10,8 @@ from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, ResultBase, setup
+from .common import MethodInfo, MethodResult, setup
+from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -33,7 +34,15 @@ class ResetParams(ThroughputPrereq):
 
 
 @dataclass
-class ResetResult(ResultBase):
+class ResetResult(MethodResult):
+    METRIC = MethodMetric("reset_time_frame_loss_s", "reset time (frame-loss method)", 1e3, "ms")
+    TABLE = ResultTable(
+        "reset (RFC 6201)",
+        "Frame-loss method: frames lost / offered fps. Timestamp method: first frame after − last "
+        "frame before the reset. Offered load = Throughput at the minimum size.",
+        ("Frame B", "Reset type", "Offered fps", "Trials", "Mean frames lost", "Reset time ms (frame loss)",
+         "Reset time ms (timestamp)", "Real reset hook"))
+
     method: str
     frame_size_b: int
     reset_type: str
@@ -46,6 +55,13 @@ class ResetResult(ResultBase):
     reset_hook_set: bool = False
     throughput_result: Optional[dict] = None
     notes: list = field(default_factory=list)
+
+    def table_row(self, first: str) -> list[str]:
+        trials = self.trials if isinstance(self.trials, list) else []
+        return [first, str(self.reset_type or ""), fmt_num(num(self.offered_pps), 0),
+                fmt_num(len(trials) or self.stored().get("repetitions")), fmt_num(num(self.mean_frames_lost), 0),
+                fmt_ms(self.reset_time_frame_loss_s), fmt_ms(self.reset_time_timestamp_s),
+                "yes" if self.reset_hook_set else "no (modelled)"]
 
 
 def reset_time_frame_loss_s(frames_lost: int, offered_pps: float) -> float:
@@ -93,5 +109,5 @@ def run(measurer: Measurer, profile: TrafficProfile, params: ResetParams,
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("reset", ResetParams, run, title="reset (RFC 6201)",
+METHODS = [MethodInfo("reset", ResetParams, run, result=ResetResult, title="reset (RFC 6201)",
                       headline="reset_time_frame_loss_s")]

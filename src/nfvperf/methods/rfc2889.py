@@ -13,7 +13,8 @@ from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodInfo, MethodParams, RATE, ResultBase, setup
+from .common import MethodInfo, MethodParams, RATE, MethodResult, setup
+from .result import MethodMetric, headline_pps, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -26,7 +27,7 @@ class ForwardingParams(ThroughputPrereq):
 
 
 @dataclass
-class ForwardingResult(ResultBase):
+class ForwardingResult(MethodResult):
     method: str
     frame_size_b: int
     throughput_pps: float
@@ -34,6 +35,10 @@ class ForwardingResult(ResultBase):
     max_forwarding_rate_pps: float = 0.0
     at_offered_pps: float = 0.0
     throughput_result: Optional[dict] = None
+
+    def rate_pps(self) -> Optional[float]:
+        """The maximum forwarding rate (MFR), else the rate the result holds."""
+        return num(self.max_forwarding_rate_pps) or headline_pps(self.stored())
 
 
 def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: ForwardingParams,
@@ -97,7 +102,7 @@ class AddressCachingParams(MethodParams):
 
 
 @dataclass
-class AddressResult(ResultBase):
+class AddressResult(MethodResult):
     method: str
     frame_size_b: int
     address_capacity: Optional[int] = None        # caching
@@ -109,11 +114,21 @@ class AddressResult(ResultBase):
     notes: list = field(default_factory=list)
 
 
+@dataclass
+class AddressCachingResult(AddressResult):
+    METRIC = MethodMetric("address_capacity", "address caching capacity", 1.0, "addresses")
+
+
+@dataclass
+class AddressLearningResult(AddressResult):
+    METRIC = MethodMetric("learning_rate_pps", "address learning rate", 1.0, "fps")
+
+
 def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: AddressCachingParams,
                         recorder: Any = None) -> AddressResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_caching")
     load = profile.max_load_pps * params.load_pct / 100.0
-    out = AddressResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b)
+    out = AddressCachingResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b)
 
     def ok(n: int) -> bool:
         tr = _addr_trial(runner, measurer, n, params.learning_rate_pps, params.trial_duration_s,
@@ -160,7 +175,7 @@ def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: Ad
     top = params.max_rate_pps or profile.max_load_pps
     if params.min_rate_pps >= top:
         raise ValueError("min_rate_pps must be below max_rate_pps / line rate")
-    out = AddressResult(method="rfc2889_address_learning", frame_size_b=profile.frame_size_b,
+    out = AddressLearningResult(method="rfc2889_address_learning", frame_size_b=profile.frame_size_b,
                         address_count=params.address_count)
 
     def ok(rate: float) -> bool:
@@ -195,10 +210,14 @@ def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: Ad
 
 # what this module contributes to nfvperf.methods.REGISTRY
 METHODS = [
-    MethodInfo("rfc2889_forwarding", ForwardingParams, run_forwarding,
+    MethodInfo("rfc2889_forwarding", ForwardingParams, run_forwarding, result=ForwardingResult,
                title="forwarding rate (RFC 2889)", headline=RATE),
     MethodInfo("rfc2889_address_caching", AddressCachingParams, run_address_caching,
-               title="address caching capacity (RFC 2889)", headline="address_capacity"),
+               result=AddressCachingResult,
+               title="address caching capacity (RFC 2889)", headline="address_capacity",
+               measurer_call="measure_addresses"),
     MethodInfo("rfc2889_address_learning", AddressLearningParams, run_address_learning,
-               title="address learning rate (RFC 2889)", headline="learning_rate_pps"),
+               result=AddressLearningResult,
+               title="address learning rate (RFC 2889)", headline="learning_rate_pps",
+               measurer_call="measure_addresses"),
 ]

@@ -11,7 +11,8 @@ from pydantic import Field
 
 from nfvperf.trial import Measurer, Segment, TrafficProfile
 
-from .common import MethodInfo, ResultBase, setup
+from .common import MethodInfo, MethodResult, setup
+from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 VARIANTS = {"rfc2544": (110.0, 50.0), "opnfv": (150.0, 75.0)}
@@ -27,7 +28,15 @@ class SystemRecoveryParams(ThroughputPrereq):
 
 
 @dataclass
-class SystemRecoveryResult(ResultBase):
+class SystemRecoveryResult(MethodResult):
+    METRIC = MethodMetric("recovery_time_s", "recovery time", 1e3, "ms")
+    TABLE = ResultTable(
+        "system recovery (RFC 2544 §26.5)",
+        "Overload (110 % of Throughput or line rate, OPNFV: 150 %) then recovery load (50 %, "
+        "OPNFV: 75 %); recovery time = B − A (last lost frame − load change).",
+        ("Frame B", "Variant", "Throughput fps", "Overload fps", "Recovery load fps",
+         "Recovery time ms (mean)", "Per repetition ms"))
+
     method: str
     frame_size_b: int
     variant: str
@@ -42,6 +51,13 @@ class SystemRecoveryResult(ResultBase):
     lost: list = field(default_factory=list)
     throughput_result: Optional[dict] = None
     notes: list = field(default_factory=list)
+
+    def table_row(self, first: str) -> list[str]:
+        reps = self.recovery_times_s or []
+        return [first, str(self.variant or ""), fmt_num(num(self.throughput_pps), 0),
+                fmt_num(num(self.overload_pps), 0) + (" (line rate)" if self.overload_capped_at_line_rate else ""),
+                fmt_num(num(self.recovery_load_pps), 0), fmt_ms(self.recovery_time_s),
+                ", ".join(fmt_ms(x) for x in reps[:10])]
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParams,
@@ -83,5 +99,5 @@ def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParam
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("system_recovery", SystemRecoveryParams, run,
+METHODS = [MethodInfo("system_recovery", SystemRecoveryParams, run, result=SystemRecoveryResult,
                       title="system recovery (RFC 2544 §26.5)", headline="recovery_time_s")]

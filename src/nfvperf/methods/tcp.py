@@ -9,7 +9,8 @@ from pydantic import Field, StrictBool, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile, Unsupported
 
-from .common import MethodInfo, MethodParams, ResultBase, setup
+from .common import MethodInfo, MethodParams, MethodResult, setup
+from .result import MethodMetric, ResultTable, fmt_num, num
 
 
 class TcpParams(MethodParams):
@@ -41,7 +42,21 @@ class TcpParams(MethodParams):
 
 
 @dataclass
-class TcpResult(ResultBase):
+class TcpResult(MethodResult):
+    METRIC = MethodMetric("mean_throughput_bps", "TCP goodput (iperf3, mean)", 1e-6, "Mbps",
+                          study_key="tcp", study_title="TCP goodput, Gbit/s (iperf3, mean over repetitions)",
+                          study_unit="Gbit/s", study_divisor=1e3)
+    STUDY_ROW_AXIS = "streams"
+    TABLE = ResultTable(
+        "TCP throughput (iperf3)",
+        "Goodput = TCP payload bit rate reported by iperf3 (L4, not L1/L2), summed over streams and "
+        "processes; mean over repetitions. Scenario = the topology kind (seed 001: host-vm external "
+        "clients -> a server VM, vm-link-vm VMs on two bridges joined by a link, vm-vm VMs on one "
+        "bridge). TSO / MQ as the TCP ends' interfaces read back (ethtool; in the guests for the VM "
+        "scenarios). Guest accel: the VMs' accelerator (TCG = emulated CPU: far below KVM).",
+        ("Test", "Scenario", "Streams", "Processes", "Duration s", "TSO", "MQ", "Goodput Gbps (mean)",
+         "Per repetition Gbps", "Retransmits", "Guest accel"), first="Test")
+
     method: str
     throughput_bps: list = field(default_factory=list)
     mean_throughput_bps: Optional[float] = None
@@ -58,6 +73,29 @@ class TcpResult(ResultBase):
     # iperf3 inside VMs, the guests' accelerator (kvm | tcg)
     scenario: Optional[str] = None
     guest_accel: Optional[str] = None
+
+    def table_row(self, first: str) -> list[str]:
+        reps = [x for x in (self.throughput_bps or []) if isinstance(x, (int, float))]
+        rtx = [x for x in (self.retransmits or []) if isinstance(x, (int, float))]
+        mean = num(self.mean_throughput_bps)
+        return [first, str(self.scenario or "—"), fmt_num(self.streams), fmt_num(self.processes),
+                fmt_num(num(self.duration_s), 0), self._setting("tso"), self._setting("multiqueue"),
+                "—" if mean is None else f"{mean / 1e9:,.3f}", ", ".join(f"{x / 1e9:.3f}" for x in reps[:12]),
+                fmt_num(int(sum(rtx))) if rtx else "—", str(self.guest_accel or "—").upper()]
+
+    def _setting(self, key: str) -> str:
+        """TSO / multi-queue as asked (params) and as the interfaces read back, e.g. ``on`` or
+        ``true (2 queues)``; "—" when the test left it as it was."""
+        asked = self.tso if key == "tso" else self.multiqueue
+        got = self.interface_settings or {}
+        if key == "tso":
+            vals = sorted({str(v.get("tso")) for v in got.values() if isinstance(v, dict) and v.get("tso")})
+            return ", ".join(vals) if vals else ("—" if asked is None else ("on" if asked else "off"))
+        qs = sorted({int(v["queues"]) for v in got.values() if isinstance(v, dict)
+                     and isinstance(v.get("queues"), int)})
+        if qs:
+            return f"{str(asked).lower()} ({'/'.join(map(str, qs))} q)"
+        return "—" if asked is None else str(asked).lower()
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
@@ -98,5 +136,5 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("tcp", TcpParams, run, sizeless=True, title="TCP throughput",
-                      headline="mean_throughput_bps", tcp=True)]
+METHODS = [MethodInfo("tcp", TcpParams, run, result=TcpResult, sizeless=True, title="TCP throughput",
+                      headline="mean_throughput_bps", tcp=True, measurer_call="measure_tcp")]

@@ -11,7 +11,8 @@ from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S
 from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, ResultBase, rates, setup
+from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, rates, setup
+from .result import headline_pps
 
 SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
 PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "loss_tolerant", "rfc2544", "tst009"]
@@ -101,7 +102,7 @@ class ThroughputParams(MethodParams):
 
 
 @dataclass
-class ThroughputResult(ResultBase):
+class ThroughputResult(MethodResult):
     method: str
     frame_size_b: int
     search: str
@@ -124,6 +125,10 @@ class ThroughputResult(ResultBase):
     warmup: Optional[dict] = None                 # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                       # trials repeated because they were invalid
     invalid_reasons: dict = field(default_factory=dict)   # {kind of reason: count}
+
+    def rate_pps(self) -> Optional[float]:
+        """The median over repetitions (the runner's ``repeat``), else the first goal's RLB."""
+        return headline_pps(self.stored())
 
     @property
     def pdr_pps(self) -> Optional[float]:
@@ -354,5 +359,6 @@ def prerequisite(runner: Any, rec: Any, profile: TrafficProfile,
 
 
 # what this module contributes to nfvperf.methods.REGISTRY
-METHODS = [MethodInfo("throughput", ThroughputParams, run, title="zero-loss throughput (RFC 2544 §26.1)",
-                      headline=RATE)]
+METHODS = [MethodInfo("throughput", ThroughputParams, run, result=ThroughputResult,
+                      title="zero-loss throughput (RFC 2544 §26.1)",
+                      headline=RATE, rounds=True)]

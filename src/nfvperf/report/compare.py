@@ -49,10 +49,11 @@ from nfvperf.report.ceiling import (DUT_BOUND, HARNESS_BOUND, NEAR_LINE_RATE, NO
                                     ceiling_bound, ceiling_text)
 from nfvperf.report.configuration import config_key, config_key_without_axes, differences
 from nfvperf.host.steadiness import spread_pct
-from nfvperf.report.extract import (RATE_METHODS, goals_of, headline_pps, latency_at_throughput,
-                                    method_metric, num, rates, repeat_of, resolved_tests, walk)
+from nfvperf.methods import result_of
+from nfvperf.report.extract import RATE_METHODS, goals_of, num, rates, repeat_of, resolved_tests, walk
 from nfvperf.report.rounds import rounds_result
 from nfvperf.report.study import ratio_text
+from nfvperf.report.table import is_latency
 
 DEFAULT_THRESHOLD = 0.02
 #: the noise source of rows whose runs both interleaved their units (``rounds``)
@@ -156,15 +157,16 @@ def _metric(test: Any) -> tuple[str, Optional[float], dict[str, Any]]:
                 num(mm.get("median_pps")), summ)
     r = test.results[-1]
     data = r.data or {}
-    if test.method == "latency":
-        lat = latency_at_throughput(data)
+    res = result_of(test.method, data)
+    if res.LATENCY:
+        lat = res.latency_at_throughput()
         return ("avg latency ns", num(lat.get("avg_ns")) if lat else None, data)
-    mm = method_metric(test.method, data)
+    mm = res.main_metric()
     if mm:
         return (f"{mm[0]} ({mm[2]})", mm[1], data)
     if test.method not in RATE_METHODS and r.value_pps is None:
         return ("(no comparable value)", None, data)
-    v = r.value_pps if r.value_pps is not None else headline_pps(data)
+    v = r.value_pps if r.value_pps is not None else res.rate_pps()
     return ("fps per interface", v, data)
 
 
@@ -327,7 +329,7 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
             host = max(hosts[0], hn)
             if host > thr and source != ROUNDS_SOURCE:   # rounds measured the host's noise themselves
                 thr, source = host, "host CPU steadiness"
-            if first.method == "latency":
+            if is_latency(first.method):
                 thr = max(thr, LATENCY_THRESHOLD)
             r = v / va if va and v is not None else None
             ratios.append(r)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from nfvperf.host.steadiness import steadiness_text
-from nfvperf.report.extract import walk
+from nfvperf.report.extract import num, walk
 
 NOT_RECORDED = "not recorded"
 
@@ -82,7 +82,7 @@ def af_xdp_text(env: dict[str, Any]) -> str:
                                if "tg_xdp_mode" in p)) or [NOT_RECORDED]
     bits = [f"AF_XDP: {'/'.join(modes)} XDP",
             "zero-copy" if all(p.get("zero_copy") for p in paths) else "copy mode",
-            f"{max(int(p.get('queues') or 1) for p in paths)} queue(s)"]
+            f"{max(int(num(p.get('queues')) or 1) for p in paths)} queue(s)"]
     budgets = list(dict.fromkeys(str(p["busy_poll_budget"]) for p in paths if "busy_poll_budget" in p))
     errors = list(dict.fromkeys(str(p["busy_poll_error"]) for p in paths if "busy_poll_error" in p))
     if budgets:

@@ -14,9 +14,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from nfvperf import units  # noqa: E402
 from nfvperf.report import ceiling as hc  # noqa: E402
-from nfvperf.report.extract import headline_pps, latency_of, latency_points, size_of  # noqa: E402
+from nfvperf.report.extract import headline_pps, latency_of, result, size_of  # noqa: E402
 from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
-from nfvperf.report.table import THROUGHPUT_METHODS  # noqa: E402
+from nfvperf.report.table import THROUGHPUT_METHODS, is_latency, is_loss_steps  # noqa: E402
 
 
 def _png(fig: Any) -> str:
@@ -89,7 +89,7 @@ def throughput_figure(run: Any) -> Any:
 def loss_vs_load(run: Any) -> Optional[str]:
     pts: dict[str, list[tuple[float, float]]] = {}
     for t in run.tests:
-        if not t.trials or t.method not in ("frame_loss_rate",) + THROUGHPUT_METHODS:
+        if not t.trials or not (is_loss_steps(t.method) or t.method in THROUGHPUT_METHODS):
             continue
         prof = t.traffic or {}
         mx = units.max_fps(size_of(prof), float(prof.get("link_speed_bps") or 10e9))
@@ -129,8 +129,9 @@ def _latencies(run: Any, net: bool = False) -> list[tuple[str, dict[str, Any]]]:
         out.append((label + " (gross)" if gross else label, lat))
 
     for t in run.tests:
-        if t.method == "latency" and t.results:
-            for lat in latency_points(t.results[-1].data or {}):
+        res = result(t) if is_latency(t.method) else None
+        if res is not None:
+            for lat in res.latency_points():
                 if lat.get("count") or lat.get("avg_ns"):
                     frac = lat.get("fraction")
                     at = f" @{100 * frac:g}%" if isinstance(frac, (int, float)) else ""

@@ -28,8 +28,8 @@ from typing import Any, Callable, Optional
 
 from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import axes_of, is_vxlan, pmd_cores, study_of, without_vxlan
-from nfvperf.report.extract import (METHOD_METRICS, fmt_num, headline_pps, latency_at_throughput,
-                                    method_metric, num, rates)
+from nfvperf.methods import result_class
+from nfvperf.report.extract import fmt_num, headline_pps, num, rates, result
 from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
 
 #: axes plotted (and read) on a log scale
@@ -148,14 +148,15 @@ def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -
         gross = gross or g
         return lat
 
-    if t.results:
+    res = result(t)
+    if res is not None:
         if t.method in THROUGHPUT_METHODS:
             value = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
-        elif t.method == "latency":
-            avg = num((net(latency_at_throughput(data)) or {}).get("avg_ns"))
+        elif res.LATENCY:
+            avg = num((net(res.latency_at_throughput()) or {}).get("avg_ns"))
             value = avg / 1e3 if avg is not None else None
         else:
-            mm = method_metric(t.method, data)
+            mm = res.main_metric()
             value = mm[1] if mm else None
     if t.method in THROUGHPUT_METHODS:
         lat = net(latency_for(tests, t, data if t.results else None))
@@ -204,14 +205,15 @@ LATENCY = Metric("latency", "average latency at Throughput, µs (same configurat
 
 
 def method_metrics(method: str) -> list[Metric]:
-    if method == "tcp":
-        return [Metric("tcp", "TCP goodput, Gbit/s (iperf3, mean over repetitions)", "Gbit/s", 3,
-                       lambda p: None if p.value is None else p.value / 1e3, ratios=True)]
-    if method == "latency":
-        return [Metric("latency", "average latency at Throughput, µs", "µs", 2, lambda p: p.value, ratios=True)]
-    m = METHOD_METRICS.get(method)
-    label, unit = (m[1], m[3]) if m else (method, "")
-    return [Metric("value", f"{label} ({unit})" if unit else label, unit, 3, lambda p: p.value, ratios=True)]
+    """The pivot of a study of a method that is not a rate: what its result class declares
+    (``study_metric()``), else the value as stored, titled by the method."""
+    m = result_class(method).study_metric()
+    if m is None:
+        return [Metric("value", method, "", 3, lambda p: p.value, ratios=True)]
+    div = m.study_divisor
+    fn: Callable[[Point], Optional[float]] = (lambda p: p.value) if div == 1.0 else \
+        (lambda p: None if p.value is None else p.value / div)
+    return [Metric(m.study_key, m.title, m.shown_unit, m.digits, fn, ratios=True)]
 
 
 # --------------------------------------------------------------------------- pivots
@@ -219,8 +221,9 @@ def method_metrics(method: str) -> list[Metric]:
 def _row_axis(method: str, axes: list[str], sizes: list[Optional[int]]) -> Optional[str]:
     if len(sizes) > 1 or not axes:
         return None
-    if method == "tcp" and "streams" in axes:
-        return "streams"
+    own = result_class(method).STUDY_ROW_AXIS
+    if own is not None and own in axes:
+        return own
     return axes[0]
 
 
@@ -298,7 +301,7 @@ def study_reports(tests: list[Any], rate_unit: str = "pps",
             _rate_pivots(rep, rate_unit, base, net_env is not None)
         else:
             for m in method_metrics(method):
-                if method == "latency" and net_env is not None:
+                if result_class(method).LATENCY and net_env is not None:
                     rep.pivots.append(build_pivot(rep, _net_metric(m), base + _gross_note(rep)))
                 else:
                     rep.pivots.append(build_pivot(rep, m, base))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.methods import rate_methods
+from nfvperf.methods import rate_methods, result_class, result_of
 from nfvperf.report.configuration import same_configuration
-from nfvperf.report.extract import latency_at_throughput
+from nfvperf.report.extract import result
 
 # the methods whose result is a rate per interface (they declare ``headline=RATE``)
 THROUGHPUT_METHODS = rate_methods()
@@ -29,11 +29,22 @@ def latency_for(tests: list[Any], test: Any, own: Any) -> Optional[dict[str, Any
     throughput result's own; None (an empty cell) when neither exists — never the latency of
     another configuration."""
     for t in tests:
-        if t.method == "latency" and t.frame_size_b == test.frame_size_b and t.results and \
+        if is_latency(t.method) and t.frame_size_b == test.frame_size_b and t.results and \
                 same_configuration(t, test):
-            lat = latency_at_throughput(t.results[-1].data or {})
+            res = result(t)
+            lat = res.latency_at_throughput() if res is not None else None
             if lat:
                 return lat
     if own is not None:
-        return latency_at_throughput(own)
+        return result_of(test.method, own).latency_at_throughput()
     return None
+
+
+def is_latency(method: str) -> bool:
+    """The method's result is latency per load point (its result class declares ``LATENCY``)."""
+    return result_class(method).LATENCY
+
+
+def is_loss_steps(method: str) -> bool:
+    """The method's result is frame loss per load step (``LOSS_STEPS``)."""
+    return result_class(method).LOSS_STEPS

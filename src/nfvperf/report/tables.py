@@ -7,17 +7,16 @@ every bit rate is labelled L1 or L2, and every table says per-interface vs aggre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from nfvperf.host.steadiness import moved_pct, steadiness_note
-from nfvperf.methods import REGISTRY as METHODS, method_info, runs_on_iperf3
+from nfvperf.methods import REGISTRY as METHODS, LatencyResult, method_info, result_class, result_of, runs_on_iperf3
 from nfvperf.report import ceiling as hc
-from nfvperf.report.extract import (fmt_num, goals_of, headline_pps, latency_points, num, rates, repeat_of,
-                                    scalars, size_of)
+from nfvperf.report.extract import fmt_num, headline_pps, num, rates, repeat_of, scalars, size_of
 from nfvperf.report.rounds import is_rounds_test, rounds_tables
 from nfvperf.report.rule_install import rule_install_tables
 from nfvperf.report.study import study_tables
-from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
+from nfvperf.report.table import THROUGHPUT_METHODS, Table, is_latency, is_loss_steps, latency_for
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 
@@ -167,7 +166,8 @@ def result_notes(tests: list[Any]) -> list[str]:
     for t in tests:
         for r in t.results:
             for d in walk(r.data):
-                for n in d.get("notes") or []:
+                notes = d.get("notes")
+                for n in notes if isinstance(notes, list) else []:
                     if isinstance(n, str) and n:
                         seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: {n}", None)
         if getattr(t, "status", None) == "skipped" and getattr(t, "reason", None):
@@ -206,10 +206,11 @@ def _dt(v: Any) -> str:
     return v.strftime("%Y-%m-%d %H:%M:%S") if v else "—"
 
 
-def _by_name(tests: list[Any], methods: tuple[str, ...]) -> dict[str, list[Any]]:
+def _by_name(tests: list[Any], shows: Callable[[str], bool]) -> dict[str, list[Any]]:
+    """The tests whose method ``shows`` selects, grouped by test name."""
     out: dict[str, list[Any]] = {}
     for t in tests:
-        if t.method in methods:
+        if shows(t.method):
             out.setdefault(t.name, []).append(t)
     return out
 
@@ -260,7 +261,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
     env = env or {}
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
-    for name, group in _by_name(tests, THROUGHPUT_METHODS).items():
+    for name, group in _by_name(tests, _is_rate).items():
         ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
         pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
@@ -315,7 +316,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
                             latency, sl_cell] + ceil_cells + [_spread_cell(data)])
             swt.rows.append([size, fmt_num(pps * ndir, 0), str(sw), fmt_num(switching_ops_pps(pps * ndir, sw), 0)])
-            for g in goals_of(data):
+            for g in result_of(t.method, data).goal_results():
                 rlb, rub = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
                 gt.rows.append([size, str(g.get("name", "")), fmt_num(num(g.get("loss_ratio")), 4),
                                 fmt_num(num(g.get("exceed_ratio")), 2), fmt_num(rlb, 0), fmt_num(rub, 0),
@@ -350,7 +351,8 @@ def _spread_cell(data: dict[str, Any]) -> str:
     if rep is None:
         return "—"
     rr = num(rep.get("relative_range"))
-    return (f"{int(rep['n'])}×: {fmt_num(num(rep.get('min_pps')), 0)} – {fmt_num(num(rep.get('max_pps')), 0)}"
+    n = int(num(rep.get("n")) or 0)
+    return (f"{n}×: {fmt_num(num(rep.get('min_pps')), 0)} – {fmt_num(num(rep.get('max_pps')), 0)}"
             + (f" ({100 * rr:.2f} %)" if rr is not None else ""))
 
 
@@ -365,13 +367,13 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
     env = env or {}
     out: list[Table] = []
     run_ndir, run_ports = ndir, ports
-    for name, group in _by_name(tests, ("latency",)).items():
+    for name, group in _by_name(tests, is_latency).items():
         ndir, ports, _sw, kind = _topo(group, run_ndir, run_ports, 1)
         pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
         definition = ""
         net_title = " (net of harness self-latency)" if net else ""
-        lt = Table(f"{name}: {SUMMARY_TITLES['latency']}{net_title}", "",
+        lt = Table(f"{name}: {SUMMARY_TITLES.get(group[0].method, group[0].method)}{net_title}", "",
                    ["Frame B", "% of Throughput", "Load fps / interface", "Repetitions", "Samples",
                     "Min µs", "Avg µs", "Max µs", "Frames lost",
                     "harness self-latency min/p50/p99 µs"], key="latency")
@@ -383,12 +385,14 @@ def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
             if not t.results:
                 lt.rows.append([fmt_num(t.frame_size_b), f"({t.status})"] + ["—"] * 7 + [_self_lat_cell(sl)])
                 continue
-            data = t.results[-1].data or {}
-            definition = definition or str(data.get("definition") or "")
-            for lat in latency_points(data):
+            res = result_of(t.method, t.results[-1].data or {})
+            own = res if isinstance(res, LatencyResult) else None     # its Throughput and definition
+            definition = definition or str((own.definition if own else "") or "")
+            tput = num(own.throughput_pps) if own else None
+            for lat in res.latency_points():
                 definition = definition or str(lat.get("definition") or "")
                 lat, gross = hc.net_point(lat, env, t.frame_size_b, pkind, net)
-                fr = _fraction_cell(lat, num(data.get("throughput_pps"))) + (f" {GROSS}" if gross else "")
+                fr = _fraction_cell(lat, tput) + (f" {GROSS}" if gross else "")
                 lt.rows.append([fmt_num(t.frame_size_b), fr, fmt_num(num(lat.get("load_pps")), 0),
                                 fmt_num(lat.get("repetitions")), fmt_num(lat.get("count")),
                                 _us(num(lat.get("min_ns"))), _us(num(lat.get("avg_ns"))),
@@ -431,8 +435,8 @@ def _pct(pc: dict[str, Any], p: str) -> Any:
 
 def _loss_tables(tests: list[Any]) -> list[Table]:
     out: list[Table] = []
-    for name, group in _by_name(tests, ("frame_loss_rate",)).items():
-        ft = Table(f"{name}: {SUMMARY_TITLES['frame_loss_rate']}",
+    for name, group in _by_name(tests, is_loss_steps).items():
+        ft = Table(f"{name}: {SUMMARY_TITLES.get(group[0].method, group[0].method)}",
                    "Load in % of the theoretical maximum (L1) per interface; loss % = (in − out) × 100 / in.",
                    ["Frame B", "Load % (L1)", "Load fps / interface", "Sent", "Received", "Loss %"], key="loss")
         for t in group:
@@ -449,107 +453,33 @@ def _loss_tables(tests: list[Any]) -> list[Table]:
 SUMMARY_TITLES = {name: method_info(name).title or name for name in METHODS}
 
 
-def _ms(s_: Any) -> str:
-    v = num(s_)
-    return "—" if v is None else f"{v * 1e3:,.3f}"
+def _is_rate(method: str) -> bool:
+    return method in THROUGHPUT_METHODS
 
 
-def _b2b_row(t: Any, d: dict) -> list[str]:
-    return [fmt_num(t.frame_size_b), fmt_num(num(d.get("throughput_pps")), 0), fmt_num(d.get("repetitions")),
-            fmt_num(num(d.get("mean_frames")), 1), fmt_num(d.get("min_frames")), fmt_num(d.get("max_frames")),
-            fmt_num(num(d.get("stddev_frames")), 1), _ms(d.get("implied_buffer_time_s")),
-            _ms(d.get("corrected_buffer_time_s")),
-            ("skipped: " + str(d.get("skip_reason"))) if d.get("skipped")
-            else ("burst capped" if d.get("capped") else "")]
-
-
-def _recovery_row(t: Any, d: dict) -> list[str]:
-    reps = d.get("recovery_times_s") or []
-    return [fmt_num(t.frame_size_b), str(d.get("variant", "")), fmt_num(num(d.get("throughput_pps")), 0),
-            fmt_num(num(d.get("overload_pps")), 0) + (" (line rate)" if d.get("overload_capped_at_line_rate") else ""),
-            fmt_num(num(d.get("recovery_load_pps")), 0), _ms(d.get("recovery_time_s")),
-            ", ".join(_ms(x) for x in reps[:10])]
-
-
-def _reset_row(t: Any, d: dict) -> list[str]:
-    listed = d.get("trials")
-    trials: list[Any] = listed if isinstance(listed, list) else []
-    return [fmt_num(t.frame_size_b), str(d.get("reset_type", "")), fmt_num(num(d.get("offered_pps")), 0),
-            fmt_num(len(trials) or d.get("repetitions")), fmt_num(num(d.get("mean_frames_lost")), 0),
-            _ms(d.get("reset_time_frame_loss_s")), _ms(d.get("reset_time_timestamp_s")),
-            "yes" if d.get("reset_hook_set") else "no (modelled)"]
-
-
-def _tcp_setting(d: dict, key: str) -> str:
-    """TSO / multi-queue as asked (params) and as the interfaces read back, e.g. ``on`` or
-    ``true (2 queues)``; "—" when the test left it as it was."""
-    asked = d.get(key)
-    got = d.get("interface_settings") or {}
-    if key == "tso":
-        vals = sorted({str(v.get("tso")) for v in got.values() if isinstance(v, dict) and v.get("tso")})
-        return ", ".join(vals) if vals else ("—" if asked is None else ("on" if asked else "off"))
-    qs = sorted({int(v["queues"]) for v in got.values() if isinstance(v, dict)
-                 and isinstance(v.get("queues"), int)})
-    if qs:
-        return f"{str(asked).lower()} ({'/'.join(map(str, qs))} q)"
-    return "—" if asked is None else str(asked).lower()
-
-
-def _tcp_row(t: Any, d: dict) -> list[str]:
-    reps = [x for x in (d.get("throughput_bps") or []) if isinstance(x, (int, float))]
-    rtx = [x for x in (d.get("retransmits") or []) if isinstance(x, (int, float))]
-    mean = num(d.get("mean_throughput_bps"))
-    return [t.name, str(d.get("scenario") or "—"), fmt_num(d.get("streams")), fmt_num(d.get("processes")),
-            fmt_num(num(d.get("duration_s")), 0), _tcp_setting(d, "tso"), _tcp_setting(d, "multiqueue"),
-            "—" if mean is None else f"{mean / 1e9:,.3f}", ", ".join(f"{x / 1e9:.3f}" for x in reps[:12]),
-            fmt_num(int(sum(rtx))) if rtx else "—", str(d.get("guest_accel") or "—").upper()]
-
-
-SPECIAL = {
-    "tcp": ("TCP throughput (iperf3)",
-            "Goodput = TCP payload bit rate reported by iperf3 (L4, not L1/L2), summed over streams and "
-            "processes; mean over repetitions. Scenario = the topology kind (seed 001: host-vm external "
-            "clients -> a server VM, vm-link-vm VMs on two bridges joined by a link, vm-vm VMs on one "
-            "bridge). TSO / MQ as the TCP ends' interfaces read back (ethtool; in the guests for the VM "
-            "scenarios). Guest accel: the VMs' accelerator (TCG = emulated CPU: far below KVM).",
-            ["Test", "Scenario", "Streams", "Processes", "Duration s", "TSO", "MQ", "Goodput Gbps (mean)",
-             "Per repetition Gbps", "Retransmits", "Guest accel"], _tcp_row),
-    "back_to_back": ("back-to-back frames (RFC 9004)",
-                     "Trial: burst at line rate from idle, received at Throughput, ≥2 s drain. Buffer time "
-                     "(K4): implied = mean frames / max fps; corrected = implied × (1 − Throughput / max fps).",
-                     ["Frame B", "Throughput fps", "N (repetitions)", "Mean frames", "Min", "Max", "Stddev",
-                      "Implied buffer ms", "Corrected buffer ms", "Note"], _b2b_row),
-    "system_recovery": ("system recovery (RFC 2544 §26.5)",
-                        "Overload (110 % of Throughput or line rate, OPNFV: 150 %) then recovery load (50 %, "
-                        "OPNFV: 75 %); recovery time = B − A (last lost frame − load change).",
-                        ["Frame B", "Variant", "Throughput fps", "Overload fps", "Recovery load fps",
-                         "Recovery time ms (mean)", "Per repetition ms"], _recovery_row),
-    "reset": ("reset (RFC 6201)",
-              "Frame-loss method: frames lost / offered fps. Timestamp method: first frame after − last "
-              "frame before the reset. Offered load = Throughput at the minimum size.",
-              ["Frame B", "Reset type", "Offered fps", "Trials", "Mean frames lost", "Reset time ms (frame loss)",
-               "Reset time ms (timestamp)", "Real reset hook"], _reset_row),
-}
+def _own_table(method: str) -> bool:
+    """Shown in the throughput, latency or loss tables (the other methods: their own table or
+    the scalars table)."""
+    return _is_rate(method) or is_latency(method) or is_loss_steps(method)
 
 
 def _other_tables(tests: list[Any]) -> list[Table]:
     out: list[Table] = []
-    known = THROUGHPUT_METHODS + ("latency", "frame_loss_rate")
     groups: dict[str, list[Any]] = {}
     for t in tests:
-        if t.method not in known:      # all TCP tests in one table (seed 001: one row per stream count)
+        if not _own_table(t.method):   # all TCP tests in one table (seed 001: one row per stream count)
             groups.setdefault(t.method if runs_on_iperf3(t.method) else t.name, []).append(t)
     for name, group in groups.items():
         method = group[0].method
-        if method in SPECIAL:
-            title, note, cols, fn = SPECIAL[method]
-            tb = Table(f"{name}: {title}", note, cols, key=method)
-            for t in group:
+        spec = result_class(method).TABLE
+        if spec is not None:
+            tb = Table(f"{name}: {spec.title}", spec.note, list(spec.columns), key=method)
+            for t in group:       # the first column is the test (TABLE.first "Test") or the size
+                first = t.name if spec.first == "Test" else fmt_num(t.frame_size_b)
                 if t.results:
-                    tb.rows.append(fn(t, t.results[-1].data or {}))
-                else:           # the TCP table's first column is the test, the others' the size
-                    first = t.name if method == "tcp" else fmt_num(t.frame_size_b)
-                    tb.rows.append([first, f"({t.status})"] + ["—"] * (len(cols) - 2))
+                    tb.rows.append(result_of(method, t.results[-1].data or {}).table_row(first))
+                else:
+                    tb.rows.append([first, f"({t.status})"] + ["—"] * (len(spec.columns) - 2))
             out.append(tb)
             continue
         title = SUMMARY_TITLES.get(method, method)
