@@ -141,7 +141,7 @@ def test_guest_host_starts_a_process_and_copies_its_output(tmp_path):
         h.wrap(["x"], netns="ns1")
     with pytest.raises(ValueError, match="environment variable name"):
         P._env_prefix({"A-B": "1"})
-    with pytest.raises(OSError, match="no interactive processes"):
+    with pytest.raises(OSError, match="reads no stdin but a terminal"):
         h.popen(["x"], stdin=5)
 
 
@@ -216,3 +216,13 @@ def test_check_pci_reads_through_a_host_object():
     assert c["0000:00:05.0"].status == "ok" and "driver uio_pci_generic" in c["0000:00:05.0"].detail
     assert c["0000:00:06.0"].status == "fail" and "driver (none)" in c["0000:00:06.0"].detail
     assert c["0000:00:1f.6"].status == "fail" and "no PCI device 0000:00:1f.6" in c["0000:00:1f.6"].detail
+
+
+def test_cpu_lists_of_a_debian_12_kernel():
+    """Read from the emulated-PCI guest (Debian's 6.1 kernel, booted without nohz_full=): its
+    /sys/devices/system/cpu/nohz_full says '(null)', which stopped the CPU plan of a remote host."""
+    from nfvperf.host.cpu import parse_cpulist
+    assert parse_cpulist("(null)\n") == []
+    assert parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    with pytest.raises(ValueError):
+        parse_cpulist("x")

@@ -27,8 +27,11 @@ SYS_NODE = Path("/sys/devices/system/node")
 
 
 def parse_cpulist(text: str) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11].  '(null)' is empty: Debian 12's kernel (6.1)
+    prints that in /sys/devices/system/cpu/nohz_full when it booted without nohz_full=."""
     out: list[int] = []
+    if text.strip() == "(null)":
+        return out
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
