@@ -31,11 +31,16 @@ from typing import Any, Optional
 
 from nfvperf.config import Suite
 from nfvperf.fit import Fit, FitChange, HostFacts, fit_topology, spec_key
-from nfvperf.methods import is_sizeless, method_info, runs_on_iperf3
+from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_on_iperf3
 
-#: measurer calls a method needs beyond ``measure`` (the methods look them up with getattr)
-MEASURER_NEEDS = {"tcp": "measure_tcp", "rfc2889_address_caching": "measure_addresses",
-                  "rfc2889_address_learning": "measure_addresses"}
+
+def measurer_need(method: str) -> str:
+    """The measurer call a method needs beyond ``measure`` (the method declares it:
+    ``MethodInfo.measurer_call``; "" for none or a method not known)."""
+    info = METHODS.get(method)
+    return info.measurer_call if info is not None else ""
+
+
 #: preflight checks the fitting rules already judge (their reason names --fit-host), and the
 #: hugepage pool, which the build grows before it checks
 _NOT_BUILD_CHECKS = ("ovs.socket_mem", "ovs.pmd_cpu_mask", "hugepages", "hugetlbfs")
@@ -86,7 +91,7 @@ def tso_refusal(spec: Any) -> Optional[str]:
 def unit_measurer(test: Any, tg: str) -> str:
     """The measurer that runs this unit: ``tg``, except that a real run (``--tg tgen``) runs a
     method tgen lacks the call for (``tcp``) with iperf3 through the same topology."""
-    need = MEASURER_NEEDS.get(test.method)
+    need = measurer_need(test.method)
     if tg == "tgen" and need and not callable(getattr(_measurer_class(tg), need, None)) \
             and callable(getattr(_measurer_class("iperf3"), need, None)):
         return "iperf3"
@@ -97,7 +102,7 @@ def measurer_refusal(test: Any, size: Optional[int], tg: str, spec: Any) -> Opti
     """Why the ``--tg`` measurer cannot run this unit's method (None: it can)."""
     if tg == "iperf3" and not runs_on_iperf3(test.method):
         return f"method {test.method} needs --tg tgen or sim (--tg iperf3 runs only the tcp method)"
-    need = MEASURER_NEEDS.get(test.method)
+    need = measurer_need(test.method)
     if need and not callable(getattr(_measurer_class(tg), need, None)):
         other = "--tg iperf3 or sim" if method_info(test.method).tcp else "--tg sim"
         return f"method {test.method} needs {other} (the {tg} measurer has no {need})"
@@ -334,7 +339,7 @@ def plan_text(plan: RunPlan) -> list[str]:
     other = [u for u in plan.running if u.measurer != plan.tg]
     if other:
         lines.append(f"  {len(other)} unit(s) run with {other[0].measurer} through the same topologies "
-                     f"(--tg {plan.tg} has no {MEASURER_NEEDS.get(other[0].test.method, 'call for them')})")
+                     f"(--tg {plan.tg} has no {measurer_need(other[0].test.method) or 'call for them'})")
     if plan.fit_host:
         host = plan.host.describe() if plan.host else "this host"
         rows = plan.fitted()

@@ -21,9 +21,6 @@ NAMES = frozenset(REGISTRY)
 
 #: file (relative to src/nfvperf) -> by-name branches still there, each with its reason
 PENDING: dict[str, tuple[int, str]] = {
-    "plan.py": (1, "MEASURER_NEEDS by method name: to read MethodInfo.measurer_call (declared by "
-                   "tcp and the rfc2889 address methods); plan.py was being edited by another "
-                   "change when this test was written"),
     "runner.py": (2, "the ceiling's units and throughput reuse (below), before the runner's split"),
     "runner/ceilings.py": (1, "the ceiling's units: rate methods or latency; to read "
                               "result_class(method).LATENCY (runner split in progress, issue 18 item 4)"),
