@@ -94,3 +94,12 @@ def test_a_result_a_method_returns_reads_back_as_itself(name: str) -> None:
 def test_from_dict_needs_a_dataclass() -> None:
     with pytest.raises(TypeError, match="dataclass"):
         MethodResult.from_dict({})
+
+
+def test_only_a_zero_loss_throughput_is_offered_for_reuse() -> None:
+    plain = STORED["throughput"]
+    assert result_of("throughput", plain).zero_loss_throughput() == EXPECTED["throughput"]["summary"]["value_pps"]
+    ndr_pdr = dict(plain, goals=[dict(plain["goals"][0], name="pdr", loss_ratio=0.005, exceed_ratio=0.5)])
+    assert result_of("throughput", ndr_pdr).zero_loss_throughput() is None
+    for key in ("rfc2889_forwarding", "latency", "tcp"):     # a rate, but not an RFC 2544 Throughput
+        assert result_of(_method(key), STORED[key]).zero_loss_throughput() is None

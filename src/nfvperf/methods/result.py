@@ -277,6 +277,11 @@ class MethodResult:
         """The result as a rate in fps per interface (None: not a rate method)."""
         return None
 
+    def zero_loss_throughput(self) -> Optional[float]:
+        """The RFC 2544 Throughput this result measured (zero loss, zero exceed ratio), which a
+        later unit of the run that needs one may reuse; None: the result is not one."""
+        return None
+
     def repeat_summary(self) -> Optional[Stored]:
         """The runner's summary of a search repeated n ≥ 2 times, else None."""
         return repeat_of(self.stored())

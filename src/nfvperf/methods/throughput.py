@@ -130,6 +130,15 @@ class ThroughputResult(MethodResult):
         """The median over repetitions (the runner's ``repeat``), else the first goal's RLB."""
         return headline_pps(self.stored())
 
+    def zero_loss_throughput(self) -> Optional[float]:
+        """The rate, when the first goal has loss ratio 0 and exceed ratio 0 (binary search, the
+        rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
+        goals = self.goals or [{}]
+        g = goals[0] if isinstance(goals[0], dict) else {}
+        if float(g.get("loss_ratio") or 0.0) == 0.0 and float(g.get("exceed_ratio") or 0.0) == 0.0:
+            return self.rate_pps()
+        return None
+
     @property
     def pdr_pps(self) -> Optional[float]:
         for g in self.goals:
