@@ -94,7 +94,17 @@ def test_qemu_command_line(tmp_path):
         assert "addr=0x4,vectors=0" in joined and "addr=0x5,vectors=0" in joined
         assert g.pci_addresses() == ["0000:00:04.0", "0000:00:05.0"]
         assert f"socket,id=rpc,path={g.rpc_sock},server=on,wait=off" in joined
-        assert argv[-2:] == ["-serial", "chardev:rpc"]          # the guest's ttyS2
+        # the guest's ttyS2 (tgen's RPC) and ttyS3 (an interactive process's terminal)
+        assert argv[-6:] == ["-serial", "chardev:rpc", "-chardev",
+                             f"socket,id=tty,path={g.tty_sock},server=on,wait=off",
+                             "-serial", "chardev:tty"]
+        assert "type=vhost-user,id=net0,chardev=vhu0" in joined
+        s = P.PciGuest(run, tr, sockets=[tmp_path / "l0.sock", tmp_path / "l1.sock"], image=img,
+                       name="dut", stream_server=False)
+        s.accel = "tcg"
+        sj = " ".join(s.argv())
+        assert "vhost-user" not in sj and "id=vhu0" not in sj
+        assert f"stream,id=net1,server=off,addr.type=unix,addr.path={tmp_path / 'l1.sock'}" in sj
         with pytest.raises(ValueError, match="one vhost-user socket each; got 1"):
             P.PciGuest(run, tr, sockets=[tmp_path / "a.sock"], image=img)
         with pytest.raises(ValueError, match="guest_hugepages_mb"):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import fnmatch
+import functools
 import itertools
 import os
 import shlex
@@ -72,6 +73,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/hugepages /var/run /tmp /run/nfvperf
 mount -t hugetlbfs hugetlbfs /dev/hugepages
+mkdir -p /dev/pts && mount -t devpts devpts /dev/pts     # ptys for interactive processes
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev; do
   insmod /lib/modules/$m.ko || log "insmod $m failed"
@@ -82,6 +84,7 @@ for d in /sys/bus/pci/devices/*; do
 done
 stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
 stty -F /dev/ttyS2 raw -echo 115200 2>/dev/null
+stty -F /dev/ttyS3 raw -echo 115200 2>/dev/null
 log "pci ready nics=$NICS hugepages=$(cat /proc/sys/vm/nr_hugepages)"
 echo "@SHELL_READY@ nics=$(echo $NICS | tr ' ' ',')" > /dev/ttyS1
 while IFS= read -r line; do eval "$line"; done </dev/ttyS1 >/dev/ttyS1 2>&1
@@ -159,7 +162,9 @@ class PciGuest(VmVnf):
     nothing bound to them, and a shell.  See the module doc.
 
     ``PciGuest(run, tracker, sockets=[s0, s1], name="tester", vcpus=2, memory_mb=1024,
-    guest_hugepages_mb=512, image=None, accel="auto", tgen=None, socat=None)``."""
+    guest_hugepages_mb=512, image=None, accel="auto", tgen=None, socat=None,
+    stream_server=None)``; ``stream_server`` True/False: the sockets are cables to another
+    PciGuest's NICs (QEMU ``-netdev stream``), the guest started with True first."""
 
     name = "vm-pci"
     __test__ = False
@@ -172,20 +177,26 @@ class PciGuest(VmVnf):
                  memory_mb: int = 1024, guest_hugepages_mb: int = 512,
                  image: Optional[vm_image.ImageInfo] = None, accel: str = "auto",
                  tgen: Optional[Path] = None, socat: Optional[Path] = None,
-                 cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None):
+                 cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None,
+                 stream_server: Optional[bool] = None):
         if len(sockets) != self.nics:
             raise ValueError(f"sockets: the PCI guest has {self.nics} emulated NICs, one "
                              f"vhost-user socket each; got {len(sockets)}")
         if guest_hugepages_mb + 256 > memory_mb:
             raise ValueError(f"guest_hugepages_mb ({guest_hugepages_mb}) must leave 256 MB of the "
                              f"guest's memory_mb ({memory_mb}) to its kernel")
-        super().__init__(run, tracker, sockets=sockets, server=True, name=name,
+        # a guest that connects its cables to another's sockets must not create (or remove) them
+        super().__init__(run, tracker, sockets=sockets, server=stream_server is not False, name=name,
                          hugepage_mb=memory_mb, vcpus=vcpus, cpus=cpus, image=image, accel=accel,
                          boot_timeout_s=boot_timeout_s)
         self.guest_hugepages_mb = int(guest_hugepages_mb)
+        # None: the NICs are vhost-user (a backend on this host); True/False: each socket is a
+        # cable to another guest's NIC (QEMU's stream netdev), this guest listening or connecting
+        self.stream_server = stream_server
         self.tgen_path = tgen
         self.socat_path = socat
         self.rpc_sock = run.run_dir / f"vm-{name}-rpc.sock"
+        self.tty_sock = run.run_dir / f"vm-{name}-tty.sock"
         self.initrd = run.run_dir / f"vm-{name}-initrd.img"
         self.testpmd_log = self.shell_log = run.run_dir / f"vm-{name}-shell.log"
         self.shell: Optional[GuestShell] = None
@@ -209,9 +220,19 @@ class PciGuest(VmVnf):
     def argv(self) -> list[str]:
         a = super().argv()
         a[a.index("-initrd") + 1] = str(self.initrd)
+        if self.stream_server is not None:
+            for i, p in enumerate(self.vhost_ports):
+                c = a.index(next(x for x in a if x.startswith(f"socket,id=vhu{i},")))
+                del a[c - 1:c + 1]
+                n = a.index(next(x for x in a if x.startswith(f"type=vhost-user,id=net{i},")))
+                a[n] = (f"stream,id=net{i},server={'on' if self.stream_server else 'off'},"
+                        f"addr.type=unix,addr.path={p.socket}")
         # the third serial port (the guest's ttyS2): tgen's JSON-RPC, relayed by socat
+        # the fourth (ttyS3): an interactive process's terminal (the testpmd DUT's console)
         return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
-                    "-serial", "chardev:rpc"]
+                    "-serial", "chardev:rpc",
+                    "-chardev", f"socket,id=tty,path={self.tty_sock},server=on,wait=off",
+                    "-serial", "chardev:tty"]
 
     def start(self, wait: Optional[bool] = None) -> None:
         if self.proc is not None:
@@ -227,10 +248,10 @@ class PciGuest(VmVnf):
             self.image = vm_image.build(self.cache_dir)
         overlay(self.image, tgen, Path(socat), self.initrd)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
-        with contextlib.suppress(FileNotFoundError):
-            self.rpc_sock.unlink()
-        self.tracker.add("socket", str(self.rpc_sock),
-                         lambda: self.rpc_sock.unlink(missing_ok=True))
+        for sock in (self.rpc_sock, self.tty_sock):
+            with contextlib.suppress(FileNotFoundError):
+                sock.unlink()
+            self.tracker.add("socket", str(sock), functools.partial(sock.unlink, missing_ok=True))
         super().start(wait)
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -331,10 +352,11 @@ class PciGuest(VmVnf):
                 self.shell.run_line("poweroff -f &", timeout=2)
         super().stop()
         self.shell = None
-        for f in (self.rpc_sock, self.initrd):      # the initramfs is a copy made per boot
+        for f in (self.rpc_sock, self.tty_sock, self.initrd):   # the initramfs: a copy per boot
             with contextlib.suppress(OSError):
                 f.unlink()
         self.tracker.forget("socket", str(self.rpc_sock))
+        self.tracker.forget("socket", str(self.tty_sock))
         self.tracker.forget("file", str(self.initrd))
 
 
@@ -346,8 +368,10 @@ class GuestPopen:
 
     POLL_S = 0.25
 
-    def __init__(self, host: "GuestPciHost", pid: int, files: dict[str, Any], rc_path: str):
+    def __init__(self, host: "GuestPciHost", pid: int, files: dict[str, Any], rc_path: str,
+                 on_close: Optional[Callable[[], None]] = None):
         self.host = host
+        self._on_close = on_close
         self.pid = pid
         self.returncode: Optional[int] = None
         self.lost: Optional[str] = None
@@ -410,6 +434,50 @@ class GuestPopen:
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(5)
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None
+
+
+class _TtyPump:
+    """Copies bytes both ways between a local pty slave (``fd``) and a connected socket."""
+
+    def __init__(self, fd: int, conn: socket.socket):
+        self.fd, self.conn = fd, conn
+        self._closed = threading.Event()
+        self._threads = [threading.Thread(target=f, daemon=True, name=f"guest-tty-{n}")
+                         for n, f in (("in", self._to_guest), ("out", self._from_guest))]
+        for t in self._threads:
+            t.start()
+
+    def _to_guest(self) -> None:
+        while not self._closed.is_set():
+            try:
+                data = os.read(self.fd, 4096)
+                if not data:
+                    return
+                self.conn.sendall(data)
+            except OSError:
+                return
+
+    def _from_guest(self) -> None:
+        while not self._closed.is_set():
+            try:
+                data = self.conn.recv(4096)
+                if not data:
+                    return
+                os.write(self.fd, data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._closed.set()
+        with contextlib.suppress(OSError):
+            self.conn.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 class GuestPciHost:
@@ -426,6 +494,7 @@ class GuestPciHost:
         self._ids = itertools.count(1)
         self._relay_pid: Optional[int] = None
         self._conn: Optional[socket.socket] = None
+        self._tty: Optional[GuestPopen] = None
 
     # -- processes -------------------------------------------------------------------------
     def wrap(self, argv: Sequence[str], netns: Optional[str] = None) -> list[str]:
@@ -439,8 +508,10 @@ class GuestPciHost:
               preexec_fn: Optional[Callable[[], object]] = None) -> GuestPopen:
         """Start ``cmd`` in the guest in its own session; its output goes to guest files that
         :class:`GuestPopen` copies into ``stdout``/``stderr`` (local files)."""
+        if isinstance(stdin, int) and stdin >= 0 and stdin == stdout:
+            return self._popen_tty(cmd, stdin, env)
         if stdin not in (None, subprocess.DEVNULL):
-            raise OSError(f"{self.name}: no interactive processes in the guest")
+            raise OSError(f"{self.name}: a process in the guest reads no stdin but a terminal's")
         n = next(self._ids)
         base = f"{GUEST_WORK}/p{n}"
         out, err, rcp = f"{base}.out", f"{base}.err", f"{base}.rc"
@@ -457,6 +528,37 @@ class GuestPciHost:
         if stderr != subprocess.STDOUT:
             files[err] = stderr if _is_file(stderr) else None
         return GuestPopen(self, pid, files, rcp)
+
+    def _popen_tty(self, cmd: Sequence[str], tty_fd: int, env: Optional[dict[str, str]]
+                   ) -> "GuestPopen":
+        """An interactive process (``Process(interactive=True)``: stdin/stdout are the slave end
+        of a pty here): it runs in the guest on a pty of socat's, whose other side is the guest's
+        fourth serial port, copied both ways to ``tty_fd``.  One at a time."""
+        if self._tty is not None and self._tty.returncode is None:
+            raise OSError(f"{self.name}: one interactive process at a time (the guest has one "
+                          "terminal port)")
+        n = next(self._ids)
+        base = f"{GUEST_WORK}/t{n}"
+        script = f"{base}.sh"
+        exports = "".join(f"export {a}\n" for a in _env_prefix(env).split())
+        self.write_text(script, "#!/bin/sh\n" + exports + "exec " +
+                        shlex.join([str(a) for a in cmd]) + "\n", mode=0o755)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(self.guest.tty_sock))      # before the guest writes: else it is lost
+        inner = f"{GUEST_SOCAT} /dev/ttyS3,raw,echo=0 EXEC:{script},pty,raw,echo=0,stderr " \
+                f"2>{base}.err; echo $? > {base}.rc"
+        rc, text = self.guest.shell_line(f"mkdir -p {GUEST_WORK}; rm -f {base}.rc; busybox setsid "
+                                         f"sh -c {shlex.quote(inner)} </dev/null >/dev/null 2>&1 & "
+                                         "echo PID=$!")
+        pid = next((int(w[4:]) for w in text.split() if w.startswith("PID=")), None)
+        if rc != 0 or pid is None:
+            conn.close()
+            raise OSError(f"{self.name}: cannot start {' '.join(map(str, cmd))}: {text[-300:]}")
+        fd = os.dup(tty_fd)                 # Process closes its copy of the slave at once
+        pump = _TtyPump(fd, conn)
+        p = GuestPopen(self, pid, {f"{base}.err": None}, f"{base}.rc", on_close=pump.close)
+        self._tty = p
+        return p
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
               tracker: Optional[ResourceTracker] = None, **kw: Any) -> Process:
