@@ -32,6 +32,7 @@ from typing import Any, Optional
 from nfvperf.config import Suite
 from nfvperf.fit import Fit, FitChange, HostFacts, fit_topology, spec_key
 from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_on_iperf3
+from nfvperf.topo.measurers import tso_refusal
 
 
 def measurer_need(method: str) -> str:
@@ -69,23 +70,6 @@ def _measurer_class(tg: str) -> Any:
         return Iperf3Measurer
     from nfvperf.tg.tgen import TgenMeasurer
     return TgenMeasurer
-
-
-def tso_refusal(spec: Any) -> Optional[str]:
-    """Why ``params.tso: true`` cannot work through ``spec``'s DUT (None: it can); a topology
-    kind that knows its path says so itself (``tcp_tso_refusal``: TCP inside VMs)."""
-    from nfvperf.dut.base import dut_class
-    from nfvperf.topo import topology_class
-    own = getattr(topology_class(spec.kind), "tcp_tso_refusal", None)
-    if own is not None:
-        return own(spec)
-    if dut_class(spec.dut).polling_cpus <= 0:
-        return None
-    # measured: through OVS-DPDK's af_packet ports, TSO on (with the tx checksum offload it
-    # needs) leaves iperf3 unable to even connect
-    return (f"the {spec.dut} DUT reads the TCP ends' veth peers with DPDK {spec.port_kind} ports "
-            "(one frame per mbuf, no TSO super-frames, no checksum offload: iperf3 cannot "
-            "connect); use tso: false or unset, or a kernel DUT (linux-bridge, ovs-system)")
 
 
 def unit_measurer(test: Any, tg: str) -> str:

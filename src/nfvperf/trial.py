@@ -258,6 +258,9 @@ class Measurer(abc.ABC):
     warmup_default: bool = False
     #: set by the runner; a measurer may call it before a reset trial (RFC 6201)
     reset_hook: Optional[Callable[[], None]] = None
+    #: set by the measurer factory when the topology it measures can change its DUT in place
+    #: (``Topology.reconfigure(new_spec)``: between the units of an interleaved study)
+    reconfigure_topology: Optional[Callable[..., dict[str, object]]] = None
 
     @abc.abstractmethod
     def set_profile(self, profile: TrafficProfile) -> None:

@@ -184,14 +184,15 @@ def test_forked_child_signal_does_not_touch_the_run(tmp_path) -> None:
     import contextlib
 
     from nfvperf.config import validate_suite
-    from nfvperf.runner import execute, make_sim_measurer
+    from nfvperf.runner import execute
+    from nfvperf.topo.measurers import sim_measurer
     from nfvperf.store import Store
 
     statuses: list[int] = []
 
     @contextlib.contextmanager
     def factory(suite, tg, tag, run_dir, info, spec=None):
-        m = make_sim_measurer(suite)
+        m = sim_measurer(suite.spec.sim, suite.spec.topology)
         real = m.measure
 
         def measure(d, load):
@@ -257,7 +258,8 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
     import contextlib
 
     from nfvperf.config import validate_suite
-    from nfvperf.runner import execute, make_sim_measurer
+    from nfvperf.runner import execute
+    from nfvperf.topo.measurers import sim_measurer
     from nfvperf.store import Store
     from nfvperf.topo.base import HostTooSmall
 
@@ -265,7 +267,7 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
     def factory(suite, tg, tag, run_dir, info, spec=None):
         if spec is not None and getattr(spec.ovs, "pmd_cores", None) == 4:
             raise HostTooSmall("topology.ovs.pmd_cores: 4 wanted, but this host has 2 physical core(s)")
-        with make_sim_measurer(suite, spec) as m:
+        with sim_measurer(suite.spec.sim, spec or suite.spec.topology) as m:
             yield m
 
     suite = validate_suite({"name": "fit", "profile": "quick", "traffic": {"frame_sizes": [64]},

@@ -15,7 +15,8 @@ from nfvperf.host.cpu import CpuTopology
 from nfvperf.host.preflight import Check, PreflightError
 from nfvperf.plan import build_problems, compact_units, measurer_refusal, plan_run, plan_text
 from nfvperf.report.tables import build
-from nfvperf.runner import CeilingOptions, execute, make_sim_measurer
+from nfvperf.runner import CeilingOptions, execute
+from nfvperf.topo.measurers import sim_measurer
 from nfvperf.store import Store
 from nfvperf.tg.sim import SimMeasurer
 
@@ -233,7 +234,7 @@ def test_a_failed_build_skips_or_fails_its_group_and_the_run_goes_on(tmp_path) -
             raise PreflightError([Check("binary:x", "fail", "x not found", "apt-get install x", True)])
         if cores == 3:
             raise RuntimeError("the switch did not start")
-        with make_sim_measurer(suite, spec) as m:
+        with sim_measurer(suite.spec.sim, spec or suite.spec.topology) as m:
             yield m
 
     data = dict(CORES, tests=[{"method": "throughput", "name": "c", "frame_sizes": [64], "resolution_pct": 10,
@@ -257,7 +258,7 @@ def test_a_dut_that_dies_while_its_topology_is_built_still_ends_the_run(tmp_path
     def factory(suite, tg, tag, run_dir, info, spec=None):
         if spec.ovs.pmd_cores == 2:
             raise DutFailure("the DUT host is lost")
-        with make_sim_measurer(suite, spec) as m:
+        with sim_measurer(suite.spec.sim, spec or suite.spec.topology) as m:
             yield m
 
     data = dict(CORES, tests=[{"method": "throughput", "name": "c", "frame_sizes": [64], "resolution_pct": 10,

@@ -8,10 +8,15 @@ from types import SimpleNamespace
 import pytest
 
 from nfvperf.config import SuiteError, validate_suite
-from nfvperf.runner import execute, sim_unit
+from nfvperf.dut.l3fwd import L3fwdSpec
+from nfvperf.dut.linux_bridge import LinuxBridgeSpec
+from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.testpmd import TestpmdSpec
+from nfvperf.runner import execute
 from nfvperf.store import Store
 from nfvperf.tg.sim import SimMeasurer
-from nfvperf.tg.sim_model import SimModel, SimModelParams, SimUnit, check_overrides
+from nfvperf.tg.sim_model import SimModel, SimModelParams, SimTraits, SimUnit, check_overrides
+from nfvperf.topo.measurers import sim_traits, sim_unit
 from nfvperf.trial import TrafficProfile
 
 
@@ -150,7 +155,7 @@ def test_overrides_flat_and_scoped() -> None:
 
 
 def test_sim_unit_from_a_topology_spec() -> None:
-    opts = SimpleNamespace(pmd_cores=2, ht=True, n_rxq=2, rules=1000, smc_enable=False, pmd_cpu_mask=None)
+    opts = OvsSpec(pmd_cores=2, ht=True, n_rxq=2, rules=1000, smc_enable=False)
     spec = SimpleNamespace(dut="ovs-dpdk", kind="pvvp", ports=2, vnf="vm",
                            dut_class=lambda: SimpleNamespace(options=lambda s: opts))
     u = sim_unit(spec, SimpleNamespace(tso=False))
@@ -160,6 +165,27 @@ def test_sim_unit_from_a_topology_spec() -> None:
                             "tests": [{"method": "throughput"}]})
     u = sim_unit(suite.spec.topology)
     assert u.pmd_threads == 4 and u.pmd_cores is None and u.dut == "ovs-dpdk" and u.switching_ops == 1
+
+
+def test_each_adapter_declares_its_sim_traits() -> None:
+    """The sim reads a DUT's options only through the adapter's own ``sim_traits()`` (no option
+    read by name outside the adapter): OVS's PMD cores/mask, rx queues, rules and SMC; testpmd's
+    and l3fwd's cores and queues; nothing from linux-bridge or from options that are not an
+    adapter's model."""
+    assert OvsSpec(pmd_cpu_mask="0x3c", n_rxq=2, rules=7, smc_enable=True).sim_traits() == \
+        SimTraits(pmd_threads=4, n_rxq=2, rules=7, smc=True)
+    assert TestpmdSpec(cores=2, ht=True, queues=4).sim_traits() == SimTraits(pmd_cores=2, ht=True, n_rxq=4)
+    assert L3fwdSpec(cores=3, queues=2).sim_traits() == SimTraits(pmd_cores=3, n_rxq=2)
+    assert LinuxBridgeSpec().sim_traits() == SimTraits()
+    duck = SimpleNamespace(pmd_cores=2, n_rxq=4, rules=9)
+    spec = SimpleNamespace(dut="ovs-dpdk", kind="p2p", ports=2, vnf="container",
+                           dut_class=lambda: SimpleNamespace(options=lambda s: duck))
+    assert sim_traits(spec) == SimTraits()
+    suite = validate_suite({"name": "u", "topology": {"kind": "p2p", "dut": "testpmd",
+                                                      "testpmd": {"cores": 2, "queues": 2}},
+                            "tests": [{"method": "throughput"}]})
+    u = sim_unit(suite.spec.topology)
+    assert (u.dut, u.pmd_cores, u.n_rxq, u.rules, u.smc) == ("testpmd", 2, 2, 0, None)
 
 
 def _values(tmp_path, data: dict) -> dict[str, float]:

@@ -9,6 +9,7 @@ import pytest
 from nfvperf.config import SuiteError, override_port_kind, validate_suite
 from nfvperf import runner
 from nfvperf.study import ALIAS_FUNCS, ALIASES, MAX_STUDY_UNITS, describe, summaries
+from nfvperf.topo.measurers import sim_unit
 
 
 def _suite(*tests, **over):
@@ -154,9 +155,9 @@ def test_tso_and_multiqueue_axes_set_the_tcp_params() -> None:
         ("t[tso=false,multiqueue=1]", False, 1), ("t[tso=false,multiqueue=2]", False, 2),
         ("t[tso=true,multiqueue=1]", True, 1), ("t[tso=true,multiqueue=2]", True, 2)]
     assert s.tests[0].study["axes"] == {"tso": False, "multiqueue": 1}
-    # the sim model reads them from the unit's params (runner.sim_unit)
+    # the sim model reads them from the unit's params (topo.measurers.sim_unit)
     spec = s.spec.topology
-    assert (runner.sim_unit(spec, s.tests[3].params).tso, runner.sim_unit(spec, s.tests[3].params).multiqueue) \
+    assert (sim_unit(spec, s.tests[3].params).tso, sim_unit(spec, s.tests[3].params).multiqueue) \
         == (True, 2)
     # bad values and a method without the fields: errors that name the field
     bad = {"method": "tcp", "name": "b", "study": {"axes": {"multiqueue": [0, 2], "tso": ["maybe"]}}}

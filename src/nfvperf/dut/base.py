@@ -33,6 +33,7 @@ from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.sim_model import SimTraits
 from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,11 @@ class AdapterOptions(BaseModel):
         drop = {k for group in cls.alternatives if set(group) & set(override)
                 for k in group if k not in override}
         return {k: v for k, v in base.items() if k not in drop}
+
+    def sim_traits(self) -> SimTraits:
+        """What these options say to the simulated DUT's model (``--tg sim``): polling cores, rx
+        queues, rules, caches.  Default: nothing; an adapter whose options have them says so."""
+        return SimTraits()
 
 
 class DutAdapter(abc.ABC):

@@ -42,6 +42,7 @@ from nfvperf.host.cpu import CoreRequest, CoreRequestError, format_cpulist, pars
 from nfvperf.host.dpdk_telemetry import DpdkTelemetry, TelemetryError, ethdev_counters, socket_path
 from nfvperf.host.preflight import Needs, check_tool
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
     SnapshotCounters, cross_connect, register_dut
@@ -127,6 +128,9 @@ class L3fwdSpec(AdapterOptions):
             if not ok:
                 raise ValueError(f"cpus: a CPU list such as '2,3' or '2-5', not {self.cpus!r}")
         return self
+
+    def sim_traits(self) -> SimTraits:
+        return SimTraits(pmd_cores=self.cores or None, ht=self.ht, n_rxq=self.queues or 1)
 
 
 def lcore_count(opts: Any) -> int:

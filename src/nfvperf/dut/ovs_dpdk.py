@@ -38,6 +38,7 @@ from nfvperf.host.netns import add_address, set_link
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, CommandError, Process
 from nfvperf.host.run import PROGRESS_LOGGER, ResourceTracker, RunContext
+from nfvperf.tg.sim_model import SimTraits, popcount_mask
 from nfvperf.trial import DutFailure
 
 log = logging.getLogger(__name__)
@@ -240,6 +241,11 @@ class OvsSpec(AdapterOptions):
         if self.pmd_cpu_mask:
             return bin(int(self.pmd_cpu_mask, 16)).count("1")
         return None
+
+    def sim_traits(self) -> SimTraits:
+        return SimTraits(pmd_cores=self.pmd_cores or None, ht=self.ht,
+                         pmd_threads=popcount_mask(self.pmd_cpu_mask), n_rxq=self.n_rxq or 1,
+                         rules=self.rules or 0, smc=self.smc_enable)
 
 
 def socket_mem_check(per_socket: Sequence[int], nodes: Optional[Sequence[int]] = None) -> Check:

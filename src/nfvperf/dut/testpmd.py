@@ -30,6 +30,7 @@ from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
     SnapshotCounters, cross_connect, register_dut
@@ -98,6 +99,9 @@ class TestpmdSpec(AdapterOptions):
         if v & (v - 1):
             raise ValueError(f"vnf_queue_size must be a power of two, not {v}")
         return v
+
+    def sim_traits(self) -> SimTraits:
+        return SimTraits(pmd_cores=self.cores or None, ht=self.ht, n_rxq=self.queues or 1)
 
 
 def mbuf_size_for(mtu: int) -> int:

@@ -474,7 +474,8 @@ class Iperf3Measurer(Measurer):
                  base_port: int = 5201, iperf3: str = "iperf3", timeout_margin_s: float = 15.0,
                  connect_timeout_ms: int = 3000, ready_timeout_s: float = 5.0,
                  pin_servers: bool = True, topology: Optional[VethTopology] = None,
-                 workdir: Optional[Path] = None, host: Any = None) -> None:
+                 workdir: Optional[Path] = None, host: Any = None,
+                 tso_refusal: Optional[str] = None) -> None:
         binary = shutil.which(iperf3)
         if not binary:
             raise MeasurerError(f"{iperf3} not found (apt-get install iperf3)")
@@ -504,7 +505,7 @@ class Iperf3Measurer(Measurer):
         self.dut_alive_fn: Optional[Any] = None      # callable, raises DutFailure
         # the kernel interfaces of the TCP path that apply_tcp_settings() sets: (netns, ifname)
         self.ifaces: list[tuple[Optional[str], str]] = list(topology._ifaces()) if topology else []
-        self.tso_refusal: Optional[str] = None       # why params.tso true cannot work on this path
+        self.tso_refusal: Optional[str] = tso_refusal   # why params.tso true cannot work on this path
 
     # -- construction ---------------------------------------------------------------------
 

@@ -103,7 +103,13 @@ class SimMeasurer(Measurer):
     name = "sim"
 
     def __init__(self, capacity_pps: Optional[Capacity] = None, *,
-                 profile: Optional[TrafficProfile] = None, **settings: Any) -> None:
+                 profile: Optional[TrafficProfile] = None, pace_s: float = 0.0, per_unit: bool = False,
+                 **settings: Any) -> None:
+        """``settings``: see :meth:`configure`.  ``pace_s``: wall seconds every trial takes (the
+        model itself never sleeps; a suite's ``sim.pace_s``).  ``per_unit``: the runner sets this
+        measurer up again for each test unit (:func:`nfvperf.topo.measurers.configure_unit`)."""
+        self.pace_s = pace_s
+        self.per_unit = per_unit
         self.noise: Optional[HostNoise] = None
         self.configure(capacity_pps, **settings)
         self.profile = profile or TrafficProfile()
@@ -356,7 +362,12 @@ class SimMeasurer(Measurer):
                               "tiers": {k: round(v, 4) for k, v in c.tiers.items()}}}
 
     # --- Measurer API ------------------------------------------------------------------------
+    def _pace(self) -> None:
+        if self.pace_s > 0:
+            time.sleep(self.pace_s)
+
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        self._pace()
         if duration_s <= 0 or load_pps < 0:
             raise ValueError("duration must be > 0 and load >= 0")
         rng = self._rng()
@@ -386,6 +397,7 @@ class SimMeasurer(Measurer):
         return self._maybe_invalid(rng, tr)
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0) -> TrialResult:
+        self._pace()
         if burst_frames <= 0 or burst_pps <= 0:
             raise ValueError("burst_frames and burst_pps must be > 0")
         rng = self._rng()
@@ -406,6 +418,7 @@ class SimMeasurer(Measurer):
         return self._maybe_invalid(rng, tr)
 
     def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
+        self._pace()
         if not 0 <= reset_at_s < duration_s:
             raise ValueError("reset_at_s must be inside the trial")
         rng = self._rng()
@@ -434,6 +447,7 @@ class SimMeasurer(Measurer):
         return self._maybe_invalid(rng, tr)
 
     def measure_segments(self, segments: list[Segment]) -> TrialResult:
+        self._pace()
         if not segments:
             raise ValueError("no segments")
         rng = self._rng()
@@ -488,6 +502,7 @@ class SimMeasurer(Measurer):
         """RFC 2889 address caching/learning trial: learn ``addresses`` source MACs at
         ``learning_pps``, then send test frames to all of them at ``load_pps``.  Frames to
         addresses the DUT did not learn are flooded (``extra['flooded']``)."""
+        self._pace()
         if addresses <= 0 or learning_pps <= 0:
             raise ValueError("addresses and learning_pps must be > 0")
         rng = self._rng()
@@ -513,6 +528,7 @@ class SimMeasurer(Measurer):
                     **_: Any) -> TrialResult:
         """A modelled iperf3 run.  With an explicit ``tcp_capacity_bps``: goodput shares it and
         more streams help a bit; otherwise the model's streams/TSO/multi-queue/link/DUT bounds."""
+        self._pace()
         rng = self._rng()
         speed = self._trial_speed(duration_s)
         info: dict[str, Any] = {}

@@ -135,6 +135,21 @@ TOPOLOGY_PRESETS: dict[str, dict[str, Any]] = {
 FIELDS = {f.name: f for f in dataclasses.fields(SimModelParams)}
 
 
+@dataclass(frozen=True)
+class SimTraits:
+    """What a DUT adapter's options say to the model: its polling cores, rx queues, rules and
+    caches.  Each adapter's options model declares its own (``AdapterOptions.sim_traits()``),
+    so nothing outside the adapter reads its options by name; the defaults are "not said"."""
+
+    datapath: Optional[str] = None    # OVS datapath when the options choose one
+    pmd_cores: Optional[int] = None   # polling physical cores (OVS pmd_cores, testpmd/l3fwd cores)
+    ht: bool = False                  # with their sibling threads
+    pmd_threads: Optional[int] = None  # polling threads from a CPU mask (its popcount)
+    n_rxq: int = 1                    # rx queues per port
+    rules: int = 0                    # extra flow rules installed
+    smc: Optional[bool] = None        # OVS signature match cache on/off
+
+
 @dataclass
 class SimUnit:
     """What the model needs to know about one test unit's configuration (besides the traffic
@@ -389,5 +404,5 @@ def popcount_mask(mask: Optional[str]) -> Optional[int]:
         return None
 
 
-__all__ = ["SimModel", "SimModelParams", "SimUnit", "Capacity", "DUT_PRESETS", "TOPOLOGY_PRESETS",
+__all__ = ["SimModel", "SimModelParams", "SimTraits", "SimUnit", "Capacity", "DUT_PRESETS", "TOPOLOGY_PRESETS",
            "MODEL_NAME", "check_overrides", "resolve_params", "popcount_mask"]

@@ -30,7 +30,7 @@ __all__ = ["build", "register", "topology_class", "switching_operations", "REGIS
 
 #: kind -> Topology subclass (or any callable (spec, run, **kw) -> Topology)
 REGISTRY: dict[str, Callable[..., Any]] = {}
-_NOT_TOPOLOGIES = {"base", "errors", "spec", "preflight", "ports", "ceiling", "inplace"}
+_NOT_TOPOLOGIES = {"base", "errors", "spec", "preflight", "ports", "ceiling", "inplace", "measurers"}
 _loaded = False
 
 

@@ -1,0 +1,57 @@
+"""Which test units share a topology build: consecutive units on one topology form a group (torn
+down between groups); the units of a study that runs in interleaved rounds form one group
+``(ROUNDS, units)`` that :mod:`nfvperf.rounds` builds itself; within a group, consecutive
+units on the same measurer run on one build (:func:`by_measurer`)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from nfvperf.plan import RunPlan
+
+__all__ = ["ROUNDS", "in_rounds", "topology_groups", "by_measurer"]
+
+
+#: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)
+ROUNDS = object()
+
+
+def in_rounds(test: Any) -> bool:
+    """A unit of a study that runs in interleaved rounds."""
+    return bool((getattr(test, "study", None) or {}).get("rounds"))
+
+
+def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:
+    """Consecutive test units on the same topology share one build (torn down between groups).
+    The units of a study with ``rounds`` form one group ``(ROUNDS, units)`` where the study's
+    first unit stands (their topologies are built by ``nfvperf.rounds``)."""
+    groups: list[tuple[Any, list]] = []
+    studies: dict[str, list] = {}
+    for test, size in units:
+        if in_rounds(test):
+            name = test.study["name"]
+            if name not in studies:
+                studies[name] = []
+                groups.append((ROUNDS, studies[name]))
+            studies[name].append((test, size))
+            continue
+        spec = test.topology or default
+        if groups and groups[-1][0] == spec:
+            groups[-1][1].append((test, size))
+        else:
+            groups.append((spec, [(test, size)]))
+    return groups
+
+
+def by_measurer(group: list[tuple[Any, Optional[int]]], plan: Optional[RunPlan],
+                tg: str) -> list[tuple[str, list[tuple[Any, Optional[int]]]]]:
+    """The group's consecutive units by the measurer the plan gives them (``--tg tgen`` runs
+    a tcp unit with iperf3 through the same topology, built for it without the generator)."""
+    out: list[tuple[str, list[tuple[Any, Optional[int]]]]] = []
+    for test, size in group:
+        u = plan.unit(test, size) if plan is not None else None
+        unit_tg = u.measurer if u is not None else tg
+        if out and out[-1][0] == unit_tg:
+            out[-1][1].append((test, size))
+        else:
+            out.append((unit_tg, [(test, size)]))
+    return out

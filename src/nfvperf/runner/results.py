@@ -1,0 +1,136 @@
+"""One test unit's stored result, and what a later unit of the run takes from it.
+
+Method-specific by nature (it reads the methods' result dicts by method name, as the report
+does): a search run ``repeat`` times is stored as one result (:func:`combine_repetitions`); a
+unit's result with its summary and pass/fail (:class:`UnitResult`); the zero-loss Throughput that
+a later unit needing it first (latency, back-to-back, recovery, reset, RFC 2889 forwarding)
+reuses at the same size, topology and traffic (:class:`ThroughputReuse`)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from nfvperf.methods.common import rates
+from nfvperf.report.extract import summarize_result
+from nfvperf.search.result import repeat_summary
+from nfvperf.store.db import jsonable
+from nfvperf.trial import TrafficProfile
+
+__all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "zero_loss", "throughput_key",
+           "reuse_throughput", "params_dump", "result_dict"]
+
+
+def result_dict(res: Any) -> dict[str, Any]:
+    """A method's return value as the dict the store keeps ({} for None)."""
+    if res is None:
+        return {}
+    d = jsonable(res)
+    return d if isinstance(d, dict) else {"value": d}
+
+
+@dataclass
+class UnitResult:
+    """What is stored for one unit: the result (its repetitions combined), the report's summary of
+    it (``value_pps``, ``text``), and whether the method reported a failure."""
+
+    method: str
+    data: dict[str, Any]
+    summary: dict[str, Any]
+
+    @classmethod
+    def of(cls, method: str, datas: list[dict[str, Any]], profile: TrafficProfile, ndir: int) -> "UnitResult":
+        """The result of one or more repetitions (``datas``: :func:`result_dict` of each run)."""
+        data = combine_repetitions(method, datas, profile, ndir) if len(datas) > 1 else datas[0]
+        return cls(method, data, summarize_result(method, data, profile.to_dict(), ndir))
+
+    @property
+    def failed(self) -> bool:
+        return self.data.get("passed") is False or self.data.get("status") == "failed"
+
+    @property
+    def reason(self) -> Optional[str]:
+        """Why it failed (None when it passed)."""
+        return str(self.data.get("reason") or "the method reported a failure") if self.failed else None
+
+    @property
+    def value_pps(self) -> Optional[float]:
+        return self.summary.get("value_pps")
+
+    @property
+    def text(self) -> str:
+        return str(self.summary.get("text", "done"))
+
+
+class ThroughputReuse:
+    """The zero-loss Throughput the run has measured so far (by size, topology, traffic and the
+    test's own sim settings), for the later units that need one first."""
+
+    def __init__(self) -> None:
+        self.measured: dict[str, float] = {}
+
+    def params(self, test: Any, size: Optional[int], topo_spec: Any) -> Any:
+        """The unit's method params, with ``throughput_pps`` from an earlier unit when it needs
+        one and its entry does not set it (see :func:`reuse_throughput`)."""
+        return reuse_throughput(test, size, topo_spec, self.measured)
+
+    def note(self, test: Any, size: Optional[int], topo_spec: Any, result: UnitResult) -> None:
+        """Keep a throughput unit's result when it is an RFC 2544 (zero-loss) Throughput."""
+        if test.method == "throughput" and result.value_pps and zero_loss(result.data):
+            self.measured.setdefault(throughput_key(test, size, topo_spec), result.value_pps)
+
+
+def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: TrafficProfile,
+                        ndir: int) -> dict[str, Any]:
+    """One stored result for a search run ``len(datas)`` times (``repeat``): the repetition with
+    the median headline (the lower middle one for an even count) with every repetition under
+    ``repetitions`` and ``repeat`` = :func:`nfvperf.search.result.repeat_summary` (median, min,
+    max, relative range, max/min) plus ``median_repetition`` (1-based).  The headline fields
+    (``throughput_pps`` and its ``rates``) hold the median itself."""
+    prof = profile.to_dict()
+    values = [summarize_result(method, d, prof, ndir).get("value_pps") for d in datas]
+    summ = repeat_summary(values)
+    order = sorted(range(len(datas)), key=lambda i: values[i] or 0.0)
+    mid = order[(len(order) - 1) // 2]
+    data = dict(datas[mid])
+    data["repeat"] = dict(summ, median_repetition=mid + 1)
+    data["repetitions"] = datas
+    if "throughput_pps" in data and summ["median_pps"] is not None:
+        data["throughput_pps"] = summ["median_pps"]
+        data["rates"] = rates(summ["median_pps"], profile)
+    return data
+
+
+def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:
+    traffic = test.traffic.model_dump(exclude={"frame_sizes", "rate_unit", "latency"})
+    sim = getattr(test, "sim", None)     # a test's own sim: settings model another DUT
+    return json.dumps([size, topo_spec.model_dump(mode="json"), traffic] +
+                      ([sim.model_dump(mode="json")] if sim is not None else []), sort_keys=True, default=str)
+
+
+def zero_loss(data: dict[str, Any]) -> bool:
+    """An RFC 2544 Throughput: the first goal has loss ratio 0 and exceed ratio 0 (binary search,
+    the rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
+    goals = data.get("goals") or [{}]
+    g = goals[0] if isinstance(goals[0], dict) else {}
+    return float(g.get("loss_ratio") or 0.0) == 0.0 and float(g.get("exceed_ratio") or 0.0) == 0.0
+
+
+def params_dump(params: Any) -> dict[str, Any]:
+    return params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
+
+
+def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: dict[str, float]) -> Any:
+    """A method that needs the Throughput first (latency, back-to-back, recovery, reset, RFC 2889
+    forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
+    size, topology and traffic, unless its entry sets ``throughput_pps``; its ``throughput:``
+    block is then only the fallback when no earlier measurement exists."""
+    params = test.params_for(size)
+    fields = getattr(type(params), "model_fields", {})
+    if "throughput_pps" not in fields or getattr(params, "throughput_pps", None) is not None:
+        return params
+    v = measured.get(throughput_key(test, size, topo_spec))
+    if not v:
+        return params
+    return params.model_copy(update={"throughput_pps": v})
+
