@@ -88,3 +88,23 @@ def test_preflight_check_warns_above_the_note_threshold() -> None:
     warn = st.check_steadiness(shaky)
     assert warn.status == "warn" and "40 %" in warn.detail and "bare-metal" in warn.fix
     assert st.check_steadiness(lambda: {"error": "cannot pin"}).status == "warn"
+
+
+def test_budget_from_the_environment(monkeypatch) -> None:
+    monkeypatch.delenv(st.BUDGET_ENV, raising=False)
+    assert st.budget_from_env() == st.BUDGET_S == 2.0
+    monkeypatch.setenv(st.BUDGET_ENV, "0.5")
+    assert st.budget_from_env() == 0.5
+    asked: list[float] = []
+    monkeypatch.setattr(st, "probe_cpu", lambda cpu, seconds, chunk: asked.append(seconds) or [1.0] * 5)
+    out = st.probe_cpus([0, 1])
+    # 0.25 s per CPU (the budget split, at least MIN_PER_CPU_S), not the default 1 s each
+    assert asked == [0.25, 0.25] and "cpus" in out
+    monkeypatch.delenv(st.BUDGET_ENV)
+    asked.clear()
+    st.probe_cpus([0, 1])
+    assert asked == [1.0, 1.0]
+    for bad in ("0", "-1", "fast", "nan"):
+        monkeypatch.setenv(st.BUDGET_ENV, bad)
+        with pytest.raises(ValueError, match=r"NFVPERF_STEADINESS_S=.*above 0.*unset it"):
+            st.budget_from_env()
