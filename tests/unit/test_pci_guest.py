@@ -220,7 +220,7 @@ def test_check_pci_reads_through_a_host_object():
     c = {a: check_pci(a, host=h) for a in ("0000:00:00.0", "00:04.0", "0000:00:05.0",
                                             "0000:00:06.0", "0000:00:1f.6")}
     assert c["0000:00:00.0"].status == "fail" and "not a network device (PCI class 0x060000" in \
-        c["0000:00:00.0"].detail and "lspci" in c["0000:00:00.0"].fix
+        c["0000:00:00.0"].detail and "topology.pci (`lspci" in c["0000:00:00.0"].fix
     assert c["00:04.0"].status == "fail" and "driver virtio-pci" in c["00:04.0"].detail
     assert "dpdk-devbind.py --bind=vfio-pci 0000:00:04.0" in c["00:04.0"].fix
     assert c["0000:00:05.0"].status == "ok" and "driver uio_pci_generic" in c["0000:00:05.0"].detail

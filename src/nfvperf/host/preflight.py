@@ -255,8 +255,8 @@ def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
     pci_class = read(dev / "class")
     if pci_class and not pci_class.startswith("0x02"):
         return Check(f"pci:{addr}", "fail", f"{full} is not a network device (PCI class "
-                     f"{pci_class}; a NIC is 0x02xxxx)", "give a NIC's address (`lspci -D -d "
-                     "::0200`, `dpdk-devbind.py --status`)", required=True)
+                     f"{pci_class}; a NIC is 0x02xxxx)", "give a NIC's address in topology.pci "
+                     "(`lspci -D -d ::0200`, `dpdk-devbind.py --status`)", required=True)
     drv = next((ln.split("=", 1)[1].strip() for ln in read(dev / "uevent").splitlines()
                 if ln.startswith("DRIVER=")), "")
     if not drv and host is None and (dev / "driver").exists():
