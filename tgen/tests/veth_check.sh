@@ -7,7 +7,7 @@ set -u
 BIN=${1:-$(dirname "$0")/../build/tgen}
 NS=tgenchk$$
 CAP=/tmp/$NS.pcap
-cleanup() { ip netns del "$NS" 2>/dev/null; rm -f "$CAP" "$CAP.json"; }
+cleanup() { ip netns del "$NS" 2>/dev/null; rm -f "$CAP" "$CAP.json" "$CAP.err"; }
 trap cleanup EXIT INT TERM
 ip netns add "$NS" || exit 1
 ip netns exec "$NS" ip link add tgva type veth peer name tgvb
@@ -24,13 +24,20 @@ STREAMS=(--stream 'port=0,rx_port=1,size=64,flows=100,pps=20000'
 fail=0
 for pmd in net_af_packet net_af_xdp; do
     rm -f "$CAP"
-    ip netns exec "$NS" timeout 20 tshark -q -i tgvb -c 3000 -w "$CAP" 2>/dev/null &
+    ip netns exec "$NS" timeout 20 tshark -q -i tgvb -c 3000 -w "$CAP" 2>"$CAP.err" &
     TS=$!
-    sleep 2
+    # tshark says "Capturing on 'tgvb'" once the capture is open (at most 10 s)
+    for _ in $(seq 100); do grep -q "Capturing on" "$CAP.err" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.3
     ip netns exec "$NS" timeout 60 "$BIN" $EAL --vdev ${pmd}0,iface=tgva --vdev ${pmd}1,iface=tgvb -- \
         --port 0:speed=10G --port 1:speed=10G --oneshot "${STREAMS[@]}" --duration 1 --drain 0.3 \
         --learning 1 --learning-wait 0.1 > "$CAP.json" 2>/dev/null
     rc=$?
+    # tshark stops by itself after 3000 frames; when fewer came (AF_XDP takes them before the
+    # kernel), stop it once tgen is done (the trial and its drain are over) instead of waiting
+    # for its 20 s timeout
+    for _ in $(seq 10); do kill -0 $TS 2>/dev/null || break; sleep 0.1; done
+    kill -INT $TS 2>/dev/null
     wait $TS 2>/dev/null
     if [ $rc -ne 0 ]; then echo "$pmd: tgen exit $rc (PMD not usable here?)"; [ $pmd = net_af_packet ] && fail=1; continue; fi
     python3 - "$CAP.json" "$pmd" <<'PY'
