@@ -152,6 +152,8 @@ class RoundsRun:
         self.seed = int(self.rounds_cfg["seed"])
         self.groups = build_groups(self.units, loop.tg == "sim")
         self.orders = round_orders(len(self.units), self.n, self.seed)
+        #: id(measurer) -> the spec its topology is in now, for measurers that reconfigure in place
+        self.live_spec: dict[int, Any] = {}
         self.info: dict[str, Any] = {"study": self.name, "rounds": self.n, "seed": self.seed,
                                      "metrics": self.settings.metrics, "round_trial_s": self.settings.trial_s,
                                      "overload_pct": self.settings.overload_pct,
@@ -218,7 +220,7 @@ class RoundsRun:
         info: dict[str, Any] = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology),
                                 "rounds_study": self.name}
         loop.env["topologies"].append(info)
-        return _Build(loop, spec, info)
+        return _Build(loop, spec, info, self.live_spec)
 
     def open_rows(self) -> None:
         loop = self.loop
@@ -258,10 +260,10 @@ class RoundsRun:
         loop.progress.unit(f"round {r}/{self.n}: {u.label}")
         reconf = getattr(measurer, "reconfigure_topology", None)
         did: Any = None
-        if reconf is not None and getattr(measurer, "topology_spec", None) not in (None, u.spec):
+        if reconf is not None and self.live_spec.get(id(measurer)) not in (None, u.spec):
             did = reconf(u.spec)
         if reconf is not None:
-            measurer.topology_spec = u.spec
+            self.live_spec[id(measurer)] = u.spec
         measurer.set_profile(u.profile)
         loop.configure_unit(measurer, u.spec, u.test, u.size)
         warm = u.last_end is None or time.monotonic() - u.last_end > WARM_FOR_S
@@ -349,9 +351,10 @@ class RoundsRun:
 class _Build:
     """``with``: the runner's measurer for one topology build, remembering the spec it was built for."""
 
-    def __init__(self, loop: Any, spec: Any, info: dict[str, Any]):
-        self.loop, self.spec, self.info = loop, spec, info
+    def __init__(self, loop: Any, spec: Any, info: dict[str, Any], live_spec: dict[int, Any]):
+        self.loop, self.spec, self.info, self.live_spec = loop, spec, info, live_spec
         self.cm: Any = None
+        self.measurer: Any = None
 
     def __enter__(self) -> Any:
         loop = self.loop
@@ -359,8 +362,10 @@ class _Build:
         m = self.cm.__enter__()
         loop.record_measurer(self.info, m)
         if getattr(m, "reconfigure_topology", None) is not None:
-            m.topology_spec = self.spec
+            self.live_spec[id(m)] = self.spec
+        self.measurer = m
         return m
 
     def __exit__(self, *exc: Any) -> Any:
+        self.live_spec.pop(id(self.measurer), None)
         return self.cm.__exit__(*exc)

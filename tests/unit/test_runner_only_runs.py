@@ -91,3 +91,44 @@ def test_sim_pacing_is_a_measurer_option_that_takes_wall_time(monkeypatch) -> No
     m.measure_burst(100, 1e5)
     assert slept == [0.05, 0.05]
     assert "measure" not in vars(m) and "measure_burst" not in vars(m)
+
+
+def test_rounds_reconfigure_in_place_tracking_the_spec_outside_the_measurer(tmp_path) -> None:
+    """An interleaved study on a measurer whose topology changes in place: ``reconfigure_topology``
+    is called exactly when the next unit's spec differs from the one the topology is in (the
+    rounds keep that spec themselves; nothing is written on the measurer)."""
+    import contextlib
+
+    from nfvperf.runner import execute
+    from nfvperf.store import Store
+
+    calls: list[int] = []
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        m = measurers.sim_measurer(suite.spec.sim, spec or suite.spec.topology)
+        m.reconfigure_topology = lambda new: calls.append(new.ovs.rules) or {"ovs.rules": new.ovs.rules}
+        before = dict(vars(m))
+        with m:
+            yield m
+        assert set(vars(m)) == set(before), "the run wrote attributes on the measurer"
+
+    d = {"name": "inplace", "profile": "quick", "sim": {"capacity_pps": 1e6},
+         "topology": {"kind": "p-ovs-p", "dut": "ovs-dpdk", "port_kind": "vhost"},
+         "traffic": {"frame_sizes": [64]},
+         "tests": [{"method": "throughput", "name": "r", "search": "binary",
+                    "study": {"axes": {"rules": [0, 1000]}, "rounds": 3, "seed": 1, "metrics": ["mrr"]}}]}
+    store = Store(f"sqlite:///{tmp_path}/r.db")
+    out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                  log=lambda _m: None, measurer_factory=factory)
+    assert out.status == "completed", out.reason
+    env = store.load_run(out.run_id).environment
+    store.close()
+    rules_of = {"r[rules=0] 64 B": 0, "r[rules=1000] 64 B": 1000}
+    order = [rules_of[label] for rnd in env["rounds"][0]["orders"] for label in rnd]
+    live, want = 0, []                  # the build's spec is the first unit's (rules 0)
+    for r in order:
+        if r != live:
+            want.append(r)
+            live = r
+    assert calls == want and len(calls) >= 1
