@@ -3,11 +3,19 @@
 This is the README's first command (less the install and build steps, which `make test` has
 already done): it must finish, print the throughput tables, write an HTML report per run, and
 leave nothing behind.
+
+Its third test is the interleaved-rounds comparison of suites/compare-flows.yaml (the same study:
+1 vs 100,000 flows per port on PHY-OVS-PHY, vhost-user ports, MRR in 10 rounds), so the store
+facts of issue 16 are asserted on the demo's own store (``_rounds_stored``) rather than on a
+second real run of the same study: every round of both units with its round number and position,
+the orders the run's seed draws, the trials carrying their round, the ratio over every round.
 """
 from __future__ import annotations
 
 import os
+import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -68,6 +76,7 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
     cell = re.search(r"│ flows=100000 .*?│ +10/10 │\s*(\S.*?)\s*│", m.group(1))
     assert cell and (re.match(r"\d\.\d\d× \(\d\.\d\d–\d\.\d\d, 95 % CI, 10 rounds\)", cell.group(1))
                      or cell.group(1).startswith("no difference measured (±")), m.group(1)
+    _rounds_stored(tmp_path / "demo.db", proc.stdout + proc.stderr)
     htmls = [Path(r).read_text() for r in re.findall(r"HTML report: (\S+)", out)]
     assert any("Study flows-1-vs-100k: mrr over interleaved rounds, paired ratios" in h for h in htmls)
 
@@ -80,3 +89,44 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
     hist = subprocess.run([sys.executable, "-m", "nfvperf", "history", "--db", db], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert hist.returncode == 0 and hist.stdout.count("completed") == 2, hist.stdout
+
+
+STUDY, ROUNDS = "flows-1-vs-100k", 10
+
+
+def _rounds_stored(db: Path, log: str) -> None:
+    """Issue 16 on real parts (formerly test_rounds_ovs, which ran suites/compare-flows.yaml, the
+    same study, a second time): the store holds every round of both units with its round number
+    and position (each round's two positions are 1 and 2, in the orders the run's seed draws),
+    every trial of the study carries its round, and the ratio summarises every round."""
+    from nfvperf.rounds import round_orders
+    m = re.search(rf"study {STUDY}: 2 units in {ROUNDS} interleaved rounds \(seed (\d+);", log)
+    assert m, log[:3000]
+    seed = int(m.group(1))
+    assert "units switch by traffic alone (one topology)" in log
+    con = sqlite3.connect(db)
+    tests = {tid: (name, json.loads(study)) for tid, name, study in
+             con.execute("select id, name, study from tests where name like ? order by id", (f"{STUDY}[%",))}
+    assert len(tests) == 2, tests
+    assert all(st["rounds"]["seed"] == seed for _, st in tests.values()), tests
+    ids = ",".join(str(t) for t in tests)
+    rounds: dict[int, dict[int, str]] = {}
+    for tid, data in con.execute(f"select test_id, data from results where kind = 'round' and test_id in ({ids})"):
+        d = json.loads(data)
+        assert d["figures"]["mrr"]["value_pps"] > 0, d
+        rounds.setdefault(d["round"], {})[d["position"]] = tests[tid][0]
+    assert sorted(rounds) == list(range(1, ROUNDS + 1))
+    assert all(sorted(p) == [1, 2] for p in rounds.values()), rounds
+    # the orders are the seed's: unit i (suite order) at the position round_orders gives it
+    names = [tests[t][0] for t in sorted(tests)]
+    for r, order in enumerate(round_orders(2, ROUNDS, seed), 1):
+        assert [rounds[r][p] for p in (1, 2)] == [names[i] for i in order], (r, rounds[r])
+    # every trial of a round carries its round and position
+    ctx = [json.loads(c) for (c,) in con.execute(f"select context from trials where test_id in ({ids})")]
+    assert ctx and {c.get("round") for c in ctx} == set(range(1, ROUNDS + 1)), ctx[:3]
+    assert all(c.get("position") in (1, 2) for c in ctx), ctx[:3]
+    summ = {tests[tid][0]: json.loads(d) for tid, d in
+            con.execute(f"select test_id, data from results where kind = 'rounds' and test_id in ({ids})")}
+    ratio = summ[f"{STUDY}[flows=100000]"]["ratios"]["mrr"]
+    assert ratio["n"] == ROUNDS and ratio["lo"] <= ratio["median"] <= ratio["hi"], ratio
+    con.close()
