@@ -27,12 +27,16 @@ test-c: tgen
 	meson test -C $(TGEN_BUILD) --print-errorlogs
 
 # The pure and sim tests (unit, e2e) run on both cores (pytest-xdist, one module per worker);
-# the integration tests, whose DUTs and generator busy-poll and are pinned, one at a time.
+# so do the integration tests marked no_polling (namespaces, sshd, iperf3, ansible: nothing
+# busy-polls); the other integration tests, whose DUTs and generator busy-poll and are pinned,
+# run one at a time.  The two -m expressions are complements: every test runs in one of them
+# (tests/unit/test_integration_passes.py checks both this and the marks).
 PYTEST_WORKERS ?= 2
 
 test-py:
 	$(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests/unit tests/e2e
-	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS) tests/integration
+	$(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile -m "no_polling" $(PYTEST_ARGS) tests/integration
+	$(PY) -m pytest -q -rs --durations=15 -m "not no_polling" $(PYTEST_ARGS) tests/integration
 
 # Sets up everything and runs a real benchmark on the embedded default topology.
 demo: deps build

@@ -20,7 +20,7 @@ from nfvperf.host import netns as N
 from nfvperf.host import preflight as pf
 from nfvperf.host.run import REGISTRY_DIR, ResourceTracker, RunContext, normalize_tag
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.no_polling]
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

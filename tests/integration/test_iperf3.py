@@ -19,7 +19,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 needs_tools = pytest.mark.skipif(not (shutil.which("iperf3") and shutil.which("ip")),
                                  reason="needs iperf3 and iproute2")
 
-pytestmark = [pytest.mark.root, needs_root, needs_tools]
+pytestmark = [pytest.mark.root, pytest.mark.no_polling, needs_root, needs_tools]
 
 
 def _netns() -> set[str]:

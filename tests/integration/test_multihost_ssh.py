@@ -21,7 +21,7 @@ from nfvperf.host.run import new_tag  # noqa: E402
 from nfvperf.host.ssh import HostKeyError, HostLost, SshHost  # noqa: E402
 from nfvperf.trial import DutFailure  # noqa: E402
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.no_polling]
 
 
 def _host(tb, name: str, **over) -> SshHost:

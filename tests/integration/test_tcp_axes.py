@@ -13,7 +13,7 @@ from nfvperf.methods import tcp
 from nfvperf.tg.iperf3 import Iperf3Measurer
 from nfvperf.trial import MeasurerError, TrafficProfile
 
-pytestmark = [pytest.mark.root,
+pytestmark = [pytest.mark.root, pytest.mark.no_polling,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)"),
               pytest.mark.skipif(not all(shutil.which(p) for p in ("iperf3", "ip", "ethtool")),
                                  reason="needs iperf3, iproute2 and ethtool"),

@@ -82,6 +82,7 @@ def test_tcp_through_ovs_dpdk(tmp_path, leak_check):
     assert env["environment"]["dut"]          # the DUT is named as for tgen runs
 
 
+@pytest.mark.no_polling          # the Linux bridge: no DPDK process
 def test_tcp_through_linux_bridge(tmp_path, leak_check):
     p, doc = _run_suite(tmp_path, "p2p", "linux-bridge")
     leak_check.watch(doc["run"]["tag"])
@@ -97,6 +98,7 @@ def test_tcp_through_linux_bridge(tmp_path, leak_check):
     assert rx >= sum(pp["receiver_bytes"] for pp in tcp["per_process"]) > 0
 
 
+@pytest.mark.no_polling          # the Linux bridge: no DPDK process
 def test_other_methods_are_skipped_clearly_under_iperf3(tmp_path, leak_check):
     """The run plan skips a method iperf3 cannot run, naming the measurers that can, and the run
     goes on (issue 19 item 5): the tcp test runs, the run completes."""

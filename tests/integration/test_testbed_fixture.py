@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # testbed_hosts, whatever the import mode
 from testbed_hosts import make_testbed, testbed_hosts  # noqa: E402,F401  (fixtures)
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.no_polling]
 
 
 def _client(tb, host, key=None):

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # testbed_hosts, whatever the import mode
 from testbed_hosts import make_testbed, rotate_host_key, testbed_hosts  # noqa: E402,F401  (fixtures)
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.no_polling]
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
            COLUMNS="200")
