@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from nfvperf.dut.base import DutFailure, Flow, PortRef, Unsupported, create_dut
+from nfvperf.dut.base import DutFailure, Flow, PciNic, PortRef, Unsupported, VhostBackend, create_dut
 from nfvperf.dut.testpmd import Testpmd, TestpmdVnf
 from nfvperf.host import netns as N
 
@@ -181,8 +181,8 @@ def test_testpmd_vnf_on_vhost_user(run_ctx, raw_port):
     socks = [run_ctx.path(f"vhu{i}.sock") for i in range(2)]
     sw = Testpmd(run_ctx, run_ctx.tracker, netns=dut_ns, lcores="0@0,1@1")
     sw.add_port(refs[0])
-    sw.add_port(PortRef("vhost0", kind="vhost-backend", socket=socks[0]))
-    sw.add_port(PortRef("vhost1", kind="vhost-backend", socket=socks[1]))
+    sw.add_port(PortRef("vhost0", VhostBackend(), socket=socks[0]))
+    sw.add_port(PortRef("vhost1", VhostBackend(), socket=socks[1]))
     sw.add_port(refs[1])
     sw.start()
     vnf = TestpmdVnf(run_ctx, run_ctx.tracker, sockets=socks, server=False, name="vnf0",
@@ -211,8 +211,8 @@ def test_testpmd_argv_for_pci_and_vhost_ports(run_ctx):
     --single-file-segments; mac mode gets --eth-peer per port."""
     pmd = Testpmd(run_ctx, run_ctx.tracker, forward_mode="mac", lcores="0@0,1@1",
                   eth_peers=["02:00:00:00:00:0a", "02:00:00:00:00:0b"])
-    pmd.add_port(PortRef("phy0", kind="pci", pci="0000:3b:00.0"))
-    pmd.add_port(PortRef("phy1", kind="pci", pci="0000:3b:00.1"))
+    pmd.add_port(PortRef("phy0", PciNic(), pci="0000:3b:00.0"))
+    pmd.add_port(PortRef("phy1", PciNic(), pci="0000:3b:00.1"))
     argv = pmd.argv()
     assert argv[argv.index("-a") + 1] == "0000:3b:00.0" and "--no-pci" not in argv
     assert "--eth-peer=1,02:00:00:00:00:0b" in argv

@@ -43,13 +43,13 @@ def guest_image():
 
 
 def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str, client: bool):
-    from nfvperf.dut.base import PortRef
+    from nfvperf.dut.base import PortRef, VhostBackend
     from nfvperf.dut.testpmd import Testpmd
 
     cls = type(f"HostPeer_{role}", (Testpmd,), {"role": role, "__test__": False})
     tp = cls(run, tracker, forward_mode=mode, lcores=lcores, memory="in-memory", mbufs=8192,
              extra_args=["--port-topology=chained"], name=f"testpmd-{role}")
-    tp.add_port(PortRef(f"{role}0", kind="vhost-backend", socket=sock, extra={"client": client}))
+    tp.add_port(PortRef(f"{role}0", VhostBackend(client=client), socket=sock))
     return tp
 
 

@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf.config import SuiteError, validate_suite
-from nfvperf.dut.base import DUT_REGISTRY, PortRef, dut_class
+from nfvperf.dut.base import DUT_REGISTRY, KernelIf, MemifEnd, PciNic, PortRef, VhostBackend, dut_class
 from nfvperf.dut.l3fwd import L3fwd, L3fwdSpec, rx_queues_per_port
 from nfvperf.dut.l3fwd_routes import (EM_MAX_ENTRIES, AddressPlan, RouteError, check_routes,
                                       em_rule_lines, em_rules, lpm_rules)
@@ -194,11 +194,11 @@ def _dut(tmp_path: Path, kind: str = "af_packet", ports: int = 2, cpus=(1,), **l
               eth_peers=[f"02:00:00:00:a0:{i:02x}" for i in range(ports)])
     for i in range(ports):
         if kind in ("af_packet", "af_xdp"):
-            d.add_port(PortRef(f"phy{i}", kind="veth", ifname=f"d{i}", driver=kind))
+            d.add_port(PortRef(f"phy{i}", KernelIf(kind), ifname=f"d{i}"))
         elif kind == "vhost":
-            d.add_port(PortRef(f"phy{i}", kind="vhost-backend", socket=Path(f"/tmp/s{i}"), extra={"client": True}))
+            d.add_port(PortRef(f"phy{i}", VhostBackend(client=True), socket=Path(f"/tmp/s{i}")))
         elif kind == "memif":
-            d.add_port(PortRef(f"phy{i}", kind="memif", socket=Path(f"/tmp/m{i}"), extra={"role": "server"}))
+            d.add_port(PortRef(f"phy{i}", MemifEnd("server"), socket=Path(f"/tmp/m{i}")))
     return d
 
 
@@ -237,7 +237,7 @@ def test_em_ipv6_loads_the_ipv6_hash(tmp_path):
     s = L3fwd.fit_traffic(spec(port_kind="memif", l3fwd={"mode": "em"}), Traffic(flows=10, ip_version=6))
     d = L3fwd(run, ResourceTracker(run), cpus=(1,), spec=s)
     for i in range(2):
-        d.add_port(PortRef(f"phy{i}", kind="memif", socket=Path(f"/tmp/m{i}")))
+        d.add_port(PortRef(f"phy{i}", MemifEnd(), socket=Path(f"/tmp/m{i}")))
     d.port_ids = d.dpdk_port_ids()
     d.rule_files = d.write_rules()
     assert "--ipv6" in d.argv() and "--lookup=em" in d.argv()
@@ -248,8 +248,8 @@ def test_pci_ports_take_dpdks_bus_order(tmp_path):
     run = RunContext(run_dir=tmp_path / "run")
     d = L3fwd(run, ResourceTracker(run), cpus=(1,), spec=spec(port_kind="pci", pci=["0000:09:00.0", "0000:05:00.0",
                                                                                "0000:03:00.0", "0000:04:00.0"]))
-    d.add_port(PortRef("phy0", kind="pci", pci="0000:05:00.0"))
-    d.add_port(PortRef("phy1", kind="pci", pci="04:00.0"))
+    d.add_port(PortRef("phy0", PciNic(), pci="0000:05:00.0"))
+    d.add_port(PortRef("phy1", PciNic(), pci="04:00.0"))
     assert d.dpdk_port_ids() == [1, 0]          # 0000:04:00.0 is probed first
     d.port_ids = d.dpdk_port_ids()
     d.flows = 1

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from nfvperf.dut.base import PortRef
+from nfvperf.dut.base import PortRef, VhostBackend
 from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec, bond_refusal, parse_bond_show
 from nfvperf.topo.p_ovs_p import PhyOvsPhy
 from nfvperf.topo.spec import TopologySpec
@@ -138,8 +138,8 @@ class FakeOvs(OvsDpdk):
 
 def test_add_bond_is_one_transaction_with_each_members_interface(tmp_path: Path) -> None:
     ovs = FakeOvs(tmp_path, {})
-    members = [(PortRef(f"phy{i}", kind="vhost-backend", socket=Path(f"/s/vhu{i}.sock"), mtu=9000,
-                        extra={"client": True}), i + 1, i) for i in (1, 3)]
+    members = [(PortRef(f"phy{i}", VhostBackend(client=True), socket=Path(f"/s/vhu{i}.sock"),
+                        mtu=9000), i + 1, i) for i in (1, 3)]
     ofports = ovs.add_bond("br0", "bond1", members, "active-backup",
                            other_config={"bond-primary": "phy1"})
     assert ofports == [2, 4]

@@ -13,6 +13,7 @@ from nfvperf.dut.testpmd import mbuf_size_for
 from nfvperf.host.run import RunContext
 from nfvperf.topo import build
 from nfvperf.topo.base import TopologyError
+from nfvperf.dut.port_end import VhostBackend
 from nfvperf.topo.ports import HostPort, port_kind_class, port_kind_names
 from nfvperf.topo.spec import TopologySpec, allowed_port_kinds
 
@@ -201,8 +202,7 @@ def test_vhost_ends(tmp_path, run_root):
     # 4 Mfps before OVS has to drop frames towards it (it did, with 1024)
     assert tg.rxd == 4096
     dut = ports[1].dut_portref()
-    assert (dut.kind, dut.extra, dut.socket, dut.mtu) == ("vhost-backend", {"client": True},
-                                                          ports[1].socket, 9000)
+    assert (dut.end, dut.socket, dut.mtu) == (VhostBackend(client=True), ports[1].socket, 9000)
     assert dut.dpdk_devargs(1) == f"net_vhost1,iface={sock},queues=1,client=1"
 
 

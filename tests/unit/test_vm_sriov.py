@@ -36,7 +36,7 @@ def test_argv_passes_each_vf_through(tmp_path: Path) -> None:
     vm.accel = "kvm"
     assert "q35,accel=kvm,kernel-irqchip=split" in vm.argv()
     assert "-chardev" in a and not any("vhost-user" in x for x in a)   # no vhost-user NIC
-    assert [p.kind for p in vm.ports] == ["pci", "pci"] and vm.vhost_ports == []
+    assert [p.end.name for p in vm.ports] == ["pci", "pci"] and vm.vhost_ports == []
     assert vm.vf_pci == [VF0, VF1]
 
 

@@ -36,76 +36,46 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 from nfvperf.trial import DutFailure, Unsupported
 
+from .port_end import KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
+
 log = logging.getLogger(__name__)
 
 __all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process",
+           "PortEnd", "KernelIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd", "eal_port_options",
            "ProcessError", "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
 # ------------------------------------------------------------------------------------- ports
 @dataclass
 class PortRef:
-    """One port as the DUT sees it.
-
-    kind: ``veth`` (a kernel interface ``ifname`` in namespace ``netns``), ``pci`` (a NIC bound to
-    vfio-pci, ``pci`` = "0000:03:00.0"), ``vhost-user`` (virtio-user frontend on ``socket``;
-    ``extra={"server": True}`` to create it), ``vhost-backend`` (the vhost-user backend: net_vhost
-    creating ``socket``, or with ``extra={"client": True}`` connecting to it — OVS then uses a
-    ``dpdkvhostuserclient`` port), ``memif`` (net_memif on ``socket``, ``extra={"role": "server"
-    | "client"}``), or ``tap``.
-    ``driver`` picks how a DPDK DUT opens a kernel interface: ``af_packet`` or ``af_xdp``.
-    """
+    """One port as the DUT sees it: where it is (``ifname`` in ``netns``, ``pci``, ``socket``),
+    its ``mtu`` and ``mac``, and its ``end`` (:mod:`nfvperf.dut.port_end`), which builds its device
+    arguments: a :class:`KernelIf` (af_packet/af_xdp), :class:`PciNic`, :class:`VhostFrontend`,
+    :class:`VhostBackend` or :class:`MemifEnd`."""
 
     name: str
-    kind: str = "veth"
+    end: PortEnd = field(default_factory=KernelIf)
     ifname: Optional[str] = None
     netns: Optional[str] = None
     pci: Optional[str] = None
     socket: Optional[Path] = None
-    driver: str = "af_packet"
     mtu: int = 1500
     mac: Optional[str] = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def dpdk_devargs(self, index: int, queues: int = 1) -> str:
         """Device argument for a DPDK process (``--vdev`` value, or the PCI address for ``-a``)."""
-        if self.kind == "pci":
-            return str(self.pci)
-        if self.kind == "veth" or self.kind == "tap":
-            if self.driver == "af_xdp":
-                return f"net_af_xdp{index},iface={self.ifname},start_queue=0,queue_count={queues}"
-            # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory;
-            # a frame must fit one ring slot, so jumbo MTUs get 16 KB slots
-            if self.mtu > 1500:
-                ring = "blocksz=16384,framesz=16384,framecnt=512"
-            else:
-                ring = "blocksz=4096,framesz=2048,framecnt=1024"
-            return (f"net_af_packet{index},iface={self.ifname},qpairs={queues},{ring},"
-                    f"qdisc_bypass=1")
-        if self.kind == "vhost-user":
-            # the frontend (a VNF's or the generator's virtio-user device) on a vhost-user
-            # socket; extra: server (create the socket and wait for the backend), queue_size
-            args = f"net_virtio_user{index},path={self.socket},queues={queues}"
-            if self.extra.get("server"):
-                args += ",server=1"
-            if self.extra.get("queue_size"):
-                args += f",queue_size={int(self.extra['queue_size'])}"
-            if self.mac:
-                args += f",mac={self.mac}"
-            return args
-        if self.kind == "vhost-backend":
-            # the backend side (what a vSwitch is to a VM): DPDK's net_vhost, creating the socket
-            # (or, with extra client=True, connecting to the frontend's)
-            client = 1 if self.extra.get("client") else 0
-            return f"net_vhost{index},iface={self.socket},queues={queues},client={client}"
-        if self.kind == "memif":
-            # DPDK's net_memif on a socket file; extra role: server (creates the socket) | client
-            role = self.extra.get("role", "server")
-            args = (f"net_memif{index},role={role},socket={self.socket},socket-abstract=no,id=0")
-            if self.mac:
-                args += f",mac={self.mac}"
-            return args
-        raise ValueError(f"port kind {self.kind!r} has no DPDK devargs")
+        return self.end.dpdk_devargs(self, index, queues)
+
+    def eal_args(self, devargs: str) -> list[str]:
+        """``devargs`` (this port's, perhaps extended by the process) with its EAL option."""
+        return [self.end.eal_option, devargs]
+
+
+def eal_port_options(ports: Sequence[PortRef]) -> list[str]:
+    """The EAL options the ports' ends need together (``--single-file-segments`` for vhost-user
+    memory sharing, ``--no-pci`` when no end is a PCI device)."""
+    out = ["--single-file-segments"] if any(p.end.shares_memory for p in ports) else []
+    return out + ([] if any(p.end.pci_device for p in ports) else ["--no-pci"])
 
 
 @dataclass
@@ -174,6 +144,9 @@ class DutAdapter(abc.ABC):
     options_model: ClassVar[Optional[type[BaseModel]]] = None
     #: TopologySpec.port_kind values the adapter can drive
     port_kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp", "pci")
+    #: topology kinds that list the DUTs they drive (``Topology.duts``) and can drive this one
+    #: too: a new adapter declares them here, and no topology module names it
+    topologies: ClassVar[tuple[str, ...]] = ()
     #: why it cannot drive a port kind it leaves out (said in the validation error)
     port_kind_notes: ClassVar[dict[str, str]] = {}
     #: it opens its ports with DPDK PMDs, veth ends too (net_af_packet / net_af_xdp vdevs), so a

@@ -45,7 +45,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, cross_connect, register_dut
+    SnapshotCounters, cross_connect, eal_port_options, register_dut
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
 log = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
         p = self.ports[0] if self.ports else None
         if p is None:
             return "af_packet"
-        return {"veth": p.driver, "vhost-backend": "vhost"}.get(p.kind, p.kind)
+        return p.end.port_kind
 
     def rx_queues(self) -> int:
         return rx_queues_per_port(self.port_kind(), self.opts.queues, self.lcores)
@@ -342,7 +342,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
     def dpdk_port_ids(self) -> list[int]:
         """The DPDK port id of each port: the --vdev order, or for NICs the PCI bus order (DPDK
         probes the allowed devices sorted by address)."""
-        if any(p.kind == "pci" for p in self.ports):
+        if any(p.end.pci_device for p in self.ports):
             addrs = [_norm_pci(str(p.pci)) for p in self.ports]
             order = sorted(range(len(addrs)), key=lambda i: addrs[i])
             return [order.index(i) for i in range(len(addrs))]
@@ -395,13 +395,9 @@ class L3fwd(SnapshotCounters, DutAdapter):
     def argv(self) -> list[str]:
         eal = [find_l3fwd(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
                "--file-prefix", self.file_prefix, "--log-level", "lib.eal:notice"]
-        if any(p.kind in ("vhost-user", "vhost-backend") for p in self.ports):
-            eal.append("--single-file-segments")
-        if not any(p.kind == "pci" for p in self.ports):
-            eal.append("--no-pci")
+        eal += eal_port_options(self.ports)
         for i, p in enumerate(self.ports):
-            eal += ["-a", self.port_devargs(i, p)] if p.kind == "pci" else \
-                   ["--vdev", self.port_devargs(i, p)]
+            eal += p.eal_args(self.port_devargs(i, p))
         ids = self.port_ids or self.dpdk_port_ids()
         app = ["--", "-p", hex((1 << len(self.ports)) - 1), "-P", f"--lookup={self.mode}",
                "--config", "".join(f"({p},{q},{c})" for p, q, c in self.lcore_config()),
@@ -469,7 +465,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
             if info is None:
                 raise DutFailure(f"{self.proc_name}: port {p.name} (DPDK port {self.port_ids[i]}) did "
                                  f"not come up; log {self.proc.log_path if self.proc else '?'}")
-            if p.kind == "pci" and _norm_pci(str(info.get("name", ""))) != _norm_pci(str(p.pci)):
+            if p.end.pci_device and _norm_pci(str(info.get("name", ""))) != _norm_pci(str(p.pci)):
                 raise DutFailure(f"{self.proc_name}: DPDK port {self.port_ids[i]} is "
                                  f"{info.get('name')}, expected {p.pci} (port {p.name})")
             macs.append(str(info.get("mac_addr", "")).lower())

@@ -24,7 +24,7 @@ from pydantic import Field
 from nfvperf.host import netns as N
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Unsupported, register_dut
+from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, register_dut
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +84,14 @@ class LinuxBridge(DutAdapter):
         return [self.ports[i:i + 2] for i in range(0, len(self.ports), 2)]
 
     def _check_port(self, port: PortRef) -> None:
-        if port.kind not in ("veth", "tap") or not port.ifname:
-            raise Unsupported(f"linux-bridge can only bridge kernel interfaces, not {port.kind}")
+        self._ifname(port)
         if port.netns != self.netns:
             raise ValueError(f"port {port.ifname} is in netns {port.netns}, the bridge in {self.netns}")
 
     @staticmethod
     def _ifname(port: PortRef) -> str:
-        """The port's kernel interface (every port :meth:`_check_port` accepts has one)."""
-        if not port.ifname:
-            raise Unsupported(f"linux-bridge can only bridge kernel interfaces, not {port.kind}")
-        return port.ifname
+        """The port's kernel interface (its end refuses userspace ports)."""
+        return port.end.kernel_ifname(port, "linux-bridge")
 
     def _attach_port(self, port: PortRef) -> None:
         self._check_port(port)

@@ -39,7 +39,7 @@ from nfvperf.host.preflight import Binary
 from nfvperf.host.proc import LOCAL, CommandError, Process
 from nfvperf.host.run import PROGRESS_LOGGER, ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits, popcount_mask
-from nfvperf.trial import DutFailure
+from nfvperf.trial import DutFailure, Unsupported
 
 log = logging.getLogger(__name__)
 _progress_log = logging.getLogger(PROGRESS_LOGGER)
@@ -505,7 +505,7 @@ class OvsDpdk(DutAdapter):
         if self.started:
             return
         if self.netns is None and not self._attached:
-            spaces = {p.netns for p in self.ports if p.kind in ("veth", "tap")}
+            spaces = {p.netns for p in self.ports if p.end.kernel}
             if len(spaces) > 1:
                 raise OvsError(f"OVS runs in one namespace; its veth ports are in {sorted(map(str, spaces))}")
             if spaces:
@@ -799,18 +799,16 @@ class OvsDpdk(DutAdapter):
     def _portref_iface(self, port: PortRef, dpdk_index: int) -> tuple[str, dict[str, Any]]:
         """(Interface type, add_ovs_port keywords) of a :class:`PortRef` (see attach_portref)."""
         n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
-        if port.kind in ("veth", "tap", "pci", "memif"):
-            if port.kind in ("veth", "tap") and port.netns != self.netns and not self._attached:
-                raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
-            devargs = port.dpdk_devargs(dpdk_index, n_rxq)
-            if self._attached:     # a shared OVS: vdev names must not clash with its other ports
-                devargs = re.sub(r"^(net_af_packet|net_af_xdp|net_memif)(\d+)", rf"\g<1>{self.tag}\g<2>",
-                                 devargs)
-            return "dpdk", {"devargs": devargs}
-        if port.kind == "vhost-user" or (port.kind == "vhost-backend" and port.extra.get("client")):
-            return "dpdkvhostuserclient", {"sock": str(port.socket)}
-        raise OvsError(f"OVS-DPDK cannot attach a port of kind {port.kind!r}"
-                       + (" as vhost-user server (give extra client=True)" if port.kind == "vhost-backend" else ""))
+        if port.end.kernel and port.netns != self.netns and not self._attached:
+            raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
+        try:
+            kind, kw = port.end.ovs_interface(port, dpdk_index, n_rxq)
+        except Unsupported as e:
+            raise OvsError(str(e)) from None
+        if self._attached and "devargs" in kw:  # a shared OVS: vdev names must not clash with its other ports
+            kw["devargs"] = re.sub(r"^(net_af_packet|net_af_xdp|net_memif)(\d+)", rf"\g<1>{self.tag}\g<2>",
+                                   kw["devargs"])
+        return kind, kw
 
     def add_bond(self, bridge: str, name: str, members: Sequence[tuple[PortRef, int, int]], mode: str,
                  lacp: str = "off", other_config: Optional[dict[str, str]] = None) -> list[int]:

@@ -132,9 +132,9 @@ class OvsSystem(OvsDpdk):
     def attach_portref(self, port: PortRef, bridge: str, ofport: Optional[int] = None,
                        dpdk_index: int = 0) -> int:
         """A kernel interface (the veth DUT end) as a system port of ``bridge``."""
-        if port.kind not in ("veth", "tap") or not port.ifname:
+        if not port.end.kernel or not port.ifname:
             raise OvsError(f"kernel OVS attaches kernel interfaces (veth); port {port.name} is "
-                           f"{port.kind!r}")
+                           f"{port.end.name!r}")
         if port.netns != self.netns:
             raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
         args = ["--may-exist", "add-port", bridge, port.ifname]

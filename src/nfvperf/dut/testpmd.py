@@ -33,7 +33,8 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, cross_connect, register_dut
+    SnapshotCounters, cross_connect, eal_port_options, register_dut
+from .port_end import VhostFrontend
 
 log = logging.getLogger(__name__)
 
@@ -245,15 +246,9 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
             eal += ["--no-huge", "-m", str(self.mem_mb or 512)]
         elif self.mem_mb:
             eal += ["-m", str(self.mem_mb)]
-        if any(p.kind in ("vhost-user", "vhost-backend") for p in self.ports):
-            eal.append("--single-file-segments")
-        if not any(p.kind == "pci" for p in self.ports):
-            eal.append("--no-pci")
+        eal += eal_port_options(self.ports)
         for i, p in enumerate(self.ports):
-            if p.kind == "pci":
-                eal += ["-a", self.port_devargs(i, p)]
-            else:
-                eal += ["--vdev", self.port_devargs(i, p)]
+            eal += p.eal_args(self.port_devargs(i, p))
         eal += self.extra_eal
         app = ["--", "-i", f"--forward-mode={self.forward_mode}", f"--nb-cores={self.n_fwd_lcores()}",
                f"--rxq={self.queues}", f"--txq={self.queues}", f"--rxd={self.rxd}", f"--txd={self.txd}",
@@ -277,15 +272,11 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         if not self.ports:
             raise ValueError(f"{self.proc_name}: no ports added")
         for p in self.ports:
-            if p.kind == "veth" and p.driver == "af_packet" and p.mtu > 1500:
-                raise ValueError(f"port {p.name}: net_af_packet (DPDK 22.11) carries frames up to "
-                                 f"1518 B, MTU {p.mtu} cannot work; jumbo frames need "
-                                 "port_kind vhost or pci")
+            refusal = p.end.dpdk_mtu_refusal(p)
+            if refusal:
+                raise ValueError(refusal)
         for p in self.ports:
-            creates = (p.kind == "vhost-backend" and not p.extra.get("client")) or \
-                      (p.kind == "vhost-user" and getattr(self, "server", False)) or \
-                      (p.kind == "memif" and p.extra.get("role", "server") == "server")
-            if creates and p.socket is not None:
+            if p.end.creates_socket() and p.socket is not None:
                 if len(str(p.socket)) > 107:
                     raise ValueError(f"vhost-user socket path longer than 107 bytes: {p.socket}")
                 self.host.mkdir(Path(p.socket).parent)
@@ -438,15 +429,8 @@ class TestpmdVnf(_TestpmdProcess):
         if mtu is None:       # the topology's MTU: jumbo frames pass the VNF too
             mtu = int(getattr(kw.get("spec"), "mtu", 1500) or 1500)
         for i, s in enumerate(sockets):
-            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s), mtu=mtu))
-
-    def port_devargs(self, index: int, port: PortRef) -> str:
-        base = port.dpdk_devargs(index, self.queues)
-        if self.server:
-            base += ",server=1"
-        if self.queue_size is not None:
-            base += f",queue_size={self.queue_size}"
-        return base
+            self.add_port(PortRef(f"{name}-vhu{i}", VhostFrontend(server=server, queue_size=queue_size),
+                                  socket=Path(s), mtu=mtu))
 
     def counters(self) -> dict[str, Any]:
         d = super().counters()

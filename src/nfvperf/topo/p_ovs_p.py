@@ -15,7 +15,7 @@ import ipaddress
 import time
 from typing import Any, ClassVar, Optional, Sequence
 
-from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortRef, dut_class
+from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortEnd, PortRef, VhostBackend, VhostFrontend, dut_class
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology, TopologyError
@@ -116,7 +116,7 @@ class OvsTopology(Topology):
         indices."""
         socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
         # OVS first: virtio-user in server mode waits for its client while it starts
-        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", kind="vhost-user", socket=s,
+        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", VhostFrontend(), socket=s,
                                     mtu=self.spec_mtu()))
                for k, s in enumerate(socks)]
         # the VNF reads its own options from the spec (a container testpmd: virtqueues of
@@ -146,14 +146,14 @@ class OvsTopology(Topology):
             self.wait_vnfs_ready(self.dut)
         if self.dut is not None and self.tgen is not None:
             # OVS reconnects to the generator's vhost-user sockets (port_kind vhost)
-            self.wait_vhost_up(self.dut, kinds=("vhost-backend",))
+            self.wait_vhost_up(self.dut, ends=(VhostBackend,))
 
     def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0,
-                      kinds: tuple[str, ...] = ("vhost-user",)) -> None:
+                      ends: tuple[type[PortEnd], ...] = (VhostFrontend,)) -> None:
         """OVS connects to the VNF sockets asynchronously; wait until every vhost port of the
-        PortRef ``kinds`` is up (the VNFs' ``vhost-user``; the generator's ``vhost-backend``
+        PortRef ``ends`` is up (the VNFs' ``VhostFrontend``; the generator's ``VhostBackend``
         ports come up only once tgen runs)."""
-        self.wait_interfaces_up(dut, [p.name for p in dut.ports if p.kind in kinds], timeout_s,
+        self.wait_interfaces_up(dut, [p.name for p in dut.ports if isinstance(p.end, ends)], timeout_s,
                                 "vhost-user ports")
 
     def wait_interfaces_up(self, dut: Any, names: list[str], timeout_s: float, what: str = "ports") -> None:
@@ -313,7 +313,7 @@ class PhyOvsPhy(OvsTopology):
         self.dut.start()
         self.wire_bridges(self.dut)
         if self.tgen is not None:
-            self.wait_vhost_up(self.dut, kinds=("vhost-backend",))
+            self.wait_vhost_up(self.dut, ends=(VhostBackend,))
 
     # -- seed 003: bonds ---------------------------------------------------------------------------
     @classmethod

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Optional
 
-from nfvperf.dut.base import DutAdapter, PortRef
+from nfvperf.dut.base import DutAdapter, KernelIf, PortRef, VhostFrontend
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
@@ -189,8 +189,8 @@ class TcpVmTopology(OvsTopology):
             a, b = self.run.ifname("l0"), self.run.ifname("l1")
             N.create_veth(a, b, self.dut_netns, self.dut_netns, mtu=mtu, tracker=self.tracker)
             for k, (ifc, br) in enumerate(zip((a, b), bridges)):
-                dut.attach_portref(PortRef(f"link{k}", kind="veth", ifname=ifc, netns=self.dut_netns,
-                                           driver=self.spec.port_kind, mtu=mtu), br,
+                dut.attach_portref(PortRef(f"link{k}", KernelIf(self.spec.port_kind), ifname=ifc,
+                                           netns=self.dut_netns, mtu=mtu), br,
                                    dpdk_index=10 + k)
             self.link = [a, b]
         image = load_image(vm.image)
@@ -204,7 +204,7 @@ class TcpVmTopology(OvsTopology):
             br = bridges[min(j, len(bridges) - 1)]
             sock = dut.vhost_dir / f"vhu-{name}.sock"
             pname = f"{name}-vhu0"
-            dut.attach_portref(PortRef(pname, kind="vhost-user", socket=sock, mtu=mtu), br)
+            dut.attach_portref(PortRef(pname, VhostFrontend(), socket=sock, mtu=mtu), br)
             self.guest_ports.append(pname)
             g = TcpGuest(self.run, self.tracker, socket=sock, ip=ip, name=name, vcpus=vm.vcpus,
                          memory_mb=vm.memory_mb, queues=vm.virtio_queues(), image=image,

@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Optional, Sequence, Union
 
-from nfvperf.dut.base import DutAdapter, DutFailure, PortRef, Process, Unsupported, cross_connect, \
-    run_version
+from nfvperf.dut.base import DutAdapter, DutFailure, PciNic, PortRef, Process, Unsupported, VhostFrontend, \
+    cross_connect, run_version
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -297,18 +297,18 @@ class VmVnf(DutAdapter):
         self.ctl_sock = run.run_dir / f"vm-{name}-ctl.sock"
         self.qmp_sock = run.run_dir / f"vm-{name}-qmp.sock"
         for i, s in enumerate(sockets):
-            self.add_port(PortRef(f"{name}-vhu{i}", kind="vhost-user", socket=Path(s),
+            self.add_port(PortRef(f"{name}-vhu{i}", VhostFrontend(), socket=Path(s),
                                   mac=self._mac(i)))
         # SR-IOV VFs passed through (vfio-pci): guest NICs after the vhost-user ones
         self.vf_pci = [sriov.full_address(a) for a in vf_pci]
         for i, a in enumerate(self.vf_pci):
-            self.add_port(PortRef(f"{name}-vf{i}", kind="pci", pci=a))
+            self.add_port(PortRef(f"{name}-vf{i}", PciNic(), pci=a))
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
     def vhost_ports(self) -> list[PortRef]:
         """The NICs on vhost-user sockets (not the passed-through VFs)."""
-        return [p for p in self.ports if p.kind == "vhost-user"]
+        return [p for p in self.ports if isinstance(p.end, VhostFrontend)]
 
     def _mac(self, i: int) -> str:
         h = hashlib.sha1(f"{self.run.tag}/{self.vnf_name}".encode()).digest()

@@ -18,6 +18,8 @@ from nfvperf.host import netns as N
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
 
+    from ..spec import TopologyBase
+
 #: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
 UNIX_PATH_MAX = 107
 
@@ -140,17 +142,17 @@ class PortKind:
         return None
 
     @classmethod
-    def port_count(cls, spec: Any) -> int:
+    def port_count(cls, spec: TopologyBase) -> int:
         """How many ports a spec gives (``ports``; pci: the address pairs)."""
-        return int(getattr(spec, "ports", 2))
+        return spec.ports
 
     @classmethod
-    def pci_addresses(cls, spec: Any) -> list[str]:
+    def pci_addresses(cls, spec: TopologyBase) -> list[str]:
         """PCI devices preflight must find (real NICs only)."""
         return []
 
     @classmethod
-    def numa_node(cls, spec: Any) -> Optional[int]:
+    def numa_node(cls, spec: TopologyBase) -> Optional[int]:
         """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
         return None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from nfvperf.dut.base import PortRef
+from nfvperf.dut.base import MemifEnd, PortRef
 
 from .base import HostPort, PortKind, register_port_kind
 
@@ -40,9 +40,9 @@ class Memif(PortKind):
         return self.socket_ports(topo, n, "memif", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"tg{port.index}", kind="memif", socket=port.socket, mtu=port.mtu,
-                       mac=port.tg_mac, extra={"role": "client"})
+        return PortRef(f"tg{port.index}", MemifEnd("client"), socket=port.socket, mtu=port.mtu,
+                       mac=port.tg_mac)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"phy{port.index}", kind="memif", socket=port.socket, mtu=port.mtu,
-                       mac=port.dut_mac, extra={"role": "server"})
+        return PortRef(f"phy{port.index}", MemifEnd("server"), socket=port.socket, mtu=port.mtu,
+                       mac=port.dut_mac)

@@ -4,12 +4,15 @@ generator opens the even addresses, the DUT the odd ones; the cables are tg0-dut
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from nfvperf.dut.base import PortRef
+from nfvperf.dut.base import PciNic, PortRef
 
 from ..errors import TopologyError
 from .base import HostPort, PortKind, register_port_kind
+
+if TYPE_CHECKING:
+    from ..spec import TopologyBase
 
 
 def pci_numa_node(addr: str) -> Optional[int]:
@@ -30,8 +33,8 @@ class Pci(PortKind):
     tgen_hugepages = True
 
     @classmethod
-    def port_count(cls, spec: Any) -> int:
-        return len(getattr(spec, "pci", []) or []) // 2
+    def port_count(cls, spec: TopologyBase) -> int:
+        return len(spec.pci) // 2
 
     def create_from_testbed(self, topo: Any, n: int, mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the PCI NICs of its links, in link order, the
@@ -46,11 +49,11 @@ class Pci(PortKind):
         return self._append(topo, new)
 
     @classmethod
-    def pci_addresses(cls, spec: Any) -> list[str]:
-        return list(getattr(spec, "pci", []) or [])
+    def pci_addresses(cls, spec: TopologyBase) -> list[str]:
+        return list(spec.pci)
 
     @classmethod
-    def numa_node(cls, spec: Any) -> Optional[int]:
+    def numa_node(cls, spec: TopologyBase) -> Optional[int]:
         pci = cls.pci_addresses(spec)
         return pci_numa_node(pci[0]) if pci else None
 
@@ -66,7 +69,7 @@ class Pci(PortKind):
         return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"tg{port.index}", kind="pci", pci=port.tg_pci, mtu=port.mtu)
+        return PortRef(f"tg{port.index}", PciNic(), pci=port.tg_pci, mtu=port.mtu)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"phy{port.index}", kind="pci", pci=port.dut_pci, mtu=port.mtu)
+        return PortRef(f"phy{port.index}", PciNic(), pci=port.dut_pci, mtu=port.mtu)

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from nfvperf.dut.base import PortRef
+from nfvperf.dut.base import KernelIf, PortRef
 from nfvperf.host import netns as N
 from nfvperf.host import xdp as X
 
@@ -66,12 +66,12 @@ class VethKind(PortKind):
         return new
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"tg{port.index}", kind="veth", ifname=port.tg_ifname, netns=port.tg_netns,
-                       driver=port.driver, mtu=port.mtu, mac=port.tg_mac)
+        return PortRef(f"tg{port.index}", KernelIf(self.driver), ifname=port.tg_ifname,
+                       netns=port.tg_netns, mtu=port.mtu, mac=port.tg_mac)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"phy{port.index}", kind="veth", ifname=port.dut_ifname,
-                       netns=port.dut_netns, driver=port.driver, mtu=port.mtu, mac=port.dut_mac)
+        return PortRef(f"phy{port.index}", KernelIf(self.driver), ifname=port.dut_ifname,
+                       netns=port.dut_netns, mtu=port.mtu, mac=port.dut_mac)
 
 
 @register_port_kind("af_packet")

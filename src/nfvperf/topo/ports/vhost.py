@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from nfvperf.dut.base import PortRef
+from nfvperf.dut.base import PortRef, VhostBackend, VhostFrontend
 
 from .base import HostPort, PortKind, register_port_kind
 
@@ -48,9 +48,9 @@ class Vhost(PortKind):
 
     def tg_portref(self, port: HostPort) -> PortRef:
         # the frontend, vhost-user server, with virtqueues of tg_rxd entries (DPDK's default is 256)
-        return PortRef(f"tg{port.index}", kind="vhost-user", socket=port.socket, mtu=port.mtu,
-                       mac=port.tg_mac, extra={"server": True, "queue_size": self.tg_rxd})
+        return PortRef(f"tg{port.index}", VhostFrontend(server=True, queue_size=self.tg_rxd),
+                       socket=port.socket, mtu=port.mtu, mac=port.tg_mac)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"phy{port.index}", kind="vhost-backend", socket=port.socket, mtu=port.mtu,
-                       mac=port.dut_mac, extra={"client": True})
+        return PortRef(f"phy{port.index}", VhostBackend(client=True), socket=port.socket,
+                       mtu=port.mtu, mac=port.dut_mac)
