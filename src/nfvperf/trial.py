@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Mapping, Optional
 
 
 class Unsupported(RuntimeError):
@@ -65,7 +65,7 @@ class TrafficProfile:
         """Theoretical line rate per interface in fps (METHODOLOGY A1)."""
         return self.link_speed_bps / ((self.wire_size_b + 20) * 8)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -83,7 +83,7 @@ class LatencySummary:
     ipdv_ns: dict[str, float] = field(default_factory=dict)  # RFC 3393 IPDV D(i)-D(i-1): min/avg/max/p99 (signed)
     definition: str = "RFC 1242 store-and-forward: tx timestamp to rx, generator clock"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -119,7 +119,7 @@ class StreamResult:
     rx_ports: list[int] = field(default_factory=list)
     rx_by_port: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -159,7 +159,7 @@ class TrialResult:
     def forwarding_rate_pps(self) -> float:
         return self.load_pps * (1.0 - self.loss_ratio)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self)
         d["loss_ratio"] = self.loss_ratio
         d["lost"] = self.lost
@@ -204,7 +204,7 @@ def negative_loss_reason(received: int, reference: int, what: str = "sent",
     return f"{who}{': ' if who else ''}received {received} > {what} {reference} (negative loss)"
 
 
-def counter_deltas(before: Any, after: Any) -> Any:
+def counter_deltas(before: Mapping[str, object], after: Mapping[str, object]) -> dict[str, object]:
     """``after − before`` for every integer counter in two readings of a DUT's counters (nested
     dicts), so a trial stores what happened during that trial, not since the DUT came up.
 
@@ -214,7 +214,7 @@ def counter_deltas(before: Any, after: Any) -> Any:
     ``counters_reset``.  Strings and other values are kept as in ``after``."""
     reset: list[str] = []
 
-    def walk(b: Any, a: Any, path: str) -> Any:
+    def walk(b: object, a: object, path: str) -> object:
         if isinstance(a, dict):
             out = {}
             for k, v in a.items():
@@ -231,8 +231,8 @@ def counter_deltas(before: Any, after: Any) -> Any:
             return a - base
         return a
 
-    out = walk(before, after, "")
-    if reset and isinstance(out, dict):
+    out = {str(k): walk(before.get(k), v, f"{k}.") for k, v in after.items() if not isinstance(v, float)}
+    if reset:
         out["counters_reset"] = reset
     return out
 
@@ -282,7 +282,7 @@ class Measurer(abc.ABC):
         """Constant load with the DUT reset (``reset_hook``) at ``reset_at_s`` (RFC 6201)."""
         raise Unsupported(f"{self.name} cannot reset the DUT")
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, object]:
         """What this measurer knows about the set-up (versions, cores, shared-core warning)."""
         return {"measurer": self.name}
 

@@ -19,17 +19,35 @@ Error contracts:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable, Optional, Protocol, Sequence, Union
+from typing import IO, TYPE_CHECKING, Callable, Optional, Protocol, Sequence, TypedDict, Union
 
 if TYPE_CHECKING:
     import subprocess
+
+    from typing_extensions import Unpack
 
     from .proc import Process
     from .run import ResourceTracker, RunContext
 
 PathLike = Union[str, Path]
-#: what a process's stdin/stdout/stderr may be given as (a file, a descriptor, DEVNULL/STDOUT)
-Stream = Union[IO[bytes], IO[str], int, None]
+#: what a process's stdin/stdout/stderr may be given as (a binary file, a descriptor, DEVNULL/STDOUT)
+Stream = Union[IO[bytes], int, None]
+
+
+class ProcessOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`nfvperf.host.proc.Process` that :meth:`Host.spawn` passes on."""
+
+    netns: Optional[str]
+    env: Optional[dict[str, str]]
+    interactive: bool
+    cwd: Optional[Path]
+    die_with_parent: bool
+    log_path: Optional[Path]
+    stdout_path: Optional[Path]
+    append: bool
+    header: bool
+    tag: Optional[str]
+    died: type[Exception]
 
 
 class Popened(Protocol):
@@ -76,7 +94,7 @@ class Host(Protocol):
         ...
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
-              tracker: Optional[ResourceTracker] = None, **kw: object) -> Process:
+              tracker: Optional[ResourceTracker] = None, **kw: Unpack[ProcessOptions]) -> Process:
         """Start a tracked :class:`Process` (``kw``: its keyword arguments)."""
         ...
 

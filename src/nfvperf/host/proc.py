@@ -34,13 +34,17 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Optional, Sequence
+import socket
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from nfvperf.trial import DutFailure
 
-from .base import Host, Popened, Stream
+from .base import Host, Popened, ProcessOptions, Stream
 from .netns import netns_argv
 from .run import TAG_RE, ResourceTracker, RunContext
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +109,7 @@ class LocalHost:
                                 preexec_fn=preexec_fn)
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
-              tracker: Optional[ResourceTracker] = None, **kw: Any) -> "Process":
+              tracker: Optional[ResourceTracker] = None, **kw: Unpack[ProcessOptions]) -> "Process":
         """Start a :class:`Process` on this host (see its arguments) and return it."""
         return Process(name, argv, run, tracker, host=self, **kw).start()
 
@@ -146,8 +150,7 @@ class LocalHost:
     def check(self) -> None:
         """The local host is never lost."""
 
-    def public(self) -> dict[str, Any]:
-        import socket
+    def public(self) -> dict[str, object]:
         return {"name": self.name, "via": "local", "hostname": socket.gethostname()}
 
     def exists(self, path: "str | Path") -> bool:
@@ -182,8 +185,7 @@ class LocalHost:
         import shutil
         shutil.copyfile(remote, local)
 
-    def connect_unix(self, path: "str | Path", timeout: float = 10.0) -> Any:
-        import socket
+    def connect_unix(self, path: "str | Path", timeout: float = 10.0) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         try:
@@ -194,7 +196,7 @@ class LocalHost:
         s.settimeout(None)
         return s
 
-    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, Any]:
+    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, object]:
         from .cleanup import cleanup
         return cleanup(tag, dry_run=dry_run, force=True).to_dict()
 
@@ -243,7 +245,7 @@ class Process:
                  cwd: Optional[Path] = None, die_with_parent: bool = True, *,
                  host: Optional[Host] = None, log_path: Optional[Path] = None,
                  stdout_path: Optional[Path] = None, append: bool = True, header: bool = True,
-                 tag: Optional[str] = None, died: type = DutFailure):
+                 tag: Optional[str] = None, died: type[Exception] = DutFailure):
         if isinstance(argv, (str, bytes)):
             raise TypeError(f"{name}: argv must be an argument list, not a string")
         if not argv:

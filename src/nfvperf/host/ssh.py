@@ -38,16 +38,19 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, Union
 
 import paramiko
 
 from nfvperf.trial import DutFailure
 
-from .base import Host, Stream
+from .base import Host, ProcessOptions, Stream
 from .netns import netns_argv
 from .proc import CommandError, Process, ProcessError
 from .run import ResourceTracker, RunContext
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,27 @@ __all__ = ["SshHost", "SshError", "HostKeyError", "HostLost", "RemotePopen", "fi
 
 AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
 AGENT_NAME = "nfvperf-agent-" + hashlib.sha256(AGENT_SOURCE.encode()).hexdigest()[:12] + ".py"
+
+
+class SshTarget(Protocol):
+    """Where and how to log in (``nfvperf.testbed.spec.SshSpec``, a layer above)."""
+
+    address: str
+    port: int
+    user: str
+    host_key: Optional[str]
+    connect_timeout_s: float
+    keepalive_s: float
+
+    def key_path(self) -> Optional[Path]: ...
+
+    def known_hosts_path(self) -> Optional[Path]: ...
+
+
+class _Sink(Protocol):
+    """Where a remote process's output is copied: a binary file or :class:`_FdWriter`."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 class SshError(RuntimeError):
@@ -87,8 +111,8 @@ class RemotePopen:
     :class:`Process` uses: ``pid`` (the remote pid, also its process group), ``poll()``,
     ``wait()``, ``returncode``.  A lost connection reads as exit status 255 and sets ``lost``."""
 
-    def __init__(self, host: "SshHost", chan: paramiko.Channel, stdout: Optional[Any],
-                 stderr: Optional[Any], timeout: float = 15.0, console: Optional[int] = None):
+    def __init__(self, host: "SshHost", chan: paramiko.Channel, stdout: Optional[_Sink],
+                 stderr: Optional[_Sink], timeout: float = 15.0, console: Optional[int] = None):
         self.host = host
         self.chan = chan
         self.returncode: Optional[int] = None
@@ -159,7 +183,7 @@ class RemotePopen:
         return int(line.split()[1])
 
     @staticmethod
-    def _pump(recv: Any, out: Optional[Any], done: Optional[threading.Event] = None) -> None:
+    def _pump(recv: Callable[[int], bytes], out: Optional[_Sink], done: Optional[threading.Event] = None) -> None:
         try:
             while True:
                 try:
@@ -235,9 +259,9 @@ class SshHost:
 
     remote = True
 
-    def __init__(self, name: str, ssh: Any, *, role: str = "", work_dir: str = "/var/lib/nfvperf"):
+    def __init__(self, name: str, ssh: SshTarget, *, role: str = "", work_dir: str = "/var/lib/nfvperf"):
         self.name = name
-        self.ssh = ssh                       # nfvperf.testbed.spec.SshSpec (duck-typed)
+        self.ssh = ssh                       # a nfvperf.testbed.spec.SshSpec
         self.role = role
         self.work_dir = work_dir
         self._transport: Optional[paramiko.Transport] = None
@@ -246,14 +270,14 @@ class SshHost:
         self._agent: Optional[str] = None
         self._lost: Optional[str] = None
         self._closed = False
-        self._forwards: list[Any] = []
+        self._forwards: list[LocalForward] = []
 
     # ------------------------------------------------------------------ connection
     @property
     def where(self) -> str:
         return f"{self.name} ({self.ssh.user}@{self.ssh.address}:{self.ssh.port})"
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         """What a result may record about this host: no key, no key path."""
         return {"name": self.name, "role": self.role, "address": self.ssh.address,
                 "port": self.ssh.port, "user": self.ssh.user, "via": "ssh"}
@@ -522,9 +546,10 @@ class SshHost:
             console = os.dup(stdin)
             out = err = None
         else:
-            out = None if stdout in (None, subprocess.DEVNULL) else stdout
+            # a descriptor other than a pty's has nothing to copy to (DEVNULL included)
+            out = None if stdout is None or isinstance(stdout, int) else stdout
             err = out if stderr == subprocess.STDOUT else \
-                (None if stderr in (None, subprocess.DEVNULL) else stderr)
+                (None if stderr is None or isinstance(stderr, int) else stderr)
         mode = "guard" if console is None else "guard-pty"
         line = self.command_line(["python3", self.agent(), mode, *cmd], env, cwd)
         try:
@@ -544,7 +569,7 @@ class SshHost:
             raise
 
     def spawn(self, argv: Sequence[str], *, name: str, run: Optional[RunContext] = None,
-              tracker: Optional[ResourceTracker] = None, **kw: Any) -> Process:
+              tracker: Optional[ResourceTracker] = None, **kw: Unpack[ProcessOptions]) -> Process:
         """Start a :class:`Process` on this host (see its arguments) and return it."""
         return Process(name, argv, run, tracker, host=self, **kw).start()
 
@@ -555,7 +580,7 @@ class SshHost:
         with contextlib.suppress(CommandError, SshError, HostLost):
             self.run(["kill", f"-{int(sig)}", "--", f"-{int(pid)}"], check=False, timeout=10)
 
-    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, Any]:
+    def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, object]:
         """What run ``tag`` left on this host, removed (``dry_run``: only listed)."""
         import json
         argv = ["python3", self.agent(), "cleanup", tag, "--work-dir", self.work_dir] + \
@@ -568,7 +593,7 @@ class SshHost:
         import json
         return list(json.loads(self.run(["python3", self.agent(), "tags"], timeout=30).stdout))
 
-    def preflight(self, needs: dict[str, Any]) -> list[dict[str, Any]]:
+    def preflight(self, needs: dict[str, list[object]]) -> list[dict[str, object]]:
         """:func:`nfvperf.host.preflight.run_checks` on this host: the check modules are
         uploaded as a zip (stdlib only) and run with the host's python3.  ``needs``:
         ``{"binaries": [{name, package, candidates, env, required}], "pci": [...],
@@ -707,7 +732,7 @@ class LocalForward:
                 threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
 
     @staticmethod
-    def _copy(src: Any, dst: Any) -> None:
+    def _copy(src: Union[socket.socket, paramiko.Channel], dst: Union[socket.socket, paramiko.Channel]) -> None:
         try:
             while True:
                 data = src.recv(65536)

@@ -11,18 +11,21 @@ passes, then bisecting again, every trial full-length.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-from .common import RFC2544_TRIAL_OVERHEAD_S, TrialBook, passes
+from nfvperf.trial import TrialResult
+
+from .common import RFC2544_TRIAL_OVERHEAD_S, Progress, TrialBook, passes
 from .result import GoalResult, SearchResult
+from .validity import ValidityRunner
 
 
-def binary_search(runner: Any, max_load_pps: float, *, trial_duration_s: float = 60.0,
+def binary_search(runner: ValidityRunner, max_load_pps: float, *, trial_duration_s: float = 60.0,
                   final_duration_s: Optional[float] = None, resolution_pct: float = 0.1,
                   resolution_pps: Optional[float] = None, loss_ratio: float = 0.0,
                   overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
-                  time_budget_s: Optional[float] = None, progress: Any = None,
-                  **context: Any) -> SearchResult:
+                  time_budget_s: Optional[float] = None, progress: Optional[Progress] = None,
+                  **context: object) -> SearchResult:
     """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``.
 
     ``resolution_pps`` overrides ``resolution_pct`` (of ``max_load_pps``).
@@ -55,7 +58,7 @@ class _Bisection:
         self.book, self.loss_ratio, self.res = book, loss_ratio, res
         self.lo, self.hi = 0.0, hi
 
-    def ok(self, tr: Any) -> bool:
+    def ok(self, tr: TrialResult) -> bool:
         return passes(tr, self.loss_ratio)
 
     def trial(self, load: float, dur: float, phase: str) -> bool:

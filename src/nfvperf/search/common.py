@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from nfvperf.trial import TrialResult
 
 from .result import SearchResult, TrialRecord
+
+if TYPE_CHECKING:
+    from .validity import ValidityRunner
+
+#: a search's progress callback: (fraction done, message)
+Progress = Callable[[float, str], None]
 
 #: RFC 2544 §23 per-trial overhead for a bridge: learning 2 s + drain 2 s + restabilise 5 s
 RFC2544_TRIAL_OVERHEAD_S = 9.0
@@ -26,7 +32,7 @@ class BudgetExceeded(RuntimeError):
     """The search used up its trial-time budget before reaching its goals."""
 
 
-def check_budget(spent_s: float, next_s: float, budget_s: Optional[float], what: Any = "search") -> None:
+def check_budget(spent_s: float, next_s: float, budget_s: Optional[float], what: str = "search") -> None:
     if budget_s is not None and spent_s + next_s > budget_s + 1e-9:
         raise BudgetExceeded(f"{what}: next trial ({next_s:g} s) would exceed the trial-time "
                              f"budget ({spent_s:g} of {budget_s:g} s used)")
@@ -45,27 +51,27 @@ class TrialBook:
     :meth:`report` forwards to the progress callback, if any.
     """
 
-    runner: Any
+    runner: ValidityRunner
     out: SearchResult
     search: str                                  # the recorder's ``search`` context value
     overhead_s: float = RFC2544_TRIAL_OVERHEAD_S
     time_budget_s: Optional[float] = None
-    progress: Optional[Callable[[float, str], None]] = None
-    context: dict[str, Any] = field(default_factory=dict)
+    progress: Optional[Progress] = None
+    context: dict[str, object] = field(default_factory=dict)
 
     def fits(self, duration_s: float) -> bool:
         """A trial of ``duration_s`` stays within the trial-time budget."""
         return self.time_budget_s is None or \
             self.out.total_trial_s + duration_s <= self.time_budget_s + 1e-9
 
-    def check_budget(self, duration_s: float, what: Any = None) -> None:
+    def check_budget(self, duration_s: float, what: Optional[str] = None) -> None:
         """Raise :class:`BudgetExceeded` if a trial of ``duration_s`` would not fit."""
         check_budget(self.out.total_trial_s, duration_s, self.time_budget_s,
                      what if what is not None else f"{self.search} search")
 
     def measure(self, load_pps: float, duration_s: float, phase: str, *,
                 judge: Optional[Callable[[TrialResult], bool]] = None, keep: bool = True,
-                **ctx: Any) -> TrialResult:
+                **ctx: object) -> TrialResult:
         """One valid trial at ``load_pps`` for ``duration_s``; ``judge(tr)`` fills the record's
         ``passed`` (single-goal searches)."""
         tr = self.runner.measure(duration_s, load_pps, phase=phase, search=self.search,

@@ -7,10 +7,25 @@ nothing sleeps, so our ``time_budget_s`` (sum of trial durations) is enforced in
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, TypeVar
 
 from .common import RFC2544_TRIAL_OVERHEAD_S, BudgetExceeded, TrialBook
 from .result import GoalResult, SearchResult
+from .validity import ValidityRunner
+
+if TYPE_CHECKING:
+    from .mlr.goals import SearchGoal
+
+
+class _MlrGoalResult(Protocol):
+    """What MLRsearch 1.2.1 gives per goal (``MLRsearch.GoalResult``; the package has no types)."""
+
+    relevant_lower_bound: Optional[float]
+    relevant_upper_bound: Optional[float]
+    conditional_throughput: Optional[float]
+
+
+_M = TypeVar("_M")
 
 
 def available() -> bool:
@@ -21,11 +36,11 @@ def available() -> bool:
     return True
 
 
-def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
+def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_load_pps: float, *,
                      min_load_pps: float = 9001.0, warmup_s: float = 1.0,
                      time_budget_s: Optional[float] = None,
                      overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
-                     **context: Any) -> SearchResult:
+                     **context: object) -> SearchResult:
     try:
         from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
         from MLRsearch import SearchGoal as MGoal
@@ -38,7 +53,7 @@ def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
     warm = {"pending": bool(warmup_s)}
 
     class _Adapter(AbstractMeasurer):
-        def measure(self, intended_duration: float, intended_load: float) -> Any:
+        def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
             if not book.fits(intended_duration):
                 raise BudgetExceeded("mlrsearch: trial-time budget used up")
             phase = "warmup" if warm["pending"] else "search"
@@ -77,8 +92,8 @@ def mlrsearch_search(runner: Any, goals: Sequence[Any], max_load_pps: float, *,
     return out
 
 
-def _mgoal(MGoal: Any, g: Any) -> Any:
-    """MLRsearch's SearchGoal for one of ours."""
+def _mgoal(MGoal: Callable[..., _M], g: SearchGoal) -> _M:
+    """MLRsearch's SearchGoal (class ``MGoal``) for one of ours."""
     return MGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
                  relative_width=g.relative_width,
                  initial_trial_duration=g.initial_trial_duration or g.final_trial_duration,
@@ -87,11 +102,11 @@ def _mgoal(MGoal: Any, g: Any) -> Any:
                  expansion_coefficient=g.expansion_coefficient, fail_fast=g.fail_fast)
 
 
-def _opt(v: Any) -> Optional[float]:
+def _opt(v: Optional[float]) -> Optional[float]:
     return float(v) if v is not None else None
 
 
-def _goal_result(g: Any, gr: Any, unfinished: bool) -> GoalResult:
+def _goal_result(g: SearchGoal, gr: Optional[_MlrGoalResult], unfinished: bool) -> GoalResult:
     """Our GoalResult from MLRsearch's per-goal result (None: no result)."""
     rlb = rub = ct = None
     if gr is not None:

@@ -12,18 +12,21 @@ result follows G10.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-from .common import RFC2544_TRIAL_OVERHEAD_S, TrialBook, passes
+from nfvperf.trial import TrialResult
+
+from .common import RFC2544_TRIAL_OVERHEAD_S, Progress, TrialBook, passes
 from .result import GoalResult, SearchResult
+from .validity import ValidityRunner
 
 
-def ndrpdr_search(runner: Any, max_load_pps: float, *, pdr_loss_ratio: float = 0.005,
+def ndrpdr_search(runner: ValidityRunner, max_load_pps: float, *, pdr_loss_ratio: float = 0.005,
                   trial_duration_s: float = 1.0, final_duration_s: Optional[float] = None,
                   relative_width: float = 0.005, min_load_pps: float = 0.0,
                   overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
-                  time_budget_s: Optional[float] = None, progress: Any = None,
-                  **context: Any) -> SearchResult:
+                  time_budget_s: Optional[float] = None, progress: Optional[Progress] = None,
+                  **context: object) -> SearchResult:
     if not 0.0 < pdr_loss_ratio < 1.0:
         raise ValueError("pdr_loss_ratio must be in (0, 1)")
     final = final_duration_s if final_duration_s is not None else trial_duration_s
@@ -52,7 +55,7 @@ class _NdrPdr:
         self.floor = max(min_load, max_load * 1e-6)
         self.no_pass: set[str] = set()
 
-    def trial(self, load: float, dur: float, phase: str) -> Any:
+    def trial(self, load: float, dur: float, phase: str) -> TrialResult:
         self.book.check_budget(dur)
         tr = self.book.measure(load, dur, phase, judge=lambda t: passes(t, 0.0),
                                ndr_interval=list(self.iv["ndr"]),
@@ -61,7 +64,7 @@ class _NdrPdr:
             self.update(load, tr)
         return tr
 
-    def update(self, load: float, tr: Any) -> None:
+    def update(self, load: float, tr: TrialResult) -> None:
         """Zero loss raises both lower bounds; loss within the PDR goal lowers the NDR upper
         bound and raises the PDR lower bound; more loss lowers both upper bounds."""
         iv = self.iv

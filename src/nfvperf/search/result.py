@@ -4,7 +4,10 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, TypedDict
+
+if TYPE_CHECKING:
+    from .mlr.goals import SearchGoal
 
 
 @dataclass
@@ -36,9 +39,9 @@ class GoalResult:
     irregular_reason: str = ""
 
     @classmethod
-    def of_goal(cls, g: Any, rlb: Optional[float], rub: Optional[float], ct: Optional[float],
+    def of_goal(cls, g: SearchGoal, rlb: Optional[float], rub: Optional[float], ct: Optional[float],
                 irregular: bool, reason: str) -> "GoalResult":
-        """From an MLR SearchGoal (ours or MLRsearch's: same attribute names) and its bounds."""
+        """From one of our MLR SearchGoals and its bounds."""
         return cls(name=g.name, loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
                    relative_width=g.relative_width, final_trial_duration_s=g.final_trial_duration,
                    duration_sum_s=g.duration_sum, lower_bound_pps=rlb, upper_bound_pps=rub,
@@ -55,7 +58,7 @@ class GoalResult:
         """The benchmark value of the goal: the RLB (MLR §reporting)."""
         return self.lower_bound_pps
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self)
         d["width_pps"] = self.width_pps
         return d
@@ -78,7 +81,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     # facts worth keeping that do not qualify the result (e.g. a generator cap far above it)
     info: list[str] = field(default_factory=list)
-    warmup: Optional[dict[str, Any]] = None      # the discarded warm-up trial, if one ran
+    warmup: Optional[dict[str, object]] = None      # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                     # trials repeated because they were invalid
     invalid_reasons: dict[str, int] = field(default_factory=dict)   # count per kind of reason
 
@@ -98,7 +101,7 @@ class SearchResult:
                 return g
         raise KeyError(name)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self)
         d["width_pps"] = self.width_pps
         d["trials_used"] = self.trials_used
@@ -106,7 +109,19 @@ class SearchResult:
         return d
 
 
-def repeat_summary(values: list[Optional[float]]) -> dict[str, Any]:
+class RepeatSummary(TypedDict):
+    """:func:`repeat_summary`'s record (stored with the test as ``repeat``)."""
+
+    n: int
+    values_pps: list[float]
+    median_pps: Optional[float]
+    min_pps: Optional[float]
+    max_pps: Optional[float]
+    relative_range: Optional[float]
+    max_min_ratio: Optional[float]
+
+
+def repeat_summary(values: list[Optional[float]]) -> RepeatSummary:
     """Median and spread of one headline over repetitions of a search (``--repeat N``).
 
     ``relative_range`` = (max − min) / median, ``max_min_ratio`` = max / min (None when min is 0);

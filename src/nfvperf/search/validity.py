@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional, Protocol, Sequence
 
-from nfvperf.trial import (Measurer, MeasurerError, TrialResult, negative_loss_reason,
+from nfvperf.trial import (Measurer, MeasurerError, Segment, TrialResult, negative_loss_reason,
                            sent_short)
 
 DEFAULT_RETRIES = 3
 
-OnTrial = Callable[[TrialResult, dict], None]
+#: a trial's context: ``phase``, ``attempt``, ``used``, ``search`` and what the caller passed
+TrialContext = dict[str, object]
+OnTrial = Callable[[TrialResult, TrialContext], None]
+
+
+class ValidityRunner(Protocol):
+    """What a search calls to run a trial: a valid constant-load trial at ``load_pps`` for
+    ``duration_s`` (retried while invalid), ``context`` passed on to the recorder.
+    :class:`TrialRunner` is the one the runner gives; tests give their own."""
+
+    def measure(self, duration_s: float, load_pps: float, **context: object) -> TrialResult:
+        ...
 
 
 class InvalidTrialsError(MeasurerError):
@@ -108,7 +119,7 @@ class TrialRunner:
     invalid_by_reason: dict[str, int] = field(default_factory=dict)
 
     def _run(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
-             context: dict[str, Any]) -> TrialResult:
+             context: TrialContext) -> TrialResult:
         reasons_all: list[list[str]] = []
         invalid: list[TrialResult] = []
         for attempt in range(1, self.retries + 2):
@@ -134,27 +145,27 @@ class TrialRunner:
             return tr
         raise InvalidTrialsError(duration_s, load_pps, len(reasons_all), reasons_all, invalid)
 
-    def measure(self, duration_s: float, load_pps: float, **context: Any) -> TrialResult:
+    def measure(self, duration_s: float, load_pps: float, **context: object) -> TrialResult:
         """A valid constant-load trial (retried while invalid)."""
         return self._run(lambda: self.measurer.measure(duration_s, load_pps), duration_s, load_pps,
                          context)
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0,
-                      **context: Any) -> TrialResult:
+                      **context: object) -> TrialResult:
         return self._run(lambda: self.measurer.measure_burst(burst_frames, burst_pps, drain_s),
                          burst_frames / burst_pps, burst_pps, context)
 
-    def measure_segments(self, segments: list, **context: Any) -> TrialResult:
+    def measure_segments(self, segments: Sequence[Segment], **context: object) -> TrialResult:
         dur = sum(s.duration_s for s in segments)
         load = max((s.load_pps for s in segments), default=0.0)
-        return self._run(lambda: self.measurer.measure_segments(segments), dur, load, context)
+        return self._run(lambda: self.measurer.measure_segments(list(segments)), dur, load, context)
 
     def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float,
-                      **context: Any) -> TrialResult:
+                      **context: object) -> TrialResult:
         return self._run(lambda: self.measurer.measure_reset(duration_s, load_pps, reset_at_s),
                          duration_s, load_pps, context)
 
     def call(self, fn: Callable[[], TrialResult], duration_s: float, load_pps: float,
-             **context: Any) -> TrialResult:
+             **context: object) -> TrialResult:
         """Any other kind of trial (address caching, TCP): same validity rule."""
         return self._run(fn, duration_s, load_pps, context)

@@ -25,12 +25,14 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
 from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
 from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
+from nfvperf.host.base import Host
+from nfvperf.host.preflight import Needs
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Measurer
@@ -38,7 +40,10 @@ from nfvperf.trial import Measurer
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .errors import TopologyError
-from .spec import TopologySpec
+from .spec import TopologyBase, TopologySpec
+
+if TYPE_CHECKING:
+    from nfvperf.tg.tgen import PortSpec
 
 __all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError", "pci_numa_node"]
 
@@ -90,9 +95,10 @@ class Topology:
 
     def __init__(self, spec: TopologySpec, run: RunContext, *, preflight: bool = True,
                  tgen_binary: Optional[Path] = None, start_tgen: bool = True,
-                 tgen_hugepages: bool = True, tg_host: Any = None, dut_host: Any = None,
-                 testbed_links: Optional[Sequence[dict[str, Any]]] = None,
-                 cpu_hints: Optional[dict[str, dict[str, Any]]] = None):
+                 tgen_hugepages: bool = True, tg_host: Optional[Host] = None,
+                 dut_host: Optional[Host] = None,
+                 testbed_links: Optional[Sequence[Mapping[str, Optional[str]]]] = None,
+                 cpu_hints: Optional[Mapping[str, Mapping[str, object]]] = None):
         self.spec = spec
         # where the generator and the DUT run (issue 10): this machine, or the tester and DUT
         # hosts of a testbed (nfvperf.host.ssh.SshHost); ``testbed_links`` are the cabled
@@ -105,7 +111,7 @@ class Topology:
         self.cpu_hints = dict(cpu_hints or {})
         self.run = run if isinstance(run, RunContext) else RunContext(getattr(run, "tag", None),
                                                                      getattr(run, "run_dir", None))
-        self.do_preflight = preflight and bool(getattr(spec, "preflight", True))
+        self.do_preflight = preflight and spec.preflight
         self.tgen_binary = tgen_binary
         self.want_tgen = start_tgen
         self.tgen_hugepages = tgen_hugepages
@@ -166,7 +172,7 @@ class Topology:
             raise TopologyError(f"topology.dut {self.spec.dut} runs on this machine only; on a "
                                 f"testbed's DUT host use a DUT adapter that runs over SSH (runs_remote)")
         if self.dut_host.remote and not all(v.runs_remote for v in self.vnf_classes_for(self.spec)):
-            raise TopologyError(f"topology.vnf {getattr(self.spec, 'vnf', '?')}: this VNF runs on "
+            raise TopologyError(f"topology.vnf {self.spec.vnf}: this VNF runs on "
                                 f"this machine only; on a testbed's DUT host use vnf: container")
         family = self.port_kind_class().family
         if family not in ("veth", "pci"):
@@ -248,7 +254,7 @@ class Topology:
         return req
 
     @classmethod
-    def preflight_needs(cls, spec: TopologySpec) -> Any:
+    def preflight_needs(cls, spec: TopologySpec) -> Needs:
         """What the host must offer (nfvperf.host.preflight.Needs): the DUT adapter's and the
         VNFs' binaries, the generator, the PCI devices of ``port_kind: pci``."""
         from nfvperf.host.preflight import Needs
@@ -268,13 +274,13 @@ class Topology:
         return []
 
     @classmethod
-    def spec_refusal(cls, spec: Any) -> Optional[str]:
+    def spec_refusal(cls, spec: TopologyBase) -> Optional[str]:
         """Why this kind cannot build ``spec`` (a field combination it refuses, naming the field
         and the fix), or None; checked when a TopologySpec is validated, before anything starts."""
         return None
 
     @classmethod
-    def tx_pair_count(cls, spec: Any) -> int:
+    def tx_pair_count(cls, spec: TopologyBase) -> int:
         """How many port pairs :meth:`tg_pairs` gives for ``spec`` (before the ports exist)."""
         return max(1, int(spec.ports) // 2)
 
@@ -282,7 +288,7 @@ class Topology:
         """Generator (tx_port, rx_port) directions: 0->1, 2->3, ... (reverse added when bidir)."""
         return [(i, i + 1) for i in range(0, len(self.ports) - 1, 2)]
 
-    def stream_params(self) -> Optional[list[dict[str, Any]]]:
+    def stream_params(self) -> Optional[list[dict[str, object]]]:
         """Per-direction extra stream fields for tgen (MACs, VXLAN ...); None = tgen defaults."""
         return None
 
@@ -337,10 +343,10 @@ class Topology:
             req = vnf.core_request(self.spec)
             if req is not None:
                 out[f"vnf{j}"] = req
-        n = getattr(self.spec, "tgen_cores", None)
+        n = self.spec.tgen_cores
         if n is not None and self.want_tgen:
             out["tgen"] = CoreRequest("topology.tgen_cores", int(n),
-                                      bool(getattr(self.spec, "tgen_ht", False)), "topology.tgen_ht")
+                                      self.spec.tgen_ht, "topology.tgen_ht")
         return out
 
     def plan_cpus(self, topo: Optional[CpuTopology] = None) -> PinningPlan:
@@ -371,7 +377,7 @@ class Topology:
         on the tester host, each from that host's own sysfs (read through its host object) and
         the testbed's cpu: hints; sets ``self.tg_plan``, returns the DUT host's plan."""
         from .host_cpus import HostCpuHints, plan_host, read_host_topology
-        hints = {r: HostCpuHints.from_dict(self.cpu_hints.get(r) or {"host": h.name})
+        hints = {r: HostCpuHints.from_dict(dict(self.cpu_hints.get(r) or {"host": h.name}))
                  for r, h in (("dut", self.dut_host), ("tester", self.tg_host))}
         requests = self.core_requests()
         demands = self.cpu_demands()
@@ -423,10 +429,10 @@ class Topology:
         return self.add_ports(pk.port_count(self.spec), dut_netns=dut_netns, tg_netns=self.tg_netns)
 
     def spec_mtu(self) -> int:
-        return int(getattr(self.spec, "mtu", 1500) or 1500)
+        return self.spec.mtu
 
     def make_dut(self, name: Optional[str] = None, netns: Optional[str] = None,
-                 **options: Any) -> DutAdapter:
+                 **options: object) -> DutAdapter:
         assert self.tracker is not None and self.plan is not None
         if self.dut_host.remote:
             options.setdefault("host", self.dut_host)
@@ -444,7 +450,7 @@ class Topology:
         assert plan is not None
         return plan.dpdk_lcores("tgen")
 
-    def tgen_port_specs(self) -> list[Any]:
+    def tgen_port_specs(self) -> list[PortSpec]:
         out = []
         txq = self.dut.tx_queues() if self.dut is not None else 1
         for i, p in enumerate(self.ports):
@@ -504,7 +510,7 @@ class Topology:
 
         orig_env = m.environment
 
-        def environment() -> dict[str, Any]:
+        def environment() -> dict[str, object]:
             d = dict(orig_env())
             d["topology"] = env()
             return d
@@ -515,7 +521,7 @@ class Topology:
         self._measurer = m
         return m
 
-    def reconfigure(self, new_spec: TopologySpec) -> dict[str, Any]:
+    def reconfigure(self, new_spec: TopologySpec) -> dict[str, object]:
         """Turn the running topology into one of ``new_spec`` without a restart: the fields that
         differ (:func:`nfvperf.topo.inplace.in_place_difference`) go to the DUT adapter's
         ``reconfigure()``, which applies them and waits until the DUT has settled; then
@@ -649,7 +655,7 @@ class Topology:
         for v in self.vnfs:
             v.alive()
 
-    def dut_counters(self) -> dict[str, Any]:
+    def dut_counters(self) -> dict[str, object]:
         out: dict[str, Any] = {}
         if self.dut is not None:
             out = dict(self.dut.counters())
@@ -660,7 +666,7 @@ class Topology:
                            for i, v in enumerate(self.vnfs)}
         return out
 
-    def port_counters(self) -> dict[str, Any]:
+    def port_counters(self) -> dict[str, object]:
         """Kernel counters of the veth ends (both sides)."""
         out: dict[str, Any] = {}
         for p in self.ports:
@@ -671,7 +677,7 @@ class Topology:
                     out[p.tg_ifname or str(p.index)] = {"error": str(e)}
         return out
 
-    def _path_facts(self, port: HostPort) -> dict[str, Any]:
+    def _path_facts(self, port: HostPort) -> dict[str, object]:
         """``{"path": {...}}`` when the port's kind reads back what its running path is (AF_XDP:
         the XDP mode of each end, busy polling), else {}; a failure to read is recorded."""
         try:
@@ -680,7 +686,7 @@ class Topology:
             facts = {"error": f"{type(e).__name__}: {e}"}
         return {"path": facts} if facts else {}
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, object]:
         env: dict[str, Any] = {
             "topology": self.kind, "tag": self.run.tag, "run_dir": str(self.run.run_dir),
             "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),

@@ -65,11 +65,14 @@ class P2P(Topology):
             from nfvperf.vm import sriov
             needs.merge(_vm_vnf_class().preflight_needs(spec))
             if spec.port_kind != "pci":
-                needs.checks.append(lambda _req, pk=spec.port_kind: Check(
-                    "sriov:port_kind", "fail", f"topology.vnf: vm on kind p2p passes SR-IOV VFs "
-                    f"through to the VM; port_kind {pk!r} has none", "use port_kind: pci with "
-                    "pci: [tg0, vf0, tg1, vf1], or vnf: vm on kind pvp (vhost-user NICs)",
-                    required=True))
+                pk = spec.port_kind
+
+                def no_vfs(_req: object) -> Check:
+                    return Check("sriov:port_kind", "fail", f"topology.vnf: vm on kind p2p passes "
+                                 f"SR-IOV VFs through to the VM; port_kind {pk!r} has none",
+                                 "use port_kind: pci with pci: [tg0, vf0, tg1, vf1], or vnf: vm "
+                                 "on kind pvp (vhost-user NICs)", required=True)
+                needs.checks.append(no_vfs)
             else:
                 needs.checks.append(lambda _req: sriov.vf_checks(vf_addresses(spec)))
         return needs
