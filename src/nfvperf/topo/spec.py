@@ -53,10 +53,12 @@ def _topology_cls(kind: Optional[str]) -> Any:
 
 
 def allowed_duts(kind: str) -> list[str]:
-    """The DUTs topology ``kind`` can use (what its class declares in ``duts``; None = all)."""
+    """The DUTs topology ``kind`` can use: what its class declares in ``duts`` (None = all),
+    and the adapters that declare ``kind`` in their ``topologies``."""
     cls = _topology_cls(kind)
     declared = getattr(cls, "duts", None)
-    return [d for d in dut_names() if declared is None or d in declared]
+    return [d for d in dut_names()
+            if declared is None or d in declared or kind in DUT_REGISTRY[d].topologies]
 
 
 def allowed_port_kinds(kind: str, dut: str) -> list[str]:
