@@ -1,5 +1,5 @@
 """The harness ceiling on a real path (af_packet veth, tgen through testpmd io): ``nfvperf
-baseline`` measures and caches it; a short real run (``--tg tgen``, p2p, one frame size, 1 s
+baseline`` measures and caches it; a short real run (``--tg tgen``, p2p, one frame size, 0.5 s
 trials) measures it before its topology, stores ``environment.harness_ceiling`` and its report
 shows the ceiling and bound columns.  Nothing is left behind (``leak_check``)."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ traffic: {frame_sizes: [64], link_speed: 1G}
 profile: quick
 ceiling: {trial_s: 0.3}
 tests:
-  - {method: throughput, trial_duration_s: 1, resolution_pct: 5}
+  - {method: throughput, trial_duration_s: 0.5, resolution_pct: 5}
 """
 
 

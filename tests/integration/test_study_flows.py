@@ -24,9 +24,10 @@ HAVE_OVS = os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
 
 
 def _short(suite: Path, out: Path) -> Path:
-    """The shipped study with 1 s trials and a coarse search (seconds, not minutes)."""
+    """The shipped study with 0.5 s trials and a coarse search (seconds, not minutes): what is
+    asserted is the stored structure and a positive rate per unit, which need no longer trial."""
     data = yaml.safe_load(suite.read_text())
-    data["profile"] = {"name": "custom", "trial_s": 1.0, "drain_s": 0.1, "settle_s": 0.0, "learning_s": 0.1}
+    data["profile"] = {"name": "custom", "trial_s": 0.5, "drain_s": 0.1, "settle_s": 0.0, "learning_s": 0.1}
     data["ceiling"] = {"enabled": False}
     test = data["tests"][0]
     # a coarse search from 10 % of the nominal 10G down to 0.25 % of it (37 kfps); 1 % loss
