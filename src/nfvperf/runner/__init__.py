@@ -5,9 +5,8 @@ The runner owns the life cycle around the methods:
 * a run row (status ``running``) and a run directory tagged ``nfv<uid>`` exist before the first
   trial; every trial is committed as it ends (``Recorder.trial``), so Ctrl-C or a crash keeps it;
 * the measurer comes from :func:`measurer_for` (:mod:`nfvperf.topo.measurers`: ``sim``, or
-  ``tgen`` / ``iperf3`` through a built topology; ``iperf3`` runs only the ``tcp`` method, on
-  ``Topology.tcp_endpoints()``), entered as a context manager so the topology is released on
-  every exit path;
+  ``tgen`` / ``iperf3`` through a built topology; ``iperf3`` runs only the ``tcp`` method),
+  entered as a context manager so the topology is released on every exit path;
 * what runs is the plan's (:func:`nfvperf.plan.plan_run`, the decision ``nfvperf validate``
   prints too): a unit the plan skips (its topology does not fit this host or cannot be built
   here, or the measurer cannot run its method) is stored ``skipped`` with the reason before
@@ -18,10 +17,9 @@ The runner owns the life cycle around the methods:
   a :class:`DutFailure` ends the run (``failed``); a run where nothing ran is ``failed``;
 * Ctrl-C (SIGINT) or SIGTERM marks the running test and the run ``interrupted``; the CLI exits 130.
 
-The runner only runs; its collaborators are modules of this package: :mod:`.books` (run row,
-run dir, plan, outcome), :mod:`.interrupts`, :mod:`.progress`, :mod:`.recorder`, :mod:`.groups`
-(units sharing a topology build), :mod:`.results` (a unit's result: repetitions, throughput
-reuse), :mod:`.ceilings` (the harness ceiling), :mod:`.testbed`; the host facts are
+The runner only runs; its collaborators are its modules: :mod:`.books` (run row and dir, plan,
+outcome), :mod:`.interrupts`, :mod:`.progress`, :mod:`.recorder`, :mod:`.groups`, :mod:`.results`
+(repetitions, throughput reuse), :mod:`.ceilings`, :mod:`.testbed`, :mod:`.factory`; host facts:
 :mod:`nfvperf.host.facts`.
 """
 from __future__ import annotations
@@ -32,9 +30,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
-from nfvperf.config import Suite, topology_overrides
+from nfvperf.config import Suite, TestConfig, topology_overrides
+from nfvperf.fit import FitChange
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
 from nfvperf.host.preflight import PreflightError
 from nfvperf.methods import REGISTRY, runs_on_iperf3
@@ -45,7 +44,9 @@ from nfvperf.store import Store
 from nfvperf.testbed.spec import TestbedSpec
 from nfvperf.topo import tx_pairs
 from nfvperf.topo.base import HostTooSmall
+from nfvperf.testbed.hosts import TestbedHosts
 from nfvperf.topo.measurers import configure_unit
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import DutFailure, Measurer, TrafficProfile, Unsupported
 from nfvperf.units import directions
 
@@ -53,7 +54,7 @@ from .books import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TEST_FAILED,
                     UnitBooks, closing_status, create_run, record_measurer, record_plan)
 from .ceilings import CeilingOptions, HarnessCeilings
 from .factory import MeasurerFactory, measurer_for
-from .groups import ROUNDS, by_measurer, topology_groups
+from .groups import ROUNDS, Group, Unit, by_measurer, topology_groups
 from .interrupts import Interrupts, only_owner
 from .progress import Progress, progress_logs
 from .recorder import Recorder
@@ -78,7 +79,7 @@ class RunLoop:
         self.current_test: Optional[int] = None
         self.reuse = ThroughputReuse()     # zero-loss throughput found so far, for prerequisite reuse
         self.ceilings = HarnessCeilings(CeilingOptions(), suite, run.tag, run_dir, env, progress, self.save_env)
-        self.hosts: Any = None         # a testbed run: nfvperf.testbed.hosts.TestbedHosts
+        self.hosts: Optional[TestbedHosts] = None     # a testbed run's hosts
         self.plan: Optional[RunPlan] = None     # what runs and what is skipped (nfvperf.plan)
         self.books = UnitBooks(store, run, suite, interrupts, progress, self.outcome)
         self.group_tg = tg             # the measurer of the topology group being run (by_measurer)
@@ -87,10 +88,10 @@ class RunLoop:
     def recorder(self, test_id: int, label: str) -> "Recorder":
         return Recorder(self.store, test_id, self.interrupts, self.progress, label)
 
-    def configure_unit(self, measurer: Measurer, spec: Any, test: Any, size: Optional[int]) -> None:
+    def configure_unit(self, measurer: Measurer, spec: TopologySpec, test: TestConfig, size: Optional[int]) -> None:
         """A simulated DUT takes the unit's configuration: the suite's ``sim:`` with the test's
         on top, the unit's topology spec and method params (a real DUT was built for it)."""
-        configure_unit(measurer, getattr(test, "sim", None) or self.suite.spec.sim, spec, test.params_for(size))
+        configure_unit(measurer, test.sim or self.suite.spec.sim, spec, test.params_for(size))
 
     def save_env(self) -> None:
         """Commit the run's environment (never cut by Ctrl-C)."""
@@ -98,13 +99,12 @@ class RunLoop:
             self.store.update_run(self.run.id, environment=self.env)
 
     @staticmethod
-    def label(test: Any, size: Optional[int]) -> str:
+    def label(test: TestConfig, size: Optional[int]) -> str:
         return unit_label(test, size)
 
     # ------------------------------------------------------------------ testbed (issue 10)
     def use_testbed(self, testbed: TestbedSpec) -> None:
-        """Run on ``testbed``'s hosts (:func:`.testbed.open_testbed`), the topology built with
-        them.  No harness ceiling (it would measure this machine, not the tester host)."""
+        """Build on ``testbed``'s hosts (:func:`.testbed.open_testbed`); no harness ceiling there."""
         self.hosts, kw = open_testbed(testbed, self.tg, self.suite, self.env, self.progress)
         self.factory = functools.partial(self.factory, topo_kwargs=kw)
         self.ceilings.options.enabled = False
@@ -117,7 +117,7 @@ class RunLoop:
             self.hosts = None
 
     # ------------------------------------------------------------------ topology groups
-    def run_groups(self, groups: list[tuple[Any, list]]) -> None:
+    def run_groups(self, groups: list[Group]) -> None:
         self.env["host"] = host_environment()
         self.cpu_steadiness("before the run")
         for topo_spec, group in groups:
@@ -129,20 +129,24 @@ class RunLoop:
             if topo_spec is ROUNDS:
                 RoundsRun(self, group).run()
                 continue
-            for group_tg, units in by_measurer(group, self.plan, self.tg):
-                if self.status != "completed":
-                    break
-                self.group_tg = group_tg
-                self.harness_ceiling(topo_spec, units)
-                try:
-                    self.run_group(topo_spec, units)
-                except (HostTooSmall, PreflightError) as e:
-                    self.skip_group(topo_spec, self.books.not_stored(units), str(e))
-                except DutFailure:
-                    raise                       # a DUT (or its host) that died ends the run
-                except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
-                    self.group_failed(topo_spec, units)
+            self.run_topology(cast(TopologySpec, topo_spec), group)
         self.cpu_steadiness("after it")
+
+    def run_topology(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
+        """One topology's units, one build per measurer; a failed build skips or fails its units."""
+        for group_tg, units in by_measurer(group, self.plan, self.tg):
+            if self.status != "completed":
+                break
+            self.group_tg = group_tg
+            self.harness_ceiling(topo_spec, units)
+            try:
+                self.run_group(topo_spec, units)
+            except (HostTooSmall, PreflightError) as e:
+                self.books.skip_topology(topo_spec, self.books.not_stored(units), str(e), self.env)
+            except DutFailure:
+                raise                       # a DUT (or its host) that died ends the run
+            except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
+                self.group_failed(topo_spec, units)
 
     def cpu_steadiness(self, when: str) -> None:
         """Before a real run on this machine builds anything, and after its last topology is
@@ -152,22 +156,12 @@ class RunLoop:
         self.progress.log(f"host CPU steadiness: {record_cpu_steadiness(self.env, when)}")
         self.save_env()
 
-    def fit_changes(self, test: Any, size: Optional[int]) -> list[Any]:
+    def fit_changes(self, test: TestConfig, size: Optional[int]) -> list[FitChange]:
         """What ``--fit-host`` changed in this unit's topology (nfvperf.fit.FitChange)."""
         u = self.plan.unit(test, size) if self.plan is not None else None
         return list(u.changes) if u is not None else []
 
-    def skip_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]], why: str) -> None:
-        """A topology whose build found, before anything started, that this host cannot run it
-        (too small, hardware missing, a required preflight check failed): its units are stored as
-        ``skipped`` with the reason, and the run goes on with the next topology."""
-        self.progress.log(f"topology {topo_spec.kind} skipped: {why}")
-        info = self.env["topologies"][-1] if self.env["topologies"] else {}
-        info["skipped"] = why
-        for test, size in group:
-            self.books.skipped(topo_spec, test, size, why)
-
-    def group_failed(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+    def group_failed(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
         """Called in the ``except`` of a topology group that failed otherwise (its build, its
         release): the units it did not run are ``failed`` with the reason; the run goes on."""
         exc = sys.exc_info()[1]
@@ -180,11 +174,11 @@ class RunLoop:
         self.current_test = None
 
     # ------------------------------------------------------------------ harness ceiling
-    def harness_ceiling(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+    def harness_ceiling(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
         """Before a topology group of a real run: its path's harness ceiling (:mod:`.ceilings`)."""
         self.ceilings.before_group(self.group_tg, topo_spec, group)
 
-    def run_group(self, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+    def run_group(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
         """Build one topology (the measurer's context), run its units, release it."""
         info: dict[str, Any] = {"kind": topo_spec.kind,
                                 "overrides": topology_overrides(topo_spec, self.suite.spec.topology)}
@@ -209,14 +203,14 @@ class RunLoop:
         self.store.update_run(self.run.id, environment=self.env)
 
     # ------------------------------------------------------------------ one (test, size) unit
-    def run_unit(self, measurer: Measurer, topo_spec: Any, topo_row: dict[str, Any], test: Any,
+    def run_unit(self, measurer: Measurer, topo_spec: TopologySpec, topo_row: dict[str, Any], test: TestConfig,
                  size: Optional[int]) -> bool:
         """Run and store one unit.  An error fails this unit only; a DUT failure fails the run
         (returns False); KeyboardInterrupt goes up to :func:`execute`."""
         label = unit_label(test, size)
         self.progress.unit(label)
         profile = self.suite.traffic_profile(test, size)
-        ndir = directions(test.traffic, topo_spec.ports, tx_pairs(topo_spec))
+        ndir = directions(test.traffic.model_dump(), topo_spec.ports, tx_pairs(topo_spec))
         row = dict(topo_row, directions=ndir)
         fitted = [c.text() for c in self.fit_changes(test, size)]
         if fitted:
@@ -247,7 +241,7 @@ class RunLoop:
         self.progress.unit_done()
         return True
 
-    def measure_unit(self, measurer: Measurer, topo_spec: Any, test: Any, size: Optional[int],
+    def measure_unit(self, measurer: Measurer, topo_spec: TopologySpec, test: TestConfig, size: Optional[int],
                      profile: TrafficProfile, ndir: int, test_id: int, rec: Recorder, label: str) -> str:
         """The method's run and its stored result (:class:`.results.UnitResult`); returns the log text."""
         if self.group_tg == "iperf3" and not runs_on_iperf3(test.method):

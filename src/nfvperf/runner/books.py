@@ -14,13 +14,15 @@ from typing import Any, Optional
 
 from sqlalchemy.engine import make_url
 
-from nfvperf.config import Suite, format_link_speed
+from nfvperf.config import Suite, TestConfig, format_link_speed
 from nfvperf.plan import RunPlan, unit_label
 from nfvperf.store import Store
 from nfvperf.store.db import process_starttime
 from nfvperf.testbed.spec import TestbedSpec
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import Measurer
 
+from .groups import Unit
 from .interrupts import Interrupts
 from .progress import Progress
 
@@ -154,9 +156,6 @@ def _cores_shared(env: dict[str, Any]) -> Optional[bool]:
     return None
 
 
-Unit = tuple[Any, Optional[int]]     # (test entry, frame size)
-
-
 class UnitBooks:
     """The test rows of a run's units that did not run: skipped (by the plan, or a topology the
     host cannot build) or failed; which units have a row; the outcome's lists of failed and
@@ -191,7 +190,7 @@ class UnitBooks:
             self.skipped(spec, test, size, why)
         return todo
 
-    def _row(self, topo_spec: Any, test: Any, size: Optional[int]) -> Any:
+    def _row(self, topo_spec: TopologySpec, test: TestConfig, size: Optional[int]) -> Any:
         row = self.store.start_test(self.run.id, name=test.name, method=test.method,
                                     frame_size_b=size, params=test.params_dict(size),
                                     traffic=self.suite.traffic_profile(test, size),
@@ -199,7 +198,7 @@ class UnitBooks:
         self.stored.add((id(test), size))
         return row
 
-    def skipped(self, topo_spec: Any, test: Any, size: Optional[int], why: str) -> None:
+    def skipped(self, topo_spec: TopologySpec, test: TestConfig, size: Optional[int], why: str) -> None:
         label = unit_label(test, size)
         with self.interrupts.critical():
             row = self._row(topo_spec, test, size)
@@ -208,6 +207,16 @@ class UnitBooks:
         self.progress.unit(label)
         self.progress.unit_done()
 
+    def skip_topology(self, topo_spec: TopologySpec, group: list[Unit], why: str, env: dict[str, Any]) -> None:
+        """A topology whose build found, before anything started, that this host cannot run it
+        (too small, hardware missing, a required preflight check failed): its units are stored as
+        ``skipped`` with the reason (also on the run's last topology entry), and the run goes on."""
+        self.progress.log(f"topology {topo_spec.kind} skipped: {why}")
+        info = env["topologies"][-1] if env["topologies"] else {}
+        info["skipped"] = why
+        for test, size in group:
+            self.skipped(topo_spec, test, size, why)
+
     def failed(self, test_id: int, label: str, reason: str) -> None:
         if self.first_failure is None:
             self.first_failure = f"{label}: {reason}"
@@ -215,7 +224,7 @@ class UnitBooks:
             self.store.finish_test(test_id, "failed", reason)
         self.outcome.failed_tests.append(label)
 
-    def group_failed(self, topo_spec: Any, group: list[Unit], why: str) -> None:
+    def group_failed(self, topo_spec: TopologySpec, group: list[Unit], why: str) -> None:
         """The units of a failed topology group that have no row yet: ``failed`` with ``why``."""
         for test, size in self.not_stored(group):
             with self.interrupts.critical():

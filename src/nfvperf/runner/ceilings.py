@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from nfvperf.config import ProfileSpec, Suite
+from nfvperf.config import ProfileSpec, Suite, TestConfig
 from nfvperf.methods import rate_methods
 from nfvperf.store.ceiling import CeilingCache
 from nfvperf.topo import RunContext
 from nfvperf.topo import ceiling as topo_ceiling   # looked up per call (tests replace its functions)
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import TrafficProfile
+
+from .groups import Unit
 
 from .progress import Progress
 
@@ -39,7 +42,7 @@ class CeilingOptions:
             return "turned off (--no-ceiling or ceiling.enabled: false)"
         return None
 
-    def measure(self, spec: Any, tag: str, run_dir: Path, profiles: dict[int, TrafficProfile],
+    def measure(self, spec: TopologySpec, tag: str, run_dir: Path, profiles: dict[int, TrafficProfile],
                 suite: Suite, log: Callable[[str], None]) -> dict[str, Any]:
         cfg = suite.spec.ceiling
         if self.measure_fn is not None:
@@ -51,7 +54,7 @@ class CeilingOptions:
                                             log=log)
 
 
-def ceiling_path_key(topo_spec: Any, test: Any) -> str:
+def ceiling_path_key(topo_spec: TopologySpec, test: TestConfig) -> str:
     """What makes two topology groups share a harness ceiling: the path's port kind, PCI
     addresses, MTU, generator lcores, link speed and the topology/DUT (their CPU plans)."""
     return json.dumps([topo_spec.port_kind, list(topo_spec.pci), getattr(topo_spec, "mtu", 1500),
@@ -69,7 +72,7 @@ class HarnessCeilings:
         self.env, self.progress, self.save = env, progress, save
         self.ceilings: dict[str, dict[str, Any]] = {}
 
-    def before_group(self, tg: str, topo_spec: Any, group: list[tuple[Any, Optional[int]]]) -> None:
+    def before_group(self, tg: str, topo_spec: TopologySpec, group: list[Unit]) -> None:
         """Before a topology group of a real run: the harness ceiling for its path (port kind,
         link speed, MTU, generator cores) at the sizes of its throughput/latency units, from the
         cache or measured; stored in ``environment.harness_ceiling(s)``.  Never fails the run."""

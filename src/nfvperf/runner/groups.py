@@ -4,31 +4,37 @@ down between groups); the units of a study that runs in interleaved rounds form 
 units on the same measurer run on one build (:func:`by_measurer`)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional, Union
 
+from nfvperf.config import TestConfig
 from nfvperf.plan import RunPlan
+from nfvperf.topo.spec import TopologySpec
 
-__all__ = ["ROUNDS", "in_rounds", "topology_groups", "by_measurer"]
+__all__ = ["ROUNDS", "Unit", "Group", "in_rounds", "topology_groups", "by_measurer"]
 
 
 #: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)
 ROUNDS = object()
+#: a test unit: (test entry, frame size; None for IMIX and size-less methods)
+Unit = tuple[TestConfig, Optional[int]]
+#: units sharing one build: (their topology spec, or ROUNDS for a study in rounds; the units)
+Group = tuple[Union[TopologySpec, object], list[Unit]]
 
 
-def in_rounds(test: Any) -> bool:
+def in_rounds(test: TestConfig) -> bool:
     """A unit of a study that runs in interleaved rounds."""
-    return bool((getattr(test, "study", None) or {}).get("rounds"))
+    return bool((test.study or {}).get("rounds"))
 
 
-def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> list[tuple[Any, list]]:
+def topology_groups(units: list[Unit], default: TopologySpec) -> list[Group]:
     """Consecutive test units on the same topology share one build (torn down between groups).
     The units of a study with ``rounds`` form one group ``(ROUNDS, units)`` where the study's
     first unit stands (their topologies are built by ``nfvperf.rounds``)."""
-    groups: list[tuple[Any, list]] = []
-    studies: dict[str, list] = {}
+    groups: list[Group] = []
+    studies: dict[str, list[Unit]] = {}
     for test, size in units:
         if in_rounds(test):
-            name = test.study["name"]
+            name = (test.study or {})["name"]
             if name not in studies:
                 studies[name] = []
                 groups.append((ROUNDS, studies[name]))
@@ -42,11 +48,10 @@ def topology_groups(units: list[tuple[Any, Optional[int]]], default: Any) -> lis
     return groups
 
 
-def by_measurer(group: list[tuple[Any, Optional[int]]], plan: Optional[RunPlan],
-                tg: str) -> list[tuple[str, list[tuple[Any, Optional[int]]]]]:
+def by_measurer(group: list[Unit], plan: Optional[RunPlan], tg: str) -> list[tuple[str, list[Unit]]]:
     """The group's consecutive units by the measurer the plan gives them (``--tg tgen`` runs
     a tcp unit with iperf3 through the same topology, built for it without the generator)."""
-    out: list[tuple[str, list[tuple[Any, Optional[int]]]]] = []
+    out: list[tuple[str, list[Unit]]] = []
     for test, size in group:
         u = plan.unit(test, size) if plan is not None else None
         unit_tg = u.measurer if u is not None else tg

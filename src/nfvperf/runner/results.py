@@ -11,10 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from nfvperf.config import TestConfig
 from nfvperf.methods.common import rates
 from nfvperf.report.extract import summarize_result
 from nfvperf.search.result import repeat_summary
 from nfvperf.store.db import jsonable
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import TrafficProfile
 
 __all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "zero_loss", "throughput_key",
@@ -69,12 +71,12 @@ class ThroughputReuse:
     def __init__(self) -> None:
         self.measured: dict[str, float] = {}
 
-    def params(self, test: Any, size: Optional[int], topo_spec: Any) -> Any:
+    def params(self, test: TestConfig, size: Optional[int], topo_spec: TopologySpec) -> Any:
         """The unit's method params, with ``throughput_pps`` from an earlier unit when it needs
         one and its entry does not set it (see :func:`reuse_throughput`)."""
         return reuse_throughput(test, size, topo_spec, self.measured)
 
-    def note(self, test: Any, size: Optional[int], topo_spec: Any, result: UnitResult) -> None:
+    def note(self, test: TestConfig, size: Optional[int], topo_spec: TopologySpec, result: UnitResult) -> None:
         """Keep a throughput unit's result when it is an RFC 2544 (zero-loss) Throughput."""
         if test.method == "throughput" and result.value_pps and zero_loss(result.data):
             self.measured.setdefault(throughput_key(test, size, topo_spec), result.value_pps)
@@ -101,7 +103,7 @@ def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: Traff
     return data
 
 
-def throughput_key(test: Any, size: Optional[int], topo_spec: Any) -> str:
+def throughput_key(test: TestConfig, size: Optional[int], topo_spec: TopologySpec) -> str:
     traffic = test.traffic.model_dump(exclude={"frame_sizes", "rate_unit", "latency"})
     sim = getattr(test, "sim", None)     # a test's own sim: settings model another DUT
     return json.dumps([size, topo_spec.model_dump(mode="json"), traffic] +
@@ -120,7 +122,8 @@ def params_dump(params: Any) -> dict[str, Any]:
     return params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
 
 
-def reuse_throughput(test: Any, size: Optional[int], topo_spec: Any, measured: dict[str, float]) -> Any:
+def reuse_throughput(test: TestConfig, size: Optional[int], topo_spec: TopologySpec,
+                     measured: dict[str, float]) -> Any:
     """A method that needs the Throughput first (latency, back-to-back, recovery, reset, RFC 2889
     forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
     size, topology and traffic, unless its entry sets ``throughput_pps``; its ``throughput:``
