@@ -68,7 +68,7 @@ def test_multihost_pvp_over_ssh_vnf_on_the_dut_host_counts_match(testbed_hosts, 
             m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=4, bidirectional=True,
                                          drain_s=0.5, learning=False))
             m.measure(0.5, 1000)                 # warm-up
-            res = m.measure(1.0, 2000)
+            res = m.measure(0.5, 4000)
             assert res.valid, res.invalid_reasons
             assert res.sent == 4000 and res.received == 4000
             dc = res.dut_counters
@@ -105,7 +105,7 @@ traffic: {frame_sizes: [64], flows_per_port: 4, bidirectional: true, link_speed:
 profile: quick
 tests:
   - method: frame_loss_rate
-    trial_duration_s: 1
+    trial_duration_s: 0.5
     step_pct: 10
     zero_loss_stop: 2
 """

@@ -70,7 +70,7 @@ def test_multihost_p_ovs_p_over_ssh_counts_match(testbed_hosts, run_ctx, port_ki
             m = topo.measurer()
             m.set_profile(_profile())
             m.measure(0.5, 1000)                 # warm-up (datapath flows, ARP-free: static)
-            res = m.measure(1.0, 2000)
+            res = m.measure(0.5, 4000)
             assert res.valid, res.invalid_reasons
             assert res.sent == 4000 and res.received == 4000
             after = res.dut_counters

@@ -34,7 +34,7 @@ def test_pmd_cores_and_socket_mem_reach_ovs(run_ctx) -> None:
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=4, bidirectional=True,
                                      drain_s=0.5, learning=False))
         m.measure(0.5, 500)                                           # warm-up
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         assert res.valid, res.invalid_reasons
         assert res.sent == res.received == 4000
 
@@ -69,7 +69,7 @@ def test_dual_bridge_vlan_translation_rewrites_the_tag(run_ctx) -> None:
         m = topo.measurer()
         m.set_profile(_profile(vlan=100))
         m.measure(0.5, 500)                                           # warm-up
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         assert res.valid, res.invalid_reasons
         assert res.sent == res.received == 4000
         for br in dut.bridges:
@@ -79,7 +79,7 @@ def test_dual_bridge_vlan_translation_rewrites_the_tag(run_ctx) -> None:
             assert len(ingress) == 1 and "mod_vlan_vid:200" in ingress[0]["actions"]
             assert ingress[0]["n_packets"] >= 2000 and egress[0]["n_packets"] >= 2000
         m.set_profile(_profile(vlan=300))
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         assert res.sent == 2000 and res.received == 0
 
 
@@ -90,7 +90,7 @@ def test_single_bridge_vlan_translation_and_plain_dual_bridge(run_ctx) -> None:
         m = topo.measurer()
         m.set_profile(_profile(vlan=100))
         m.measure(0.5, 500)
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         assert res.sent == res.received == 4000
         rules = topo.dut.dump_flows()
         assert len(rules) == 2 and all("mod_vlan_vid:200" in f["actions"] for f in rules)
@@ -100,7 +100,7 @@ def test_single_bridge_vlan_translation_and_plain_dual_bridge(run_ctx) -> None:
         m = topo.measurer()
         m.set_profile(_profile())
         m.measure(0.5, 500)
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         assert res.valid, res.invalid_reasons
         assert res.sent == res.received == 4000
         counters = topo.dut.counters()["ports"]
@@ -128,5 +128,5 @@ def test_pvp_pmd_and_vnf_core_counts(run_ctx) -> None:
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=4, bidirectional=True,
                                      drain_s=0.5, learning=False))
         m.measure(0.5, 500)
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         assert res.sent == res.received == 2000

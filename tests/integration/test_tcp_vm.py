@@ -75,7 +75,7 @@ def test_vm_vm_tso_and_multiqueue_inside_the_guests(run_ctx) -> None:
                 assert re.search(rf"Combined:\s+{2 if mq else 1}\b", cur), lq
                 assert applied[f"{g.iface}/{g.ifname}"]["queues"] == (2 if mq else 1)
             before = {g.vnf_name: g.counters()["total"] for g in t.guests}
-            r = m.measure_tcp(duration_s=3, streams=2, processes=2, pin_cores=[0, 1], omit_s=0)
+            r = m.measure_tcp(duration_s=1, streams=2, processes=2, pin_cores=[0, 1], omit_s=0)
             after = {g.vnf_name: g.counters()["total"] for g in t.guests}
             runs[(tso, mq)] = r
             print(f"[tcp-vm] tso {tso} mq {mq}: {r.receiver_bps / 1e9:.3f} Gbit/s "
@@ -118,9 +118,9 @@ def test_host_vm_through_the_runner(tmp_path, leak_check) -> None:
           vm: {vcpus: 1, memory_mb: 512}
         traffic: {frame_sizes: [1518], bidirectional: false}
         tests:
-          - {method: tcp, name: pinned, processes: 1, streams: 2, pin_cores: [0], duration_s: 3,
+          - {method: tcp, name: pinned, processes: 1, streams: 2, pin_cores: [0], duration_s: 1,
              omit_s: 0, tso: false}
-          - {method: tcp, name: two-clients, processes: 2, streams: 1, duration_s: 3, omit_s: 0}
+          - {method: tcp, name: two-clients, processes: 2, streams: 1, duration_s: 1, omit_s: 0}
         """))
     db = tmp_path / "r.db"
     p = subprocess.run([sys.executable, "-m", "nfvperf", "run", str(suite), "--tg", "iperf3",

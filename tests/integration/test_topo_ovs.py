@@ -34,7 +34,7 @@ def test_p_ovs_p_counts_match(run_ctx) -> None:
         m = topo.measurer()
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=4, bidirectional=True,
                                      drain_s=0.5, learning=False))
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         after = res.dut_counters           # this trial's deltas (read before it and after its drain)
         assert res.valid, res.invalid_reasons
         assert res.sent == 4000 and res.received == 4000
@@ -60,7 +60,7 @@ def test_p_ovs_p_rule_complexity(run_ctx) -> None:
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=64, bidirectional=True,
                                      drain_s=0.5, learning=False))
         m.measure(0.5, 1000)          # warm-up: datapath flows installed
-        res = m.measure(1.0, 2000)
+        res = m.measure(0.5, 4000)
         assert res.valid and res.received == res.sent == 4000
         hit = [f for f in topo.dut.dump_flows() if f["n_packets"]]
         assert len(hit) == 128
@@ -73,7 +73,7 @@ def test_pvp_counts_match(run_ctx) -> None:
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=1, bidirectional=True,
                                      drain_s=0.5, learning=False))
         vnf_before = topo.vnfs[0].counters()
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         assert res.valid and res.sent == 2000
         assert res.received >= 1990          # shared cores: a few frames may be lost
         after = res.dut_counters             # this trial's deltas
@@ -96,7 +96,7 @@ def test_vxlan_decapsulated_at_vnf(run_ctx) -> None:
                                      vxlan=True, drain_s=0.5, learning=False))
         vnf = topo.vnfs[0]
         v0 = vnf.counters()["ports"]["vnf0-vhu0"]
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         v1 = vnf.counters()["ports"]["vnf0-vhu0"]
         rx = v1["rx_packets"] - v0["rx_packets"]
         assert rx >= 990 and rx <= res.sent
@@ -142,7 +142,7 @@ def test_more_shapes_pass_traffic(run_ctx, kind, ports, bidir, sw_ops, n_vnfs) -
         m.set_profile(TrafficProfile(frame_size_b=128, flows_per_port=8, bidirectional=bidir,
                                      drain_s=0.5, learning=False))
         m.measure(0.5, 500)           # warm-up
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         n_dirs = (ports // 2) * (2 if bidir else 1)
         assert res.valid and len(res.streams) == n_dirs and res.sent == 1000 * n_dirs
         assert res.received >= res.sent * 0.99
@@ -173,7 +173,7 @@ def test_pvp_reset_reconnects_vnf(run_ctx) -> None:
         topo.reset_dut()
         assert topo.dut.pids()["ovs-vswitchd"] != old
         m.measure(0.5, 500)           # warm-up after the restart
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         assert res.valid and res.sent == 2000 and res.received >= 1980
 
 
@@ -188,5 +188,5 @@ def test_pvp_with_vm_vnf(run_ctx) -> None:
         m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, drain_s=0.5,
                                      learning=False))
         m.measure(0.5, 500)
-        res = m.measure(1.0, 1000)
+        res = m.measure(0.5, 2000)
         assert res.valid and res.sent == 2000 and res.received >= 1980
