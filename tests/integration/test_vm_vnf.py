@@ -177,6 +177,7 @@ def test_vm_vnf_argv_and_interface(tmp_path):
             VmVnf(run, tr, sockets=[tmp_path / "a.sock"], vcpus=1)
 
 
+@pytest.mark.no_polling          # builds the image: nothing boots
 def test_image_pieces_are_deterministic():
     """No root, no network: the ELF reader and the initramfs writer."""
     import gzip
@@ -216,6 +217,7 @@ def test_image_pieces_are_deterministic():
 
 
 @pytest.mark.slow
+@pytest.mark.no_polling          # builds the image: nothing boots
 def test_image_rebuild_is_byte_identical(guest_image, tmp_path):
     """Same packages, fresh build in another cache dir: the same kernel and initramfs bytes."""
     from nfvperf.vm import image as I

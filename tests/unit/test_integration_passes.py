@@ -19,13 +19,14 @@ MARK = "no_polling"
 #: what starts a busy-polling process in an integration test: the generator, a DPDK DUT or VNF,
 #: a topology build (its DUT and tgen), a run with tgen (cli_runs.run_suite's default), a VM
 POLLING = ("start_tgen", "TgenProcess", "TgenMeasurer", "Testpmd", "OvsDpdk", "L3fwd", "VmVnf",
-           "build(", "need_tgen", '"--tg", "tgen"', "run_suite(", "ovs-dpdk", "dut: testpmd",
+           "build(", "topo.build(", "topo_pkg.build(", "need_tgen", '"--tg", "tgen"', "run_suite(", "ovs-dpdk", "dut: testpmd",
            "dut: l3fwd", "qemu")
 
 
 def _names(word: str, text: str) -> bool:
-    """``word`` in ``text`` as a name of its own (``run_suite(``, not ``_run_suite(``)."""
-    return re.search(r"(?<![\w])" + re.escape(word), text) is not None
+    """``word`` in ``text`` as a name of its own (``run_suite(``, not ``_run_suite(``; ``build(``,
+    not the image's ``I.build(``: a topology's build is listed with its module)."""
+    return re.search(r"(?<![\w.])" + re.escape(word), text) is not None
 
 
 def _marked(node: ast.AST) -> bool:
@@ -79,6 +80,8 @@ def test_the_check_finds_a_polling_test() -> None:
     module = 'import pytest\npytestmark = [pytest.mark.root, pytest.mark.no_polling]\n' \
              'def test_x(run_ctx):\n    with build(spec, run_ctx):\n        pass\n'
     assert polling_in_marked(module) == ["<module>: build("]
+    assert polling_in_marked(module.replace("build(", "topo.build(")) == ["<module>: topo.build("]
+    assert polling_in_marked(module.replace("build(", "image.build(")) == []
     one = 'import pytest\n@pytest.mark.no_polling\ndef test_a():\n    start_tgen([])\n' \
           'def test_b():\n    start_tgen([])\n'
     assert polling_in_marked(one) == ["test_a: start_tgen"]
