@@ -40,7 +40,7 @@ from nfvperf.trial import Measurer
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .errors import TopologyError
-from .spec import TopologyBase, TopologySpec
+from .spec import TopologySpec
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
@@ -274,13 +274,13 @@ class Topology:
         return []
 
     @classmethod
-    def spec_refusal(cls, spec: TopologyBase) -> Optional[str]:
+    def spec_refusal(cls, spec: TopologySpec) -> Optional[str]:
         """Why this kind cannot build ``spec`` (a field combination it refuses, naming the field
         and the fix), or None; checked when a TopologySpec is validated, before anything starts."""
         return None
 
     @classmethod
-    def tx_pair_count(cls, spec: TopologyBase) -> int:
+    def tx_pair_count(cls, spec: TopologySpec) -> int:
         """How many port pairs :meth:`tg_pairs` gives for ``spec`` (before the ports exist)."""
         return max(1, int(spec.ports) // 2)
 

@@ -32,15 +32,16 @@ from typing import Any, Optional
 
 from . import register
 from .base import Topology, TopologyError
+from .spec import TopologySpec
 
 
 def _vm_vnf_class() -> Any:
     return importlib.import_module("nfvperf.vm.qemu").VmVnf
 
 
-def vf_addresses(spec: Any) -> list[str]:
+def vf_addresses(spec: TopologySpec) -> list[str]:
     """The DUT's PCI addresses (the VFs the VM gets) of ``pci: [tg0, vf0, tg1, vf1, ...]``."""
-    return list(getattr(spec, "pci", []) or [])[1::2]
+    return list(spec.pci)[1::2]
 
 
 @register("p2p")
@@ -51,9 +52,9 @@ class P2P(Topology):
     duts = ("testpmd", "l3fwd", "linux-bridge")
 
     @classmethod
-    def sriov(cls, spec: Any) -> bool:
+    def sriov(cls, spec: TopologySpec) -> bool:
         """``vnf: vm``: the forwarder runs in a VM on SR-IOV VFs (``port_kind: pci``)."""
-        return getattr(spec, "vnf", "container") == "vm"
+        return spec.vnf == "vm"
 
     @classmethod
     def preflight_needs(cls, spec: Any) -> Any:

@@ -19,6 +19,8 @@ from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortEnd, PortRef, V
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology, TopologyError
+from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.topo.spec import TopologySpec
 
 #: tgen's stream addresses; the rules and stream_params use the same bases
 SRC_IP = "198.18.0.1"
@@ -51,8 +53,8 @@ class OvsTopology(Topology):
                    "vm": ("nfvperf.vm.qemu", "VmVnf")}
 
     @classmethod
-    def vnf_class(cls, spec: Any) -> type[DutAdapter]:
-        mod, name = cls.VNF_CLASSES[getattr(spec, "vnf", "container")]
+    def vnf_class(cls, spec: TopologySpec) -> type[DutAdapter]:
+        mod, name = cls.VNF_CLASSES[spec.vnf]
         return getattr(importlib.import_module(mod), name)
 
     @classmethod
@@ -61,16 +63,16 @@ class OvsTopology(Topology):
         return [cls.vnf_class(spec)] * (cls.n_vnfs * max(1, spec.ports // 2))
 
     @classmethod
-    def spec_refusal(cls, spec: Any) -> Optional[str]:
+    def spec_refusal(cls, spec: TopologySpec) -> Optional[str]:
         """Bonds are p-ovs-p's (:class:`PhyOvsPhy`)."""
-        mode = getattr(getattr(spec, "ovs", None), "bond_mode", None)
+        mode = spec.ovs.bond_mode
         if mode and cls.kind != "p-ovs-p":
             return (f"topology.ovs.bond_mode: {mode} bonds are built by kind p-ovs-p (two bonds, "
                     f"one per side), not {cls.kind}")
         return None
 
     def tcp_refusal(self) -> Optional[str]:
-        if int(getattr(self.ovs_spec(), "rules", 0) or 0):
+        if int(self.ovs_spec().rules or 0):
             return ("ovs.rules matches tgen's flow addresses only; TCP endpoints need the in_port "
                     "cross-connect (ovs.rules: 0)")
         return None
@@ -83,8 +85,8 @@ class OvsTopology(Topology):
         d["tgen"] = 1
         return d
 
-    def ovs_spec(self) -> Any:
-        return getattr(self.spec, "ovs", None)
+    def ovs_spec(self) -> OvsSpec:
+        return self.spec.ovs
 
     def setup_ovs(self, attach_phys: bool = True) -> Any:
         """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
@@ -92,7 +94,7 @@ class OvsTopology(Topology):
         if self.dut_host.remote:
             # the DUT's ends of the cabled links are in the DUT host's own namespace
             self.dut_netns = None
-        elif getattr(self.ovs_spec(), "existing_db", None):
+        elif self.ovs_spec().existing_db:
             # an OVS that is already running sees the host's namespace: the DUT ends stay there
             self.dut_netns = None
         else:
@@ -194,7 +196,7 @@ class OvsTopology(Topology):
     def path_flows(self, hops: Sequence[tuple[int, int]], direction: int) -> list[Flow]:
         """OpenFlow rules for one direction crossing OVS at ``hops`` [(in index, out index), ...]:
         the seed's in_port rules, or with ``ovs.rules`` N (src, dst) IP rules at the first hop."""
-        n_rules = int(getattr(self.ovs_spec(), "rules", 0) or 0)
+        n_rules = int(self.ovs_spec().rules or 0)
         flows: list[Flow] = []
         for k, (a, b) in enumerate(hops):
             if n_rules and k == 0:
@@ -245,13 +247,13 @@ class PhyOvsPhy(OvsTopology):
 
     # -- seed 003: dual bridge (patch ports) and VLAN translation --------------------------------
     def n_bridges(self) -> int:
-        return int(getattr(self.ovs_spec(), "bridges", 1) or 1)
+        return int(self.ovs_spec().bridges or 1)
 
     def bridge_features(self) -> bool:
-        return self.n_bridges() > 1 or bool(getattr(self.ovs_spec(), "vlan_translate", None))
+        return self.n_bridges() > 1 or bool(self.ovs_spec().vlan_translate)
 
     def tcp_refusal(self) -> Optional[str]:
-        if getattr(self.ovs_spec(), "vlan_translate", None):
+        if self.ovs_spec().vlan_translate:
             return "ovs.vlan_translate forwards only VLAN-tagged frames; TCP endpoints send untagged"
         return super().tcp_refusal()
 
@@ -261,7 +263,7 @@ class PhyOvsPhy(OvsTopology):
         two, PHY 0 sits on the first bridge and PHY 1 on the second, joined by patch ports, the
         ingress bridge rewrites A -> B and the egress bridge forwards only tag B (so a frame
         whose tag was not rewritten is dropped: the translation is seen to happen)."""
-        vt = dict(getattr(self.ovs_spec(), "vlan_translate", None) or {})
+        vt = dict(self.ovs_spec().vlan_translate or {})
         if self.n_bridges() == 1:
             rules = []
             for a, b in self.tg_pairs():
@@ -317,9 +319,9 @@ class PhyOvsPhy(OvsTopology):
 
     # -- seed 003: bonds ---------------------------------------------------------------------------
     @classmethod
-    def spec_refusal(cls, spec: Any) -> Optional[str]:
+    def spec_refusal(cls, spec: TopologySpec) -> Optional[str]:
         """A bond needs OVS-DPDK and two or more members per side (ports 0, 2, ... and 1, 3, ...)."""
-        mode = getattr(getattr(spec, "ovs", None), "bond_mode", None)
+        mode = spec.ovs.bond_mode
         if not mode:
             return None
         if not dut_class(spec.dut).builds_bonds:
@@ -336,7 +338,7 @@ class PhyOvsPhy(OvsTopology):
         return None
 
     def bond_mode(self) -> Optional[str]:
-        return getattr(self.ovs_spec(), "bond_mode", None)
+        return self.ovs_spec().bond_mode
 
     def bond_sides(self) -> list[list[int]]:
         """Port indices of the two bonds: [[0, 2, ...], [1, 3, ...]]."""
@@ -352,8 +354,8 @@ class PhyOvsPhy(OvsTopology):
         return self.bond_sides() if self.bond_mode() else []
 
     @classmethod
-    def tx_pair_count(cls, spec: Any) -> int:
-        if getattr(getattr(spec, "ovs", None), "bond_mode", None) == "active-backup":
+    def tx_pair_count(cls, spec: TopologySpec) -> int:
+        if spec.ovs.bond_mode == "active-backup":
             return 1
         return super().tx_pair_count(spec)
 
@@ -376,13 +378,13 @@ class PhyOvsPhy(OvsTopology):
         its lowest port (``other_config:bond-primary``)."""
         ovs = self.ovs_spec()
         mode = str(ovs.bond_mode)
-        vt = dict(getattr(ovs, "vlan_translate", None) or {})
+        vt = dict(ovs.vlan_translate or {})
         nbr = self.n_bridges()
         brs = [dut.bridges[0]] if nbr == 1 else [dut.bridges[0], dut.add_bridge()]
         other: dict[str, str] = {}
-        if getattr(ovs, "lacp_fallback_ab", False):
+        if ovs.lacp_fallback_ab:
             other["lacp-fallback-ab"] = "true"
-        if getattr(ovs, "bond_rebalance_ms", None) is not None:
+        if ovs.bond_rebalance_ms is not None:
             other["bond-rebalance-interval"] = str(int(ovs.bond_rebalance_ms))
         members: list[list[int]] = []
         sides = self.bond_sides()

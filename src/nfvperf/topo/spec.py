@@ -5,9 +5,11 @@ Nothing here lists topologies or DUTs.  ``kind`` accepts the kinds registered wi
 up when a spec is validated (so a new topology or adapter module is accepted as soon as it
 exists); a topology declares the DUTs it can use (``Topology.duts``) and an adapter the port kinds
 it can drive (``DutAdapter.port_kinds``), and a spec pairing them otherwise is refused here, with
-the allowed values.  The per-DUT option sections (``ovs:``, ``testpmd:``, ``linux_bridge:``) are
-the adapters' own options models (``DutAdapter.options_key`` / ``options_model``), collected from
-the adapter registry when this module is imported.
+the allowed values.  The per-DUT option sections (``ovs:``, ``testpmd:``, ``linux_bridge:``,
+``l3fwd:``) are the adapters' own options models (``DutAdapter.options_key`` / ``options_model``),
+declared on :class:`TopologySpec` (mypy sees them: ``spec.ovs.bond_mode``, not ``getattr``); a
+plugin adapter's section is added to it when this module is imported (:func:`_build`).
+:meth:`TopologySpec.dut_options` is the spec's DUT's own section.
 """
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, create_model
 from pydantic_core import PydanticCustomError
 
 from nfvperf.dut import load_adapters
-from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, dut_class
+from nfvperf.dut.base import DUT_REGISTRY, AdapterOptions, DutAdapter, dut_class
+from nfvperf.dut.l3fwd import L3fwdSpec
+from nfvperf.dut.linux_bridge import LinuxBridgeSpec
+from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.testpmd import TestpmdSpec
 
 from nfvperf.vm.guest import VmSpec
 
@@ -236,25 +242,49 @@ def merge_override(base: dict[str, Any], override: dict[str, Any]) -> dict[str, 
     return deep_merge(base, override)
 
 
-def _build() -> type[TopologyBase]:
-    fields: dict[str, Any] = {key: (model, Field(default_factory=model))
-                              for key, model in option_sections().items()}
-    fields["mtu"] = (int, Field(1500, ge=68, le=9600,
-                                description="MTU of the test ports (jumbo frames: 9000)"))
-    fields["preflight"] = (bool, Field(True, description="run the preflight checks before "
-                                                          "bringing the topology up"))
-    return create_model("TopologySpec", __base__=TopologyBase, __module__=__name__, **fields)
+class TopologySpec(TopologyBase):
+    """The suite's ``topology:`` section, declared: the common fields, the built-in adapters'
+    option sections (each the adapter's own model: ``DutAdapter.options_key`` /
+    ``options_model``), mtu and preflight.  mypy sees every field; :func:`_build` adds the
+    sections of plugin adapters (modules added to ``nfvperf.dut``), which exist only at run time."""
+
+    l3fwd: L3fwdSpec = Field(default_factory=L3fwdSpec)
+    linux_bridge: LinuxBridgeSpec = Field(default_factory=LinuxBridgeSpec)
+    ovs: OvsSpec = Field(default_factory=OvsSpec)
+    testpmd: TestpmdSpec = Field(default_factory=TestpmdSpec)
+    mtu: int = Field(1500, ge=68, le=9600, description="MTU of the test ports (jumbo frames: 9000)")
+    preflight: bool = Field(True, description="run the preflight checks before bringing the topology up")
+
+    def dut_options(self) -> Optional[AdapterOptions]:
+        """The section of the spec's DUT (``ovs`` for ovs-dpdk ...), None for an adapter without
+        options: the adapter's own model, never read by name."""
+        opts = self.dut_class().options(self)
+        return opts if isinstance(opts, AdapterOptions) else None
 
 
-if TYPE_CHECKING:
-    # mypy cannot use the model create_model() returns as a type; this class is what it sees instead.
-    # The adapters' option sections exist only at runtime (DutAdapter.options(spec) reads them with getattr).
-    class TopologySpec(TopologyBase):
-        """Static view of the model :func:`_build` creates (keep mtu and preflight in step with it)."""
+#: the sections declared on :class:`TopologySpec` (a registered adapter must use its model)
+STATIC_SECTIONS = {"l3fwd": L3fwdSpec, "linux_bridge": LinuxBridgeSpec, "ovs": OvsSpec,
+                   "testpmd": TestpmdSpec}
 
-        mtu: int = 1500
-        preflight: bool = True
-else:
+
+def _build() -> type[TopologySpec]:
+    """The declared :class:`TopologySpec`, or a subclass of it (same name) with the option
+    sections of plugin adapters."""
+    fields: dict[str, Any] = {}
+    for key, model in option_sections().items():
+        if key in STATIC_SECTIONS:
+            if model is not STATIC_SECTIONS[key]:
+                raise TypeError(f"DUT adapter option section {key!r}: {model.__name__} is not the "
+                                f"declared {STATIC_SECTIONS[key].__name__}; give the adapter another "
+                                "options_key")
+            continue
+        fields[key] = (model, Field(default_factory=model))
+    if not fields:
+        return TopologySpec
+    return create_model("TopologySpec", __base__=TopologySpec, __module__=__name__, **fields)
+
+
+if not TYPE_CHECKING:      # mypy checks the declared class; plugins' sections exist at run time
     TopologySpec = _build()
     TopologySpec.__doc__ = ("The suite's ``topology:`` section: the common fields, the registered "
                             "adapters' option sections (" + ", ".join(option_sections()) + "), mtu, "

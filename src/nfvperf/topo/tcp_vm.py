@@ -36,6 +36,7 @@ from nfvperf.dut.base import DutAdapter, KernelIf, PortRef, VhostFrontend
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import Measurer
 
 #: the TCP ends' addresses (a /24 of 198.18.0.0/15, RFC 2544's benchmarking range)
@@ -71,8 +72,8 @@ class TcpVmTopology(OvsTopology):
         return [TcpGuest] * cls.guest_count()
 
     @classmethod
-    def spec_refusal(cls, spec: Any) -> Optional[str]:
-        ovs = getattr(spec, "ovs", None)
+    def spec_refusal(cls, spec: TopologySpec) -> Optional[str]:
+        ovs = spec.ovs
         for f in ("bond_mode", "vlan_translate"):
             if getattr(ovs, f, None):
                 return f"topology.ovs.{f}: kind {cls.kind} wires its own bridges; leave {f} unset"
