@@ -21,11 +21,8 @@ NAMES = frozenset(REGISTRY)
 
 #: file (relative to src/nfvperf) -> by-name branches still there, each with its reason
 PENDING: dict[str, tuple[int, str]] = {
-    "runner.py": (2, "the ceiling's units and throughput reuse (below), before the runner's split"),
     "runner/ceilings.py": (1, "the ceiling's units: rate methods or latency; to read "
-                              "result_class(method).LATENCY (runner split in progress, issue 18 item 4)"),
-    "runner/results.py": (1, "throughput reuse keeps a throughput unit's rate; to read MethodInfo "
-                             "(is_rate and rounds) (runner split in progress, issue 18 item 4)"),
+                              "result_class(method).LATENCY (the runner is another change's, issue 18 item 4)"),
 }
 
 

@@ -1,10 +1,11 @@
 """One test unit's stored result, and what a later unit of the run takes from it.
 
-Method-specific by nature (it reads the methods' result dicts by method name, as the report
-does): a search run ``repeat`` times is stored as one result (:func:`combine_repetitions`); a
-unit's result with its summary and pass/fail (:class:`UnitResult`); the zero-loss Throughput that
-a later unit needing it first (latency, back-to-back, recovery, reset, RFC 2889 forwarding)
-reuses at the same size, topology and traffic (:class:`ThroughputReuse`)."""
+It reads a method's result through the method's result class (``nfvperf.methods.result_of``),
+as the report does, never by the method's name: a search run ``repeat`` times is stored as one
+result (:func:`combine_repetitions`); a unit's result with its summary and pass/fail
+(:class:`UnitResult`); the zero-loss Throughput that a later unit needing it first (latency,
+back-to-back, recovery, reset, RFC 2889 forwarding) reuses at the same size, topology and traffic
+(:class:`ThroughputReuse`)."""
 from __future__ import annotations
 
 import json
@@ -12,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from nfvperf.config import TestConfig
+from nfvperf.methods import result_of
 from nfvperf.methods.common import rates
-from nfvperf.report.extract import summarize_result
 from nfvperf.search.result import repeat_summary
 from nfvperf.store.db import jsonable
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import TrafficProfile
 
-__all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "zero_loss", "throughput_key",
+__all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "throughput_key",
            "reuse_throughput", "params_dump", "result_dict"]
 
 
@@ -44,7 +45,7 @@ class UnitResult:
     def of(cls, method: str, datas: list[dict[str, Any]], profile: TrafficProfile, ndir: int) -> "UnitResult":
         """The result of one or more repetitions (``datas``: :func:`result_dict` of each run)."""
         data = combine_repetitions(method, datas, profile, ndir) if len(datas) > 1 else datas[0]
-        return cls(method, data, summarize_result(method, data, profile.to_dict(), ndir))
+        return cls(method, data, result_of(method, data).summary(profile, ndir).to_dict())
 
     @property
     def failed(self) -> bool:
@@ -78,7 +79,7 @@ class ThroughputReuse:
 
     def note(self, test: TestConfig, size: Optional[int], topo_spec: TopologySpec, result: UnitResult) -> None:
         """Keep a throughput unit's result when it is an RFC 2544 (zero-loss) Throughput."""
-        if test.method == "throughput" and result.value_pps and zero_loss(result.data):
+        if result.value_pps and result_of(test.method, result.data).zero_loss_throughput():
             self.measured.setdefault(throughput_key(test, size, topo_spec), result.value_pps)
 
 
@@ -89,8 +90,7 @@ def combine_repetitions(method: str, datas: list[dict[str, Any]], profile: Traff
     ``repetitions`` and ``repeat`` = :func:`nfvperf.search.result.repeat_summary` (median, min,
     max, relative range, max/min) plus ``median_repetition`` (1-based).  The headline fields
     (``throughput_pps`` and its ``rates``) hold the median itself."""
-    prof = profile.to_dict()
-    values = [summarize_result(method, d, prof, ndir).get("value_pps") for d in datas]
+    values = [result_of(method, d).rate_pps() for d in datas]
     summ = repeat_summary(values)
     order = sorted(range(len(datas)), key=lambda i: values[i] or 0.0)
     mid = order[(len(order) - 1) // 2]
@@ -108,14 +108,6 @@ def throughput_key(test: TestConfig, size: Optional[int], topo_spec: TopologySpe
     sim = getattr(test, "sim", None)     # a test's own sim: settings model another DUT
     return json.dumps([size, topo_spec.model_dump(mode="json"), traffic] +
                       ([sim.model_dump(mode="json")] if sim is not None else []), sort_keys=True, default=str)
-
-
-def zero_loss(data: dict[str, Any]) -> bool:
-    """An RFC 2544 Throughput: the first goal has loss ratio 0 and exceed ratio 0 (binary search,
-    the rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
-    goals = data.get("goals") or [{}]
-    g = goals[0] if isinstance(goals[0], dict) else {}
-    return float(g.get("loss_ratio") or 0.0) == 0.0 and float(g.get("exceed_ratio") or 0.0) == 0.0
 
 
 def params_dump(params: Any) -> dict[str, Any]:
