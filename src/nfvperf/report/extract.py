@@ -18,7 +18,7 @@ from nfvperf.methods.result import (HEADLINE_KEYS, find_key, fmt_num, goals_of, 
 from nfvperf.trial import TrafficProfile
 
 __all__ = ["HEADLINE_KEYS", "find_key", "fmt_num", "goals_of", "headline_pps", "latency_of", "num", "repeat_of",
-           "scalars", "spread_text", "walk", "result", "RATE_METHODS", "method_metric", "summarize_result",
+           "scalars", "spread_text", "walk", "result", "RATE_METHODS",
            "headline_of_run", "traffic_profile", "test_topology", "TestView", "resolved_tests", "size_of", "rates"]
 
 
@@ -83,17 +83,6 @@ def rates(pps: float, profile: dict[str, Any]) -> dict[str, float]:
 
 # methods whose result *is* a rate in fps per interface (stored as Result.value_pps)
 RATE_METHODS = rate_methods()      # what the methods declare (MethodInfo.headline == RATE)
-
-
-def method_metric(method: str, data: dict[str, Any]) -> Optional[tuple[str, float, str]]:
-    """(label, value in its unit, unit) of a non-rate method's main result (its METRIC)."""
-    return result_of(method, data).main_metric()
-
-
-def summarize_result(method: str, data: dict[str, Any], profile: dict[str, Any],
-                     directions: int) -> dict[str, Any]:
-    """One line for the run log and the headline value (per interface): ``{"value_pps", "text"}``."""
-    return result_of(method, data).summary(traffic_profile(profile), directions).to_dict()
 
 
 def headline_of_run(run: Any) -> Optional[str]:
