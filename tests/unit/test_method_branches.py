@@ -20,10 +20,7 @@ PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 NAMES = frozenset(REGISTRY)
 
 #: file (relative to src/nfvperf) -> by-name branches still there, each with its reason
-PENDING: dict[str, tuple[int, str]] = {
-    "runner/ceilings.py": (1, "the ceiling's units: rate methods or latency; to read "
-                              "result_class(method).LATENCY (the runner is another change's, issue 18 item 4)"),
-}
+PENDING: dict[str, tuple[int, str]] = {}
 
 
 def _names(node: ast.AST) -> set[str]:

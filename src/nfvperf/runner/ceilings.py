@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from nfvperf.config import ProfileSpec, Suite, TestConfig
-from nfvperf.methods import rate_methods
+from nfvperf.methods import rate_methods, result_class
 from nfvperf.store.ceiling import CeilingCache
 from nfvperf.topo import RunContext
 from nfvperf.topo import ceiling as topo_ceiling   # looked up per call (tests replace its functions)
@@ -80,7 +80,7 @@ class HarnessCeilings:
         if why_off:
             self.env.setdefault("harness_ceiling_off", why_off)
             return
-        wanted = [(t, s) for t, s in group if s and (t.method in rate_methods() or t.method == "latency")]
+        wanted = [(t, s) for t, s in group if s and (t.method in rate_methods() or result_class(t.method).LATENCY)]
         if not wanted:
             return
         key = ceiling_path_key(topo_spec, wanted[0][0])
