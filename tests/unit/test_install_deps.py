@@ -36,7 +36,7 @@ PROGRAM_PACKAGES = {
     "sed": "sed", "grep": "grep",
     "dpkg-deb": "dpkg", "dpkg-query": "dpkg", "dpkg": "dpkg",
     "mount": "mount", "runuser": "util-linux", "taskset": "util-linux",
-    "ip": "iproute2", "bridge": "iproute2",
+    "ip": "iproute2", "bridge": "iproute2", "tc": "iproute2",
     "sysctl": "procps", "pgrep": "procps",
     "ethtool": "ethtool", "modprobe": "kmod",
     "pkg-config": "pkgconf", "debconf-set-selections": "debconf",

@@ -25,11 +25,11 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from nfvperf.host.cpu import CoreRequest
+from nfvperf.host.cpu import CoreRequest, PinningPlan
 from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -107,6 +107,35 @@ def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> st
 
 
 # ----------------------------------------------------------------------------------- adapter
+class TopologyView(Protocol):
+    """What an adapter's declarations may read of the topology spec (``topo.spec.TopologySpec``,
+    a layer above, satisfies it); an adapter's own section comes from :meth:`DutAdapter.options`."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def dut(self) -> str: ...
+
+    @property
+    def ports(self) -> int: ...
+
+    @property
+    def port_kind(self) -> str: ...
+
+    @property
+    def pci(self) -> list[str]: ...
+
+    @property
+    def mtu(self) -> int: ...
+
+    @property
+    def vnf(self) -> str: ...
+
+
+_Spec = TypeVar("_Spec", bound=TopologyView)
+
+
 class AdapterOptions(BaseModel):
     """Base of an adapter's options model (its section of the suite's ``topology:``)."""
 
@@ -116,7 +145,8 @@ class AdapterOptions(BaseModel):
     alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     @classmethod
-    def without_alternatives(cls, base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    def without_alternatives(cls, base: Mapping[str, object], override: Mapping[str, object]
+                             ) -> dict[str, object]:
         """``base`` (a dumped section) without the alternatives of the keys ``override`` sets."""
         drop = {k for group in cls.alternatives if set(group) & set(override)
                 for k in group if k not in override}
@@ -170,58 +200,61 @@ class DutAdapter(abc.ABC):
     builds_bonds: ClassVar[bool] = False
 
     @classmethod
-    def options(cls, spec: Any) -> Any:
-        """This adapter's options section of a TopologySpec (None without one)."""
+    def options(cls, spec: TopologyView) -> Any:
+        """This adapter's options section of a TopologySpec (None without one): an instance of
+        its ``options_model``.  Still ``Any``: the section is read by ``options_key`` (plugins add
+        theirs at run time) and each adapter narrows it where it keeps it (``self.opts:
+        L3fwdSpec``); ``TopologySpec.dut_options()`` is the typed view from above."""
         return getattr(spec, cls.options_key, None) if cls.options_key else None
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
         """Hugepage memory (MB) one instance needs with ``spec`` (a TopologySpec)."""
         return 0
 
     @classmethod
-    def preflight_needs(cls, spec: Any) -> Needs:
+    def preflight_needs(cls, spec: TopologyView) -> Needs:
         """What preflight must find on the host for this adapter: its binaries, required."""
         return Needs(hugepages_mb=cls.hugepage_demand_mb(spec)).need(*cls.binaries)
 
     @classmethod
-    def spec_options(cls, spec: Any) -> dict[str, Any]:
+    def spec_options(cls, spec: TopologyView) -> dict[str, object]:
         """Constructor keywords a topology passes, taken from the adapter's options section."""
         return {}
 
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         """The polling cores the options ask for as a count (``pmd_cores: 2, ht: true``), which
         the topology resolves from the host's sibling map when it plans CPUs; None = the
         plan's default (``polling_cpus`` CPUs) or a raw mask/lcore list of the options."""
         return None
 
     @classmethod  # noqa: B027 - optional hook, default: no change
-    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+    def adjust_plan(cls, plan: PinningPlan, spec: TopologyView) -> None:
         """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards
         on the generator's CPUs."""
 
     @classmethod
-    def in_place_for(cls, spec: Any) -> frozenset[str]:
+    def in_place_for(cls, spec: TopologyView) -> frozenset[str]:
         """The fields of :attr:`in_place` a running instance built from ``spec`` (a TopologySpec)
         can change; an adapter narrows it where the spec ties a field to something else that
         would have to restart (default: :attr:`in_place`)."""
         return cls.in_place
 
     @classmethod
-    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+    def describe_options(cls, section: dict[str, object]) -> list[str]:
         """Short labels for non-default options (a stored options section) for report titles."""
         return []
 
     @classmethod
-    def fit_traffic(cls, spec: Any, traffic: Any) -> Any:
+    def fit_traffic(cls, spec: _Spec, traffic: object) -> _Spec:
         """The topology spec (a TopologySpec) a test sending ``traffic`` (its TrafficSpec) runs
         on, for adapters whose set-up depends on the traffic (l3fwd: routes for the test's flows);
         a ValueError naming the field when the adapter cannot carry it.  Default: ``spec``."""
         return spec
 
     def __init__(self, run: RunContext, tracker: Optional[ResourceTracker], cpus: Sequence[int] = (),
-                 **options: Any):
+                 **options: object):
         self.run = run
         # Optional: OvsDpdk also runs without one; adapters that need it narrow the type
         # (``tracker: ResourceTracker`` in the class body) and require it in their constructor
@@ -253,7 +286,7 @@ class DutAdapter(abc.ABC):
         one per TX queue for a DUT that sends on every TX queue it opens (l3fwd: one per lcore)."""
         return 1
 
-    def stream_params(self) -> Optional[list[dict[str, Any]]]:
+    def stream_params(self) -> Optional[list[dict[str, object]]]:
         """Per-direction tgen stream fields the DUT's forwarding needs (forward pairs, then the
         reverse; l3fwd: addresses its routes send to each port); None = tgen's defaults."""
         return None
@@ -267,7 +300,7 @@ class DutAdapter(abc.ABC):
         rules to a file return its path."""
 
     @abc.abstractmethod
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, object]:
         """The DUT's own counters: {"ports": {name: {...}}, ...}."""
 
     @abc.abstractmethod
@@ -281,7 +314,7 @@ class DutAdapter(abc.ABC):
     def version(self) -> str:
         return ""
 
-    def reconfigure(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def reconfigure(self, changes: dict[str, object]) -> dict[str, object]:
         """Apply ``{field path: new value}`` (paths of :attr:`in_place`, e.g. ``{"ovs.n_rxq": 2}``)
         to the running DUT without a restart, wait until it has settled, and return what was done
         (per field, for the run's stored environment).  A field not in :attr:`in_place` is a
@@ -297,12 +330,12 @@ class DutAdapter(abc.ABC):
             raise ValueError(f"{self.name} is not running: reconfigure() changes a started DUT")
         return self.apply_in_place(dict(changes))
 
-    def apply_in_place(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def apply_in_place(self, changes: dict[str, object]) -> dict[str, object]:
         """The adapter's part of :meth:`reconfigure` (``changes`` are checked against
         :attr:`in_place` and not empty); adapters declaring :attr:`in_place` implement it."""
         raise NotImplementedError(f"{self.name} declares in_place fields but no apply_in_place()")
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, object]:
         return {"dut": self.name, "version": self.version(), "cpus": self.cpus,
                 "ports": [p.name for p in self.ports],
                 "options": {k: v for k, v in self.init_options.items()
@@ -378,7 +411,7 @@ def dut_class(name: str) -> type[DutAdapter]:
 
 
 def create_dut(name: str, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
-               **options: Any) -> DutAdapter:
+               **options: object) -> DutAdapter:
     if name not in DUT_REGISTRY:
         from nfvperf import dut as _pkg
         _pkg.load_adapters()

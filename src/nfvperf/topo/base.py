@@ -25,7 +25,7 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence, TypedDict
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
 from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
@@ -75,6 +75,21 @@ HOST_HARDWARE_PREFIXES = ("kmod:", "sriov:0")
 
 def host_lacks(check_name: str) -> bool:
     return check_name in HOST_CAPACITY_CHECKS or check_name.startswith(HOST_HARDWARE_PREFIXES)
+
+
+
+class TcpEnds(TypedDict):
+    """:meth:`Topology.tcp_endpoints`: the two kernel TCP endpoints a topology made of its
+    generator ends (namespaces, addresses, interfaces, MTU, each end's offload state)."""
+
+    client_ns: str
+    server_ns: str
+    client_ip: str
+    server_ip: str
+    client_if: Optional[str]
+    server_if: Optional[str]
+    mtu: int
+    offloads: dict[str, dict[str, str]]
 
 
 class Topology:
@@ -573,7 +588,7 @@ class Topology:
         return None
 
     def tcp_endpoints(self, net: str = "198.18.0", client_port: int = 0,
-                      server_port: int = 1) -> dict[str, Any]:
+                      server_port: int = 1) -> TcpEnds:
         """Turn the generator ends of ports ``client_port``/``server_port`` into TCP endpoints
         (for iperf3, instead of tgen; build the topology with ``start_tgen=False``).
 
@@ -639,10 +654,11 @@ class Topology:
                     if k.strip() in want:
                         st[k.strip()] = v.strip()
                 offloads[f"{if_ns}/{ifname}"] = st
-        self.tcp = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
-                    "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
-                    "mtu": cp.mtu, "offloads": offloads}
-        return dict(self.tcp)
+        tcp: TcpEnds = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
+                        "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
+                        "mtu": cp.mtu, "offloads": offloads}
+        self.tcp = dict(tcp)
+        return tcp
 
     # ------------------------------------------------------------------------------ DUT views
     def dut_alive(self) -> None:

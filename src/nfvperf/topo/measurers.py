@@ -28,6 +28,7 @@ from nfvperf.trial import Measurer
 
 import nfvperf.topo as topo   # looked up per call: tests replace topo.build
 
+from .base import TcpEnds
 from .spec import TopologySpec
 
 __all__ = ["SimSettings", "sim_traits", "sim_unit", "sim_measurer", "configure_unit", "topology_measurer",
@@ -122,7 +123,7 @@ def topology_measurer(tg: str, spec: TopologySpec, *, sim: SimSettings, bidirect
             yield m
 
 
-def iperf3_measurer(topology: Any, ends: dict[str, Any], info: dict[str, Any]) -> Iperf3Measurer:
+def iperf3_measurer(topology: Any, ends: TcpEnds, info: dict[str, Any]) -> Iperf3Measurer:
     """``--tg iperf3``: an Iperf3Measurer on the topology's TCP endpoints (client on port 0's
     generator end, server on port 1's), so the ``tcp`` method's traffic crosses the DUT."""
     dut = topology.dut
