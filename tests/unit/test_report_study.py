@@ -348,8 +348,8 @@ def test_numeric_variant_names_plot_as_numbers() -> None:
 
 
 def test_skipped_topology_is_named_and_left_out_of_the_header(store) -> None:
-    """A unit whose topology the host was too small for: its reason is a report note, and its
-    topology (never built) does not appear in the switching-operations line."""
+    """A unit whose topology the host was too small for: its reason is in "Skipped here", and
+    its topology (never built) does not appear in the switching-operations line."""
     env = {"topologies": [{"kind": "p-ovs-p", "skipped": "topology.ovs.pmd_cores: 4 wanted"},
                           {"kind": "p-ovs-p", "switching_operations": 1,
                            "switching_operations_source": "topology"}]}
@@ -361,7 +361,8 @@ def test_skipped_topology_is_named_and_left_out_of_the_header(store) -> None:
     add_test(store, rid, "cores[pmd_cores=1]", "throughput", 64, 5e5,
              study={"name": "cores", "axes": {"pmd_cores": 1}, "baseline": False})
     data = build(store.load_run(rid))
-    assert "cores[pmd_cores=4] 64 B: skipped, host too small: topology.ovs.pmd_cores: 4 wanted" in data.notes
+    (sk,) = [t for t in data.tables if t.key == "skipped"]
+    assert sk.rows == [["host too small: topology.ovs.pmd_cores: 4 wanted", "1", "cores[pmd_cores=4] 64 B"]]
     assert dict(data.header)["Switching operations"] == "p-ovs-p: 1 per direction (topology)"
 
 

@@ -191,11 +191,10 @@ def test_run_stores_the_plans_skips_and_goes_on(monkeypatch, tmp_path, no_build_
     plan = run.environment["plan"]
     assert plan["tg"] == "tgen" and [s["unit"] for s in plan["skipped"]] == out.skipped_tests
     assert "3 of 5 test unit(s) skipped" in run.reason
-    # the report says each reason once, with the units it skipped
-    notes = [n for n in build(run).notes if "skipped, does not fit" in n]
-    assert len(notes) == 2 and notes[0].startswith("2 units (pmd[pmd_cores=4] 64 B, pmd[pmd_cores=4] 128 B): "
-                                                   "skipped, does not fit this host; --fit-host would change")
-    assert notes[1].startswith("ht 64 B: skipped, does not fit this host")
+    # the report says each reason once, with the units it skipped ("Skipped here")
+    (sk,) = [t for t in build(run).tables if t.key == "skipped"]
+    assert [(r[1], r[2]) for r in sk.rows] == [("2", "pmd[pmd_cores=4] 64/128 B"), ("1", "ht 64 B")]
+    assert all(r[0].startswith("does not fit this host; --fit-host would change") for r in sk.rows)
     # nothing fits: nothing ran, so the run failed
     out = execute(validate_suite(dict(CORES, tests=CORES["tests"][1:])), store=store, tg="tgen",
                   out_dir=tmp_path, show_progress=False, log=lambda s: None,

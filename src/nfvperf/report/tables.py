@@ -104,6 +104,10 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     if host_rep:
         notes.append(host_rep)
     tables: list[Table] = []
+    # a unit the run plan (or a failed preflight) skipped measured nothing: it is listed once, in
+    # "Skipped here", and kept out of every measurement table
+    skipped = [t for t in tests if t.status == "skipped"]
+    tests = [t for t in tests if t.status != "skipped"]
     tables += rounds_tables(tests, env)
     all_tests, tests = tests, [t for t in tests if not is_rounds_test(t)]
     tables += study_tables(tests, str(traffic.get("rate_unit") or "pps"), env if net_of_harness else None)
@@ -118,6 +122,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
         tables.append(Table("Tests not passed", "", ["Test", "Frame B", "Status", "Reason"],
                             [[t.name, fmt_num(t.frame_size_b), t.status, t.reason or ""] for t in failed],
                             key="failed"))
+    if skipped:
+        tables.append(skipped_table(skipped))
     return ReportData(run=run, header=header, tables=tables, directions=ndir, switching_ops=sw, notes=notes)
 
 
@@ -162,7 +168,6 @@ def result_notes(tests: list[Any]) -> list[str]:
     irregular bounds, skipped sizes...), once per distinct text, prefixed with test and size."""
     from nfvperf.report.extract import walk
     seen: dict[str, None] = {}
-    skipped: dict[str, list[str]] = {}       # the run plan's reason -> the units it skipped
     for t in tests:
         for r in t.results:
             for d in walk(r.data):
@@ -170,13 +175,30 @@ def result_notes(tests: list[Any]) -> list[str]:
                 for n in notes if isinstance(notes, list) else []:
                     if isinstance(n, str) and n:
                         seen.setdefault(f"{t.name} {fmt_num(t.frame_size_b)} B: {n}", None)
-        if getattr(t, "status", None) == "skipped" and getattr(t, "reason", None):
-            skipped.setdefault(t.reason, []).append(f"{t.name} {fmt_num(t.frame_size_b)} B")
-    for reason, units in skipped.items():      # one note per reason, however many units it skipped
-        who = units[0] if len(units) == 1 else (f"{len(units)} units ({', '.join(units[:3])}"
-                                                + (", …" if len(units) > 3 else "") + ")")
-        seen.setdefault(f"{who}: skipped, {reason}", None)
     return list(seen)
+
+
+#: the key of the report's "Skipped here" table
+SKIPPED_KEY = "skipped"
+
+
+def skipped_table(skipped: list[Any]) -> Table:
+    """The units that did not run on this host, one row per reason: the reason, how many units
+    it skipped, and the units (a test's sizes together: ``pmd[pmd_cores=4] 64/128 B``)."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for t in skipped:
+        sizes = by_reason.setdefault(t.reason or "(no reason stored)", {}).setdefault(t.name, [])
+        if t.frame_size_b is not None:
+            sizes.append(fmt_num(t.frame_size_b))
+    rows = []
+    for reason, tests in by_reason.items():
+        n = sum(max(1, len(sizes)) for sizes in tests.values())
+        units = ", ".join(f"{name} {'/'.join(sizes)} B" if sizes else name for name, sizes in tests.items())
+        rows.append([reason, str(n), units])
+    return Table("Skipped here", "Units the run plan skipped on this host or port kind (or whose "
+                 "topology's preflight failed): nothing was measured for them, so the tables above "
+                 "leave them out. `nfvperf validate` with the run's options lists the same units.",
+                 ["Reason", "Units", "Skipped units"], rows, key=SKIPPED_KEY)
 
 
 def repeat_vs_host_note(tests: list[Any], env: dict[str, Any]) -> Optional[str]:
