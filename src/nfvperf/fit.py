@@ -299,6 +299,25 @@ def _merged(changes: list[FitChange]) -> list[FitChange]:
     return list(out.values())
 
 
+def fitted_axes(study: Optional[dict[str, Any]], changes: list[FitChange]) -> dict[str, dict[str, Any]]:
+    """The study axes of a unit whose field ``--fit-host`` changed: ``{axis: {"from", "to"}}``
+    (``pmd_cores`` 4 ran as 2), for the report's study labels.  An axis whose paths are not
+    topology fields, or a named-variant axis (its name is no field), is left out."""
+    from nfvperf.study import axis_paths
+    axes = (study or {}).get("axes") if isinstance(study, dict) else None
+    if not isinstance(axes, dict) or not changes:
+        return {}
+    by_field = {"topology." + c.field: c for c in changes}
+    out: dict[str, dict[str, Any]] = {}
+    for axis in axes:
+        for path in axis_paths(str(axis)):
+            c = by_field.get(path)
+            if c is not None:
+                out[str(axis)] = {"from": c.old, "to": c.new}
+                break
+    return out
+
+
 def spec_key(spec: Any) -> str:
     """A topology spec as a cache key."""
     return json.dumps(spec.model_dump(mode="json"), sort_keys=True, default=str)

@@ -89,6 +89,17 @@ def alias_names() -> list[str]:
     return sorted([*ALIASES, *ALIAS_FUNCS])
 
 
+def axis_paths(name: str) -> tuple[str, ...]:
+    """The schema paths a value axis sets (``pmd_cores`` -> ``topology.ovs.pmd_cores``; a dotted
+    path: itself); () for an alias that sets more than paths (``vxlan``) and for a named-variant
+    axis (its name is no field)."""
+    if name in ALIASES:
+        return ALIASES[name]
+    if name in ALIAS_FUNCS or "." not in name:
+        return ()
+    return (name,)
+
+
 def describe_alias(name: str) -> str:
     if name == "frame_size":
         return "frame_sizes: [value]"

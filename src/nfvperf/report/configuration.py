@@ -34,6 +34,13 @@ def stored_topology(test: Any) -> dict[str, Any]:
     return row if isinstance(row, dict) else {}
 
 
+def fitted_axes(test: Any) -> dict[str, dict[str, Any]]:
+    """The study axes ``--fit-host`` changed for this unit, as the runner stored them with it
+    (``{"pmd_cores": {"from": 4, "to": 2}}``); {} for a unit that ran as written."""
+    fa = stored_topology(test).get("fitted_axes")
+    return {str(k): v for k, v in fa.items() if isinstance(v, dict) and "to" in v} if isinstance(fa, dict) else {}
+
+
 def resolved_topology(test: Any) -> dict[str, Any]:
     tp = getattr(test, "topology", None)
     return tp if isinstance(tp, dict) else {}
@@ -126,10 +133,11 @@ def _mask_cores(mask: Any) -> Optional[int]:
 
 
 def pmd_cores(test: Any) -> Optional[int]:
-    """The PMD core count a test ran with: the study axis ``pmd_cores``, else the topology's
+    """The PMD core count a test ran with: the study axis ``pmd_cores`` (its fitted value under
+    ``--fit-host``), else the topology's
     ``ovs.pmd_cores``, else the bits set in ``ovs.pmd_cpu_mask`` (resolved spec, then the
     stored overrides); None when unknown."""
-    ax = axes_of(test).get("pmd_cores")
+    ax = (fitted_axes(test).get("pmd_cores") or {}).get("to", axes_of(test).get("pmd_cores"))  # what ran
     if isinstance(ax, int) and not isinstance(ax, bool) and ax > 0:
         return ax
     for tp in (resolved_topology(test), (stored_topology(test).get("overrides") or {})):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from nfvperf.report import ceiling as hc
-from nfvperf.report.configuration import axes_of, is_vxlan, pmd_cores, study_of, without_vxlan
+from nfvperf.report.configuration import axes_of, fitted_axes, is_vxlan, pmd_cores, study_of, without_vxlan
 from nfvperf.methods import result_class
 from nfvperf.report.extract import fmt_num, headline_pps, num, rates, result
 from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
@@ -228,9 +228,18 @@ def _row_axis(method: str, axes: list[str], sizes: list[Optional[int]]) -> Optio
 
 
 def _labels(p: Point, row_axis: Optional[str], col_axes: list[str]) -> tuple[str, str]:
-    row = axis_text(p.axes.get(row_axis)) if row_axis else (fmt_num(p.size) if p.size else "IMIX")
-    col = ", ".join(f"{a}={axis_text(p.axes.get(a))}" for a in col_axes) or "value"
+    fitted = fitted_axes(p.test)
+    row = _axis_value_text(p, row_axis, fitted) if row_axis else (fmt_num(p.size) if p.size else "IMIX")
+    col = ", ".join(f"{a}={_axis_value_text(p, a, fitted)}" for a in col_axes) or "value"
     return row, col
+
+
+def _axis_value_text(p: Point, axis: str, fitted: dict[str, dict[str, Any]]) -> str:
+    """The axis value as written, and what ran when ``--fit-host`` changed it: ``4→2 (fitted)``."""
+    text = axis_text(p.axes.get(axis))
+    if axis in fitted:
+        text += f"→{axis_text(fitted[axis].get('to'))} (fitted)"
+    return text
 
 
 def build_pivot(rep: StudyReport, metric: Metric, note: str = "") -> Pivot:

@@ -96,7 +96,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
         notes.append("Measured on the simulated DUT (--tg sim): numbers come from a model, not a device.")
     if fit.get("changes"):
         notes.append("Fitted to host (--fit-host): each unit ran on its fitted topology (the tests' "
-                     "topology rows name the changes); test and study column names keep the suite's values.")
+                     "topology rows name the changes); test names keep the suite's values, and a study "
+                     "axis the fit changed shows both, the value written and the one that ran "
+                     "(pmd_cores=4→2 (fitted)).")
     from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's
     tests = resolved_tests(run)
     notes += result_notes(tests)

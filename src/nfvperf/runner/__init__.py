@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, cast
 
 from nfvperf.config import Suite, TestConfig, topology_overrides
-from nfvperf.fit import FitChange
+from nfvperf.fit import FitChange, fitted_axes
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
 from nfvperf.host.preflight import PreflightError
 from nfvperf.methods import REGISTRY, runs_on_iperf3
@@ -212,9 +212,12 @@ class RunLoop:
         profile = self.suite.traffic_profile(test, size)
         ndir = directions(test.traffic.model_dump(), topo_spec.ports, tx_pairs(topo_spec))
         row = dict(topo_row, directions=ndir)
-        fitted = [c.text() for c in self.fit_changes(test, size)]
-        if fitted:
-            row["fitted_to_host"] = fitted
+        changes = self.fit_changes(test, size)
+        if changes:
+            row["fitted_to_host"] = [c.text() for c in changes]
+            axes = fitted_axes(test.study, changes)     # a study axis that ran fitted (pmd_cores 4→2)
+            if axes:
+                row["fitted_axes"] = axes
         trow = self.store.start_test(self.run.id, name=test.name, method=test.method, frame_size_b=size,
                                      params=test.params_dict(size), traffic=profile,
                                      topology=row, study=test.study)
