@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM_PACKAGES = {
     "apt-cache": "apt", "apt-get": "apt",
     "bash": "bash", "sh": "dash", "cat": "coreutils", "true": "coreutils", "false": "coreutils", "sleep": "coreutils", "stdbuf": "coreutils",
-    "timeout": "coreutils", "rm": "coreutils", "sort": "coreutils", "uniq": "coreutils",
+    "timeout": "coreutils", "seq": "coreutils", "rm": "coreutils", "sort": "coreutils", "uniq": "coreutils",
     "head": "coreutils", "id": "coreutils", "touch": "coreutils", "wc": "coreutils", "dirname": "coreutils", "pwd": "coreutils",
     "sed": "sed", "grep": "grep",
     "dpkg-deb": "dpkg", "dpkg-query": "dpkg", "dpkg": "dpkg",
