@@ -17,6 +17,8 @@ PKG = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 MAX_LINES = 400
 #: names a measurer goes by in src/
 MEASURER_NAMES = {"m", "measurer", "meas"}
+#: the hooks trial.Measurer declares for its owner to set (everything else is a constructor option)
+DECLARED_HOOKS = {"reset_hook", "reconfigure_topology"}
 
 
 def _is_measurer(node: ast.expr) -> bool:
@@ -37,6 +39,8 @@ def measurer_patches(path: Path) -> list[str]:
         for t in targets:
             if isinstance(t, ast.Attribute) and (t.attr == "measure" or t.attr.startswith("measure_")):
                 out.append((node.lineno, f"replaces {t.attr}"))
+            elif isinstance(t, ast.Attribute) and _is_measurer(t.value) and t.attr not in DECLARED_HOOKS:
+                out.append((node.lineno, f"sets {t.attr} on a measurer"))
     return [f"{path.name}:{line} {what}" for line, what in sorted(out)]
 
 
@@ -65,8 +69,11 @@ def test_the_check_sees_the_old_pacing_patch(tmp_path) -> None:
                  "            return _fn(*a, **kw)\n"
                  "        setattr(m, name, slow)\n"
                  "def wrap(measurer):\n"
-                 "    measurer.measure = lambda d, l: None\n")
-    assert measurer_patches(f) == ["old.py:8 setattr on a measurer", "old.py:10 replaces measure"]
+                 "    measurer.measure = lambda d, l: None\n"
+                 "    measurer.environment = lambda: {}\n"
+                 "    measurer.reset_hook = print\n")
+    assert measurer_patches(f) == ["old.py:8 setattr on a measurer", "old.py:10 replaces measure",
+                                   "old.py:11 sets environment on a measurer"]
 
 
 def test_the_factory_is_typed_by_what_it_returns() -> None:

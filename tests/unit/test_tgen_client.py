@@ -659,6 +659,17 @@ def test_tsc_calibration_stored_in_environment(fake_bin: Path, tmp_path: Path):
         assert r.extra["tsc_hz"] == 2445430000 and r.extra["tsc_hz_dpdk"] == 2450000000
 
 
+def test_the_topology_record_is_a_constructor_option(fake_bin: Path, tmp_path: Path):
+    """The topology's record rides in environment()["topology"] through the measurer's own option
+    (it used to replace the measurer's environment method after construction)."""
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], topology_environment=lambda: {"dut": "fake", "kind": "p2p"})
+        env = m.environment()
+        assert env["topology"] == {"dut": "fake", "kind": "p2p"} and env["tsc_hz"] == 2445430000
+        assert "environment" not in vars(m)
+        assert "topology" not in TgenMeasurer(proc, [(0, 1)]).environment()
+
+
 def test_tsc_calibration_from_an_older_tgen(fake_bin: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("FAKE_OLD_PING", "1")
     with make_proc(fake_bin, tmp_path) as proc:

@@ -45,7 +45,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from nfvperf.host.base import Popened
 from nfvperf.host import netns as N
@@ -475,7 +475,9 @@ class Iperf3Measurer(Measurer):
                  connect_timeout_ms: int = 3000, ready_timeout_s: float = 5.0,
                  pin_servers: bool = True, topology: Optional[VethTopology] = None,
                  workdir: Optional[Path] = None, host: Any = None,
-                 tso_refusal: Optional[str] = None) -> None:
+                 tso_refusal: Optional[str] = None, path: Optional[dict[str, Any]] = None,
+                 dut_counters: Optional[Callable[[], Any]] = None,
+                 dut_alive: Optional[Callable[[], None]] = None) -> None:
         binary = shutil.which(iperf3)
         if not binary:
             raise MeasurerError(f"{iperf3} not found (apt-get install iperf3)")
@@ -500,11 +502,14 @@ class Iperf3Measurer(Measurer):
         self._workdir = workdir
         self._procs: list[_Proc] = []
         self.version = self._version()
-        self.path_info: dict[str, Any] = {}          # set by in_namespaces()
-        self.dut_counters_fn: Optional[Any] = None   # callable -> dict, read around each trial
-        self.dut_alive_fn: Optional[Any] = None      # callable, raises DutFailure
+        # what the topology says about the path (topology, DUT, offloads ...): in every result
+        self.path_info: dict[str, Any] = dict(path or {})
+        self.dut_counters_fn = dut_counters   # read around each trial
+        self.dut_alive_fn = dut_alive         # raises DutFailure
         # the kernel interfaces of the TCP path that apply_tcp_settings() sets: (netns, ifname)
-        self.ifaces: list[tuple[Optional[str], str]] = list(topology._ifaces()) if topology else []
+        self.ifaces: list[tuple[Optional[str], str]] = list(topology._ifaces()) if topology else [
+            (ns, ifc) for ns, ifc in ((client_ns, self.path_info.get("client_if")),
+                                      (server_ns, self.path_info.get("server_if"))) if ifc]
         self.tso_refusal: Optional[str] = tso_refusal   # why params.tso true cannot work on this path
 
     # -- construction ---------------------------------------------------------------------
@@ -533,13 +538,8 @@ class Iperf3Measurer(Measurer):
         stays the topology's to remove.  ``path`` (topology, DUT, offloads ...) goes into
         ``environment()`` and every result; ``dut_counters()`` is read before and after each
         trial; ``dut_alive()`` is checked after each trial (raises DutFailure)."""
-        m = cls(server_ns, client_ns, server_ip, **kw)
-        m.path_info = dict(path or {})
-        m.ifaces = [(ns, ifc) for ns, ifc in ((client_ns, m.path_info.get("client_if")),
-                                               (server_ns, m.path_info.get("server_if"))) if ifc]
-        m.dut_counters_fn = dut_counters
-        m.dut_alive_fn = dut_alive
-        return m
+        return cls(server_ns, client_ns, server_ip, path=path, dut_counters=dut_counters,
+                   dut_alive=dut_alive, **kw)
 
     def _read_dut_counters(self) -> Any:
         try:

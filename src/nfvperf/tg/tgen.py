@@ -689,10 +689,13 @@ class TgenMeasurer(Measurer):
                  dut_alive: Optional[Callable[[], None]] = None,
                  stream_params: Optional[list[dict]] = None,
                  learning_wait_s: Optional[float] = None, learning_frames: int = 3,
-                 rx_groups: Optional[Sequence[Sequence[int]]] = None):
+                 rx_groups: Optional[Sequence[Sequence[int]]] = None,
+                 topology_environment: Optional[Callable[[], dict]] = None):
         if not pairs:
             raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
         self.proc = proc
+        # the topology's own record (DUT, versions, pinning), kept under "topology" in environment()
+        self.topology_environment = topology_environment
         self.pairs = [(int(a), int(b)) for a, b in pairs]
         self.rx_groups = [[int(p) for p in g] for g in (rx_groups or [])]
         seen: dict[int, int] = {}
@@ -1102,6 +1105,12 @@ class TgenMeasurer(Measurer):
 
     # -- environment ------------------------------------------------------------------------
     def environment(self) -> dict[str, Any]:
+        env = self.generator_environment()
+        if self.topology_environment is not None:
+            env["topology"] = self.topology_environment()
+        return env
+
+    def generator_environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {"measurer": self.name}
         try:
             ping = self.proc.rpc("ping")

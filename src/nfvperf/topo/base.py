@@ -520,17 +520,7 @@ class Topology:
         groups = self.rx_groups()
         if groups:
             kwargs["rx_groups"] = groups
-        m = TgenMeasurer(self.tgen, self.tg_pairs(), **kwargs)
-        env = self.environment
-
-        orig_env = m.environment
-
-        def environment() -> dict[str, object]:
-            d = dict(orig_env())
-            d["topology"] = env()
-            return d
-
-        m.environment = environment  # type: ignore[method-assign]
+        m = TgenMeasurer(self.tgen, self.tg_pairs(), topology_environment=self.environment, **kwargs)
         if self.dut is not None:
             m.reset_hook = self.reset_dut     # RFC 6201 reset trials
         self._measurer = m

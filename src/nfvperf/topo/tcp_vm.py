@@ -243,8 +243,7 @@ class TcpVmTopology(OvsTopology):
         client: Any = self.client_ns if not self.client_in_vm else self.guests[0]
         m = VmTcpMeasurer(client, self.guests[-1], SERVER_IP, path=path,
                           dut_counters=self.dut_counters, dut_alive=self.dut_alive,
-                          workdir=self.run.run_dir)
-        m.tso_refusal = self.tcp_tso_refusal(self.spec)
+                          workdir=self.run.run_dir, tso_refusal=self.tcp_tso_refusal(self.spec))
         if info is not None:
             info["tcp_endpoints"] = path
         self._measurer = m
