@@ -82,3 +82,12 @@ def test_a_run_without_skips_has_no_section(store) -> None:
     rid = new_run(store)
     add_test(store, rid, "t", "throughput", 64, 1e6)
     assert not [t for t in build(store.load_run(rid)).tables if t.key == SKIPPED_KEY]
+
+
+def test_sizes_are_written_as_validate_writes_them(store) -> None:
+    rid = new_run(store)
+    add_test(store, rid, "t", "throughput", 64, 1e6)
+    for size in (512, 1024, 1518):
+        _skip(store, rid, "big", size, UNFIT)
+    (sk,) = [t for t in build(store.load_run(rid)).tables if t.key == SKIPPED_KEY]
+    assert sk.rows == [[UNFIT, "3", "big 512/1024/1518 B"]]

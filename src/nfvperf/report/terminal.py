@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from nfvperf.report.tables import ReportData, build
+from nfvperf.report.tables import SKIPPED_KEY, ReportData, build
 
 
 def console_for(stream: Any = None) -> Console:
@@ -33,7 +33,8 @@ def render(data: ReportData, console: Optional[Console] = None) -> None:
                        caption_justify="left", title_justify="left")
         for i, c in enumerate(t.columns):
             first_label = i == 0 and not t.key.startswith(("throughput", "latency"))
-            rt.add_column(escape(c), justify="left" if first_label else "right")
+            text = t.key == SKIPPED_KEY and c != "Units"       # reasons and unit lists read left
+            rt.add_column(escape(c), justify="left" if first_label or text else "right")
         for row in t.rows:
             rt.add_row(*(escape(str(c)) for c in row))
         if not t.rows:
