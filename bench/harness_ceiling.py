@@ -54,7 +54,7 @@ from nfvperf.tg.tgen_testpmd import TestpmdPeer, find_testpmd  # noqa: E402
 CPUS = os.cpu_count() or 1
 FWD_LCORES = "0@0,1@0"
 GEN_LCORES = "0@1,1@1" if CPUS >= 2 else "0@0,1@0"
-SIZES = (64, 1518)
+SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "64,1518").split(","))
 WARM_S = float(os.environ.get("BENCH_WARM_S", "1.0"))
 SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "2.0"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))

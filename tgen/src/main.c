@@ -26,6 +26,8 @@ struct stream *g_streams[MAX_STREAM_ID];
 struct worker g_workers[MAX_WORKERS];
 unsigned g_nworkers;
 struct rte_mempool *g_pool;
+struct rte_mempool *g_txpool;
+int g_tmpl_tag_off = -1;
 volatile int g_phase;
 struct trial *volatile g_trial;
 volatile int g_quit;

@@ -24,15 +24,42 @@ double port_speed_bps(unsigned p)
     return link_speed(p);
 }
 
+static void tag_clear(struct rte_mempool *mp, void *opaque, void *obj, unsigned idx)
+{
+    (void)mp; (void)opaque; (void)idx;
+    *mbuf_tmpl_tag(obj) = 0;
+}
+
+/* the TX pool (tgen.h); without it (no dynamic field, no memory) TX copies every frame from g_pool */
+static void txpool_create(size_t n, unsigned room)
+{
+    static const struct rte_mbuf_dynfield desc = { .name = "tgen_tmpl_tag", .size = sizeof(uint64_t),
+                                                   .align = __alignof__(uint64_t) };
+    int off = rte_mbuf_dynfield_register(&desc);
+    if (off < 0) {
+        fprintf(stderr, "tgen: no mbuf dynamic field for the TX pool (%s): every frame is copied whole\n", rte_strerror(rte_errno));
+        return;
+    }
+    g_tmpl_tag_off = off;
+    struct rte_mempool *mp = rte_pktmbuf_pool_create("tgen_txpool", (unsigned)n, 256, 0, (uint16_t)room, (int)rte_socket_id());
+    if (!mp) {
+        fprintf(stderr, "tgen: no TX pool of %zu mbufs (%s): every frame is copied whole from the main pool\n", n, rte_strerror(rte_errno));
+        return;
+    }
+    rte_mempool_obj_iter(mp, tag_clear, NULL);
+    g_txpool = mp;
+}
+
 int ports_init(char *err, size_t errlen)
 {
     unsigned max_frame = 0;
-    size_t need = 0;
+    size_t need = 0, need_tx = 0;
     for (unsigned p = 0; p < g_nports; p++) {
         struct port *pt = &g_ports[p];
         unsigned f = pt->mtu + 18 + 4 + VXLAN_OVERHEAD;
         if (f > max_frame) max_frame = f;
         need += (size_t)pt->rxq * pt->rxd + (size_t)pt->txq * (pt->txd + BURST);
+        need_tx += (size_t)pt->txq * (pt->txd + 2 * BURST);
     }
     need += 8192 + (size_t)rte_lcore_count() * 512;
     /* +64: the frame builder copies in 32-byte blocks past the frame end */
@@ -46,6 +73,7 @@ int ports_init(char *err, size_t errlen)
             return -1;
         }
     }
+    if (!g_txpool) txpool_create(need_tx + 4096 + (size_t)rte_lcore_count() * 512, room);
     for (unsigned p = 0; p < g_nports; p++) {
         struct port *pt = &g_ports[p];
         uint16_t id = (uint16_t)p;

@@ -48,6 +48,7 @@ struct stream {
     json_t *input;          /* user's object, kept for stream.modify */
     streamcfg_t sc;
     tmpl_t *tmpls[MAX_IMIX];   /* one per size */
+    uint64_t tmpl_id[MAX_IMIX];   /* unique for the process's life (never reused): the TX pool's mbuf tag */
     uint16_t *pattern;      /* imix: size index per frame */
     unsigned plen;
     uint16_t txq;
@@ -130,6 +131,14 @@ extern struct stream *g_streams[MAX_STREAM_ID];
 extern struct worker g_workers[MAX_WORKERS];
 extern unsigned g_nworkers;
 extern struct rte_mempool *g_pool;
+/* TX-only pool (no RX queue takes from it, so only the frame builder writes its data): each mbuf
+ * carries in a dynamic field the id of the template its data holds, and a frame of the same template
+ * rewrites only the per-frame fields (tmpl_fill_fields) instead of copying the whole frame.  NULL
+ * when it could not be created: TX then takes from g_pool and copies every frame. */
+extern struct rte_mempool *g_txpool;
+extern int g_tmpl_tag_off;       /* the dynamic field's offset in the mbuf (-1 without g_txpool) */
+static inline uint64_t *mbuf_tmpl_tag(struct rte_mbuf *m)
+{ return RTE_MBUF_DYNFIELD(m, g_tmpl_tag_off, uint64_t *); }
 extern volatile int g_phase;
 extern struct trial *volatile g_trial;
 extern volatile int g_quit;

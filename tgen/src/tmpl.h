@@ -75,24 +75,29 @@ static inline void tm_st16(uint8_t *p, uint16_t v) { v = __builtin_bswap16(v); m
 static inline void tm_st32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
 static inline uint32_t tm_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
 
-/* Write the frame (t->len bytes) for flow/seq/tx timestamp into buf.  buf must have room for
- * t->len rounded up to a multiple of 32 (the copy runs in 32-byte blocks). */
-static inline void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq,
-                             uint64_t tx_ns)
+/* Write every byte of the frame that depends on flow/seq/tx timestamp into buf, which already holds
+ * a copy of this template's frame (possibly with another flow/seq/timestamp written over it): the
+ * varied addresses and ports (written for every flow, flow 0 included, so a previous frame's values
+ * never stay), the outer UDP source port, the IPv4 and UDP checksums and the signature's sequence
+ * and timestamp.  The rest of the frame is never written per frame. */
+static inline void tmpl_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow,
+                                    uint64_t seq, uint64_t tx_ns)
 {
-    for (unsigned o = 0; o < t->len; o += 32) memcpy(buf + o, t->data + o, 32);
     uint32_t sip = tm_ld32(t->data + t->sip_off), dip = tm_ld32(t->data + t->dip_off);
     uint32_t sp = c->src_port, dp = c->dst_port;
-    if (flow) {
-        uint32_t v = c->vary;
-        if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + t->sip_off, sip); }
-        if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + t->dip_off, dip); }
-        if (v & VARY_SRC_PORT) { sp = (sp - 1 + flow) % 65535 + 1; tm_st16(buf + t->udp_off, (uint16_t)sp); }
-        if (v & VARY_DST_PORT) {
+    uint32_t v = c->vary;
+    if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + t->sip_off, sip); }
+    if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + t->dip_off, dip); }
+    if (v & VARY_SRC_PORT) {
+        if (flow) sp = (sp - 1 + flow) % 65535 + 1;
+        tm_st16(buf + t->udp_off, (uint16_t)sp);
+    }
+    if (v & VARY_DST_PORT) {
+        if (flow) {
             dp = (dp - 1 + flow) % 65535 + 1;
             if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
-            tm_st16(buf + t->udp_off + 2, (uint16_t)dp);
         }
+        tm_st16(buf + t->udp_off + 2, (uint16_t)dp);
     }
     if (c->vxlan) tm_st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
     uint8_t *sg = buf + t->sig_off;
@@ -113,5 +118,20 @@ static inline void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf,
     }
     uint16_t ck = (uint16_t)~csum_fold(s);
     tm_st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
+}
+
+/* Copy the template into buf whole */
+static inline void tmpl_copy(const tmpl_t *t, uint8_t *buf)
+{
+    for (unsigned o = 0; o < t->len; o += 32) memcpy(buf + o, t->data + o, 32);
+}
+
+/* Write the frame (t->len bytes) for flow/seq/tx timestamp into buf.  buf must have room for
+ * t->len rounded up to a multiple of 32 (the copy runs in 32-byte blocks). */
+static inline void tmpl_fill(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq,
+                             uint64_t tx_ns)
+{
+    tmpl_copy(t, buf);
+    tmpl_fill_fields(t, c, buf, flow, seq, tx_ns);
 }
 #endif
