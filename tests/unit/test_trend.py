@@ -421,8 +421,9 @@ def test_a_missing_build_path_is_a_dut_failure_naming_the_field(tmp_path):
     from nfvperf.dut.ovs_dpdk import OvsDpdk
     from nfvperf.trial import DutFailure
     run = SimpleNamespace(tag="nfvtest", run_dir=str(tmp_path), file_prefix=lambda role: f"nfvtest-{role}")
-    spec = SimpleNamespace(ovs=SimpleNamespace(vswitchd=str(tmp_path / "nope"), pmd_cpu_mask=None, socket_mem_mb=512,
-                                               dpdk_socket_mem=lambda: "512"), port_kind="vhost")
+    from nfvperf.topo import TopologySpec
+    spec = TopologySpec(kind="p-ovs-p", port_kind="vhost", ovs={"vswitchd": str(tmp_path / "nope"),
+                                                                "socket_mem_mb": 512})
     dut = OvsDpdk(run, None, spec=spec)
     with pytest.raises(DutFailure, match="topology.ovs.vswitchd: .*nope does not exist"):
         dut._vswitchd()

@@ -132,8 +132,14 @@ class TopologyView(Protocol):
     @property
     def vnf(self) -> str: ...
 
+    def option_section(self, key: str) -> Optional[BaseModel]:
+        """The adapter options section ``key`` (``ovs``, ``testpmd`` ...: an adapter's
+        ``options_key``), None when the spec has none."""
+        ...
+
 
 _Spec = TypeVar("_Spec", bound=TopologyView)
+_Options = TypeVar("_Options", bound=BaseModel)
 
 
 class AdapterOptions(BaseModel):
@@ -200,12 +206,25 @@ class DutAdapter(abc.ABC):
     builds_bonds: ClassVar[bool] = False
 
     @classmethod
-    def options(cls, spec: TopologyView) -> Any:
+    def options(cls, spec: TopologyView) -> Optional[BaseModel]:
         """This adapter's options section of a TopologySpec (None without one): an instance of
-        its ``options_model``.  Still ``Any``: the section is read by ``options_key`` (plugins add
-        theirs at run time) and each adapter narrows it where it keeps it (``self.opts:
-        L3fwdSpec``); ``TopologySpec.dut_options()`` is the typed view from above."""
-        return getattr(spec, cls.options_key, None) if cls.options_key else None
+        its ``options_model``.  An adapter with options narrows the type by overriding it with
+        :meth:`options_as` (``def options(cls, spec) -> Optional[OvsSpec]: return
+        cls.options_as(spec, OvsSpec)``); ``TopologySpec.dut_options()`` is the view from above."""
+        return cls.options_as(spec, BaseModel)
+
+    @classmethod
+    def options_as(cls, spec: TopologyView, model: type[_Options]) -> Optional[_Options]:
+        """The section ``options_key`` of ``spec`` (:meth:`TopologyView.option_section`) as
+        ``model``; None without a key or a section, a TypeError when the section is another model
+        (an adapter whose ``options_model`` is not the model it reads)."""
+        if not cls.options_key:
+            return None
+        section = spec.option_section(cls.options_key)
+        if section is None or isinstance(section, model):
+            return section
+        raise TypeError(f"DUT adapter {cls.name}: topology.{cls.options_key} is a "
+                        f"{type(section).__name__}, not the {model.__name__} it reads")
 
     @classmethod
     def hugepage_demand_mb(cls, spec: TopologyView) -> int:

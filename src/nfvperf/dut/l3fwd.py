@@ -33,7 +33,7 @@ import os
 import re
 import signal
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Literal, Optional, Protocol, Sequence
 
 from pydantic import Field, model_validator
 
@@ -45,7 +45,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, cross_connect, eal_port_options, register_dut
+    SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
 log = logging.getLogger(__name__)
@@ -133,18 +133,32 @@ class L3fwdSpec(AdapterOptions):
         return SimTraits(pmd_cores=self.cores or None, ht=self.ht, n_rxq=self.queues or 1)
 
 
-def lcore_count(opts: Any) -> int:
+def lcore_count(opts: Optional[L3fwdSpec]) -> int:
     """Forwarding lcores the options ask for (1 without ``cores`` or ``cpus``)."""
-    if opts is not None and getattr(opts, "cpus", None):
+    if opts is not None and opts.cpus:
         return len(parse_cpulist(opts.cpus))
-    if opts is None or getattr(opts, "cores", None) is None:
+    if opts is None or opts.cores is None:
         return 1
     return int(opts.cores) * (2 if opts.ht else 1)
 
 
-def spec_ports(spec: Any) -> int:
+class PathView(Protocol):
+    """What :func:`problems` reads of the path: a TopologySpec's (:class:`TopologyView`), or
+    an instance's own ports when it was built without one (:class:`_SpecView`)."""
+
+    @property
+    def port_kind(self) -> str: ...
+
+    @property
+    def ports(self) -> int: ...
+
+    @property
+    def mtu(self) -> int: ...
+
+
+def spec_ports(spec: Optional[PathView]) -> int:
     """The ports a spec declares (``ports``; the PCI addresses are checked by the pci kind)."""
-    return int(getattr(spec, "ports", 2) or 2)
+    return int(spec.ports or 2) if spec is not None else 2
 
 
 def rx_queues_per_port(port_kind: str, queues: int, lcores: int) -> int:
@@ -153,21 +167,21 @@ def rx_queues_per_port(port_kind: str, queues: int, lcores: int) -> int:
     return max(queues, lcores) if port_kind == "af_packet" else queues
 
 
-def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> list[str]:
+def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] = None) -> list[str]:
     """Why l3fwd with ``opts`` (on ``lcores`` lcores, default: what the options ask for) cannot
     run ``spec`` (a TopologySpec) for ``flows`` flows per direction; each message names the
     field and the fix."""
     out = []
-    pk = str(getattr(spec, "port_kind", "af_packet"))
-    mtu = int(getattr(spec, "mtu", 1500) or 1500)
+    pk = str(spec.port_kind)
+    mtu = int(spec.mtu or 1500)
     if mtu > MAX_MTU:
         out.append(f"topology.mtu: l3fwd's mbufs hold 2048 B frames (DPDK's default buffer size) and it "
                    f"enables no scattered RX, so its ports carry MTU {MAX_MTU} at most, not {mtu}; lower "
                    f"topology.mtu or use dut testpmd")
     w = lcore_count(opts) if lcores is None else lcores
-    q = int(getattr(opts, "queues", 1) or 1)
+    q = int(opts.queues or 1)
     if pk == "af_xdp" and (w > 1 or q > 1):
-        which = ("cpus" if getattr(opts, "cpus", None) else "cores") if w > 1 else "queues"
+        which = ("cpus" if opts.cpus else "cores") if w > 1 else "queues"
         out.append(f"topology.l3fwd.{which}: l3fwd sends on one TX queue per "
                    f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
                    f"and one queue ({w} lcore(s), {q} queue(s) asked); use port_kind af_packet, vhost or "
@@ -178,7 +192,7 @@ def problems(spec: Any, opts: Any, flows: int, lcores: Optional[int] = None) -> 
         out.append(f"topology.l3fwd.queues: {ports} ports x {rx_queues_per_port(pk, q, w)} RX queues on "
                    f"{w} lcore(s) is {per_lcore} queues per lcore, l3fwd polls at most "
                    f"{MAX_RX_QUEUE_PER_LCORE}; lower queues or add cores")
-    why = check_routes(getattr(opts, "mode", "lpm") or "lpm", ports, flows)
+    why = check_routes(opts.mode or "lpm", ports, flows)
     if why:
         out.append(why)
     return out
@@ -199,14 +213,18 @@ class L3fwd(SnapshotCounters, DutAdapter):
 
     # -- what the class declares ---------------------------------------------------------------
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def options(cls, spec: TopologyView) -> Optional[L3fwdSpec]:
+        return cls.options_as(spec, L3fwdSpec)
+
+    @classmethod
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         opts = cls.options(spec)
         if opts is None or opts.cores is None:
             return None
         return CoreRequest("topology.l3fwd.cores", int(opts.cores), bool(opts.ht), "topology.l3fwd.ht")
 
     @classmethod
-    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+    def adjust_plan(cls, plan: Any, spec: TopologyView) -> None:
         """``l3fwd.cpus``: the DUT's lcores on exactly those CPUs (each must be on the host)."""
         opts = cls.options(spec)
         if opts is None or not opts.cpus:
@@ -226,10 +244,10 @@ class L3fwd(SnapshotCounters, DutAdapter):
                                  f"also poll for another role")
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
         opts = cls.options(spec) or L3fwdSpec()
         ports, w = spec_ports(spec), lcore_count(opts)
-        rxq = rx_queues_per_port(str(getattr(spec, "port_kind", "")), opts.queues, w)
+        rxq = rx_queues_per_port(str(spec.port_kind), opts.queues, w)
         mbufs = max(ports * rxq * opts.rxd + ports * w * 32 + ports * w * opts.txd + w * 256, 8192)
         return int(TABLES_MB[opts.mode] + mbufs * MBUF_KB / 1024) + 16
 
@@ -291,11 +309,10 @@ class L3fwd(SnapshotCounters, DutAdapter):
     # -- an instance ---------------------------------------------------------------------------
     def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                  netns: Optional[str] = None, eth_peers: Optional[Sequence[Optional[str]]] = None,
-                 start_timeout_s: float = 60.0, **options: Any):
-        super().__init__(run, tracker, cpus, **options)
-        spec = options.get("spec")
+                 start_timeout_s: float = 60.0, *, spec: Optional[TopologyView] = None, **options: Any):
+        super().__init__(run, tracker, cpus, spec=spec, **options)
         self.spec = spec
-        self.opts: L3fwdSpec = self.options(spec) if spec is not None else L3fwdSpec()
+        self.opts: L3fwdSpec = (self.options(spec) if spec is not None else None) or L3fwdSpec()
         self.netns = netns
         self.eth_peers = list(eth_peers or [])
         self.lcore_cpus = list(self.cpus) or [0]

@@ -24,7 +24,7 @@ from pydantic import Field
 from nfvperf.host import netns as N
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, register_dut
+from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, TopologyView, register_dut
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,17 @@ class LinuxBridge(DutAdapter):
     tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
-    def spec_options(cls, spec: Any) -> dict[str, Any]:
+    def options(cls, spec: TopologyView) -> Optional[LinuxBridgeSpec]:
+        return cls.options_as(spec, LinuxBridgeSpec)
+
+    @classmethod
+    def spec_options(cls, spec: TopologyView) -> dict[str, Any]:
         lb = cls.options(spec)
         return {} if lb is None else dict(mode=lb.mode, ageing_s=lb.ageing_s)
 
     @classmethod
-    def adjust_plan(cls, plan: Any, spec: Any) -> None:
-        if getattr(spec, "port_kind", "") == "pci":
+    def adjust_plan(cls, plan: Any, spec: TopologyView) -> None:
+        if spec.port_kind == "pci":
             return
         # veth transmit runs the receiving side (bridge, peer veth) in the sender's softirq:
         # the kernel DUT forwards on the generator's CPU

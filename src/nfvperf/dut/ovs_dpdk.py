@@ -29,7 +29,8 @@ from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, cross_connect, register_dut
+from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, TopologyView, cross_connect, \
+    register_dut
 from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules, install_timeout_s
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
@@ -335,37 +336,43 @@ class OvsDpdk(DutAdapter):
                                                   "smc-enable", "pmd-maxsleep")
 
     @classmethod
-    def in_place_for(cls, spec: Any) -> frozenset[str]:
+    def options(cls, spec: TopologyView) -> Optional[OvsSpec]:
+        return cls.options_as(spec, OvsSpec)
+
+    @classmethod
+    def in_place_for(cls, spec: TopologyView) -> frozenset[str]:
         """:attr:`in_place`, less the PMD mask on memif (the generator polls ``tx_queues()`` =
         PMD threads + 1 rings per port, fixed when it started) and the global other_config of an
         OVS that nfvperf only attached to (``existing_db``: not nfvperf's to change; a start
         does not set them either)."""
         out = cls.in_place
-        if getattr(spec, "port_kind", None) == "memif":
+        if spec.port_kind == "memif":
             out = out - {"ovs.pmd_cpu_mask"}
-        if getattr(cls.options(spec), "existing_db", None):
+        ovs = cls.options(spec)
+        if ovs is not None and ovs.existing_db:
             out = out - cls.GLOBAL_IN_PLACE
         return out
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
         ovs = cls.options(spec)
         return int(sum((ovs if ovs is not None else OvsSpec()).socket_mem_list()))
 
     @classmethod
-    def preflight_needs(cls, spec: Any) -> Needs:
+    def preflight_needs(cls, spec: TopologyView) -> Needs:
         needs = super().preflight_needs(spec)
         ovs = cls.options(spec)
-        if ovs is not None and getattr(ovs, "socket_mem", None):
+        if ovs is not None and ovs.socket_mem:
             needs.checks.append(lambda required: socket_mem_check(ovs.socket_mem_list()))
-        if ovs is not None and getattr(ovs, "pmd_cpu_mask", None):
-            needs.checks.append(lambda required: pmd_mask_check(ovs.pmd_cpu_mask))
+        if ovs is not None and ovs.pmd_cpu_mask:
+            mask = ovs.pmd_cpu_mask
+            needs.checks.append(lambda required: pmd_mask_check(mask))
         return needs
 
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         ovs = cls.options(spec)
-        if ovs is None or getattr(ovs, "pmd_cores", None) is None:
+        if ovs is None or ovs.pmd_cores is None:
             return None
         return CoreRequest("topology.ovs.pmd_cores", int(ovs.pmd_cores), bool(ovs.ht))
 
@@ -393,29 +400,31 @@ class OvsDpdk(DutAdapter):
         return bits
 
     def __init__(self, run: RunContext, tracker: Optional[ResourceTracker] = None,
-                 cpus: Sequence[int] = (), spec: Any = None, *, netns: Optional[str] = None,
-                 lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
+                 cpus: Sequence[int] = (), spec: Union[OvsSpec, TopologyView, None] = None, *,
+                 netns: Optional[str] = None, lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
                  vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
         super().__init__(run, tracker, cpus=cpus, **options)
         #: the topology's port kind (pci: the ports are NICs, so no --no-pci in the EAL options)
-        self.port_kind: Optional[str] = getattr(spec, "port_kind", None)
-        if spec is not None and hasattr(spec, "ovs"):     # a TopologySpec: use its ovs section
-            spec = spec.ovs
+        self.port_kind: Optional[str] = None
+        if spec is not None and not isinstance(spec, OvsSpec):   # a TopologySpec: its ovs section
+            self.port_kind = spec.port_kind
+            spec = self.options(spec)
         plan = options.get("plan")
         if plan is not None and getattr(plan, "housekeeping", None):
             lcore_cpu = plan.housekeeping[0]
         self.tag = run.tag
         self.run_dir = Path(run.run_dir)
-        self.spec = spec
+        #: the options (None: an instance built without them, on the defaults below)
+        self.spec: Optional[OvsSpec] = spec
         self.netns = netns
         self.lcore_cpu = lcore_cpu
-        self.pmd_cpu_mask = (getattr(spec, "pmd_cpu_mask", None) if spec is not None else None) or \
+        self.pmd_cpu_mask = (spec.pmd_cpu_mask if spec is not None else None) or \
             (cpu_mask(self.cpus) if self.cpus else None)
-        self.socket_mem_mb = socket_mem_mb or (getattr(spec, "socket_mem_mb", None) if spec else None) or 512
+        self.socket_mem_mb = socket_mem_mb or (spec.socket_mem_mb if spec is not None else None) or 512
         #: other_config:dpdk-socket-mem (and -limit): MB per NUMA socket, e.g. '11264,1024'
         self.socket_mem = str(socket_mem_mb) if socket_mem_mb else \
-            (spec.dpdk_socket_mem() if hasattr(spec, "dpdk_socket_mem") else str(self.socket_mem_mb))
-        self.vswitchd_bin = vswitchd or (getattr(spec, "vswitchd", None) if spec is not None else None)
+            (spec.dpdk_socket_mem() if spec is not None else str(self.socket_mem_mb))
+        self.vswitchd_bin = vswitchd or (spec.vswitchd if spec is not None else None)
         #: other_config:userspace-tso-enable (read once at start): vhost-user ports then offer the
         #: guests TSO and checksum offload (the TCP topology vm-vm sets it; nfvperf.topo.tcp_vm)
         self.userspace_tso = False
@@ -452,7 +461,7 @@ class OvsDpdk(DutAdapter):
         #: when ``ovs.rules`` does not shape their forwarding): what an in-place ``ovs.rules``
         #: change installs
         self.forwarding: Optional[Callable[[], Optional[Sequence[Union[Flow, str]]]]] = None
-        if spec is not None and getattr(spec, "existing_db", None):
+        if spec is not None and spec.existing_db:
             self.attach(spec.existing_db, spec.existing_ctl)
 
     # ------------------------------------------------------------------ plumbing
@@ -597,9 +606,9 @@ class OvsDpdk(DutAdapter):
         if self.userspace_tso:
             cfg["userspace-tso-enable"] = "true"
         if self.spec is not None:
-            if getattr(self.spec, "emc_insert_inv_prob", None) is not None:
+            if self.spec.emc_insert_inv_prob is not None:
                 cfg["emc-insert-inv-prob"] = str(self.spec.emc_insert_inv_prob)
-            if getattr(self.spec, "smc_enable", False):
+            if self.spec.smc_enable:
                 cfg["smc-enable"] = "true"
         return cfg
 
@@ -638,7 +647,7 @@ class OvsDpdk(DutAdapter):
 
     def pmd_maxsleep_us(self) -> int:
         """``pmd-maxsleep``: the spec's value, else 500 us when the CPU plan shares cores."""
-        v = getattr(self.spec, "pmd_maxsleep_us", None) if self.spec is not None else None
+        v = self.spec.pmd_maxsleep_us if self.spec is not None else None
         if v is not None:
             return int(v)
         plan = self.init_options.get("plan")
@@ -798,7 +807,7 @@ class OvsDpdk(DutAdapter):
 
     def _portref_iface(self, port: PortRef, dpdk_index: int) -> tuple[str, dict[str, Any]]:
         """(Interface type, add_ovs_port keywords) of a :class:`PortRef` (see attach_portref)."""
-        n_rxq = int(getattr(self.spec, "n_rxq", 1) or 1) if self.spec is not None else 1
+        n_rxq = int(self.spec.n_rxq or 1) if self.spec is not None else 1
         if port.end.kernel and port.netns != self.netns and not self._attached:
             raise OvsError(f"port {port.name} is in netns {port.netns}, OVS in {self.netns}")
         try:
@@ -1052,8 +1061,8 @@ class OvsDpdk(DutAdapter):
         self.spec = old.model_copy(update=keys)
         # as __init__ computes it: the spec's mask, else the CPU plan's dut CPUs
         self.pmd_cpu_mask = self.spec.pmd_cpu_mask or (cpu_mask(self.cpus) if self.cpus else None)
-        done: dict[str, Any] = {f"ovs.{k}": {"from": getattr(old, k), "to": getattr(self.spec, k)}
-                                for k in keys}
+        was, now = dict(old), dict(self.spec)          # the models' fields by name
+        done: dict[str, Any] = {f"ovs.{k}": {"from": was[k], "to": now[k]} for k in keys}
         done.update(self._apply_other_config(before, self.other_config()))
         if "n_rxq" in keys:
             done["ovs.n_rxq"].update(self._apply_n_rxq(int(self.spec.n_rxq)))

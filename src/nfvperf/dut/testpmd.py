@@ -33,7 +33,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, cross_connect, eal_port_options, register_dut
+    SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
 from .port_end import VhostFrontend
 
 log = logging.getLogger(__name__)
@@ -113,11 +113,17 @@ def mbuf_size_for(mtu: int) -> int:
     return max(2176, -(-need // 512) * 512)
 
 
-def testpmd_core_request(spec: Any) -> Optional[CoreRequest]:
+def testpmd_options(spec: Optional[TopologyView]) -> Optional[TestpmdSpec]:
+    """The ``testpmd`` section of a TopologySpec (None without a spec): the testpmd DUT's options,
+    which the testpmd VNFs (container and VM) follow too, whatever DUT switches between them."""
+    return Testpmd.options(spec) if spec is not None else None
+
+
+def testpmd_core_request(spec: Optional[TopologyView]) -> Optional[CoreRequest]:
     """``testpmd.cores``/``ht`` of a TopologySpec as a CoreRequest (the testpmd DUT's forwarding
     cores, or each VNF's: container or VM)."""
-    tp = getattr(spec, "testpmd", None)
-    if tp is None or getattr(tp, "cores", None) is None:
+    tp = testpmd_options(spec)
+    if tp is None or tp.cores is None:
         return None
     return CoreRequest("topology.testpmd.cores", int(tp.cores), bool(tp.ht))
 
@@ -158,7 +164,7 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
     """Common part: argv, interactive console, counters, life cycle."""
 
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         return testpmd_core_request(spec)
 
 
@@ -176,12 +182,11 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
                  eth_peers: Optional[Sequence[str]] = None, queues: int = 1, rxd: int = 1024,
                  txd: int = 1024, mbufs: int = 16384, extra_eal: Sequence[str] = (),
                  extra_args: Sequence[str] = (), name: Optional[str] = None,
-                 start_timeout_s: float = 60.0, **options: Any):
-        spec = options.get("spec")
-        tp = getattr(spec, "testpmd", None)
-        super().__init__(run, tracker, cpus, **options)
+                 start_timeout_s: float = 60.0, *, spec: Optional[TopologyView] = None, **options: Any):
+        tp = testpmd_options(spec)
+        super().__init__(run, tracker, cpus, spec=spec, **options)
         self.netns = netns
-        self.binary_path: Optional[str] = getattr(tp, "binary", None) if tp is not None else None
+        self.binary_path: Optional[str] = tp.binary if tp is not None else None
         self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
         plan = options.get("plan")
         if lcores is None and tp is not None and tp.lcores:
@@ -380,7 +385,11 @@ class Testpmd(_TestpmdProcess):
     port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
 
     @classmethod
-    def spec_options(cls, spec: Any) -> dict[str, Any]:
+    def options(cls, spec: TopologyView) -> Optional[TestpmdSpec]:
+        return cls.options_as(spec, TestpmdSpec)
+
+    @classmethod
+    def spec_options(cls, spec: TopologyView) -> dict[str, Any]:
         tp = cls.options(spec)
         if tp is None:
             return {}
@@ -412,22 +421,22 @@ class TestpmdVnf(_TestpmdProcess):
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, sockets: Sequence[str | Path] = (),
                  server: bool = False, name: str = "vnf0", queue_size: Optional[int] = None,
-                 mtu: Optional[int] = None, **kw: Any):
+                 mtu: Optional[int] = None, *, spec: Optional[TopologyView] = None, **kw: Any):
         self.role = name
         kw.setdefault("memory", "hugepages")
         if kw.get("memory") == "no-huge":
             raise ValueError("virtio-user needs shared (hugepage) memory; memory=no-huge won't work")
         if queue_size is None:
-            tp = getattr(kw.get("spec"), "testpmd", None)
-            queue_size = getattr(tp, "vnf_queue_size", None)
+            tp = testpmd_options(spec)
+            queue_size = tp.vnf_queue_size if tp is not None else None
         if queue_size is not None:
             queue_size = check_vnf_queue_size(queue_size)
-        super().__init__(run, tracker, name=f"testpmd-{name}", **kw)
+        super().__init__(run, tracker, name=f"testpmd-{name}", spec=spec, **kw)
         self.vnf_name = name
         self.server = server
         self.queue_size = queue_size
         if mtu is None:       # the topology's MTU: jumbo frames pass the VNF too
-            mtu = int(getattr(kw.get("spec"), "mtu", 1500) or 1500)
+            mtu = int(spec.mtu or 1500) if spec is not None else 1500
         for i, s in enumerate(sockets):
             self.add_port(PortRef(f"{name}-vhu{i}", VhostFrontend(server=server, queue_size=queue_size),
                                   socket=Path(s), mtu=mtu))

@@ -57,7 +57,7 @@ class CeilingOptions:
 def ceiling_path_key(topo_spec: TopologySpec, test: TestConfig) -> str:
     """What makes two topology groups share a harness ceiling: the path's port kind, PCI
     addresses, MTU, generator lcores, link speed and the topology/DUT (their CPU plans)."""
-    return json.dumps([topo_spec.port_kind, list(topo_spec.pci), getattr(topo_spec, "mtu", 1500),
+    return json.dumps([topo_spec.port_kind, list(topo_spec.pci), topo_spec.mtu,
                        topo_spec.tgen_lcores, topo_spec.kind, topo_spec.dut,
                        test.traffic.link_speed_bps], default=str)
 

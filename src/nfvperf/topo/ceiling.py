@@ -43,25 +43,25 @@ SELF_LATENCY_FRACTION = 0.1
 SELF_LATENCY_MIN_PPS = 1000.0
 
 
-def ceiling_spec(spec: Any, tgen_lcores: Optional[str] = None) -> Any:
+def ceiling_spec(spec: TopologySpec, tgen_lcores: Optional[str] = None) -> TopologySpec:
     """``spec``'s path with testpmd io as the DUT: p2p, same port kind, PCI addresses, MTU and
     generator lcores, two ports."""
     d: dict[str, Any] = {"kind": "p2p", "dut": "testpmd", "ports": 2,
-                         "port_kind": spec.port_kind, "mtu": int(getattr(spec, "mtu", 1500) or 1500),
+                         "port_kind": spec.port_kind, "mtu": int(spec.mtu or 1500),
                          "testpmd": {"forward_mode": "io"},
-                         "preflight": bool(getattr(spec, "preflight", True))}
+                         "preflight": bool(spec.preflight)}
     if spec.port_kind == "pci":
         d["pci"] = list(spec.pci)[:4]
-    lc = tgen_lcores or getattr(spec, "tgen_lcores", None)
+    lc = tgen_lcores or spec.tgen_lcores
     if lc:
         d["tgen_lcores"] = lc
     return TopologySpec.model_validate(d)
 
 
-def planned_tgen_lcores(spec: Any, run: RunContext) -> Optional[str]:
+def planned_tgen_lcores(spec: TopologySpec, run: RunContext) -> Optional[str]:
     """The EAL lcores the generator gets in ``spec``'s own topology (its CPU plan, computed
     without building anything), so the ceiling is measured on the same generator cores."""
-    if getattr(spec, "tgen_lcores", None):
+    if spec.tgen_lcores:
         return str(spec.tgen_lcores)
     from nfvperf.topo import build
     topo = build(spec, run, preflight=False)
@@ -137,7 +137,7 @@ def self_latency(m: Measurer, profile: TrafficProfile, fps: float, duration_s: f
             "p99": _pct(lat.percentiles_ns, "99") or float(lat.max_ns)}
 
 
-def measure_sizes(cspec: Any, run: RunContext, profiles: dict[int, TrafficProfile],
+def measure_sizes(cspec: TopologySpec, run: RunContext, profiles: dict[int, TrafficProfile],
                   trial_s: float = 0.5, resolution: float = 0.03,
                   log: Callable[[str], None] = lambda s: None, **build_kw: Any) -> dict[int, dict[str, Any]]:
     """Bring up the ceiling topology once and measure every size."""
@@ -159,7 +159,7 @@ def measure_sizes(cspec: Any, run: RunContext, profiles: dict[int, TrafficProfil
     return out
 
 
-def harness_ceiling(spec: Any, run: RunContext, profiles: dict[int, TrafficProfile], *,
+def harness_ceiling(spec: TopologySpec, run: RunContext, profiles: dict[int, TrafficProfile], *,
                     cache: Optional[CeilingCache] = None, trial_s: float = 0.5,
                     resolution: float = 0.03, log: Callable[[str], None] = lambda s: None,
                     hostname: Optional[str] = None, **build_kw: Any) -> dict[str, Any]:
@@ -172,7 +172,7 @@ def harness_ceiling(spec: Any, run: RunContext, profiles: dict[int, TrafficProfi
 
     A failure (topology, testpmd, tgen) is recorded in ``error`` and never raised."""
     hostname = hostname or platform.node()
-    out: dict[str, Any] = {"port_kind": spec.port_kind, "mtu": int(getattr(spec, "mtu", 1500) or 1500),
+    out: dict[str, Any] = {"port_kind": spec.port_kind, "mtu": int(spec.mtu or 1500),
                            "per_size": {}, "cached": False, "forwarder": "testpmd io (p2p)"}
     link = next(iter(profiles.values())).link_speed_bps if profiles else None
     out["link_speed_bps"] = link

@@ -22,10 +22,11 @@ from .spec import TopologySpec
 
 def _flat(spec: TopologySpec) -> dict[str, Any]:
     """``{path: value}``: the spec's fields, an options section's fields as ``section.field``
-    (a dict-valued option such as ``ovs.vlan_translate`` stays one value)."""
+    (a dict-valued option such as ``ovs.vlan_translate`` stays one value).  Every field by name,
+    whatever sections the registered adapters added (``dict(spec)``: the model's own fields in
+    declaration order, as ``model_dump`` would give them but keeping the sections' models)."""
     out: dict[str, Any] = {}
-    for name in type(spec).model_fields:
-        value = getattr(spec, name)
+    for name, value in dict(spec).items():
         if isinstance(value, BaseModel):
             for sub, v in value.model_dump().items():
                 out[f"{name}.{sub}"] = v

@@ -255,6 +255,13 @@ class TopologySpec(TopologyBase):
     mtu: int = Field(1500, ge=68, le=9600, description="MTU of the test ports (jumbo frames: 9000)")
     preflight: bool = Field(True, description="run the preflight checks before bringing the topology up")
 
+    def option_section(self, key: str) -> Optional[BaseModel]:
+        """The options section ``key`` (a field holding an adapter's options model: ``ovs`` ...,
+        or a plugin's, which :func:`_build` adds as a field at run time), None when no field
+        ``key`` holds one.  A lookup among the model's own fields (``dict(self)``)."""
+        section = dict(self).get(key)
+        return section if isinstance(section, BaseModel) else None
+
     def dut_options(self) -> Optional[AdapterOptions]:
         """The section of the spec's DUT (``ovs`` for ovs-dpdk ...), None for an adapter without
         options: the adapter's own model, never read by name."""

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from nfvperf.dut.base import DutFailure, PortRef, Unsupported
+from nfvperf.dut.base import DutFailure, PortRef, TopologyView, Unsupported
 from nfvperf.host.proc import CommandError
 from nfvperf.host.run import ResourceTracker, RunContext
 
@@ -184,12 +184,18 @@ class TcpGuest(VmVnf):
     nics: ClassVar[int] = 1
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
-        vm = getattr(spec, "vm", None)
-        return int(getattr(vm, "memory_mb", 512)) + 64
+    def vm_options(cls, spec: TopologyView) -> Optional[VmSpec]:
+        """The spec's ``vm:`` section (the TCP guests'), None when it has none."""
+        section = spec.option_section("vm")
+        return section if isinstance(section, VmSpec) else None
 
     @classmethod
-    def core_request(cls, spec: Any) -> None:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
+        vm = cls.vm_options(spec)
+        return int(vm.memory_mb if vm is not None else 512) + 64
+
+    @classmethod
+    def core_request(cls, spec: TopologyView) -> None:
         return None
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, socket: Union[str, Path],

@@ -42,12 +42,13 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PciNic, PortRef, Process, Unsupported, VhostFrontend, \
-    cross_connect, run_version
+    TopologyView, cross_connect, run_version
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
 
-from nfvperf.dut.testpmd import mbuf_size_for, parse_banner, parse_port_stats, testpmd_core_request  # noqa: E501 (the guest runs testpmd too)
+from nfvperf.dut.testpmd import mbuf_size_for, parse_banner, parse_port_stats, testpmd_core_request, \
+    testpmd_options  # the guest runs testpmd too
 
 from . import image as vm_image
 from . import sriov
@@ -223,11 +224,11 @@ class VmVnf(DutAdapter):
     tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
         return 1024 + 256     # the default guest memory (hugepage_mb) + slack for QEMU's own
 
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         """``testpmd.cores``: the guest gets one vCPU per resolved CPU (forwarding lcores) plus
         vCPU 0 for testpmd's main lcore."""
         return testpmd_core_request(spec)
@@ -241,12 +242,12 @@ class VmVnf(DutAdapter):
                  image: Optional[vm_image.ImageInfo] = None, cache_dir: Optional[Path] = None,
                  accel: str = "auto", boot_timeout_s: Optional[float] = None,
                  hugepage_dir: str = "/dev/hugepages", connect_timeout_s: float = 15.0,
-                 vf_pci: Sequence[str] = (), mtu: Optional[int] = None, **options: Any):
-        spec = options.get("spec")
-        tp = getattr(spec, "testpmd", None)
+                 vf_pci: Sequence[str] = (), mtu: Optional[int] = None, *,
+                 spec: Optional[TopologyView] = None, **options: Any):
+        tp = testpmd_options(spec)
         # the topology's MTU, as the container VNF: jumbo frames cross the guest too
-        self.mtu = int(mtu if mtu is not None else (getattr(spec, "mtu", 1500) or 1500))
-        super().__init__(run, tracker, cpus, **options)
+        self.mtu = int(mtu if mtu is not None else ((spec.mtu if spec is not None else None) or 1500))
+        super().__init__(run, tracker, cpus, spec=spec, **options)
         if vcpus < self.min_vcpus:
             raise ValueError(f"the guest needs at least {self.min_vcpus} vCPUs "
                              "(testpmd main + forwarding lcore)")
@@ -257,9 +258,9 @@ class VmVnf(DutAdapter):
         self.hugepage_mb = int(hugepage_mb)
         self.vcpus = int(vcpus)
         # unset knobs follow the suite's testpmd section, like the container VNF
-        self.queues = int(queues or getattr(tp, "queues", None) or 1)
-        rxd = rxd or getattr(tp, "rxd", None) or 1024
-        txd = txd or getattr(tp, "txd", None) or 1024
+        self.queues = int(queues or (tp.queues if tp is not None else None) or 1)
+        rxd = rxd or (tp.rxd if tp is not None else None) or 1024
+        txd = txd or (tp.txd if tp is not None else None) or 1024
         self.forward_mode = forward_mode or (tp.forward_mode if tp else "io")
         if self.forward_mode not in ("io", "mac"):
             raise ValueError(f"forward_mode must be io or mac, not {self.forward_mode!r}")
