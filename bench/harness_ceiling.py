@@ -124,19 +124,20 @@ def memif_path(run: RunContext) -> dict[str, Any]:
 
 # -- measuring ---------------------------------------------------------------------------------
 
-def fwd_tx_rate(tp: TestpmdPeer) -> tuple[float, float]:
+def fwd_tx_rate(tp: TestpmdPeer) -> tuple[float, float, float]:
     """Frames/s the forwarder transmitted (both ports) over SAMPLE_S, by its counters and the
-    host clock, and the mean bytes per frame it counted (checks the generator's frame size)."""
-    def read() -> tuple[float, int, int]:
+    host clock, the mean bytes per frame it counted (checks the generator's frame size) and the
+    frames/s it received (what the generator got onto the path)."""
+    def read() -> tuple[float, int, int, int]:
         t = time.monotonic()
         st = tp.port_stats()
         return ((t + time.monotonic()) / 2, sum(p.get("tx_packets", 0) for p in st.values()),
-                sum(p.get("tx_bytes", 0) for p in st.values()))
+                sum(p.get("tx_bytes", 0) for p in st.values()), sum(p.get("rx_packets", 0) for p in st.values()))
 
-    t1, c1, b1 = read()
+    t1, c1, b1, r1 = read()
     time.sleep(SAMPLE_S)
-    t2, c2, b2 = read()
-    return (c2 - c1) / (t2 - t1), ((b2 - b1) / (c2 - c1) if c2 > c1 else 0.0)
+    t2, c2, b2, r2 = read()
+    return (c2 - c1) / (t2 - t1), ((b2 - b1) / (c2 - c1) if c2 > c1 else 0.0), (r2 - r1) / (t2 - t1)
 
 
 def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
@@ -168,22 +169,22 @@ def run_tgen(proc: TgenProcess, size: int, fwd: TestpmdPeer) -> dict[str, float]
     try:
         time.sleep(WARM_S)
         r1, t1 = int(proc.rpc("trial.status")["received"]), time.monotonic()
-        pps, byts = fwd_tx_rate(fwd)
+        pps, byts, fwd_rx = fwd_tx_rate(fwd)
         r2, t2 = int(proc.rpc("trial.status")["received"]), time.monotonic()
     finally:
         proc.rpc("trial.stop")
         end = time.monotonic() + 30
         while proc.rpc("trial.status")["state"] != "done" and time.monotonic() < end:
             time.sleep(0.1)
-    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1)}
+    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1), "fwd_rx_pps": fwd_rx}
 
 
 def run_testpmd(gen: Peer, size: int, fwd: TestpmdPeer) -> dict[str, float]:
     gen.cmd("start")
     time.sleep(WARM_S)
-    pps, byts = fwd_tx_rate(fwd)
+    pps, byts, fwd_rx = fwd_tx_rate(fwd)
     gen.cmd("stop")
-    return {"pps": pps, "bytes_per_frame": byts}
+    return {"pps": pps, "bytes_per_frame": byts, "fwd_rx_pps": fwd_rx}
 
 
 def measure(kind: str, size: int, which: str, run: RunContext, tracker: ResourceTracker) -> dict[str, float]:
@@ -274,7 +275,10 @@ def main() -> int:
                                   # stretch of the host hits both of a round, not two rounds
                                   "ratio_median_of_rounds": _median_ratio(fig),
                                   "tgen_runs": [x["pps"] for x in fig["tgen"]],
-                                  "testpmd_runs": [x["pps"] for x in fig["testpmd"]]}
+                                  "testpmd_runs": [x["pps"] for x in fig["testpmd"]],
+                                  # what reached the forwarder (its RX): above its TX, it dropped
+                                  "tgen_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["tgen"]],
+                                  "testpmd_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["testpmd"]]}
                 if TGEN_B:
                     per[str(size)].update({
                         "tgen_b_runs": [x["pps"] for x in fig["tgen_b"]],

@@ -14,7 +14,9 @@
 #define MAX_PORTS 32
 _Static_assert(MAX_PORTS == RXG_MAX_PORTS, "rxgroup.h's slot tables have MAX_PORTS entries");
 #define MAX_QUEUES 16
-#define BURST 64
+#ifndef BURST
+#define BURST 64        /* frames per rx/tx burst (-DBURST=n to try another) */
+#endif
 #define MAX_WORKERS 64
 
 enum phase { PH_IDLE = 0, PH_LEARNING, PH_RUNNING, PH_DRAINING, PH_DONE };
@@ -48,7 +50,6 @@ struct stream {
     json_t *input;          /* user's object, kept for stream.modify */
     streamcfg_t sc;
     tmpl_t *tmpls[MAX_IMIX];   /* one per size */
-    uint64_t tmpl_id[MAX_IMIX];   /* unique for the process's life (never reused): the TX pool's mbuf tag */
     uint16_t *pattern;      /* imix: size index per frame */
     unsigned plen;
     uint16_t txq;
@@ -132,9 +133,9 @@ extern struct worker g_workers[MAX_WORKERS];
 extern unsigned g_nworkers;
 extern struct rte_mempool *g_pool;
 /* TX-only pool (no RX queue takes from it, so only the frame builder writes its data): each mbuf
- * carries in a dynamic field the id of the template its data holds, and a frame of the same template
- * rewrites only the per-frame fields (tmpl_fill_fields) instead of copying the whole frame.  NULL
- * when it could not be created: TX then takes from g_pool and copies every frame. */
+ * carries in a dynamic field which of its data bytes are zero (tmpl.h tmpl_write), so a frame whose
+ * zero payload is already there gets only its headers copied instead of the whole frame.  NULL when
+ * it could not be created: TX then takes from g_pool and copies every frame. */
 extern struct rte_mempool *g_txpool;
 extern int g_tmpl_tag_off;       /* the dynamic field's offset in the mbuf (-1 without g_txpool) */
 static inline uint64_t *mbuf_tmpl_tag(struct rte_mbuf *m)

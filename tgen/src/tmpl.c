@@ -143,6 +143,10 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
         put16(t->data + t->sig_off + 4, c->stream_id);
         t->udp_sum_base = csum_add_bytes(s, t->data + t->sig_off + SIG_LEN, t->len - t->sig_off - SIG_LEN);
     }
+    unsigned z = t->len;
+    while (z > 0 && t->data[z - 1] == 0) z--;
+    unsigned sig_end = t->sig_off + (t->compact ? SIG_LEN_C : SIG_LEN);
+    t->zero_from = (uint16_t)(z > sig_end ? z : sig_end);
     return 0;
 }
 

@@ -36,6 +36,7 @@ typedef struct {
     uint16_t ip_off, udp_off, sig_off, oudp_off;
     uint16_t compact;          /* compact 14-byte signature (40-bit seq and timestamp) */
     uint16_t sip_off, dip_off;  /* offsets of the varying 4 address bytes */
+    uint16_t zero_from;        /* data[zero_from..] is zero, and no per-frame field lies there */
     uint32_t ip_sum_base;      /* IPv4 header sum without checksum and addresses */
     uint32_t udp_sum_base;     /* pseudo header + UDP + payload without varying fields/signature */
     uint8_t data[] __attribute__((aligned(32)));   /* len + 32 bytes (tmpl_fill copies 32-byte blocks) */
@@ -124,6 +125,29 @@ static inline void tmpl_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_
 static inline void tmpl_copy(const tmpl_t *t, uint8_t *buf)
 {
     for (unsigned o = 0; o < t->len; o += 32) memcpy(buf + o, t->data + o, 32);
+}
+
+/* A frame buffer that is reused (a TX mbuf) carries a tag saying which of its bytes are known to be
+ * zero: [tag >> 32, tag & 0xffffffff).  Tag 0: nothing known.  Since every template's frame is zero
+ * from its zero_from on (the payload), a buffer that is zero from the template's header end to its
+ * length needs only the header part copied, whichever template (stream, size, encapsulation) it
+ * held before.  Writes the frame for flow/seq/tx timestamp into buf (room as for tmpl_fill) and
+ * returns buf's new tag. */
+static inline uint64_t tmpl_write(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint64_t tag, uint32_t flow,
+                                  uint64_t seq, uint64_t tx_ns)
+{
+    unsigned zf = (unsigned)(tag >> 32), zt = (unsigned)tag;
+    unsigned head = (t->zero_from + 31u) & ~31u;        /* what the 32-byte blocks copy */
+    unsigned full = (t->len + 31u) & ~31u;
+    if (zf <= head && zt >= t->len) {
+        for (unsigned o = 0; o < head; o += 32) memcpy(buf + o, t->data + o, 32);
+        if (zt < head) zt = head;
+    } else {
+        for (unsigned o = 0; o < full; o += 32) memcpy(buf + o, t->data + o, 32);
+        zt = full;
+    }
+    tmpl_fill_fields(t, c, buf, flow, seq, tx_ns);
+    return (uint64_t)t->zero_from << 32 | zt;
 }
 
 /* Write the frame (t->len bytes) for flow/seq/tx timestamp into buf.  buf must have room for

@@ -37,8 +37,6 @@ int stream_build(struct stream *s, char *err, size_t errlen)
         s->tmpls[i] = aligned_alloc(64, (tmpl_alloc_size(&s->sc.cfg, s->sc.sizes[i]) + 63) / 64 * 64);
         if (!s->tmpls[i]) { snprintf(err, errlen, "out of memory"); return -1; }
         if (tmpl_build(&s->sc.cfg, s->sc.sizes[i], s->tmpls[i], err, errlen)) return -1;
-        static uint64_t next_id = 1;   /* 0: an mbuf holding no template */
-        s->tmpl_id[i] = next_id++;
     }
     if (s->sc.nsizes == 1) { s->pattern[0] = 0; s->plen = 1; }
     else s->plen = streamcfg_imix_pattern(&s->sc, s->pattern, tw);

@@ -61,8 +61,9 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
     if (n) {
         struct rte_mbuf *m[BURST];
         /* raw get: pool mbufs already have refcnt 1, nb_segs 1, next NULL; set what TX needs.
-         * From the TX pool, an mbuf whose tag names this template holds its frame already (only
-         * tgen writes these mbufs' data: tgen.h g_txpool), so only the per-frame fields are written */
+         * From the TX pool, an mbuf's tag says which of its bytes are zero (only tgen writes these
+         * mbufs' data: tgen.h g_txpool), so a frame whose payload is already there (zero) gets only
+         * its header part copied and its per-frame fields written (tmpl_write) */
         int tagged = g_txpool != NULL;
         if (!tagged || rte_mempool_get_bulk(g_txpool, (void **)m, n) != 0) {
             tagged = 0;
@@ -71,17 +72,15 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         const struct stream *st = ts->st;
         uint64_t tx_ns = tsc_to_ns(rte_rdtsc()) & MASK48;
         for (unsigned i = 0; i < n; i++) {
-            unsigned ti = st->pattern[ts->pat_pos];
-            const tmpl_t *tp = st->tmpls[ti];
+            const tmpl_t *tp = st->tmpls[st->pattern[ts->pat_pos]];
             if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
             m[i]->data_off = RTE_PKTMBUF_HEADROOM;
             m[i]->ol_flags = 0;
             m[i]->data_len = tp->len;
             m[i]->pkt_len = tp->len;
             uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
-            if (!tagged) tmpl_copy(tp, d);
-            else if (*mbuf_tmpl_tag(m[i]) != st->tmpl_id[ti]) { tmpl_copy(tp, d); *mbuf_tmpl_tag(m[i]) = st->tmpl_id[ti]; }
-            tmpl_fill_fields(tp, &st->sc.cfg, d, ts->flow, ts->seq, tx_ns);
+            if (tagged) *mbuf_tmpl_tag(m[i]) = tmpl_write(tp, &st->sc.cfg, d, *mbuf_tmpl_tag(m[i]), ts->flow, ts->seq, tx_ns);
+            else tmpl_fill(tp, &st->sc.cfg, d, ts->flow, ts->seq, tx_ns);
             ts->seq++;
             if (++ts->flow >= st->sc.cfg.flows) ts->flow = 0;
         }
@@ -155,7 +154,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
             }
         }
         /* a TX pool mbuf received back (net_ring: the same mbuf): whatever carried it may have
-         * written its data, so it holds no template any more */
+         * written its data, so nothing is known about it any more */
         if (g_txpool) for (uint16_t i = 0; i < n; i++) if (m[i]->pool == g_txpool) *mbuf_tmpl_tag(m[i]) = 0;
         rte_pktmbuf_free_bulk(m, n);
     }
