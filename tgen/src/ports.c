@@ -73,7 +73,11 @@ int ports_init(char *err, size_t errlen)
             return -1;
         }
     }
+#ifndef TGEN_NO_TXPOOL
     if (!g_txpool) txpool_create(need_tx + 4096 + (size_t)rte_lcore_count() * 512, room);
+#else
+    (void)need_tx; (void)txpool_create;
+#endif
     for (unsigned p = 0; p < g_nports; p++) {
         struct port *pt = &g_ports[p];
         uint16_t id = (uint16_t)p;

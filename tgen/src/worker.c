@@ -70,7 +70,9 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
             if (rte_mempool_get_bulk(g_pool, (void **)m, n) != 0) { ts->nombuf++; return; }
         }
         const struct stream *st = ts->st;
-        uint64_t tx_ns = tsc_to_ns(rte_rdtsc()) & MASK48;
+        /* the burst's timestamp is the clock read its pacing used (one rdtsc per stream and
+         * burst: do_tx reads it right before this stream) */
+        uint64_t tx_ns = tsc_to_ns(now) & MASK48;
         for (unsigned i = 0; i < n; i++) {
             const tmpl_t *tp = st->tmpls[st->pattern[ts->pat_pos]];
             if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
@@ -112,6 +114,7 @@ static void do_tx(struct worker *w, struct trial *t)
         struct tx_stream *ts = w->tx[i];
         if (ts->done) continue;
         if (stop) { tx_drop_pending(ts); ts->done = 1; continue; }
+        if (i) now = rte_rdtsc();
         tx_one_stream(t, ts, now);
         if (!ts->done) all = 0;
     }
