@@ -13,6 +13,7 @@ between tgen's ports on p2p.
 Nothing is left behind (``leak_check``: processes, hugepage files, runtime dirs, sockets)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,12 @@ def test_two_lcores_on_vhost_send_on_two_queues_the_generator_opened(tmp_path: P
         dut = t.dut
         assert isinstance(dut, L3fwd) and dut.lcores == 2
         assert dut.lcore_config() == [(0, 0, 0), (1, 0, 1)]
+        # the generator attached during l3fwd's link check (the topology launches l3fwd, starts
+        # tgen, then awaits l3fwd's main loop): every link was up when the check ended, instead
+        # of l3fwd waiting out its 9 s and starting with its links down
+        assert dut.proc is not None
+        links = re.findall(r"Port (\d+) Link (\w+)", Path(dut.proc.log_path).read_text())
+        assert sorted(links) == [("0", "up"), ("1", "up")], links
         assert all("queues=2" in p.devargs and p.rx_queues == 2 for p in t.tgen_port_specs())
         m = t.measurer()
         m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=100, bidirectional=True,

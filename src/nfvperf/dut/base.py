@@ -314,6 +314,16 @@ class DutAdapter(abc.ABC):
     def start(self) -> None:
         """Start the DUT (processes, bridges) with the ports added so far."""
 
+    def launch(self) -> None:
+        """Start as far as the DUT can without its peer: a topology calls this, starts the
+        generator on the other ends of the ports, then calls :meth:`await_ready`.  A DUT that
+        waits for its links before it forwards (l3fwd on vhost-user/memif, whose links come up
+        only when the generator attaches) stops short of that wait here.  Default: :meth:`start`."""
+        self.start()
+
+    def await_ready(self) -> None:  # noqa: B027 - optional hook
+        """Finish a :meth:`launch` once the peer (the generator) is up.  Default: nothing."""
+
     def program(self, flows: Optional[Sequence[Flow]] = None) -> Optional[Path]:  # noqa: B027 - optional hook
         """Install forwarding (None = cross-connect 0<->1, 2<->3, ...); adapters that write the
         rules to a file return its path."""

@@ -58,6 +58,8 @@ BUILD_FIX = ("make build (scripts/build-l3fwd.sh builds it from dpdk-doc's "
              "/usr/share/dpdk/examples/l3fwd into build/l3fwd/), or set NFVPERF_L3FWD")
 #: l3fwd's lines once every lcore runs (or has no queue to poll)
 READY = r"entering main loop on lcore|has nothing to do"
+#: l3fwd's link wait begins (main.c check_all_ports_link_status: up to 9 s, dots every 100 ms)
+LINK_CHECK = r"Checking link status"
 #: RX queues one lcore can poll (MAX_RX_QUEUE_PER_LCORE in l3fwd.h)
 MAX_RX_QUEUE_PER_LCORE = 16
 #: the largest MTU: l3fwd's mbufs hold 2048 B of frame (RTE_MBUF_DEFAULT_BUF_SIZE) and it
@@ -323,6 +325,8 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.file_prefix = run.file_prefix(self.role)
         self.start_timeout_s = start_timeout_s
         self.proc: Optional[Process] = None
+        self._launched = False                  # launch() done, await_ready() not yet
+        self._launch_out = ""                   # its console output up to the link check
         self.telemetry: Optional[DpdkTelemetry] = None
         self.port_ids: list[int] = []           # DPDK port id of each add_port index
         self.port_macs: list[str] = []
@@ -444,7 +448,14 @@ class L3fwd(SnapshotCounters, DutAdapter):
             raise ValueError("; ".join(why))
 
     def start(self) -> None:
-        if self.started:
+        self.launch()
+        self.await_ready()
+
+    def launch(self) -> None:
+        """Start l3fwd up to its link check ("Checking link status": it waits up to 9 s for every
+        port's link, and a vhost-user or memif link comes up only when the generator attaches);
+        :meth:`await_ready` waits for its main loop."""
+        if self.started or self._launched:
             return
         self.check()
         self.port_ids = self.dpdk_port_ids()
@@ -457,9 +468,23 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.tracker.add("dut", self.proc_name, self.stop)
         entries = sum(int(f["rules"]) for f in self.rule_files.values())
         try:
-            out = self.proc.expect(READY, self.start_timeout_s + entries / 20_000)
+            self._launch_out = self.proc.expect(f"{LINK_CHECK}|{READY}",
+                                                self.start_timeout_s + entries / 20_000)
         except ProcessError as e:
             raise DutFailure(str(e)) from None
+        self._launched = True
+
+    def await_ready(self) -> None:
+        if self.started:
+            return
+        if not self._launched or self.proc is None:
+            raise DutFailure(f"{self.proc_name}: await_ready() before launch()")
+        out = self._launch_out
+        if not re.search(READY, out):
+            try:
+                out += self.proc.expect(READY, self.start_timeout_s)
+            except ProcessError as e:
+                raise DutFailure(str(e)) from None
         self.offload_notes = re.findall(r"nfvperf-l3fwd: (port \d+: [^\r\n]*)", out)
         self.telemetry = DpdkTelemetry(socket_path(self.file_prefix))
         try:
@@ -542,6 +567,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self._remove_files()
         self.tracker.forget("dut", self.proc_name)
         self.started = False
+        self._launched = False
 
     def _remove_files(self) -> None:
         hp.remove_leftovers(self.file_prefix)

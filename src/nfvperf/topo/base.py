@@ -230,6 +230,8 @@ class Topology:
             self.setup()
             if self.want_tgen:
                 self.start_tgen()
+            if self.dut is not None:
+                self.dut.await_ready()    # a DUT launched short of its link wait (DutAdapter.launch)
             self.up = True
         except BaseException:
             self.close()

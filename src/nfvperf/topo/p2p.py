@@ -95,7 +95,7 @@ class P2P(Topology):
         dut = self.make_dut(spec.dut, netns=self.dut_netns, **options)
         for p in ports:
             dut.add_port(p.dut_portref())
-        dut.start()
+        dut.launch()          # finished by bring_up (await_ready) once the generator is up
         dut.program(None)
 
     def tgen_port_specs(self) -> list[Any]:
