@@ -168,15 +168,17 @@ def run_tgen(proc: TgenProcess, size: int, fwd: TestpmdPeer) -> dict[str, float]
     proc.rpc("trial.start", duration_s=60.0, drain_s=0.1, latency=True)
     try:
         time.sleep(WARM_S)
-        r1, t1 = int(proc.rpc("trial.status")["received"]), time.monotonic()
+        s1, t1 = proc.rpc("trial.status"), time.monotonic()
         pps, byts, fwd_rx = fwd_tx_rate(fwd)
-        r2, t2 = int(proc.rpc("trial.status")["received"]), time.monotonic()
+        s2, t2 = proc.rpc("trial.status"), time.monotonic()
+        r1, r2 = int(s1["received"]), int(s2["received"])
     finally:
         proc.rpc("trial.stop")
         end = time.monotonic() + 30
         while proc.rpc("trial.status")["state"] != "done" and time.monotonic() < end:
             time.sleep(0.1)
-    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1), "fwd_rx_pps": fwd_rx}
+    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1), "fwd_rx_pps": fwd_rx,
+            "tgen_tx_pps": (int(s2["sent"]) - int(s1["sent"])) / (t2 - t1)}
 
 
 def run_testpmd(gen: Peer, size: int, fwd: TestpmdPeer) -> dict[str, float]:
@@ -278,6 +280,8 @@ def main() -> int:
                                   "testpmd_runs": [x["pps"] for x in fig["testpmd"]],
                                   # what reached the forwarder (its RX): above its TX, it dropped
                                   "tgen_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["tgen"]],
+                                  # what tgen handed its ports: above the forwarder's RX, the path dropped it
+                                  "tgen_tx_runs": [x["tgen_tx_pps"] for x in fig["tgen"]],
                                   "testpmd_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["testpmd"]]}
                 if TGEN_B:
                     per[str(size)].update({
