@@ -29,8 +29,10 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         }
         if (ts->npend) { ts->retries++; return; }
         ts->pend_off = 0;
+        now = 0;                   /* the retry took time: the burst below reads the clock again */
     }
     if (ts->seg >= (int)t->nsegs) { ts->done = 1; return; }
+    if (!now) now = rte_rdtsc();   /* read only when a burst may be built (not while TX is blocked) */
     /* count due frames without committing */
     int seg = ts->seg;
     uint64_t k = ts->k, oldest = 0;
@@ -71,7 +73,7 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         }
         const struct stream *st = ts->st;
         /* the burst's timestamp is the clock read its pacing used (one rdtsc per stream and
-         * burst: do_tx reads it right before this stream) */
+         * burst, taken right before it) */
         uint64_t tx_ns = tsc_to_ns(now) & MASK48;
         for (unsigned i = 0; i < n; i++) {
             const tmpl_t *tp = st->tmpls[st->pattern[ts->pat_pos]];
@@ -114,8 +116,7 @@ static void do_tx(struct worker *w, struct trial *t)
         struct tx_stream *ts = w->tx[i];
         if (ts->done) continue;
         if (stop) { tx_drop_pending(ts); ts->done = 1; continue; }
-        if (i) now = rte_rdtsc();
-        tx_one_stream(t, ts, now);
+        tx_one_stream(t, ts, i ? 0 : now);   /* 0: the stream reads the clock if it builds a burst */
         if (!ts->done) all = 0;
     }
     if (all) __atomic_store_n(&w->tx_done, 1, __ATOMIC_RELEASE);
