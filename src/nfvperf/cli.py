@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
+
+from nfvperf import __version__, units
+from nfvperf.host.cpu import SYS_CPU, CoreRequestError, CpuTopology, format_cpulist, resolve_cores
+from nfvperf.report.ceiling import LOWER_BOUND_NOTE, ceiling_text, is_lower_bound
+from nfvperf.trend.commands import CommandError, add_gate_options, add_trend_options, gate_command, trend_command
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -158,7 +165,6 @@ def _execute_on_testbed(execute: Any, suite: Any, store: Any, args: argparse.Nam
 def _iperf3_problem() -> Optional[str]:
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         return ("--tg iperf3 needs root (netns, the DUT): run it with sudo, or try --tg sim")
-    import shutil
     if not shutil.which("iperf3"):
         return "--tg iperf3 needs iperf3 (apt-get install iperf3)"
     return None
@@ -287,8 +293,6 @@ def _baseline_fits(topo: Any, traffic: Any, sizes: list[int]) -> None:
 
 
 def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -> None:
-    from nfvperf import units
-    from nfvperf.report.ceiling import LOWER_BOUND_NOTE, ceiling_text, is_lower_bound
     lower = False
     print(f"harness ceiling: tgen through testpmd io on {res.get('port_kind')}, tgen lcores "
           f"{res.get('tgen_lcores')}, MTU {res.get('mtu')}")
@@ -417,7 +421,6 @@ def _trend_store(args: argparse.Namespace) -> Any:
 
 def _trend_command(args: argparse.Namespace, command: Callable[[Any, argparse.Namespace], int]) -> int:
     """``nfvperf trend`` / ``gate``: ``command`` (from nfvperf.trend.commands) on the store."""
-    from nfvperf.trend.commands import CommandError
     store = _trend_store(args)
     try:
         return command(store, args)
@@ -428,12 +431,10 @@ def _trend_command(args: argparse.Namespace, command: Callable[[Any, argparse.Na
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
-    from nfvperf.trend.commands import trend_command
     return _trend_command(args, trend_command)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from nfvperf.trend.commands import gate_command
     return _trend_command(args, gate_command)
 
 
@@ -508,8 +509,6 @@ def _site_parts() -> tuple[str, ...]:
 def _calc_pmd_mask(args: argparse.Namespace) -> int:
     """``calc pmd-mask``: a CPU list, a mask (--mask) or a core count (--cores N [--ht],
     resolved from this host's or --sysfs's sibling map) -> the mask, the CPUs and their siblings."""
-    from nfvperf import units
-    from nfvperf.host.cpu import SYS_CPU, CoreRequestError, CpuTopology, format_cpulist, resolve_cores
     given = [x for x in (args.cpus, args.mask, args.cores) if x is not None]
     if len(given) != 1:
         raise CliError("calc pmd-mask: give one of a CPU list (2,20), --mask HEX or --cores N [--ht]")
@@ -546,7 +545,6 @@ def _calc_pmd_mask(args: argparse.Namespace) -> int:
 
 
 def cmd_calc(args: argparse.Namespace) -> int:
-    from nfvperf import units
     from nfvperf.config import parse_link_speed
     if args.calc == "rate":
         try:
@@ -615,7 +613,6 @@ DELEGATES = {
 
 
 def _delegate(name: str, rest: Sequence[str]) -> int:
-    import importlib
     modname = DELEGATES[name][0]
     try:
         mod = importlib.import_module(modname)
@@ -680,8 +677,6 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
 
 def cmd_testbed_check(args: argparse.Namespace) -> int:
     """``nfvperf testbed check FILE``: the preflight of every host, one table."""
-    import json
-
     from nfvperf.testbed.hosts import check_testbed, format_check_table
     from nfvperf.testbed.spec import TestbedError, load_testbed
     try:
@@ -831,7 +826,6 @@ def _add_site_parser(sub: Any, db: argparse.ArgumentParser) -> None:
 
 
 def _add_trend_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
-    from nfvperf.trend.commands import add_gate_options, add_trend_options
     tr = sub.add_parser("trend", parents=[db], help="series by configuration over the runs: values, groups "
                         "and changes (regression/progression) found by jumpavg; see docs/trending.md")
     add_trend_options(tr)
@@ -849,7 +843,6 @@ def build_parser() -> argparse.ArgumentParser:
                                 "infrastructure (RFC 2544 family, MLRsearch).",
                                 epilog="Exit codes: 0 ok, 1 a test failed, 2 bad input, 130 interrupted. "
                                 "Store: --db URL, else $NFVPERF_DB, else ./results/nfvperf.db.")
-    from nfvperf import __version__
     p.add_argument("--version", action="version", version=f"nfvperf {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     db = argparse.ArgumentParser(add_help=False)

@@ -24,6 +24,14 @@ from nfvperf.topo.spec import TopologySpec
 from nfvperf.validation import _model_in, deep_merge, dict_diff, format_validation_error
 from nfvperf.trial import TrafficProfile
 from nfvperf.units import RFC2544_FRAME_SIZES_B
+from nfvperf.tg.sim_noise import HostNoiseParams
+from nfvperf.tg.sim_model import check_overrides
+from nfvperf.study import MAX_ROUNDS, round_settings
+from nfvperf.methods import REGISTRY
+from nfvperf.topo.spec import merge_override
+from nfvperf.methods import is_sizeless, runs_on_iperf3
+from nfvperf.topo.ports import port_kind_class
+import copy
 
 
 class _Strict(BaseModel):
@@ -235,7 +243,6 @@ class SimSpec(_Strict):
     @field_validator("host_noise")
     @classmethod
     def _host_noise(cls, v: Any) -> Any:
-        from nfvperf.tg.sim_noise import HostNoiseParams
         HostNoiseParams.from_setting(v, "")     # raises naming the field and the fix
         return v
     pace_s: float = Field(0.0, ge=0, le=60, description="wall seconds to wait per trial (the model itself "
@@ -258,7 +265,6 @@ class SimSpec(_Strict):
     @field_validator("model")
     @classmethod
     def _model(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from nfvperf.tg.sim_model import check_overrides
         problems = check_overrides(v, "model")
         if problems:
             raise ValueError("; ".join(problems))
@@ -386,7 +392,6 @@ class Suite:
     def set_rounds(self, n: int) -> None:
         """``nfvperf run --rounds N``: every study runs its units in ``n`` interleaved rounds
         (overrides the suite's and the studies' ``rounds:``; their other round settings stay)."""
-        from nfvperf.study import MAX_ROUNDS, round_settings
         if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_ROUNDS:
             raise SuiteError([f"--rounds: must be a whole number 2..{MAX_ROUNDS} (one round is the "
                               f"sequential run; 6 or more give a 95 % interval), got {n!r}"])
@@ -433,14 +438,12 @@ ENGINE_TEST_KEYS = ("method", "name", "frame_sizes", "traffic", "topology", "per
 def _repeatable(method: str) -> bool:
     """Methods whose result is a searched rate (``headline=RATE``) can be repeated (an unknown
     method: no; the registry check names it)."""
-    from nfvperf.methods import REGISTRY
     info = REGISTRY.get(method)
     return info is not None and info.is_rate
 
 
 def _in_rounds(method: str) -> bool:
     """A study of ``method`` can run in interleaved rounds (the method declares ``rounds``)."""
-    from nfvperf.methods import REGISTRY
     info = REGISTRY.get(method)
     return info is not None and info.rounds
 
@@ -462,11 +465,7 @@ def _test_repeat(where: str, entry: dict[str, Any], method: str, spec: Optional[
 
 
 def method_registry() -> dict[str, Any]:
-    """``nfvperf.methods.REGISTRY`` or {} while it does not exist."""
-    try:
-        from nfvperf.methods import REGISTRY
-    except Exception:  # noqa: BLE001 - the methods package may be half-written
-        return {}
+    """A copy of ``nfvperf.methods.REGISTRY``."""
     return dict(REGISTRY)
 
 
@@ -610,7 +609,6 @@ def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], re
             problems.append(f"{where}.name: {name!r} is already used by tests[{names[name]}]; "
                             "give each test a distinct name")
         names[name] = i
-    from nfvperf.topo.spec import merge_override
     units, errs = expand_study(entry, where, merge_topology=merge_override)
     if errs:
         problems += errs
@@ -640,7 +638,6 @@ def _validate_study(i: int, entry: dict[str, Any], spec: Optional[SuiteSpec], re
 def _study_rounds(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec], tests: list[TestConfig],
                   problems: list[str]) -> None:
     """The suite's ``rounds:`` for a study without its own; rounds need a throughput study."""
-    from nfvperf.study import round_settings
     if not tests:
         return
     own = tests[0].study.get("rounds") if tests[0].study else None
@@ -672,8 +669,6 @@ def _check_frames_fit(where: str, entry: dict[str, Any], method: str, sizes: lis
                       traffic: TrafficSpec, topology: TopologySpec, problems: list[str]) -> None:
     """The test's frames fit the topology's MTU, and the generator can drive that MTU on the
     port kind (TCP tests run iperf3 on the kernel ports instead, so only the path limit holds)."""
-    from nfvperf.methods import is_sizeless, runs_on_iperf3
-    from nfvperf.topo.ports import port_kind_class
     tcp = runs_on_iperf3(method)
     mtu = int(topology.mtu)
     topo_where = f"{where}.topology" if "topology" in entry else "topology"
@@ -708,7 +703,6 @@ def _check_vlan_translation(where: str, method: str, traffic: TrafficSpec, topol
                             problems: list[str]) -> None:
     """``ovs.vlan_translate`` forwards only frames with a translated tag: the generator must
     send one of them (``traffic.vlan``), else every frame is dropped."""
-    from nfvperf.methods import runs_on_iperf3
     vt = getattr(getattr(topology, "ovs", None), "vlan_translate", None)
     if not vt or runs_on_iperf3(method) or traffic.vlan in vt:
         return
@@ -733,7 +727,6 @@ def _fit_dut_to_traffic(where: str, method: str, traffic: TrafficSpec, topology:
     """The topology the test runs on as its DUT adapter sizes it for the test's traffic
     (``DutAdapter.fit_traffic``: l3fwd's routes for the test's flows), or a problem naming the
     field.  TCP tests (iperf3, no generator streams) keep the topology as it is."""
-    from nfvperf.methods import runs_on_iperf3
     if runs_on_iperf3(method):
         return topology
     try:
@@ -772,7 +765,6 @@ def _test_topology(where: str, entry: dict[str, Any], spec: Optional[SuiteSpec],
     if not isinstance(entry["topology"], dict):
         problems.append(f"{where}.topology: must be a mapping of topology fields to change, e.g. {{kind: pvp}}")
     elif spec is not None:
-        from nfvperf.topo.spec import merge_override
         merged = merge_override(spec.topology.model_dump(), entry["topology"])
         try:
             topology = TopologySpec.model_validate(merged)
@@ -884,7 +876,6 @@ def override_port_kind(data: dict[str, Any], kind: str) -> dict[str, Any]:
     ports): a copy of the suite data with ``port_kind`` replaced in the suite topology, in every
     test's ``topology:`` and in every study (a port-kind axis collapses to the one kind), and the
     ``pci:`` lists dropped (unless KIND is pci).  The result is validated as usual."""
-    import copy
     out = copy.deepcopy(data)
     if not isinstance(out.get("topology"), dict):
         out["topology"] = {}

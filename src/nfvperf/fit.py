@@ -35,6 +35,9 @@ from typing import Any, Optional
 
 from nfvperf.host.cpu import CpuTopology, cpu_mask, format_cpulist
 from nfvperf.topo.spec import TopologySpec
+import nfvperf.topo as topo
+from nfvperf.topo.base import HostTooSmall
+from nfvperf.study import axis_paths
 
 #: the share of the host's RAM a run's hugepages may take (``--fit-host`` keeps the demand within it)
 HUGEPAGE_RAM_SHARE = 0.5
@@ -170,7 +173,6 @@ def _rel(option: str) -> str:
 
 def _topology(spec: TopologySpec, start_tgen: bool) -> Any:
     """The topology object for ``spec``, not built (its CPU plan, demands, requests)."""
-    import nfvperf.topo as topo
     return topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"), start_tgen=start_tgen)
 
 
@@ -219,7 +221,6 @@ def _fit_numa(d: dict[str, Any], topo: Any, host: HostFacts) -> list[FitChange]:
 
 def _fit_cores(d: dict[str, Any], start_tgen: bool, host: HostFacts) -> tuple[list[FitChange], Optional[str]]:
     """Lower the core counts, largest first, until the topology's CPU plan resolves them."""
-    from nfvperf.topo.base import HostTooSmall
     before: dict[str, int] = {}
     problem: Optional[str] = None
     for _ in range(4096):
@@ -303,7 +304,6 @@ def fitted_axes(study: Optional[dict[str, Any]], changes: list[FitChange]) -> di
     """The study axes of a unit whose field ``--fit-host`` changed: ``{axis: {"from", "to"}}``
     (``pmd_cores`` 4 ran as 2), for the report's study labels.  An axis whose paths are not
     topology fields, or a named-variant axis (its name is no field), is left out."""
-    from nfvperf.study import axis_paths
     axes = (study or {}).get("axes") if isinstance(study, dict) else None
     if not isinstance(axes, dict) or not changes:
         return {}

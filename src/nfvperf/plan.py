@@ -33,6 +33,12 @@ from nfvperf.config import Suite
 from nfvperf.fit import Fit, FitChange, HostFacts, fit_topology, spec_key
 from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_on_iperf3
 from nfvperf.topo.measurers import tso_refusal
+from nfvperf.tg.sim import SimMeasurer
+from nfvperf.tg.iperf3 import Iperf3Measurer
+from nfvperf.tg.tgen import TgenMeasurer
+import nfvperf.topo as topo
+from nfvperf.topo.base import HostTooSmall, TopologyError
+from nfvperf.topo.preflight import run_checks
 
 
 def measurer_need(method: str) -> str:
@@ -63,12 +69,9 @@ def unit_label(test: Any, size: Optional[int]) -> str:
 
 def _measurer_class(tg: str) -> Any:
     if tg == "sim":
-        from nfvperf.tg.sim import SimMeasurer
         return SimMeasurer
     if tg == "iperf3":
-        from nfvperf.tg.iperf3 import Iperf3Measurer
         return Iperf3Measurer
-    from nfvperf.tg.tgen import TgenMeasurer
     return TgenMeasurer
 
 
@@ -98,7 +101,6 @@ def measurer_refusal(test: Any, size: Optional[int], tg: str, spec: Any) -> Opti
 
 
 def _topology(spec: Any, tg: str) -> Any:
-    import nfvperf.topo as topo
     return topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"), start_tgen=tg == "tgen")
 
 
@@ -108,8 +110,6 @@ def build_problems(spec: Any, tg: str, host: HostFacts) -> list[str]:
     topology's ``tcp_refusal``), and the required preflight checks of its kind, DUT and VNFs
     (what :meth:`nfvperf.topo.base.Topology.preflight` runs), less those the fitting rules judge
     and the hugepage pool the build grows first."""
-    from nfvperf.topo.base import HostTooSmall, TopologyError
-    from nfvperf.topo.preflight import run_checks
     topo = _topology(spec, tg)
     try:
         topo.check_spec()

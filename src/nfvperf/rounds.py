@@ -34,7 +34,9 @@ from nfvperf.methods.capacity import METRIC_TITLES, WARM_FOR_S, RoundSettings, m
 from nfvperf.stats import median_interval, ratio_interval
 from nfvperf.trial import DutFailure
 from nfvperf.topo import tx_pairs
+from nfvperf.topo.inplace import in_place_difference, restart_fields
 from nfvperf.units import directions
+from nfvperf.config import topology_overrides
 
 
 @dataclass
@@ -69,19 +71,11 @@ def _in_place_difference(a: Any, b: Any) -> Optional[dict[str, Any]]:
     """{field: b's value} when the DUT of ``a`` can switch to ``b`` in place, None if it cannot."""
     if a == b:
         return {}
-    try:
-        from nfvperf.topo.inplace import in_place_difference
-    except ImportError:     # no adapter declares in-place settings
-        return None
     return in_place_difference(a, b)
 
 
 def restart_reason(a: Any, b: Any) -> str:
-    try:
-        from nfvperf.topo.inplace import restart_fields
-        fields = restart_fields(a, b)
-    except ImportError:
-        fields = []
+    fields = restart_fields(a, b)
     return ", ".join(fields) or "the topology differs"
 
 
@@ -216,7 +210,6 @@ class RoundsRun:
         """The measurer context of one build (the runner's topology life cycle)."""
         loop = self.loop
         spec = self.units[group[0]].spec
-        from nfvperf.config import topology_overrides
         info: dict[str, Any] = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology),
                                 "rounds_study": self.name}
         loop.env["topologies"].append(info)

@@ -37,6 +37,7 @@ from nfvperf.tg.sim_model import SimTraits
 from nfvperf.trial import DutFailure, Unsupported
 
 from .port_end import KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
+from nfvperf import dut as _pkg
 
 log = logging.getLogger(__name__)
 
@@ -431,7 +432,6 @@ def register_dut(name: str):
 def dut_class(name: str) -> type[DutAdapter]:
     """The adapter class registered as ``name`` (imports the adapter modules on demand)."""
     if name not in DUT_REGISTRY:
-        from nfvperf import dut as _pkg
         _pkg.load_adapters()
     try:
         return DUT_REGISTRY[name]
@@ -442,7 +442,6 @@ def dut_class(name: str) -> type[DutAdapter]:
 def create_dut(name: str, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                **options: object) -> DutAdapter:
     if name not in DUT_REGISTRY:
-        from nfvperf import dut as _pkg
         _pkg.load_adapters()
     try:
         cls = DUT_REGISTRY[name]

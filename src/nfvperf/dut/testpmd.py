@@ -35,6 +35,7 @@ from nfvperf.tg.sim_model import SimTraits
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
     SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
 from .port_end import VhostFrontend
+import os
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,6 @@ def testpmd_core_request(spec: Optional[TopologyView]) -> Optional[CoreRequest]:
 
 
 def find_testpmd() -> str:
-    import os
     path = os.environ.get("NFVPERF_TESTPMD") or shutil.which("dpdk-testpmd")
     if not path:
         raise DutFailure("dpdk-testpmd not found: apt-get install dpdk (or set NFVPERF_TESTPMD)")

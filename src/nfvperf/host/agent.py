@@ -38,6 +38,9 @@ import socket
 import subprocess
 import sys
 import time
+import tty
+import fcntl
+import termios
 
 TAG_RE = re.compile(r"nfv[0-9a-f]{6}")
 
@@ -60,7 +63,6 @@ def guard(argv: list[str], use_pty: bool = False) -> int:
     go_r, go_w = os.pipe()               # parent -> child: the pid is printed, exec
     master = slave = -1
     if use_pty:
-        import tty
         master, slave = os.openpty()
         tty.setraw(slave)                # no echo, no line discipline surprises
     pid = os.fork()
@@ -73,8 +75,6 @@ def guard(argv: list[str], use_pty: bool = False) -> int:
         os.read(go_r, 1)
         os.close(go_r)
         if use_pty:
-            import fcntl
-            import termios
             os.close(master)
             fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
             for std in (0, 1, 2):

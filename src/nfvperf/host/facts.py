@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.host import steadiness
+from nfvperf import __version__
 
 __all__ = ["host_environment", "record_cpu_steadiness"]
 
@@ -82,7 +83,6 @@ def _os_release() -> Optional[str]:
 
 
 def _version() -> str:
-    from nfvperf import __version__
     return __version__
 
 

@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from pyroute2 import IPRoute, NetNS, netns as _netns
+from pyroute2.ethtool import Ethtool
 
 from .run import ResourceTracker
+import os
+import signal
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +102,6 @@ def delete_netns(name: str, kill: bool = True) -> None:
     if not netns_exists(name):
         return
     if kill:
-        import os
-        import signal
         for pid in netns_pids(name):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -197,7 +198,6 @@ def disable_offloads(ifname: str, ns: Optional[str] = None) -> bool:
         log.debug("ethtool -K %s: %s", ifname, cp.stderr.strip())
     if ns is None:
         try:
-            from pyroute2.ethtool import Ethtool
             et = Ethtool()
             try:
                 feats = et.get_features(ifname)

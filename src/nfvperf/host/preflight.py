@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import hugepages as hp
+from .cpu import CpuTopology
 
 MIN_FREE_HUGEPAGES_MB = 512          # tgen + one DPDK DUT with modest pools
 RECOMMENDED_FREE_HUGEPAGES_MB = 2048
@@ -268,7 +269,6 @@ def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
         return Check(f"pci:{addr}", "fail", detail + " (not bound to a DPDK-usable driver)",
                      f"modprobe vfio-pci && dpdk-devbind.py --bind=vfio-pci {full}", required=True)
     if node not in ("-1", "") and host is None:      # this machine's CPUs only
-        from .cpu import CpuTopology
         try:
             topo = CpuTopology.read()
             off = [c for c in cpus if c in topo.cpus and topo.cpus[c].node != int(node)]

@@ -26,13 +26,17 @@ Every process nfvperf starts — DUTs (testpmd, ovsdb-server, ovs-vswitchd, QEMU
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import os
+import pty
 import re
 import signal
 import subprocess
 import threading
 import time
+import tty
 from pathlib import Path
 import socket
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -42,6 +46,8 @@ from nfvperf.trial import DutFailure
 from .base import Host, Popened, ProcessOptions, Stream
 from .netns import netns_argv
 from .run import TAG_RE, ResourceTracker, RunContext
+import shutil
+from .cleanup import cleanup
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -66,8 +72,6 @@ class CommandError(ProcessError):
 # ------------------------------------------------------------------------- die with parent
 def _load_prctl():
     try:
-        import ctypes
-        import ctypes.util
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         return libc.prctl
     except Exception:  # noqa: BLE001
@@ -171,18 +175,15 @@ class LocalHost:
             os.unlink(path)
 
     def rmtree(self, path: "str | Path") -> None:
-        import shutil
         shutil.rmtree(path, ignore_errors=True)
 
     def glob(self, directory: "str | Path", pattern: str) -> list[str]:
         return sorted(str(p) for p in Path(directory).glob(pattern))
 
     def put(self, local: "str | Path", remote: "str | Path") -> None:
-        import shutil
         shutil.copyfile(local, remote)
 
     def get(self, remote: "str | Path", local: "str | Path") -> None:
-        import shutil
         shutil.copyfile(remote, local)
 
     def connect_unix(self, path: "str | Path", timeout: float = 10.0) -> socket.socket:
@@ -197,7 +198,6 @@ class LocalHost:
         return s
 
     def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, object]:
-        from .cleanup import cleanup
         return cleanup(tag, dry_run=dry_run, force=True).to_dict()
 
     def close(self) -> None:
@@ -308,8 +308,6 @@ class Process:
         slave = None
         try:
             if self.interactive:
-                import pty
-                import tty
                 master, slave = pty.openpty()
                 self._master_fd = master
                 tty.setraw(slave)  # no echo, no line discipline surprises

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .preflight import Binary, Check
+from . import preflight as pf
 
 _PKG = Path(__file__).resolve().parent.parent
 _FILES = ("__init__.py", "host/__init__.py", "host/run.py", "host/hugepages.py",
@@ -58,7 +59,6 @@ def needs_dict(binaries: Iterable[tuple[Binary, bool]], pci: Iterable[str] = (),
 
 def local_checks(needs: dict[str, Any]) -> list[dict[str, Any]]:
     """The same checks on this machine (a testbed host with ``local: true``)."""
-    from . import preflight as pf
     n = pf.Needs()
     for b in needs.get("binaries", []):
         n.need(Binary(b["name"], b.get("package", ""), tuple(b.get("candidates", ())),

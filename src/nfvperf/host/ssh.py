@@ -48,6 +48,8 @@ from .base import Host, ProcessOptions, Stream
 from .netns import netns_argv
 from .proc import CommandError, Process, ProcessError
 from .run import ResourceTracker, RunContext
+import json
+from .remote_preflight import BUNDLE_NAME, SCRIPT, bundle
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -582,7 +584,6 @@ class SshHost:
 
     def cleanup_tag(self, tag: str, dry_run: bool = False) -> dict[str, object]:
         """What run ``tag`` left on this host, removed (``dry_run``: only listed)."""
-        import json
         argv = ["python3", self.agent(), "cleanup", tag, "--work-dir", self.work_dir] + \
             (["--dry-run"] if dry_run else [])
         cp = self.run(argv, timeout=60)
@@ -590,7 +591,6 @@ class SshHost:
 
     def tags(self) -> list[str]:
         """Run tags present on this host (processes, namespaces, links)."""
-        import json
         return list(json.loads(self.run(["python3", self.agent(), "tags"], timeout=30).stdout))
 
     def preflight(self, needs: dict[str, list[object]]) -> list[dict[str, object]]:
@@ -598,9 +598,6 @@ class SshHost:
         uploaded as a zip (stdlib only) and run with the host's python3.  ``needs``:
         ``{"binaries": [{name, package, candidates, env, required}], "pci": [...],
         "required": [...]}``; returns the checks as dicts."""
-        import json
-
-        from .remote_preflight import BUNDLE_NAME, SCRIPT, bundle
         with self._lock:
             d = f"{self.work_dir}/agent"
             self.mkdir(d)

@@ -13,6 +13,12 @@ from nfvperf.trial import Measurer, TrafficProfile
 
 from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, rates, setup
 from .result import headline_pps
+from nfvperf.search.mlr import SearchGoal
+from nfvperf.search.mlr import PRESETS
+from nfvperf.search.binary import binary_search
+from nfvperf.search.ndrpdr import ndrpdr_search
+from nfvperf.search.mlr import mlr_search
+from nfvperf.search.mlrsearch_engine import mlrsearch_search
 
 SearchKind = Literal["binary", "ndrpdr", "mlr", "mlrsearch"]
 PresetName = Literal["csit_ndr_pdr", "csit_ndr", "csit_pdr", "loss_tolerant", "rfc2544", "tst009"]
@@ -36,7 +42,6 @@ class GoalParams(BaseModel):
     initial_trial_duration_s: Optional[float] = Field(None, gt=0.0)
 
     def to_goal(self) -> Any:
-        from nfvperf.search.mlr import SearchGoal
         return SearchGoal(self.name, self.loss_ratio, self.exceed_ratio, self.relative_width,
                           self.final_trial_duration_s, self.duration_sum_s,
                           initial_trial_duration=self.initial_trial_duration_s)
@@ -91,7 +96,6 @@ class ThroughputParams(MethodParams):
         return self
 
     def mlr_goals(self) -> tuple:
-        from nfvperf.search.mlr import PRESETS, SearchGoal
         if self.goals:
             return tuple(g.to_goal() for g in self.goals)
         if self.preset:
@@ -297,25 +301,21 @@ def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_
     final = params.final_trial_duration_s
     kind = params.search
     if kind == "binary":
-        from nfvperf.search.binary import binary_search
         return binary_search(runner, max_load, trial_duration_s=params.trial_duration_s,
                              final_duration_s=final,
                              resolution_pps=profile.max_load_pps * params.resolution_pct / 100.0,
                              loss_ratio=params.loss_ratio, time_budget_s=budget,
                              progress=progress, **context)
     if kind == "ndrpdr":
-        from nfvperf.search.ndrpdr import ndrpdr_search
         return ndrpdr_search(runner, max_load, pdr_loss_ratio=params.pdr_loss_ratio,
                              trial_duration_s=params.trial_duration_s, final_duration_s=final,
                              relative_width=params.relative_width,
                              time_budget_s=budget, progress=progress, **context)
     if kind == "mlr":
-        from nfvperf.search.mlr import mlr_search
         return mlr_search(runner, params.mlr_goals(), max_load, min_load_pps=params.min_load_pps,
                           warmup_s=0.0, time_budget_s=budget,
                           progress=progress, **context)
     if kind == "mlrsearch":
-        from nfvperf.search.mlrsearch_engine import mlrsearch_search
         return mlrsearch_search(runner, params.mlr_goals(), max_load,
                                 min_load_pps=params.min_load_pps, warmup_s=0.0,
                                 time_budget_s=budget, **context)

@@ -54,6 +54,8 @@ from nfvperf.report.extract import RATE_METHODS, goals_of, num, rates, repeat_of
 from nfvperf.report.rounds import rounds_result
 from nfvperf.report.study import ratio_text
 from nfvperf.report.table import is_latency
+from rich.markup import escape
+from rich.table import Table
 
 DEFAULT_THRESHOLD = 0.02
 #: the noise source of rows whose runs both interleaved their units (``rounds``)
@@ -379,8 +381,6 @@ def render(cmp: Any, console: Any) -> None:
     """Print a comparison (two runs: :class:`Comparison`, or :class:`MultiComparison`)."""
     if isinstance(cmp, Comparison):
         cmp = compare_view(cmp)
-    from rich.markup import escape
-    from rich.table import Table
 
     runs = cmp.runs
     console.print("compare " + " → ".join(f"#{i + 1} run {r.id} ({r.tag}, {r.suite})" for i, r in enumerate(runs))

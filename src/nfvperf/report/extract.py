@@ -16,6 +16,7 @@ from nfvperf.methods import MethodResult, rate_methods, result_of
 from nfvperf.methods.result import (HEADLINE_KEYS, find_key, fmt_num, goals_of, headline_pps, latency_of, num,
                                     repeat_of, scalars, spread_text, walk)
 from nfvperf.trial import TrafficProfile
+from nfvperf.validation import deep_merge
 
 __all__ = ["HEADLINE_KEYS", "find_key", "fmt_num", "goals_of", "headline_pps", "latency_of", "num", "repeat_of",
            "scalars", "spread_text", "walk", "result", "RATE_METHODS",
@@ -43,7 +44,6 @@ def test_topology(config_topology: Optional[dict[str, Any]], row: Optional[dict[
     row = row or {}
     if "overrides" not in row:
         return row
-    from nfvperf.validation import deep_merge
     full = deep_merge(config_topology or {}, row.get("overrides") or {})
     full.update((k, v) for k, v in row.items() if k != "overrides")
     return full

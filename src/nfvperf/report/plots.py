@@ -17,6 +17,10 @@ from nfvperf.report import ceiling as hc  # noqa: E402
 from nfvperf.report.extract import headline_pps, latency_of, result, size_of  # noqa: E402
 from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
 from nfvperf.report.table import THROUGHPUT_METHODS, is_latency, is_loss_steps  # noqa: E402
+from nfvperf.report.study import axis_text, is_log_axis
+from nfvperf.report.extract import resolved_tests
+from nfvperf.report.study import study_reports
+from nfvperf.methods.capacity import METRIC_TITLES
 
 
 def _png(fig: Any) -> str:
@@ -233,7 +237,6 @@ def study_figure(rep: Any, metric: Any) -> Any:
     """``metric`` of one study along its axis (the pivot's row axis, else the first axis), one
     series per configuration of the other axes (and per frame size when there are several); log
     x for the flows and rules axes.  None when nothing is plottable."""
-    from nfvperf.report.study import axis_text, is_log_axis
     axis = rep.row_axis or (rep.axes[0] if rep.axes else None)
     if axis is None:
         return None
@@ -278,8 +281,6 @@ def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple
     """(title, file stem, figure) for every study of the run: its first metric (the one with the
     ratios: ``traffic.rate_unit`` for rate methods) and, when cores vary, Mpps per PMD core;
     latency net of the harness when the report is (:func:`net_wanted`)."""
-    from nfvperf.report.extract import resolved_tests
-    from nfvperf.report.study import study_reports
     rate_unit = str(((run.config or {}).get("traffic") or {}).get("rate_unit") or "pps")
     net_env = (run.environment or {}) if net_wanted(run, net_of_harness) else None
     out = rounds_figures(run)
@@ -296,7 +297,6 @@ def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple
 def rounds_figure(name: str, metric: str, units: list[Any]) -> Any:
     """An interleaved study's metric: each unit's median with its 95 % interval (left), each
     unit's paired ratio to the baseline with its interval, against 1.0 (right)."""
-    from nfvperf.methods.capacity import METRIC_TITLES
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     labels = [f"{u.label}" + (f" {u.size} B" if u.size and len({x.size for x in units}) > 1 else "") for u in units]
     xs = list(range(len(units)))

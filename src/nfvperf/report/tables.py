@@ -19,6 +19,9 @@ from nfvperf.report.study import study_tables
 from nfvperf.report.table import THROUGHPUT_METHODS, Table, is_latency, is_loss_steps, latency_for
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
+from nfvperf.report.extract import resolved_tests, walk
+from nfvperf.report.facts import run_facts
+from nfvperf.dut.base import dut_class
 
 PCTS = ("50", "90", "99", "99.9", "99.99")
 
@@ -76,7 +79,6 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     fit = env.get("fit_host") or {}
     if fit:          # --fit-host: what the run changed in the suite to fit this host (nfvperf.fit)
         header.append(("Fitted to host", f"{fit.get('host')}: " + (fit.get("summary") or "nothing to change")))
-    from nfvperf.report.facts import run_facts        # what ran: generator, ports, CPU, versions, VM accel
     header[4:4] = run_facts(run)
     notes = []
     dead = run_liveness(run)
@@ -99,8 +101,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
                      "topology rows name the changes); test names keep the suite's values, and a study "
                      "axis the fit changed shows both, the value written and the one that ran "
                      "(pmd_cores=4→2 (fitted)).")
-    from nfvperf.report.extract import resolved_tests   # tests.topology: overrides of run.config's
-    tests = resolved_tests(run)
+    tests = resolved_tests(run)   # tests.topology: overrides of run.config's
     notes += result_notes(tests)
     host_rep = repeat_vs_host_note(tests, env)
     if host_rep:
@@ -168,7 +169,6 @@ def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool, asked_net
 def result_notes(tests: list[Any]) -> list[str]:
     """What the methods and searches said about their own results (generator-limited max load,
     irregular bounds, skipped sizes...), once per distinct text, prefixed with test and size."""
-    from nfvperf.report.extract import walk
     seen: dict[str, None] = {}
     for t in tests:
         for r in t.results:
@@ -267,7 +267,6 @@ def _label(name: str, kind: str, group: list[Any], suite_traffic: dict) -> str:
 def _dut_bits(topology: dict[str, Any]) -> list[str]:
     """What the stored topology's DUT adapter says about its non-default options (OVS: PMD mask,
     rx queues, rules)."""
-    from nfvperf.dut.base import dut_class
     try:
         cls = dut_class(str(topology.get("dut") or ""))
     except ValueError:

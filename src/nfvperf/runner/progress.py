@@ -9,6 +9,10 @@ import sys
 from typing import Any, Callable, Iterator, Optional
 
 from nfvperf.host.run import PROGRESS_LOGGER
+from rich.console import Console
+from rich.progress import (BarColumn, Progress as RichProgress, TaskProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.markup import escape
 
 __all__ = ["Progress", "progress_logs"]
 
@@ -23,9 +27,6 @@ class Progress:
         self._bar = None
         self._task = None
         if enabled and self.stream.isatty():
-            from rich.console import Console
-            from rich.progress import (BarColumn, Progress as RichProgress, TaskProgressColumn,
-                                       TextColumn, TimeElapsedColumn, TimeRemainingColumn)
             self._bar = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(),
                                      TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                                      TimeRemainingColumn(), console=Console(file=self.stream),
@@ -43,7 +44,6 @@ class Progress:
 
     def unit(self, label: str) -> None:
         if self._bar and self._task is not None:
-            from rich.markup import escape
             self._bar.update(self._task, description=escape(label), completed=self.done_units)
 
     def fraction(self, frac: float, message: Optional[str] = None) -> None:
@@ -51,7 +51,6 @@ class Progress:
         if self._bar and self._task is not None:
             kw: dict[str, Any] = {"completed": self.done_units + frac}
             if message:
-                from rich.markup import escape
                 kw["description"] = escape(message)
             self._bar.update(self._task, **kw)
 

@@ -20,6 +20,11 @@ from nfvperf.site.catalog import RunRow, run_rows
 from nfvperf.site.index import index_page
 from nfvperf.site.manifest import BuildReport, Manifest, input_hash
 from nfvperf.site.render import ASSET_FILES, asset_text
+from nfvperf.trend import trend_json
+from nfvperf.site.compare import compare_page
+from nfvperf.site.runs import run_page, study_page
+from nfvperf.site.trends import series_views
+from nfvperf.site.trends import RunRef, trend_page, trends_index
 
 # the report pages, comparisons and trends (matplotlib, the report's tables, the trend) are
 # imported where a page of theirs is written: an index-only build reads the run rows only
@@ -33,7 +38,6 @@ TrendFn = Callable[..., dict]
 
 def default_trend() -> TrendFn:
     """:func:`nfvperf.trend.trend_json` (imported when a build draws trends)."""
-    from nfvperf.trend import trend_json
     return trend_json
 
 
@@ -75,8 +79,6 @@ def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend
 def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow], parts: tuple[str, ...]) -> None:
     """The run's report, study and comparison pages that are not fresh; the run (and the one it
     is compared with) loaded only then."""
-    from nfvperf.site.compare import compare_page
-    from nfvperf.site.runs import run_page, study_page
     todo: list[tuple[str, str, Callable[[Any], str]]] = []
     if "runs" in parts:
         todo.append((f"runs/{row.id}.html", input_hash("run", row.fingerprint, row.previous),
@@ -97,7 +99,6 @@ def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow],
 
 
 def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str]) -> list[Any]:
-    from nfvperf.site.trends import series_views
     fn = trend or default_trend()
     try:
         doc = fn(store, selector) if selector is not None else fn(store)
@@ -108,7 +109,6 @@ def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str
 
 
 def _trend_pages(man: Manifest, views: list[Any], rows: list[RunRow], notes: list[str]) -> None:
-    from nfvperf.site.trends import RunRef, trend_page, trends_index
     refs: dict[str, int] = {}
     for r in rows:
         refs.update({str(r.id): r.id, r.uid: r.id, r.tag: r.id})

@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 from nfvperf.site.render import render_page
 from nfvperf.site.svg import figure_svg
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 COLORS = {"regression": "tab:red", "progression": "tab:green"}
 
@@ -126,8 +128,6 @@ def trend_figure(s: SeriesView, run_label: Any) -> Any:
     """The series' values over its runs (x: the runs in time order), its groups as mean ± stdev,
     its changes as vertical lines between the last run of the old group and the first of the
     new one; ``run_label(run)``: the tick text of a run."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
     xs = {str(p.get("run")): i for i, p in enumerate(s.points)}
     fig, ax = plt.subplots(figsize=(9, 4.2))
     counted = [(i, p["value"]) for i, p in enumerate(s.points) if p.get("value") is not None and counts(p)]

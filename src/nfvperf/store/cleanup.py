@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from nfvperf.host.cleanup import CleanupReport, cleanup
+from sqlalchemy.engine import make_url
+from nfvperf.store.db import Store, default_url, resolve_url
 
 def mark_aborted_runs(rep: CleanupReport, db: Optional[str] = None, dry_run: bool = False) -> None:
     """Runs the results store still marks ``running`` whose process is gone (this host): mark them
     ``aborted`` (their trials stay).  ``db``: URL or path, else $NFVPERF_DB or
     ./results/nfvperf.db; a SQLite store that does not exist is not created."""
-    from sqlalchemy.engine import make_url
-
-    from nfvperf.store.db import Store, default_url, resolve_url
     url = resolve_url(db) if db else default_url()
     try:
         u = make_url(url)

@@ -15,6 +15,9 @@ from sqlalchemy.engine import CursorResult, Engine, make_url
 from sqlalchemy.orm import Session, defer, selectinload, sessionmaker
 
 from nfvperf.store.models import SCHEMA_VERSION, Base, Result, Run, Test, Trial, utcnow
+from nfvperf.host.run import pid_alive
+from nfvperf.host.run import _proc_starttime
+import json
 
 DEFAULT_DB_PATH = Path("results") / "nfvperf.db"
 
@@ -372,7 +375,6 @@ def process_gone(pid: int, starttime: Optional[int] = None) -> bool:
     """True when ``pid`` is not running (a zombie counts as gone) or, given ``starttime`` (field 22
     of /proc/<pid>/stat), has been reused by another process."""
     if Path("/proc/self/stat").exists():
-        from nfvperf.host.run import pid_alive
         return not pid_alive(pid, starttime)
     try:                     # no /proc: only "no such process" is sure
         os.kill(pid, 0)
@@ -385,7 +387,6 @@ def process_gone(pid: int, starttime: Optional[int] = None) -> bool:
 
 def process_starttime(pid: int) -> Optional[int]:
     """Start time of ``pid`` (clock ticks since boot), recorded so a reused pid is recognised."""
-    from nfvperf.host.run import _proc_starttime
     try:
         return _proc_starttime(pid)
     except (IndexError, ValueError):
@@ -417,7 +418,6 @@ CSV_COLUMNS = ("run_uid", "suite", "test", "method", "frame_size_b", "test_statu
 
 
 def run_to_csv_rows(run: Run) -> Iterable[dict[str, Any]]:
-    import json
     for t in run.tests:
         for tr in t.trials:
             lat = (tr.detail or {}).get("latency") or {}

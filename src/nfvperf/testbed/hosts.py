@@ -14,6 +14,17 @@ from nfvperf.host.run import RunContext
 from nfvperf.host.ssh import SshError, SshHost
 
 from .spec import HostSpec, TestbedSpec
+from nfvperf.dut.base import dut_class
+from nfvperf.host.preflight import Binary
+from nfvperf.host.remote_preflight import needs_dict
+from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.host.remote_preflight import local_checks
+import argparse
+import json
+from .spec import TestbedError, load_testbed
+from nfvperf.host.run import normalize_tag
+from nfvperf.store.cleanup import main as local_cleanup
+from pathlib import Path
 
 
 def make_host(name: str, spec: HostSpec) -> Any:
@@ -92,15 +103,11 @@ def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
     """What preflight checks on a host of this role: the tester's tgen, the DUT adapter's
     binaries and those of the topology's VNFs (``vnf_binaries``: Binary objects, e.g. pvp's
     dpdk-testpmd), the NICs' PCI devices; root and hugepages required."""
-    from nfvperf.dut.base import dut_class
-    from nfvperf.host.preflight import Binary
-    from nfvperf.host.remote_preflight import needs_dict
     binaries: list[tuple[Binary, bool]] = []
     if spec.role == "tester":
         path = spec.tgen
         if path is None:
             with contextlib.suppress(Exception):
-                from nfvperf.tg.tgen import find_tgen_binary
                 path = str(find_tgen_binary())
         binaries.append((Binary("tgen", "nfvperf's tgen (make build)",
                                 (path,) if path else ()), True))
@@ -170,7 +177,6 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
     programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`);
     ``port_kind``: the run's, for the NICs' PCI rows (:func:`nic_pci_checks`); ``make``: the
     host factory (default :func:`make_host`)."""
-    from nfvperf.host.remote_preflight import local_checks
     rows: list[HostCheck] = []
     for name, hspec in spec.hosts.items():
         host = (make or make_host)(name, hspec)
@@ -239,10 +245,6 @@ def cleanup_testbed(spec: TestbedSpec, tag: Optional[str] = None, dry_run: bool 
 def cleanup_main(argv: Sequence[str]) -> int:
     """``nfvperf cleanup --testbed FILE [--tag T] [--dry-run] [--force] [--json]``: every SSH host
     of the testbed by tag, then this machine (``nfvperf cleanup`` with the other options)."""
-    import argparse
-    import json
-
-    from .spec import TestbedError, load_testbed
     p = argparse.ArgumentParser(prog="nfvperf cleanup --testbed")
     p.add_argument("--testbed", required=True, metavar="FILE")
     p.add_argument("--tag")
@@ -256,7 +258,6 @@ def cleanup_main(argv: Sequence[str]) -> int:
         print(f"nfvperf cleanup: {e}", file=__import__("sys").stderr)
         return 2
     if args.tag:
-        from nfvperf.host.run import normalize_tag
         args.tag = normalize_tag(args.tag)
     remote = cleanup_testbed(spec, args.tag, dry_run=args.dry_run, force=args.force)
     failed = False
@@ -281,7 +282,6 @@ def cleanup_main(argv: Sequence[str]) -> int:
             local.append("--" + flag.replace("_", "-"))
     if args.tag:
         local += ["--tag", args.tag]
-    from nfvperf.store.cleanup import main as local_cleanup
     rc = local_cleanup(local)
     return 1 if failed else int(rc or 0)
 
@@ -293,7 +293,6 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     order; the topology's port kind picks which and says what is missing), the hosts' cpu:
     hints (one CPU plan per host), tgen's path on the tester, no local preflight
     (:func:`check_testbed` checks every host)."""
-    from pathlib import Path
     tname, tester = hosts.role("tester")
     dname, dut = hosts.role("dut")
     links = []

@@ -37,6 +37,7 @@ from typing import Any, Callable, Optional
 import yaml
 
 from nfvperf.testbed.spec import HostSpec, TestbedError, TestbedSpec
+import importlib.util
 
 ANSIBLE_HINT = ("ansible-core is not installed for this Python: pip install 'nfvperf[ansible]' "
                 "(scripts/install-deps.sh installs it)")
@@ -195,7 +196,6 @@ def run_prepare(spec: TestbedSpec, *, check: bool, limit: Optional[str] = None, 
                 inventory_dir: Optional[Path] = None, echo: Callable[[str], None] = print,
                 timeout_s: float = 3600) -> PrepareResult:
     """Write the files, run ansible-playbook, stream its output through ``echo``, parse the recap."""
-    import importlib.util
     if importlib.util.find_spec("ansible") is None:
         raise TestbedError([ANSIBLE_HINT])
     adir = ansible_dir()

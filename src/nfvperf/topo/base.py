@@ -41,6 +41,17 @@ from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .errors import TopologyError
 from .spec import TopologySpec
+from .spec import allowed_duts, allowed_port_kinds
+from nfvperf.topo.preflight import tgen_check
+from nfvperf.host import hugepages as hp
+from nfvperf.host import preflight as pf
+from nfvperf.topo.preflight import run_checks
+from .host_cpus import HostCpuHints, plan_host, read_host_topology
+from nfvperf.tg.tgen import TgenProcess
+from nfvperf.tg.tgen import TgenMeasurer
+from .inplace import in_place_difference, restart_reason
+from .inplace import restart_fields
+from .ports import port_kind_names
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
@@ -156,7 +167,6 @@ class Topology:
     def check_spec(self) -> None:
         """The spec validated against the registries (TopologySpec does this already; a spec
         built without validation, e.g. ``model_construct``, is caught here)."""
-        from .spec import allowed_duts, allowed_port_kinds
         if self.spec.dut not in allowed_duts(self.kind):
             raise TopologyError(f"{self.kind} cannot use dut {self.spec.dut!r}; allowed: "
                                 f"{', '.join(allowed_duts(self.kind))}")
@@ -274,8 +284,6 @@ class Topology:
     def preflight_needs(cls, spec: TopologySpec) -> Needs:
         """What the host must offer (nfvperf.host.preflight.Needs): the DUT adapter's and the
         VNFs' binaries, the generator, the PCI devices of ``port_kind: pci``."""
-        from nfvperf.host.preflight import Needs
-        from nfvperf.topo.preflight import tgen_check
         needs = Needs(checks=[tgen_check])
         needs.merge(dut_class(spec.dut).preflight_needs(spec))
         for vnf in cls.vnf_classes_for(spec):
@@ -330,7 +338,6 @@ class Topology:
     def prepare_hugepages(self) -> None:
         """On a fresh host: mount hugetlbfs and reserve 2 MB pages for this topology (never
         shrinking the pool).  Failure is left to preflight, which says what to do."""
-        from nfvperf.host import hugepages as hp
         self.hugepages = {"demand_mb": self.hugepage_demand_mb()}
         try:
             self.hugepages.update(hp.prepare(self.hugepages["demand_mb"]))
@@ -338,8 +345,6 @@ class Topology:
             self.hugepages["error"] = str(e)
 
     def preflight(self) -> None:
-        from nfvperf.host import preflight as pf
-        from nfvperf.topo.preflight import run_checks
         required = [c for c in self.required_checks() if self.want_tgen or c != "tgen"]
         cpus = sorted({c for cs in (self.plan.roles.values() if self.plan else []) for c in cs})
         results = run_checks(self.spec, required=required, cpus=cpus)
@@ -393,7 +398,6 @@ class Topology:
         """Testbed (issue 10): the DUT's and VNFs' polling CPUs planned on the DUT host and tgen's
         on the tester host, each from that host's own sysfs (read through its host object) and
         the testbed's cpu: hints; sets ``self.tg_plan``, returns the DUT host's plan."""
-        from .host_cpus import HostCpuHints, plan_host, read_host_topology
         hints = {r: HostCpuHints.from_dict(dict(self.cpu_hints.get(r) or {"host": h.name}))
                  for r, h in (("dut", self.dut_host), ("tester", self.tg_host))}
         requests = self.core_requests()
@@ -475,7 +479,6 @@ class Topology:
         return out
 
     def start_tgen(self) -> None:
-        from nfvperf.tg.tgen import TgenProcess
         kinds = {p._kind().__class__ for p in self.ports}
         if not self.tgen_hugepages and any(k.tgen_hugepages for k in kinds):
             raise TopologyError("port_kind " + ", ".join(sorted(k.name for k in kinds)) +
@@ -514,7 +517,6 @@ class Topology:
         """A TgenMeasurer over this topology's ports, wired to the DUT's alive()/counters()."""
         if self.tgen is None:
             raise TopologyError("the generator is not running (topology not brought up?)")
-        from nfvperf.tg.tgen import TgenMeasurer
         kwargs: dict[str, Any] = dict(dut_counters=self.dut_counters, dut_alive=self.dut_alive)
         sp = self.stream_params()
         if sp is not None:
@@ -538,12 +540,10 @@ class Topology:
         Raises :class:`RestartRequired` (nothing changed) when a differing field needs a restart.
         When the adapter fails part-way the DUT may be half-changed: the error says so, the spec
         stays the old one, and the caller should restart the topology."""
-        from .inplace import in_place_difference, restart_reason
         if not self.up:
             raise TopologyError("reconfigure(): the topology is not up")
         changes = in_place_difference(self.spec, new_spec)
         if changes is None:
-            from .inplace import restart_fields
             raise RestartRequired(f"topology {self.kind}: cannot change in place: "
                                   f"{restart_reason(self.spec, new_spec)}; restart the topology",
                                   restart_fields(self.spec, new_spec))
@@ -594,7 +594,6 @@ class Topology:
         Returns ``{"client_ns", "server_ns", "server_ip", "client_ip", "client_if", "server_if",
         "mtu", "offloads"}``."""
         if not self.port_kind_class().tcp:
-            from .ports import port_kind_names
             veth = [k for k in port_kind_names() if port_kind_class(k).tcp]
             raise TopologyError(f"TCP endpoints need kernel interfaces at the generator ends: "
                                 f"topology.port_kind {' or '.join(veth)}, not {self.spec.port_kind}")

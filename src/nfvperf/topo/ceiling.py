@@ -35,6 +35,8 @@ from nfvperf.store.ceiling import CeilingCache, ceiling_key, utc_iso
 from nfvperf.trial import Measurer, TrafficProfile
 
 from .spec import TopologySpec
+from nfvperf.topo import build
+from nfvperf.store.ceiling import CACHE_FILE
 
 #: how the ceiling is measured; cache entries of another method are measured again (2: the
 #: forwarding-rate floor, and tgen's vhost ends with 4096-entry virtqueues)
@@ -63,7 +65,6 @@ def planned_tgen_lcores(spec: TopologySpec, run: RunContext) -> Optional[str]:
     without building anything), so the ceiling is measured on the same generator cores."""
     if spec.tgen_lcores:
         return str(spec.tgen_lcores)
-    from nfvperf.topo import build
     topo = build(spec, run, preflight=False)
     return str(topo.plan_cpus().dpdk_lcores("tgen"))
 
@@ -141,7 +142,6 @@ def measure_sizes(cspec: TopologySpec, run: RunContext, profiles: dict[int, Traf
                   trial_s: float = 0.5, resolution: float = 0.03,
                   log: Callable[[str], None] = lambda s: None, **build_kw: Any) -> dict[int, dict[str, Any]]:
     """Bring up the ceiling topology once and measure every size."""
-    from nfvperf.topo import build
     out: dict[int, dict[str, Any]] = {}
     with build(cspec, run, **build_kw) as topo:
         m = topo.measurer()
@@ -214,5 +214,4 @@ def harness_ceiling(spec: TopologySpec, run: RunContext, profiles: dict[int, Tra
 
 
 def default_cache_path(out_dir: Path) -> Path:
-    from nfvperf.store.ceiling import CACHE_FILE
     return Path(out_dir) / CACHE_FILE

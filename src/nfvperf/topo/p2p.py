@@ -33,6 +33,8 @@ from typing import Any, Optional
 from . import register
 from .base import Topology, TopologyError
 from .spec import TopologySpec
+from nfvperf.host.preflight import Check
+from nfvperf.vm import sriov
 
 
 def _vm_vnf_class() -> Any:
@@ -62,8 +64,6 @@ class P2P(Topology):
         address a VF bound to vfio-pci)."""
         needs = super().preflight_needs(spec)
         if cls.sriov(spec):
-            from nfvperf.host.preflight import Check
-            from nfvperf.vm import sriov
             needs.merge(_vm_vnf_class().preflight_needs(spec))
             if spec.port_kind != "pci":
                 pk = spec.port_kind

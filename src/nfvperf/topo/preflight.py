@@ -10,19 +10,25 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from nfvperf.host import preflight as pf
+from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.dut.base import DUT_REGISTRY
+from nfvperf.topo.spec import dut_names
+import argparse
+import json
+from pydantic import ValidationError
+from nfvperf.topo.spec import TopologySpec, allowed_duts, kind_names
+from nfvperf.host.steadiness import check_steadiness
+from nfvperf.validation import format_validation_error
 
 
 def tgen_check(required: Sequence[str] = ()) -> pf.Check:
     """The generator binary (tgen/build/tgen or $NFVPERF_TGEN)."""
-    from nfvperf.tg.tgen import find_tgen_binary
     return pf.check_tool("tgen", find_tgen_binary, "make build (needs meson, ninja, libdpdk-dev)",
                          required="tgen" in required)
 
 
 def all_needs() -> pf.Needs:
     """Every registered DUT adapter's binaries (optional) and the generator."""
-    from nfvperf.dut.base import DUT_REGISTRY
-    from nfvperf.topo.spec import dut_names
     needs = pf.Needs(checks=[tgen_check])
     for name in dut_names():
         needs.need(*DUT_REGISTRY[name].binaries, required=False)
@@ -47,12 +53,8 @@ def run_checks(spec: Any = None, required: Sequence[str] = ("root",),
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``nfvperf preflight [--dut D --kind K --pci A ...] [--json]``."""
-    import argparse
-    import json
 
-    from pydantic import ValidationError
 
-    from nfvperf.topo.spec import TopologySpec, allowed_duts, dut_names, kind_names
     p = argparse.ArgumentParser(prog="nfvperf preflight",
                                 description="Check the host: root, hugepages, irqbalance, governor, "
                                             "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs, "
@@ -80,11 +82,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             spec = TopologySpec(**kw)
         except ValidationError as e:
-            from nfvperf.validation import format_validation_error
             p.error("; ".join(format_validation_error(e)))
     checks = run_checks(spec, required=("root", "hugepages"))
     if not args.no_steadiness:
-        from nfvperf.host.steadiness import check_steadiness
         checks.append(check_steadiness())
     if args.json:
         print(json.dumps([c.to_dict() for c in checks], indent=2))

@@ -29,6 +29,8 @@ from nfvperf.dut.testpmd import TestpmdSpec
 from nfvperf.vm.guest import VmSpec
 
 from .ports import port_kind_class, port_kind_names
+from nfvperf.topo.registry import REGISTRY, registered_kinds, topology_class
+from nfvperf.validation import deep_merge
 
 
 class _Strict(BaseModel):
@@ -49,12 +51,10 @@ def dut_names() -> list[str]:
 
 def kind_names() -> list[str]:
     """Registered topology kinds (``topology.kind`` values), in module order."""
-    from nfvperf.topo import registered_kinds
     return registered_kinds()
 
 
 def _topology_cls(kind: Optional[str]) -> Any:
-    from nfvperf.topo import REGISTRY
     return REGISTRY.get(kind) if kind else None
 
 
@@ -205,7 +205,6 @@ class TopologyBase(_Strict):
 
     # -- what the topology and its adapters declare ------------------------------------------
     def topology_class(self) -> Any:
-        from nfvperf.topo import topology_class
         return topology_class(self.kind)
 
     def dut_class(self) -> type[DutAdapter]:
@@ -232,7 +231,6 @@ def merge_override(base: dict[str, Any], override: dict[str, Any]) -> dict[str, 
     """A test's (or study unit's) ``topology:`` override deep-merged into the suite's dumped
     topology; in an adapter's section, an option given one way (``pmd_cores``) replaces the
     suite's other way of saying it (``pmd_cpu_mask``; ``AdapterOptions.alternatives``)."""
-    from nfvperf.validation import deep_merge
     base = dict(base)
     for key, model in option_sections().items():
         over = override.get(key)

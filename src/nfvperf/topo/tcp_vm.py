@@ -38,6 +38,10 @@ from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import Measurer
+from nfvperf.vm.guest import TcpGuest
+from nfvperf.methods import runs_on_iperf3
+from nfvperf.vm.guest import load_image
+from nfvperf.vm.tcp import VmTcpMeasurer
 
 #: the TCP ends' addresses (a /24 of 198.18.0.0/15, RFC 2544's benchmarking range)
 NET = "198.18.0"
@@ -68,7 +72,6 @@ class TcpVmTopology(OvsTopology):
 
     @classmethod
     def vnf_classes_for(cls, spec: Any) -> list[type[DutAdapter]]:
-        from nfvperf.vm.guest import TcpGuest
         return [TcpGuest] * cls.guest_count()
 
     @classmethod
@@ -97,7 +100,6 @@ class TcpVmTopology(OvsTopology):
     def test_refusals(cls, spec: Any, method: str, params: Any) -> list[str]:
         """What a test's params ask that the guests cannot do, each naming the field and the fix
         (checked when the suite is validated)."""
-        from nfvperf.methods import runs_on_iperf3
         if not runs_on_iperf3(method):
             return [f"method: {method} cannot run on kind {cls.kind}, which runs TCP tests only "
                     f"(method: tcp, iperf3 inside its guests); use another topology.kind for it"]
@@ -161,7 +163,6 @@ class TcpVmTopology(OvsTopology):
 
     # -- building --------------------------------------------------------------------------------
     def setup(self) -> None:
-        from nfvperf.vm.guest import TcpGuest, load_image
         assert self.tracker is not None and self.plan is not None
         vm = self.spec.vm
         mtu = self.spec_mtu()
@@ -234,7 +235,6 @@ class TcpVmTopology(OvsTopology):
 
     def tcp_measurer(self, info: Optional[dict[str, Any]] = None) -> Measurer:
         """The iperf3 measurer between this topology's ends (the runner's ``--tg iperf3``)."""
-        from nfvperf.vm.tcp import VmTcpMeasurer
         path = {"scenario": self.kind, "scenario_text": self.scenario, "topology": self.kind,
                 "dut": self.spec.dut, "bridges": self.n_bridge, "link": self.link or None,
                 "userspace_tso": self.userspace_tso, "tag": self.run.tag,

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nfvperf.stats import rounds_needed
+from sqlalchemy import select
+from nfvperf.store.models import Result, Run, Test
 
 
 class AbError(ValueError):
@@ -71,9 +73,6 @@ class AbResult:
 
 def gate_ab(store: Any, run: Any = "latest", threshold: float = 0.02, metric: Optional[str] = None) -> AbResult:
     """Judge every paired ratio of the run's interleaved studies (``metric``: only that one)."""
-    from sqlalchemy import select
-
-    from nfvperf.store.models import Result, Run, Test
     rid = store.resolve(run)
     with store.session() as s:
         tag, status = s.execute(select(Run.tag, Run.status).where(Run.id == rid)).one()

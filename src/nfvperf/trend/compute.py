@@ -28,6 +28,8 @@ from nfvperf.store.db import jsonable
 from nfvperf.trend.detect import DEFAULT_WINDOW, Detection, detect
 from nfvperf.trend.points import Point, Series, fill_values, select_series
 from nfvperf.trend.series import label
+from nfvperf.store.db import Store
+from nfvperf.trend.selector import Selector
 
 
 @dataclass
@@ -121,7 +123,6 @@ def session_of(store_or_session: Any) -> Iterator[Session]:
         with store_or_session.session() as s:
             yield s
         return
-    from nfvperf.store.db import Store
     store = Store(str(store_or_session))
     try:
         with store.session() as s:
@@ -135,7 +136,6 @@ def trend_json(store_or_session: Any, selector: Any = None, *, since: Optional[i
     """What ``nfvperf trend --json`` prints (see the module docstring).  ``selector``: None (every
     series), a :class:`~nfvperf.trend.selector.Selector`, a dict of its fields or a string of
     its options (``"--test flows --size 64 --metric mrr"``); ``since``: the first run id."""
-    from nfvperf.trend.selector import Selector
     sel = Selector.parse(selector)
     with session_of(store_or_session) as s:
         trends = trend_series(s, sel, since=since, window=window)

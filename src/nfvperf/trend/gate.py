@@ -18,6 +18,10 @@ from typing import Any, Optional
 
 from nfvperf.trend.compute import SeriesTrend, trend_series
 from nfvperf.trend.defaults import DEFAULT_THRESHOLD, DEFAULT_WINDOW
+from sqlalchemy import select
+from nfvperf.store.db import run_liveness
+from nfvperf.store.models import Run
+from types import SimpleNamespace
 
 #: run statuses that cannot be gated (the run is not a finished measurement)
 UNGATED = ("running", "aborted", "interrupted")
@@ -109,17 +113,12 @@ def verdict(t: SeriesTrend, run: int, threshold: float) -> Optional[Verdict]:
 def gate(store: Any, selector: Any = None, *, run: Any = "latest", threshold: float = DEFAULT_THRESHOLD,
          since: Optional[int] = None, window: int = DEFAULT_WINDOW) -> GateResult:
     """Gate ``run`` (a run reference, default the newest) against its series' history."""
-    from sqlalchemy import select
-
-    from nfvperf.store.db import run_liveness
-    from nfvperf.store.models import Run
     rid = store.resolve(run)
     with store.session() as s:
         r = s.execute(select(Run.id, Run.tag, Run.status, Run.environment["hostname"], Run.environment["pid"],
                              Run.environment["pid_starttime"]).where(Run.id == rid)).one()
         status = r.status
         if status == "running":
-            from types import SimpleNamespace
             env = {"hostname": r[3], "pid": r[4], "pid_starttime": r[5]}
             if run_liveness(SimpleNamespace(status=status, environment=env)):
                 status = "aborted"

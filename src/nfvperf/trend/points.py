@@ -27,6 +27,8 @@ from nfvperf.report.extract import RATE_METHODS
 from nfvperf.store.models import Result, Run, Test
 from nfvperf.trend.selector import Selector, no_match_error
 from nfvperf.trend.series import RunInfo, StoredTest, identity, series_id
+from nfvperf.store.db import run_liveness
+from nfvperf.trend.noise import point_value
 
 #: run statuses whose passed tests are measurements a trend counts
 COUNTED_RUN_STATUS = ("completed", "failed")
@@ -178,7 +180,6 @@ def select_series(s: Session, selector: Any = None, since: Optional[int] = None,
 def _status(run: RunInfo) -> str:
     """The run's status; a run still marked running whose process is gone reads ``aborted``."""
     if run.status == "running":
-        from nfvperf.store.db import run_liveness
         if run_liveness(run):
             return "aborted"
     return run.status
@@ -211,7 +212,6 @@ def _stored_sql_values(s: Session, sel: Selector) -> dict[str, set[Any]]:
 
 def fill_values(s: Session, series: list[Series]) -> None:
     """Read each point's value and noise from its test's results (chunks of test ids)."""
-    from nfvperf.trend.noise import point_value
     by_test: dict[int, list[Point]] = {}
     for ser in series:
         for p in ser.points:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from nfvperf.trend.compute import SeriesTrend, point_dict
+from rich.markup import escape
+from rich.table import Table
 
 
 def _f(v: Optional[float]) -> str:
@@ -16,9 +18,6 @@ def _change_text(c: Any) -> str:
 
 
 def render(trends: list[SeriesTrend], console: Any, points: Optional[bool] = None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     if not trends:
         console.print("no series in the store yet: run a suite first (nfvperf run ...)")
         return
@@ -44,9 +43,6 @@ def render(trends: list[SeriesTrend], console: Any, points: Optional[bool] = Non
 
 
 def render_points(tr: SeriesTrend, console: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     starts = {tr.runs[c.index].run: c for c in tr.detection.changes}
     group_of = {tr.runs[j].run: i + 1 for i, g in enumerate(tr.detection.groups) for j in range(g.start, g.end + 1)}
     t = Table(title=f"series {tr.id}: {escape(tr.label)}", title_justify="left")

@@ -8,6 +8,7 @@ what was asked (``difflib``).
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import shlex
 from dataclasses import dataclass, field, fields
@@ -75,7 +76,6 @@ class Selector:
 
     @classmethod
     def from_argv(cls, argv: list[str]) -> "Selector":
-        import argparse
         p = argparse.ArgumentParser(prog="selector", add_help=False, exit_on_error=False)
         add_options(p)
         try:

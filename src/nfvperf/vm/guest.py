@@ -39,6 +39,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 
 from . import image as vm_image
 from .qemu import VmVnf, _Console
+from .qemu import qemu_version
 
 SHELL_READY = "NFVPERF-SHELL"
 
@@ -329,7 +330,6 @@ class TcpGuest(VmVnf):
 
     @staticmethod
     def _qemu_version() -> str:
-        from .qemu import qemu_version
         try:
             return qemu_version()
         except Exception:  # noqa: BLE001 - reporting only

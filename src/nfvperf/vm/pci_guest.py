@@ -52,6 +52,10 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from . import image as vm_image
 from .guest import SHELL_READY, GuestShell
 from .qemu import VmVnf
+import json
+from nfvperf.tg.tgen import find_tgen_binary
+import shutil
+from nfvperf.host.base import Host
 
 #: where the overlay puts this host's tgen and socat in the guest
 GUEST_TGEN = "/usr/bin/nfvperf-tgen"
@@ -135,7 +139,6 @@ def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path) -> Pa
     files.update(host_closure([tgen, socat]))
     pmd = ""
     with contextlib.suppress(OSError, ValueError):
-        import json
         pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
     entries: dict[str, vm_image._Entry] = {}
     for guest, host in files.items():
@@ -237,8 +240,6 @@ class PciGuest(VmVnf):
     def start(self, wait: Optional[bool] = None) -> None:
         if self.proc is not None:
             return
-        from nfvperf.tg.tgen import find_tgen_binary
-        import shutil
         tgen = Path(self.tgen_path or find_tgen_binary())
         socat = self.socat_path or shutil.which("socat")
         if not socat:
@@ -715,7 +716,6 @@ def _is_file(s: Stream) -> bool:
 
 
 def _conforms(h: GuestPciHost) -> "Any":
-    from nfvperf.host.base import Host
     x: Host = h                        # mypy: GuestPciHost implements the Host protocol
     return x
 

@@ -43,6 +43,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutAdapter, DutFailure, PciNic, PortRef, Process, Unsupported, VhostFrontend, \
     TopologyView, cross_connect, run_version
+from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -478,7 +479,6 @@ class VmVnf(DutAdapter):
 
     def _check_hugepages(self) -> None:
         try:
-            from nfvperf.host import hugepages as hp
             free = hp.free_mb()
         except Exception:  # noqa: BLE001 - the check is advisory
             return

@@ -33,6 +33,7 @@ from nfvperf.tg.iperf3 import (Iperf3Measurer, TcpProcessResult, TcpResult, _par
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
+from pathlib import Path
 
 #: iperf3's files in a guest: /tmp/<PREFIX><name>.json / .err
 PREFIX = "nfvperf-iperf3-"
@@ -273,7 +274,6 @@ class VmTcpMeasurer(Iperf3Measurer):
         return res
 
     def _wd(self) -> Any:
-        from pathlib import Path
         d = Path(self._workdir or self.server.run.run_dir) / "iperf3"
         d.mkdir(parents=True, exist_ok=True)
         return d

@@ -22,33 +22,8 @@ Kinds register with ``@register_port_kind``; the modules of this package are imp
 """
 from __future__ import annotations
 
-from nfvperf.plugins import import_plugins
+from .base import (PORT_KIND_REGISTRY, HostPort, PortKind, load_port_kinds, port_kind_class, port_kind_names,
+                   register_port_kind)
 
-from .base import PORT_KIND_REGISTRY, HostPort, PortKind, register_port_kind
-
-__all__ = ["HostPort", "PortKind", "register_port_kind", "port_kind_class", "port_kind_names",
+__all__ = ["HostPort", "PortKind", "register_port_kind", "load_port_kinds", "port_kind_class", "port_kind_names",
            "PORT_KIND_REGISTRY"]
-
-_loaded = False
-
-
-def load_port_kinds() -> None:
-    global _loaded
-    _loaded = True
-    import_plugins(__name__, __path__, skip=("base",))
-
-
-def port_kind_names() -> list[str]:
-    """The registered port kinds, in registration order of their ``order`` (veth kinds first)."""
-    if not _loaded:
-        load_port_kinds()
-    return sorted(PORT_KIND_REGISTRY, key=lambda k: (PORT_KIND_REGISTRY[k].order, k))
-
-
-def port_kind_class(name: str) -> type[PortKind]:
-    if name not in PORT_KIND_REGISTRY:
-        load_port_kinds()
-    try:
-        return PORT_KIND_REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown port kind {name!r}; known: {', '.join(port_kind_names())}") from None

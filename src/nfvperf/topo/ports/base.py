@@ -7,6 +7,7 @@ A kind class declares what it can carry and where it can be used (``max_mtu``, `
 """
 from __future__ import annotations
 
+import importlib
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import PortRef
 from nfvperf.host import netns as N
+from nfvperf.plugins import import_plugins
+from nfvperf.tg.tgen import PortSpec
+from nfvperf.host import run as R
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
@@ -49,7 +53,6 @@ class HostPort:
 
     def _kind(self) -> "PortKind":
         if self.port_kind is None:
-            from . import port_kind_class
             name = {"veth": self.driver}.get(self.kind, self.kind)
             self.port_kind = port_kind_class(name)()
         return self.port_kind
@@ -73,7 +76,6 @@ class HostPort:
         ``dut_peer_queues``: the queue pairs the DUT needs its peer to offer
         (``DutAdapter.peer_queues()``), for kinds whose queue pairs the generator's end creates
         (vhost: virtio-user ``queues=``)."""
-        from nfvperf.tg.tgen import PortSpec
         kind = self._kind()
         pairs = kind.tg_queue_pairs(dut_peer_queues)
         return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu,
@@ -201,7 +203,6 @@ class PortKind:
         cleanup`` looks for a killed run's sockets, whatever its output directory), or
         ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
         socket (and the directory, once empty) are registered with the tracker."""
-        from nfvperf.host import run as R
         tag = topo.run.tag
         d = R.DEFAULT_RUN_ROOT / tag
         p = d / f"{tag}-{name}.sock"
@@ -253,3 +254,29 @@ def register_port_kind(name: str):
         return cls
 
     return deco
+
+
+# The kinds are this package's modules, imported on first use (the package re-exports these).
+_loaded = False
+
+
+def load_port_kinds() -> None:
+    global _loaded
+    _loaded = True
+    import_plugins("nfvperf.topo.ports", importlib.import_module("nfvperf.topo.ports").__path__, skip=("base",))
+
+
+def port_kind_names() -> list[str]:
+    """The registered port kinds, in registration order of their ``order`` (veth kinds first)."""
+    if not _loaded:
+        load_port_kinds()
+    return sorted(PORT_KIND_REGISTRY, key=lambda k: (PORT_KIND_REGISTRY[k].order, k))
+
+
+def port_kind_class(name: str) -> type[PortKind]:
+    if name not in PORT_KIND_REGISTRY:
+        load_port_kinds()
+    try:
+        return PORT_KIND_REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown port kind {name!r}; known: {', '.join(port_kind_names())}") from None
