@@ -171,3 +171,20 @@ def test_every_local_import_has_a_reason() -> None:
                 problems += [f"{where}: `{module}` loads none of {HEAVY}: it costs no start-up time; "
                              f"move it to the top of the module" for where in to_probe[module]]
     assert not problems, "\n".join(problems)
+
+
+def test_remote_preflight_bundle_is_self_contained(tmp_path: Path) -> None:
+    # host/preflight.py imports .cpu at its top now: the zip SshHost uploads must carry it, as the
+    # host's python3 imports nothing else of nfvperf (-I -S: no installed nfvperf, no site-packages)
+    sys.path.insert(0, str(SRC))
+    try:
+        from nfvperf.host import remote_preflight as rp
+    finally:
+        sys.path.remove(str(SRC))
+    zipped = tmp_path / "bundle.zip"
+    zipped.write_bytes(rp.bundle())
+    p = subprocess.run([sys.executable, "-I", "-S", "-c", rp.SCRIPT, str(zipped), json.dumps({"required": []})],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    checks = json.loads(p.stdout)
+    assert {c["name"] for c in checks} >= {"root"}

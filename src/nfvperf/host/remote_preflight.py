@@ -1,7 +1,7 @@
 """The preflight checks (:mod:`nfvperf.host.preflight`) on a host reached over SSH.
 
 The checks read the host's own ``/proc``, ``/sys`` and ``$PATH``, so they must run there.  The
-modules they need (``preflight``, ``hugepages``, ``run``: stdlib only) go to the host as one zip
+modules they need (``preflight``, ``hugepages``, ``run``, ``cpu``: stdlib only) go to the host as one zip
 (:func:`bundle`, uploaded once per content hash) that the host's ``python3`` imports; :data:`SCRIPT`
 runs the checks and prints them as JSON.  Nothing else of nfvperf needs to be installed there.
 """
@@ -18,7 +18,7 @@ from .preflight import Binary, Check
 from . import preflight as pf
 
 _PKG = Path(__file__).resolve().parent.parent
-_FILES = ("__init__.py", "host/__init__.py", "host/run.py", "host/hugepages.py",
+_FILES = ("__init__.py", "host/__init__.py", "host/run.py", "host/hugepages.py", "host/cpu.py",
           "host/preflight.py")
 
 
