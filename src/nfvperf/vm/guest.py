@@ -172,7 +172,41 @@ class GuestHost:
         return self.guest.run_argv(argv, check=check, timeout=timeout)
 
 
-class TcpGuest(VmVnf):
+class ShellGuest(VmVnf):
+    """A guest whose init answers on a shell over the control port (``SHELL_READY`` plus its own
+    fields on the shell log once booted): TcpGuest, and vm.pci_guest.PciGuest.  ``shell_hint``:
+    what to check when the shell does not come up."""
+
+    shell_hint = "are the vhost-user backends connected?"
+    shell: Optional[GuestShell]
+    shell_log: Path
+
+    def _shell_not_up(self, timeout: float, console: str, text: str) -> str:
+        return (f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
+                f"{self.accel}); console {self.console_log}:\n{console}\n({self.shell_hint} "
+                "with accel=kvm on a nested hypervisor try NFVPERF_VM_ACCEL=tcg)")
+
+    def _await_shell(self, fields: str, timeout: Optional[float]) -> re.Match:
+        """The boot line ``SHELL_READY <fields>`` (a regex), or DutFailure with the console."""
+        return self.await_boot(self.shell_log, SHELL_READY + " " + fields, timeout, self._shell_not_up)
+
+    def _open_shell(self) -> None:
+        """Connect the shell (the console VmVnf.stop() closes), pin the vCPUs; ready."""
+        self.shell = GuestShell(self.ctl_sock, self.vnf_name)
+        self.shell.connect()
+        self.console = self.shell
+        self._pin_vcpus()
+        self.ready = True
+
+    def shell_line(self, line: str, timeout: float = 30.0) -> tuple[int, str]:
+        """One shell command line in the guest: (exit status, output)."""
+        self.wait_ready()
+        self.alive()
+        assert self.shell is not None
+        return self.shell.run_line(line, timeout)
+
+
+class TcpGuest(ShellGuest):
     """A QEMU guest on one vhost-user NIC with kernel networking, for iperf3 (see the module doc).
 
     ``TcpGuest(run, tracker, socket=..., ip="198.18.0.2", prefix=24, name="vm0", vcpus=2,
@@ -238,28 +272,19 @@ class TcpGuest(VmVnf):
         return ",mq=on" if self.accel == "tcg" else super().mq_props()
 
     # -- life cycle ------------------------------------------------------------------------------
-    def _shell_not_up(self, timeout: float, console: str, text: str) -> str:
-        return (f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
-                f"{self.accel}); console {self.console_log}:\n{console}\n(is the switch "
-                "connected to the vhost-user socket? with accel=kvm on a nested "
-                "hypervisor try NFVPERF_VM_ACCEL=tcg)")
+    shell_hint = "is the switch connected to the vhost-user socket?"
 
     def wait_ready(self, timeout: Optional[float] = None) -> None:
         """Wait until the guest booted and its shell answers on the control port."""
         with self._lock:
             if self.ready:
                 return
-            m = self.await_boot(self.shell_log, SHELL_READY + r" if=(\S*)", timeout, self._shell_not_up)
-            self.ifname = m.group(1)
+            self.ifname = self._await_shell(r"if=(\S*)", timeout).group(1)
             if not self.ifname:
                 console = "\n".join(self._read(self.console_log).splitlines()[-15:])
                 raise DutFailure(f"{self.vnf_name}: the guest found no network interface (virtio-net "
                                  f"did not load); console {self.console_log}:\n{console}")
-            self.shell = GuestShell(self.ctl_sock, self.vnf_name)
-            self.shell.connect()
-            self.console = self.shell            # VmVnf.stop() closes it
-            self._pin_vcpus()
-            self.ready = True
+            self._open_shell()
 
     def run_argv(self, argv: Sequence[str], check: bool = True,
                  timeout: float = 30.0) -> subprocess.CompletedProcess:
@@ -277,13 +302,6 @@ class TcpGuest(VmVnf):
         """The guest as a host object (``run(argv, netns=..., check=..., timeout=...)``) for
         helpers written for hosts (nfvperf.tg.ifsettings)."""
         return GuestHost(self)
-
-    def shell_line(self, line: str, timeout: float = 30.0) -> tuple[int, str]:
-        """One shell command line in the guest: (exit status, output)."""
-        self.wait_ready()
-        self.alive()
-        assert self.shell is not None
-        return self.shell.run_line(line, timeout)
 
     def command(self, line: str, timeout: float = 20.0) -> str:
         return self.shell_line(line, timeout)[1]

@@ -50,8 +50,7 @@ from nfvperf.host.proc import CommandError, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from . import image as vm_image
-from .guest import SHELL_READY, GuestShell
-from .qemu import VmVnf
+from .guest import SHELL_READY, GuestShell, ShellGuest
 import json
 from nfvperf.tg.tgen import find_tgen_binary
 import shutil
@@ -160,7 +159,7 @@ def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path) -> Pa
 
 
 # ------------------------------------------------------------------------------- the guest
-class PciGuest(VmVnf):
+class PciGuest(ShellGuest):
     """A QEMU guest with ``len(sockets)`` virtio-net-pci NICs on vhost-user (QEMU the server),
     nothing bound to them, and a shell.  See the module doc.
 
@@ -256,32 +255,14 @@ class PciGuest(VmVnf):
         super().start(wait)
 
     # -- life cycle ------------------------------------------------------------------------------
-    def _shell_not_up(self, timeout: float, console: str, text: str) -> str:
-        return (f"{self.vnf_name}: guest shell not up within {timeout:.0f} s (accel "
-                f"{self.accel}); console {self.console_log}:\n{console}\n(are the vhost-user "
-                "backends connected? with accel=kvm on a nested hypervisor try "
-                "NFVPERF_VM_ACCEL=tcg)")
-
     def wait_ready(self, timeout: Optional[float] = None) -> None:
         """Wait until the guest booted and its shell answers."""
         with self._lock:
             if self.ready:
                 return
-            m = self.await_boot(self.shell_log, SHELL_READY + r" nics=(\S*)", timeout,
-                                self._shell_not_up)
+            m = self._await_shell(r"nics=(\S*)", timeout)
             self.guest_nics = [a for a in m.group(1).split(",") if a]
-            self.shell = GuestShell(self.ctl_sock, self.vnf_name)
-            self.shell.connect()
-            self.console = self.shell            # VmVnf.stop() closes it
-            self._pin_vcpus()
-            self.ready = True
-
-    def shell_line(self, line: str, timeout: float = 30.0) -> tuple[int, str]:
-        """One shell command line in the guest: (exit status, output)."""
-        self.wait_ready()
-        self.alive()
-        assert self.shell is not None
-        return self.shell.run_line(line, timeout)
+            self._open_shell()
 
     def run_argv(self, argv: Sequence[str], check: bool = True, timeout: float = 30.0,
                  env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
