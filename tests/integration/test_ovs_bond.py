@@ -52,8 +52,10 @@ def _spec(mode: str, **ovs) -> TopologySpec:
 
 def _trial(topo, vlan=None, flows=256, pps=2000.0):
     m = topo.measurer()
+    # learning frames before each trial, then 0.3 s for OVS to learn their MACs (the default
+    # 2 s is RFC 2544's; the quick profile waits 0.1 s, and the warm-up learns them first anyway)
     m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=flows, bidirectional=True,
-                                 drain_s=0.3, learning=True, vlan=vlan))
+                                 drain_s=0.3, learning=True, learning_s=0.3, vlan=vlan))
     # a discarded warm-up first, as the searches do (vhost start-up, MAC learning, flow set-up)
     m.measure(0.2, pps)
     return m.measure(0.5, 2 * pps)          # pps × 1 s frames per stream, in half a second
@@ -135,7 +137,10 @@ def test_seed003_bonding_case_runs_with_vhost_quick(tmp_path, leak_check) -> Non
     suite["traffic"]["frame_sizes"] = [9000]
     # one NUMA socket and a few GB of hugepages here: the suite's header says to give one value
     suite["topology"]["ovs"]["socket_mem"] = "1024"
-    test["resolution_pct"] = 5
+    # a coarse search (4 trials, not 6) without the generator calibration trial (tgen offers
+    # 9000 B at line rate): the passing trial's spread is what is asserted, not the rate
+    test["resolution_pct"] = 25
+    test["calibrate"] = False
     path = tmp_path / "seed003-bond.yaml"
     path.write_text(yaml.safe_dump(suite))
     _, run_id, db = run_suite(path, tmp_path, leak_check, "--port-kind", "vhost", "--quick",
