@@ -383,6 +383,10 @@ class Testpmd(_TestpmdProcess):
     #: veth (af_packet/af_xdp vdevs), vhost-user (net_vhost as client of the generator's
     #: virtio-user), memif (net_memif server), real NICs
     port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    #: runs on a testbed's DUT host (``host=``: over SSH, or in a QEMU guest of the testbed):
+    #: its process, console and counters through that host, its hugepage files and DPDK
+    #: runtime directory removed there (:meth:`_remove_files`)
+    runs_remote = True
 
     @classmethod
     def options(cls, spec: TopologyView) -> Optional[TestpmdSpec]:

@@ -36,6 +36,7 @@ from nfvperf.config import Suite, TestConfig, topology_overrides
 from nfvperf.fit import FitChange, fitted_axes
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
 from nfvperf.host.preflight import PreflightError
+from nfvperf.host.run import RunContext
 from nfvperf.methods import REGISTRY, runs_on_iperf3
 from nfvperf.plan import RunPlan, plan_run, test_units, unit_label
 from nfvperf.report.extract import headline_of_run
@@ -105,7 +106,8 @@ class RunLoop:
     # ------------------------------------------------------------------ testbed (issue 10)
     def use_testbed(self, testbed: TestbedSpec) -> None:
         """Build on ``testbed``'s hosts (:func:`.testbed.open_testbed`); no harness ceiling there."""
-        self.hosts, kw = open_testbed(testbed, self.tg, self.suite, self.env, self.progress)
+        self.hosts, kw = open_testbed(testbed, self.tg, self.suite, self.env, self.progress,
+                                      RunContext(self.run.tag, self.run_dir))
         self.factory = functools.partial(self.factory, topo_kwargs=kw)
         self.ceilings.options.enabled = False
         self.env["harness_ceiling_off"] = "testbed run: the ceiling is measured on one machine"

@@ -11,7 +11,8 @@ from typing import Any, Callable, Optional
 from nfvperf.config import Suite
 from nfvperf.store import Store
 from nfvperf.testbed.hold import hold_testbed, remote_hosts_problem
-from nfvperf.testbed.hosts import TestbedHosts, check_testbed, preflight_failures, topology_kwargs
+from nfvperf.host.run import RunContext
+from nfvperf.testbed.hosts import TestbedHosts, check_testbed, make_host, preflight_failures, topology_kwargs
 from nfvperf.testbed.spec import TestbedSpec
 from nfvperf.topo import topology_class
 
@@ -42,9 +43,12 @@ def holding(store: Store, testbed: TestbedSpec, tg: str, wait_lock_s: float, log
 
 
 def open_testbed(testbed: TestbedSpec, tg: str, suite: Suite, env: dict[str, Any],
-                 progress: Progress) -> tuple[TestbedHosts, dict[str, Any]]:
+                 progress: Progress, run: Optional[RunContext] = None
+                 ) -> tuple[TestbedHosts, dict[str, Any]]:
     """Check and connect ``testbed``'s hosts for a run of ``suite``; returns the open hosts and
     the topology keywords (generator and DUT hosts, cabled links) for the measurer factory.
+    The testbed's ``guest:`` hosts are booted first, for the run ``run`` (its tag and run
+    directory), and stopped by the hosts' ``close()``.
     No harness ceiling on a testbed (it would measure this machine, not the tester host): the
     caller turns it off."""
     if tg != "tgen":
@@ -52,15 +56,23 @@ def open_testbed(testbed: TestbedSpec, tg: str, suite: Suite, env: dict[str, Any
                          f"not --tg {tg}")
     tspec = suite.spec.topology
     vnfs: list[Any] = getattr(topology_class(tspec.kind), "vnf_classes_for", lambda _s: [])(tspec)
-    rows = check_testbed(testbed, dut=tspec.dut, port_kind=tspec.port_kind,
-                         vnf_binaries=sorted({b for v in vnfs for b in v.binaries},
-                                             key=lambda b: b.name))
-    info = env.setdefault("testbed_hosts", {})
-    info["preflight"] = [r.to_dict() for r in rows]
-    bad = preflight_failures(rows)
-    if bad:
-        raise RuntimeError(f"testbed {testbed.name}: preflight failed: " + "; ".join(bad))
-    hosts = TestbedHosts(testbed).open()
+    hosts = TestbedHosts(testbed)
+    try:
+        if testbed.guests():
+            hosts.boot_guests(run or RunContext(), say=progress.log)
+        rows = check_testbed(testbed, dut=tspec.dut, port_kind=tspec.port_kind,
+                             vnf_binaries=sorted({b for v in vnfs for b in v.binaries},
+                                                 key=lambda b: b.name),
+                             make=lambda n, h: hosts.hosts[n] if h.guest else make_host(n, h))
+        info = env.setdefault("testbed_hosts", {})
+        info["preflight"] = [r.to_dict() for r in rows]
+        bad = preflight_failures(rows)
+        if bad:
+            raise RuntimeError(f"testbed {testbed.name}: preflight failed: " + "; ".join(bad))
+        hosts.open()
+    except BaseException:
+        hosts.close()
+        raise
     info["hosts"] = hosts.public()
     kw = topology_kwargs(testbed, hosts)
     info["roles"] = {"generator": kw["tg_host"].name, "dut": kw["dut_host"].name,

@@ -13,7 +13,9 @@ from nfvperf.host.proc import LOCAL, LocalHost
 from nfvperf.host.run import RunContext
 from nfvperf.host.ssh import SshError, SshHost
 
+from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_problems
 from .spec import HostSpec, TestbedSpec
+from nfvperf.vm.pci_guest import GuestPciHost
 from nfvperf.dut.base import dut_class
 from nfvperf.host.preflight import Binary
 from nfvperf.host.remote_preflight import needs_dict
@@ -28,7 +30,11 @@ from pathlib import Path
 
 
 def make_host(name: str, spec: HostSpec) -> Any:
-    """The host object of one testbed host (not connected yet)."""
+    """The host object of one testbed host (not connected yet); a ``guest:`` host has none until
+    nfvperf boots it (:meth:`TestbedHosts.boot_guests`)."""
+    if spec.guest is not None:
+        raise ValueError(f"hosts.{name} is a guest: nfvperf boots it for a run "
+                         "(TestbedHosts.boot_guests)")
     if spec.local or spec.ssh is None:
         return LOCAL
     return SshHost(name, spec.ssh, role=spec.role, work_dir=spec.work_dir)
@@ -41,9 +47,26 @@ class TestbedHosts:
 
     def __init__(self, spec: TestbedSpec):
         self.spec = spec
-        self.hosts: dict[str, Any] = {n: make_host(n, h) for n, h in spec.hosts.items()}
+        self.hosts: dict[str, Any] = {n: make_host(n, h) for n, h in spec.hosts.items()
+                                      if h.guest is None}
+        self.guests: Optional[TestbedGuests] = None
+
+    def boot_guests(self, run: RunContext, say: Any = None) -> "TestbedHosts":
+        """Boot the testbed's ``guest:`` hosts for the run ``run`` (stopped by :meth:`close`)."""
+        if self.spec.guests() and self.guests is None:
+            self.guests = TestbedGuests(self.spec, run)
+            try:
+                self.hosts.update(self.guests.boot(say))
+            except BaseException:
+                self.guests = None
+                raise
+        return self
 
     def open(self) -> "TestbedHosts":
+        missing = [n for n in self.spec.hosts if n not in self.hosts]
+        if missing:
+            raise ValueError(f"testbed {self.spec.name}: guest host(s) {', '.join(missing)} not "
+                             "booted: boot_guests(run) first")
         try:
             for h in self.hosts.values():
                 if isinstance(h, SshHost):
@@ -57,6 +80,11 @@ class TestbedHosts:
         for h in self.hosts.values():
             with contextlib.suppress(Exception):
                 h.close()
+        if self.guests is not None:
+            for n in self.guests.guests:
+                self.hosts.pop(n, None)
+            self.guests.stop()
+            self.guests = None
 
     def role(self, role: str) -> tuple[str, Any]:
         """(name, host object) of the one host with ``role``."""
@@ -67,7 +95,7 @@ class TestbedHosts:
         """Which host is which, without secrets (for a run's environment)."""
         out = {}
         for n, h in self.hosts.items():
-            d = h.public() if isinstance(h, SshHost) else {"via": "local"}
+            d = h.public() if isinstance(h, (SshHost, GuestPciHost)) else {"via": "local"}
             d["role"] = self.spec.hosts[n].role
             out[n] = d
         return out
@@ -103,6 +131,10 @@ def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
     """What preflight checks on a host of this role: the tester's tgen, the DUT adapter's
     binaries and those of the topology's VNFs (``vnf_binaries``: Binary objects, e.g. pvp's
     dpdk-testpmd), the NICs' PCI devices; root and hugepages required."""
+    return needs_dict(_role_binaries(spec, dut, vnf_binaries), [], required=("root", "hugepages"))
+
+
+def _role_binaries(spec: HostSpec, dut: str, vnf_binaries: Sequence[Any]) -> list[tuple[Binary, bool]]:
     binaries: list[tuple[Binary, bool]] = []
     if spec.role == "tester":
         path = spec.tgen
@@ -115,7 +147,7 @@ def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
         binaries += [(b, True) for b in dut_class(dut).binaries]
         binaries += [(b, True) for b in vnf_binaries if b not in dut_class(dut).binaries]
     # the NICs' PCI devices are checked by nic_pci_checks (with the testbed's field names)
-    return needs_dict(binaries, [], required=("root", "hugepages"))
+    return binaries
 
 
 def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str] = None,
@@ -169,6 +201,28 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str
     return rows
 
 
+def guest_rows(name: str, hspec: HostSpec, host: Any, dut: str, vnf_binaries: Sequence[Any],
+               port_kind: Optional[str], linked: Sequence[str]) -> list[HostCheck]:
+    """A ``guest:`` host's rows: before it is booted (``host`` None: ``nfvperf testbed check``)
+    what stops it from booting here, else its preflight in the guest and its NICs' PCI rows."""
+    role = hspec.role
+    if host is None:
+        probs = [p for p in guest_problems(TestbedSpec.model_construct(
+            name="x", hosts={name: hspec}, links=[])) if p]
+        if probs:
+            return [HostCheck(name, role, "guest", False, "fail", p, required=True) for p in probs]
+        g = hspec.guest
+        assert g is not None
+        return [HostCheck(name, role, "guest", True, "ok",
+                          f"QEMU guest, {g.nics} emulated PCI NIC(s) ({', '.join(g.pci_addresses())}), "
+                          f"booted by nfvperf for a run", required=True)]
+    binaries = [b for b, _ in _role_binaries(hspec, dut, vnf_binaries)]
+    rows = [HostCheck(name, role, c["name"], c["status"] != "fail", c["status"], c["detail"],
+                      c.get("fix", ""), bool(c.get("required")))
+            for c in guest_checks(name, hspec, host, binaries)]
+    return rows + nic_pci_checks(name, hspec, host, port_kind, linked)
+
+
 def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
                   vnf_binaries: Sequence[Any] = (), port_kind: Optional[str] = None,
                   make: Any = None) -> list[HostCheck]:
@@ -176,9 +230,15 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
     (or presents a wrong key) is one failed ``ssh`` row with the reason.  ``vnf_binaries``: the
     programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`);
     ``port_kind``: the run's, for the NICs' PCI rows (:func:`nic_pci_checks`); ``make``: the
-    host factory (default :func:`make_host`)."""
+    host factory (default :func:`make_host`; for a ``guest:`` host it gives the booted guest's
+    host object, or None: :func:`guest_rows`)."""
     rows: list[HostCheck] = []
+    linked = [r for lk in spec.links for r in (lk.tester, lk.dut)]
     for name, hspec in spec.hosts.items():
+        if hspec.guest is not None:
+            rows += guest_rows(name, hspec, make(name, hspec) if make else None, dut,
+                               vnf_binaries, port_kind, linked)
+            continue
         host = (make or make_host)(name, hspec)
         needs = role_needs(name, hspec, dut, vnf_binaries)
         try:
@@ -228,6 +288,8 @@ def cleanup_testbed(spec: TestbedSpec, tag: Optional[str] = None, dry_run: bool 
     live = set() if force else RunContext.live_tags()
     out: dict[str, Any] = {}
     for name, hspec in spec.hosts.items():
+        if hspec.guest is not None:     # stopped with its run; its QEMU is this machine's
+            continue
         host = make_host(name, hspec)
         if isinstance(host, LocalHost):
             continue
@@ -314,7 +376,7 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
                        "numa": numa}
     kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
                           "cpu_hints": hints, "preflight": False}
-    tgen = spec.hosts[tname].tgen
+    tgen = spec.hosts[tname].tgen or (GUEST_TGEN if spec.hosts[tname].guest else None)
     if tgen:
         kw["tgen_binary"] = Path(tgen)
     return kw

@@ -24,6 +24,19 @@ on the local host.  The file is validated like a suite: every problem is reporte
 
 A host without ``ssh:`` (or with ``local: true``) is the controller's own machine.  Host keys are
 never learnt: every SSH host names its key (``host_key``) or a known_hosts file that holds it.
+
+A host with ``guest:`` instead of ``ssh:`` is a QEMU guest with emulated PCI NICs that nfvperf
+boots for the run and stops after it (issue 19 item 4, :mod:`nfvperf.testbed.guests`): its NICs
+sit at fixed addresses (``0000:00:04.0``, ``0000:00:05.0``, ...), bound to ``uio_pci_generic`` at
+boot; without ``nics:`` they are listed as ``p0``, ``p1``, ...  A guest's NICs are cabled to
+another guest's (QEMU connects them), the tester's listening::
+
+    hosts:
+      tester: {role: tester, guest: {nics: 2}}
+      dut:    {role: dut, guest: {nics: 2}}
+    links:
+      - {tester: tester.p0, dut: dut.p0}
+      - {tester: tester.p1, dut: dut.p1}
 """
 from __future__ import annotations
 
@@ -35,6 +48,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nfvperf.validation import format_validation_error
+from nfvperf.vm.pci_slots import MAX_NICS, pci_address
 
 ROLES = ("tester", "dut", "vnf")
 _NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,39}$"
@@ -105,6 +119,35 @@ class NicSpec(_Strict):
         return self
 
 
+#: the driver a guest's NICs are bound to (its kernel has no IOMMU and no VFIO no-IOMMU mode)
+GUEST_DRIVER = "uio_pci_generic"
+
+
+class GuestSpec(_Strict):
+    """``hosts.<name>.guest``: a QEMU guest with emulated PCI NICs, booted by nfvperf for the run."""
+
+    nics: int = Field(..., ge=1, le=MAX_NICS, description="emulated PCI NICs (virtio-net-pci), "
+                      "at 0000:00:04.0, 0000:00:05.0, ...")
+    vcpus: int = Field(2, ge=1, le=16)
+    memory_mb: int = Field(1024, ge=512, le=16384, description="guest memory (hugepage-backed)")
+    hugepages_mb: int = Field(512, ge=64, description="hugepages inside the guest (DPDK's mbufs); "
+                              "leaves 256 MB of memory_mb to its kernel")
+    image: Optional[str] = Field(None, description="a guest image directory (nfvperf image build "
+                                 "--cache-dir DIR); default: the newest one nfvperf built")
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+
+    @model_validator(mode="after")
+    def _memory(self) -> "GuestSpec":
+        if self.hugepages_mb + 256 > self.memory_mb:
+            raise ValueError(f"hugepages_mb ({self.hugepages_mb}) must leave 256 MB of memory_mb "
+                             f"({self.memory_mb}) to the guest's kernel: raise memory_mb to at "
+                             f"least {self.hugepages_mb + 256} or lower hugepages_mb")
+        return self
+
+    def pci_addresses(self) -> list[str]:
+        return [pci_address(i) for i in range(self.nics)]
+
+
 class CpuHints(_Strict):
     isolated: Optional[str] = Field(None, description="isolcpus list the host boots with, e.g. 2-15")
     numa_nodes: Optional[int] = Field(None, ge=1, le=64)
@@ -115,6 +158,8 @@ class HostSpec(_Strict):
     role: Literal["tester", "dut", "vnf"]
     local: bool = Field(False, description="the controller's own machine (no SSH)")
     ssh: Optional[SshSpec] = None
+    guest: Optional[GuestSpec] = Field(None, description="a QEMU guest with emulated PCI NICs, "
+                                       "booted by nfvperf for the run (instead of ssh:)")
     nics: list[NicSpec] = Field(default_factory=list)
     cpu: CpuHints = Field(default_factory=CpuHints)
     hugepages: dict[str, int] = Field(default_factory=dict, description="pages per size to prepare, "
@@ -127,13 +172,41 @@ class HostSpec(_Strict):
     def _reach(self) -> "HostSpec":
         if self.local and self.ssh:
             raise ValueError("local: true and ssh: exclude each other")
-        if not self.local and not self.ssh:
+        if self.guest is not None:
+            self._guest_nics(self.guest)
+        elif not self.local and not self.ssh:
             self.local = True
         names = [n.name for n in self.nics]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"nics: duplicate name(s) {', '.join(dup)}")
         return self
+
+
+    def _guest_nics(self, g: GuestSpec) -> None:
+        """A guest host: reached through its console (no ssh:, not local), its NICs the guest's
+        own addresses bound to uio_pci_generic (listed as p0, p1, ... when nics: is not given)."""
+        if self.ssh is not None or self.local:
+            raise ValueError("guest: is a VM nfvperf boots; drop ssh: / local: true from this host")
+        if self.role == "vnf":
+            raise ValueError("guest: hosts are testers or DUTs (role: tester or role: dut)")
+        have = g.pci_addresses()
+        if not self.nics:
+            self.nics = [NicSpec(name=f"p{i}", pci=a, driver=GUEST_DRIVER) for i, a in enumerate(have)]
+            return
+        for i, n in enumerate(self.nics):
+            if not n.pci:
+                raise ValueError(f"nics.{i}.pci: a guest's NIC is a PCI device: give pci: one of "
+                                 f"{', '.join(have)} (or leave nics: out)")
+            if n.pci.lower() not in have:
+                raise ValueError(f"nics.{i}.pci: {n.pci} is not a NIC of the guest (guest.nics: "
+                                 f"{g.nics} gives {', '.join(have)}): use one of those, or raise "
+                                 f"guest.nics")
+            if n.driver not in (None, GUEST_DRIVER):
+                raise ValueError(f"nics.{i}.driver: a guest's NICs are bound to {GUEST_DRIVER} "
+                                 f"(no IOMMU, no VFIO no-IOMMU mode in its kernel), not "
+                                 f"{n.driver}: drop driver: or give {GUEST_DRIVER}")
+            n.pci, n.driver = n.pci.lower(), GUEST_DRIVER
 
 
 class LinkSpec(_Strict):
@@ -167,6 +240,7 @@ class TestbedSpec(_Strict):
                                     f"hosts.{host}.nics)")
                 elif side == "tester" and self.hosts[host].role != "tester":
                     problems.append(f"{where}: {host} has role {self.hosts[host].role}, not tester")
+        problems += self._guest_cabling()
         if not any(h.role == "tester" for h in self.hosts.values()):
             problems.append("hosts: no host has role: tester (the generator runs there)")
         if not any(h.role == "dut" for h in self.hosts.values()):
@@ -174,6 +248,43 @@ class TestbedSpec(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _guest_cabling(self) -> list[str]:
+        """A guest's NICs are cabled (QEMU stream sockets) to another guest's, every NIC once."""
+        problems = []
+        used: dict[str, list[int]] = {}
+        for i, link in enumerate(self.links):
+            ends = [(side, getattr(link, side)) for side in ("tester", "dut")]
+            guests = [self.hosts[r.partition(".")[0]].guest is not None
+                      for _, r in ends if r.partition(".")[0] in self.hosts]
+            if len(guests) == 2 and guests[0] != guests[1]:
+                g = next(r for (_, r), isg in zip(ends, guests) if isg)
+                problems.append(f"links.{i}: {g} is a guest's NIC, cabled by QEMU to another "
+                                f"guest's only: make both ends guest: hosts, or cable a NIC of "
+                                f"a host with ssh:")
+            for _, r in ends:
+                used.setdefault(r, []).append(i)
+        for name, h in self.hosts.items():
+            if h.guest is None:
+                continue
+            for n in h.nics:
+                idx = used.get(f"{name}.{n.name}", [])
+                if not idx:
+                    problems.append(f"hosts.{name}.guest: NIC {n.name} ({n.pci}) is in no link; "
+                                    f"every NIC of a guest is cabled: add a link for {name}.{n.name} "
+                                    f"or lower guest.nics")
+                elif len(idx) > 1:
+                    problems.append(f"links.{idx[1]}: {name}.{n.name} is cabled already "
+                                    f"(links.{idx[0]}); a NIC has one cable")
+            if len(h.nics) < h.guest.nics:
+                problems.append(f"hosts.{name}.nics: the guest has {h.guest.nics} NICs and "
+                                f"nics: lists {len(h.nics)}; list every one or lower guest.nics")
+        return problems
+
+    def guests(self) -> list[tuple[str, HostSpec]]:
+        """The hosts nfvperf boots as QEMU guests (``guest:``), testers first."""
+        found = [(n, h) for n, h in self.hosts.items() if h.guest is not None]
+        return sorted(found, key=lambda nh: nh[1].role != "tester")
 
     def by_role(self, role: str) -> list[tuple[str, HostSpec]]:
         return [(n, h) for n, h in self.hosts.items() if h.role == role]

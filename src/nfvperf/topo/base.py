@@ -192,7 +192,7 @@ class Topology:
         hosts, and enough cabled links."""
         if not self.testbed_ready:
             raise TopologyError(f"topology kind {self.kind} does not run on a testbed of several "
-                                f"hosts yet (p-ovs-p, pvp and pvvp do); run it without --testbed")
+                                f"hosts yet (p2p, p-ovs-p, pvp and pvvp do); run it without --testbed")
         if self.dut_host.remote and not self.dut_class().runs_remote:
             raise TopologyError(f"topology.dut {self.spec.dut} runs on this machine only; on a "
                                 f"testbed's DUT host use a DUT adapter that runs over SSH (runs_remote)")

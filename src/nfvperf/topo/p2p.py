@@ -52,6 +52,10 @@ class P2P(Topology):
     base_switching_operations = 1
     #: a forwarder on the PHY ports; OVS-DPDK runs in p-ovs-p (PHY-vSwitch-PHY)
     duts = ("testpmd", "l3fwd", "linux-bridge")
+    #: on a testbed: tgen on the tester host, the DUT (an adapter that ``runs_remote``: testpmd)
+    #: on the DUT host, the testbed's cabled links as ports (issue 19 item 4: run on two
+    #: QEMU guests' emulated PCI NICs, nfvperf.testbed.guests)
+    testbed_ready = True
 
     @classmethod
     def sriov(cls, spec: TopologySpec) -> bool:
@@ -77,6 +81,14 @@ class P2P(Topology):
             else:
                 needs.checks.append(lambda _req: sriov.vf_checks(vf_addresses(spec)))
         return needs
+
+    def check_testbed(self) -> None:
+        """On a testbed as :meth:`Topology.check_testbed` says; ``vnf: vm`` (SR-IOV VFs passed to
+        a VM on this machine) is not run across hosts."""
+        if self.sriov(self.spec):
+            raise TopologyError("topology.vnf: vm on kind p2p passes this machine's SR-IOV VFs to a "
+                                "VM here; it does not run on a testbed: drop vnf: vm or --testbed")
+        super().check_testbed()
 
     def setup(self) -> None:
         spec = self.spec

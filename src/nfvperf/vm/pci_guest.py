@@ -51,6 +51,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 
 from . import image as vm_image
 from .guest import SHELL_READY, GuestShell, ShellGuest
+from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 import json
 from nfvperf.tg.tgen import find_tgen_binary
 import shutil
@@ -62,8 +63,6 @@ GUEST_SOCAT = "/usr/bin/socat"
 GUEST_INIT = "/nfvperf-pci-init"
 #: the guest's work directory (tgen's control socket, process output)
 GUEST_WORK = "/run/nfvperf"
-#: the emulated NICs' PCI addresses: QEMU's ``pc`` machine puts -device i at slot 4 + i
-FIRST_SLOT = 4
 #: host library directories the closure is searched in (Debian 12, merged /usr)
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64")
 
@@ -207,7 +206,16 @@ class PciGuest(ShellGuest):
 
     def pci_addresses(self) -> list[str]:
         """The NICs' addresses in the guest, in socket order."""
-        return [f"0000:00:{FIRST_SLOT + i:02x}.0" for i in range(len(self.vhost_ports))]
+        return [pci_address(i) for i in range(len(self.vhost_ports))]
+
+    @classmethod
+    def with_nics(cls, n: int) -> "type[PciGuest]":
+        """This class with ``n`` emulated NICs (1..:data:`MAX_NICS`) instead of 2."""
+        if not 1 <= n <= MAX_NICS:
+            raise ValueError(f"nics: a PCI guest has 1 to {MAX_NICS} emulated NICs, not {n}")
+        if n == cls.nics:
+            return cls
+        return _with_nics(cls, n)
 
     # -- QEMU ------------------------------------------------------------------------------------
     def kernel_cmdline(self) -> str:
@@ -682,6 +690,12 @@ class GuestPciHost:
                 time.sleep(0.1)
         self._conn = s
         return s
+
+
+@functools.lru_cache(maxsize=None)
+def _with_nics(cls: "type[PciGuest]", n: int) -> "type[PciGuest]":
+    return type(f"{cls.__name__}{n}", (cls,), {"nics": n, "__test__": False,
+                                               "__module__": cls.__module__})
 
 
 def _env_prefix(env: Optional[dict[str, str]]) -> str:

@@ -1,0 +1,195 @@
+"""The QEMU guests of a testbed (``hosts.<name>.guest``, issue 19 item 4): booted by nfvperf for a
+run, their emulated PCI NICs bound to ``uio_pci_generic`` as ``nfvperf testbed prepare`` binds a
+server's, and stopped after it.
+
+Each guest is a :class:`nfvperf.vm.pci_guest.PciGuest`; the run reaches it as a host through its
+:class:`~nfvperf.vm.pci_guest.GuestPciHost` (processes, files, tgen's control socket over the
+guest's serial ports), so the topology runs tgen and the DUT adapter there as on hosts reached
+over SSH.  The testbed's links are the cables: one Unix socket per link in the run directory, on
+which QEMU connects the two guests' NICs (``-netdev stream``): the tester's guest listens, the
+DUT's connects, so testers boot first.
+
+:func:`guest_problems` is what can be said before anything boots (QEMU, socat, the guest image,
+tgen for a tester), each naming the field or package and the fix; ``nfvperf validate --testbed``
+and a run both ask it.  :func:`guest_checks` is a booted guest's preflight rows (the programs its
+role runs, hugepages); the NICs' rows are :func:`nfvperf.testbed.hosts.nic_pci_checks`' against
+the guest's own ``/sys/bus/pci``.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.vm import image as vm_image
+from nfvperf.vm.pci_guest import GUEST_TGEN, GuestPciHost, PciGuest
+from nfvperf.vm.qemu import QEMU
+
+from .spec import GUEST_DRIVER, HostSpec, TestbedSpec
+
+__all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "GUEST_TGEN"]
+
+
+def guest_image(name: str, hspec: HostSpec) -> vm_image.ImageInfo:
+    """The image the guest ``name`` boots: ``guest.image``, or the newest nfvperf built.  Raises
+    ValueError naming the field and the fix when there is none."""
+    g = hspec.guest
+    assert g is not None
+    field = f"hosts.{name}.guest.image"
+    if g.image:
+        d = Path(g.image).expanduser()
+        if not (d / "manifest.json").is_file():
+            raise ValueError(f"{field}: {d} is not a built guest image (no manifest.json): build "
+                             f"one with `nfvperf image build --cache-dir DIR` and give its "
+                             f"<DIR>/<key> directory, or drop image:")
+        try:
+            info = vm_image._load_info(d)
+        except (OSError, ValueError, KeyError) as e:
+            raise ValueError(f"{field}: {d}/manifest.json cannot be read ({e}): rebuild it with "
+                             "`nfvperf image build --force`") from None
+    else:
+        found = vm_image.newest_cached()
+        if found is None:
+            raise ValueError(f"{field}: no guest image is built (looked in "
+                             f"{vm_image.DEFAULT_CACHE_DIR}): run `nfvperf image build` first "
+                             "(or give image: DIR)")
+        info = found
+    missing = [str(f) for f in (info.kernel, info.initrd) if not f.is_file()]
+    if missing:
+        raise ValueError(f"{field}: the image in {info.directory} lacks {', '.join(missing)}: "
+                         "rebuild it with `nfvperf image build --force`")
+    return info
+
+
+def guest_problems(spec: TestbedSpec) -> list[str]:
+    """What stops the testbed's guests from booting here, before anything starts (one message
+    per problem, naming the field or package and the fix); [] when it has no guests."""
+    guests = spec.guests()
+    if not guests:
+        return []
+    problems = []
+    if shutil.which(QEMU) is None:
+        problems.append(f"hosts.{guests[0][0]}.guest: {QEMU} is not installed: apt-get install "
+                        "qemu-system-x86 (scripts/install-deps.sh)")
+    if shutil.which("socat") is None:
+        problems.append(f"hosts.{guests[0][0]}.guest: socat is not installed (a guest relays "
+                        "tgen's control socket and the DUT's console with it): apt-get install socat")
+    try:
+        find_tgen_binary()
+    except FileNotFoundError as e:
+        problems.append(f"hosts.{guests[0][0]}.guest: the guest runs this host's tgen, which is "
+                        f"not built ({e}): make build")
+    for name, h in guests:
+        try:
+            guest_image(name, h)
+        except ValueError as e:
+            problems.append(str(e))
+        if h.tgen not in (None, GUEST_TGEN):
+            problems.append(f"hosts.{name}.tgen: a guest runs tgen at {GUEST_TGEN} (this host's, "
+                            f"put there at boot), not {h.tgen}: drop tgen:")
+    return problems
+
+
+def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
+                 binaries: Sequence[Any]) -> list[dict[str, Any]]:
+    """A booted guest's preflight rows (the shape of ``nfvperf.host.remote_preflight``'s): each
+    program of its role found in the guest (``binaries``: Binary objects; a tester's tgen is
+    :data:`GUEST_TGEN`), hugepages reserved in the guest."""
+    rows = []
+    for b in binaries:
+        cands = [GUEST_TGEN] if b.name == "tgen" else list(b.candidates) or [f"/usr/bin/{b.name}"]
+        found = next((c for c in cands if host.exists(c)), None)
+        if found:
+            rows.append({"name": f"binary:{b.name}", "status": "ok", "detail": found,
+                         "required": True})
+        else:
+            rows.append({"name": f"binary:{b.name}", "status": "fail", "required": True,
+                         "detail": f"hosts.{name}: the guest image has no {b.name} (looked for "
+                                   f"{', '.join(cands)})",
+                         "fix": "the guest image holds dpdk-testpmd and this host's tgen: use "
+                                "dut: testpmd on a guest DUT host"})
+    try:
+        pages = int(host.read_text("/proc/sys/vm/nr_hugepages").strip() or 0)
+    except (OSError, ValueError):
+        pages = 0
+    g = hspec.guest
+    rows.append({"name": "hugepages", "required": True,
+                 "status": "ok" if pages > 0 else "fail",
+                 "detail": f"{pages} x 2 MB pages in the guest",
+                 "fix": f"raise hosts.{name}.guest.hugepages_mb (now {g.hugepages_mb if g else '?'})"})
+    rows.append({"name": "root", "status": "ok", "detail": "the guest's shell runs as root",
+                 "required": True})
+    return rows
+
+
+class TestbedGuests:
+    """The guests of one testbed for one run: :meth:`boot` (tester guests first, then the DUT's,
+    then each waited for and its NICs bound), ``hosts`` (name -> GuestPciHost), :meth:`stop`.
+    Everything they create (QEMU, sockets, the initramfs copies) is on ``tracker``."""
+
+    __test__ = False
+
+    def __init__(self, spec: TestbedSpec, run: RunContext, tracker: Optional[ResourceTracker] = None):
+        self.spec = spec
+        self.run = run
+        self.tracker = tracker or ResourceTracker(run)
+        self.guests: dict[str, PciGuest] = {}
+
+    def cable(self, link: int) -> Path:
+        """The socket QEMU cables link ``link`` on (the tester's guest listens)."""
+        return self.run.run_dir / f"cable{link}.sock"
+
+    def _sockets(self, name: str, hspec: HostSpec) -> list[Path]:
+        """One cable per NIC of ``name``, in its NICs' order (spec: every guest NIC is linked)."""
+        out = []
+        for nic in hspec.nics:
+            ref = f"{name}.{nic.name}"
+            i = next(k for k, lk in enumerate(self.spec.links) if ref in (lk.tester, lk.dut))
+            out.append(self.cable(i))
+        return out
+
+    def boot(self, say: Any = None) -> dict[str, GuestPciHost]:
+        """Boot every guest, bind its NICs; returns the hosts.  Stops what it started on failure."""
+        problems = guest_problems(self.spec)
+        if problems:
+            raise ValueError(f"testbed {self.spec.name}: " + "; ".join(problems))
+        self.run.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for name, h in self.spec.guests():
+                g = h.guest
+                assert g is not None
+                cls = PciGuest.with_nics(g.nics)
+                guest = cls(self.run, self.tracker, sockets=self._sockets(name, h), name=name,
+                            vcpus=g.vcpus, memory_mb=g.memory_mb, guest_hugepages_mb=g.hugepages_mb,
+                            image=guest_image(name, h), accel=g.accel,
+                            stream_server=h.role == "tester")
+                self.guests[name] = guest
+                guest.start(wait=False)         # testers listen on the cables, DUTs plug in
+            for name, guest in self.guests.items():
+                guest.wait_ready()
+                addrs = [n.pci for n in self.spec.hosts[name].nics if n.pci]
+                guest.bind(addrs, GUEST_DRIVER)  # what `nfvperf testbed prepare` does on a server
+                if say:
+                    say(f"testbed {self.spec.name}: guest {name} up (accel {guest.accel}), NICs "
+                        f"{', '.join(addrs)} bound to {GUEST_DRIVER}")
+        except BaseException:
+            self.stop()
+            raise
+        return self.hosts
+
+    @property
+    def hosts(self) -> dict[str, GuestPciHost]:
+        return {n: g.host for n, g in self.guests.items()}
+
+    def stop(self) -> None:
+        """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies)."""
+        for g in reversed(list(self.guests.values())):
+            with contextlib.suppress(Exception):
+                g.host.close()
+            with contextlib.suppress(Exception):
+                g.stop()
+        self.guests = {}
+        self.tracker.release_all()
