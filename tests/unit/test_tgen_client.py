@@ -527,6 +527,43 @@ def test_dut_failure_stops_trial_quickly(fake_bin: Path, tmp_path: Path):
         assert m.measure(0.2, 1000).sent == 400
 
 
+def test_trial_end_is_polled_closely_and_the_dut_every_poll_s(fake_bin: Path, tmp_path: Path,
+                                                             monkeypatch):
+    """Polls come every POLL_S until the trial's scheduled end, then every END_POLL_S until tgen
+    says done (not up to POLL_S late on every trial); the DUT is still checked at most every
+    POLL_S."""
+    import nfvperf.tg.tgen as tgen_mod
+    assert TgenMeasurer.END_POLL_S < TgenMeasurer.POLL_S
+    m0 = TgenMeasurer.__new__(TgenMeasurer)
+    assert m0._poll_gap(5.0) == TgenMeasurer.POLL_S
+    assert m0._poll_gap(TgenMeasurer.POLL_S) == TgenMeasurer.POLL_S
+    assert m0._poll_gap(0.08) == pytest.approx(0.08)          # sleep to the scheduled end
+    assert m0._poll_gap(0.0) == TgenMeasurer.END_POLL_S        # then poll closely
+    assert m0._poll_gap(-3.0) == TgenMeasurer.END_POLL_S       # late (a loaded host): same
+    sleeps: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        real_sleep(s)
+
+    checks: list[float] = []
+    with make_proc(fake_bin, tmp_path) as proc:
+        m = TgenMeasurer(proc, [(0, 1)], dut_alive=lambda: checks.append(time.monotonic()))
+        m.set_profile(TrafficProfile(learning=False, drain_s=0.1))
+        monkeypatch.setattr(tgen_mod.time, "sleep", sleep)
+        t0 = time.monotonic()
+        assert m.measure(0.5, 1000).sent == 2 * 500       # both directions
+        took = time.monotonic() - t0
+        monkeypatch.undo()
+    assert sleeps and max(sleeps) <= TgenMeasurer.POLL_S
+    # the old loop slept POLL_S every time; now the waits shorten towards the end of the 0.6 s
+    assert min(sleeps) < TgenMeasurer.POLL_S, sleeps
+    # one check before the trial starts, then at most one per POLL_S of the trial
+    assert 2 <= len(checks) <= 2 + took / TgenMeasurer.POLL_S, (len(checks), took)
+    assert all(b - a >= TgenMeasurer.POLL_S * 0.99 for a, b in zip(checks[1:], checks[2:])), checks
+
+
 def test_learning_wait_is_the_profiles(fake_bin: Path, tmp_path: Path):
     """The wait after the learning frames is the profile's ``learning_s`` (quick: 0.1 s), not a
     fixed one; a measurer given its own wait keeps it; a suite's timing reaches the profile."""
