@@ -76,10 +76,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from nfvperf.plan import plan_run, plan_text
     from nfvperf.runner import test_units
     from nfvperf.study import describe, summaries
-    plan = plan_run(suite, args.tg, fit_host=args.fit_host)
+    testbed = _validate_testbed(args, suite)
+    plan = plan_run(suite, args.tg, fit_host=args.fit_host, on_testbed=testbed is not None)
     if args.json:
-        print(json.dumps(dict(plan.record(), suite=str(path)), indent=2, default=str))
-        return EXIT_OK
+        print(json.dumps(dict(plan.record(), suite=str(path), **(
+            {"testbed": testbed} if testbed else {})), indent=2, default=str))
+        return EXIT_USAGE if testbed and testbed["problems"] else EXIT_OK
+    if testbed and testbed["problems"]:
+        raise CliError(f"{path} on testbed {testbed['name']} ({args.testbed}): "
+                       f"{len(testbed['problems'])} problem(s):\n  " + "\n  ".join(testbed["problems"]))
     units = len(test_units(suite))
     on = f" on port_kind {suite.spec.topology.port_kind}" if args.port_kind else ""
     print(f"{path}: ok — suite {suite.name!r}, topology {suite.spec.topology.kind}{on}, "
@@ -88,7 +93,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("  " + describe(s))
     for line in plan_text(plan):
         print(line)
+    if testbed:
+        print(f"testbed {testbed['name']} ({args.testbed}): ok — " + "; ".join(testbed["hosts"]))
     return EXIT_OK
+
+
+def _validate_testbed(args: argparse.Namespace, suite: Any) -> Optional[dict[str, Any]]:
+    """``validate --testbed FILE``: the file checked (TestbedError: exit 2), then what stops the
+    suite's topologies on it, found without reaching a host (nfvperf.testbed.hosts.suite_problems)."""
+    if not getattr(args, "testbed", None):
+        return None
+    from nfvperf.runner import test_units, topology_groups
+    from nfvperf.testbed.hosts import suite_problems
+    from nfvperf.testbed.spec import load_testbed
+    from nfvperf.topo.spec import TopologySpec
+    tb = load_testbed(args.testbed)                                   # TestbedError -> exit 2
+    specs = [t for t, _ in topology_groups(test_units(suite), suite.spec.topology)
+             if isinstance(t, TopologySpec)] or [suite.spec.topology]
+    problems = list(dict.fromkeys(p for t in specs for p in suite_problems(tb, t)))
+    hosts = [f"{n}: {h.role}, " + (f"guest booted for the run, {h.guest.nics} PCI NIC(s)" if h.guest
+                                   else f"ssh {h.ssh.address}" if h.ssh else "this machine")
+             for n, h in tb.hosts.items()]
+    return {"name": tb.name, "problems": problems, "hosts": hosts}
 
 
 def _suite_path(name: str) -> Path:
@@ -118,6 +144,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.testbed:
         from nfvperf.testbed.spec import load_testbed
         testbed = load_testbed(args.testbed)                          # TestbedError -> exit 2
+        from nfvperf.testbed.guests import guest_problems
+        problems = guest_problems(testbed) if args.tg != "sim" else []
+        if problems:                                                  # before anything is written
+            raise CliError(f"testbed {testbed.name} ({args.testbed}): its guests cannot boot "
+                           "here:\n  " + "\n  ".join(problems))
     if args.wait_lock is not None and (testbed is None or args.wait_lock < 0):
         raise CliError("--wait-lock SECONDS: give --testbed FILE too, and SECONDS >= 0")
     if testbed is not None and getattr(args, "fit_host", False):
@@ -864,6 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "will use (default tgen, as for run): tgen and iperf3 build on this host, so a topology "
                    "that does not fit it or cannot be built here is listed; sim builds nothing")
     v.add_argument("--fit-host", action="store_true", help=FIT_HOST_HELP)
+    v.add_argument("--testbed", metavar="FILE", help="check the testbed file too, and that the suite's "
+                   "topologies run on it (kind, DUT adapter, port kind, cabled links, its guests' "
+                   "image and programs), without reaching its hosts")
     v.add_argument("--json", action="store_true", help="print the plan as JSON (every skipped unit and "
                    "its reason, every --fit-host change and its units, the host)")
     v.set_defaults(func=cmd_validate)

@@ -13,8 +13,10 @@ from nfvperf.host.proc import LOCAL, LocalHost
 from nfvperf.host.run import RunContext
 from nfvperf.host.ssh import SshError, SshHost
 
-from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_problems
+from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_image, guest_problems
 from .spec import HostSpec, TestbedSpec
+from nfvperf.topo import topology_class
+from nfvperf.topo.errors import TopologyError
 from nfvperf.vm.pci_guest import GuestPciHost
 from nfvperf.dut.base import dut_class
 from nfvperf.host.preflight import Binary
@@ -357,17 +359,7 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     (:func:`check_testbed` checks every host)."""
     tname, tester = hosts.role("tester")
     dname, dut = hosts.role("dut")
-    links = []
-    for i, lk in enumerate(spec.links):
-        th, _, tn = lk.tester.partition(".")
-        dh, _, dn = lk.dut.partition(".")
-        if th != tname or dh != dname:
-            continue
-        tnic = next(n for n in spec.hosts[th].nics if n.name == tn)
-        dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
-        links.append({"link": i, "tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
-                      "dut_iface": dnic.iface, "tester_pci": tnic.pci, "dut_pci": dnic.pci,
-                      "tester_numa": tnic.numa, "dut_numa": dnic.numa, "speed": str(tnic.speed)})
+    links = cabled_links(spec, tname, dname)
     hints = {}
     for role, name in (("tester", tname), ("dut", dname)):
         cpu = spec.hosts[name].cpu
@@ -380,6 +372,64 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     if tgen:
         kw["tgen_binary"] = Path(tgen)
     return kw
+
+
+def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, Any]]:
+    """The links between the tester ``tname`` and the DUT host ``dname``, in link order: each
+    end's kernel interface, PCI address and NUMA node, the tester NIC's speed."""
+    links = []
+    for i, lk in enumerate(spec.links):
+        th, _, tn = lk.tester.partition(".")
+        dh, _, dn = lk.dut.partition(".")
+        if th != tname or dh != dname:
+            continue
+        tnic = next(n for n in spec.hosts[th].nics if n.name == tn)
+        dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
+        links.append({"link": i, "tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
+                      "dut_iface": dnic.iface, "tester_pci": tnic.pci, "dut_pci": dnic.pci,
+                      "tester_numa": tnic.numa, "dut_numa": dnic.numa, "speed": str(tnic.speed)})
+    return links
+
+
+@dataclass
+class _Unopened:
+    """A testbed host before it is reached (``nfvperf validate --testbed``): its name, and
+    whether it is another machine than this one (SSH or a guest)."""
+
+    name: str
+    remote: bool
+
+
+def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
+    """Why the suite's topology (a TopologySpec) cannot run on the testbed, found without
+    reaching a host: the topology's own testbed checks (kind, DUT adapter over a remote host,
+    port kind, enough cabled links with the addresses it drives) and what stops the testbed's
+    guests from booting here (:func:`nfvperf.testbed.guests.guest_problems`)."""
+    problems: list[str] = []
+    try:
+        tname, _ = spec.role_host("tester")
+        dname, _ = spec.role_host("dut")
+    except TestbedError as e:
+        return list(e.problems)
+    kind = topology_class(topology.kind)
+    hosts = {n: _Unopened(n, spec.hosts[n].guest is not None or spec.hosts[n].ssh is not None)
+             for n in (tname, dname)}
+    topo = kind(topology, RunContext(), tg_host=hosts[tname], dut_host=hosts[dname],
+                testbed_links=cabled_links(spec, tname, dname))
+    try:
+        topo.check_spec()
+    except TopologyError as e:
+        problems.append(str(e))
+    dhost = spec.hosts[dname]
+    if dhost.guest is not None:
+        with contextlib.suppress(ValueError):       # no image: guest_problems says so
+            roots = {Path(r).name for r in guest_image(dname, dhost).roots}
+            missing = [b.name for b in dut_class(topology.dut).binaries if b.name not in roots]
+            if missing:
+                problems.append(f"topology.dut {topology.dut}: the DUT host {dname} is a guest "
+                                f"whose image has no {', '.join(missing)} (it holds "
+                                f"{', '.join(sorted(roots))}): use dut: testpmd on it")
+    return problems + guest_problems(spec)
 
 
 def preflight_failures(rows: Sequence[HostCheck]) -> list[str]:
