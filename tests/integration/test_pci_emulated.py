@@ -326,6 +326,55 @@ def test_pci_both_ends_tester_and_dut_guests(run_ctx, guest_image):
     assert not [f for f in hp.snapshot_files() if run_ctx.tag in f]
 
 
+def test_pci_guests_testbed_run_from_the_cli(tmp_path, leak_check, guest_image):
+    """The user's path: ``nfvperf validate`` and ``nfvperf run pci-guests --testbed
+    testbeds/emulated-pci.yaml --tg tgen``: nfvperf boots both guests (tester and DUT, cabled NIC
+    to NIC), binds their NICs, runs p2p with tgen in one and its testpmd DUT adapter in the other
+    (both ``port_kind: pci``), a binary search of 1 s trials, stores it, stops the guests.
+    Per stored trial, per port: what tgen sent is what the DUT received, what tgen received is
+    what the DUT sent.  Nothing of the run is left (processes, sockets, the initramfs copies)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cli_runs import REPO, export, nfvperf, run_suite
+
+    _need()
+    testbed = str(REPO / "testbeds" / "emulated-pci.yaml")
+    v = nfvperf("validate", "pci-guests", "--testbed", testbed, timeout=120)
+    assert v.returncode == 0 and "testbed emulated-pci" in v.stdout and "ok" in v.stdout, \
+        v.stdout + v.stderr
+    t0 = time.monotonic()
+    p, run_id, db = run_suite(REPO / "suites" / "pci-guests.yaml", tmp_path, leak_check,
+                              "--testbed", testbed, timeout=600)
+    print(f"\n[pci-cli] nfvperf run took {time.monotonic() - t0:.1f} s:\n" + p.stdout[-1500:]
+          + p.stderr[-1500:])
+    out = p.stdout + p.stderr
+    assert "guest tester up" in out and "guest dut up" in out and "bound to uio_pci_generic" in out
+    exp = export(run_id, db)
+    env = exp["run"]["environment"]
+    roles = env["testbed_hosts"]["roles"]
+    assert roles["generator"] == "vm:tester" and roles["dut"] == "vm:dut", roles
+    pre = {(r["host"], r["check"]): r["status"] for r in env["testbed_hosts"]["preflight"]}
+    assert pre[("tester", "pci:p0")] == pre[("dut", "pci:p1")] == "ok", pre
+    assert pre[("dut", "binary:dpdk-testpmd")] == pre[("tester", "binary:tgen")] == "ok", pre
+    (test,) = exp["tests"]
+    assert test["status"] == "passed" and test["results"], (test["status"], test["reason"])
+    trials = test["trials"]
+    assert len(trials) >= 2, "the search ran no trial after its calibration"
+    for tr in trials:
+        d = tr["detail"]
+        duts, tgc = d["dut_counters"]["ports"], d["tg_counters"]
+        assert tr["sent"] > 0
+        for i in (0, 1):
+            st = tgc[f"port{i}"]["stats"]
+            assert st["opackets"] == duts[f"phy{i}"]["rx_packets"], (tr["load_pps"], i, st, duts)
+            assert st["ipackets"] == duts[f"phy{i}"]["tx_packets"], (tr["load_pps"], i, st, duts)
+        for s in d["streams"]:
+            assert s["sent"] <= duts[f"phy{s['tx_port']}"]["rx_packets"], s
+            assert s["misrouted"] == 0 and s["duplicates"] == 0, s
+    left = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img")]
+    assert not left, f"left behind by the run (its run dir is under {tmp_path}): {left}"
+
+
 @pytest.mark.skip(reason=NEEDS_HARDWARE)
 def test_pci_path_vfio_and_sriov_need_hardware():
     """Placeholder so the report of a run lists what this path does not prove."""
