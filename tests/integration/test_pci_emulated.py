@@ -22,9 +22,11 @@ own ``/sys/bus/pci``.  Asserted:
   control sockets, no hugepage files of the run on the host (and the ``leak_check`` fixture's
   process/hugepage/DPDK-directory check by tag).
 
-A second test puts PCI at both ends: a tester guest and a DUT guest cabled NIC to NIC by QEMU,
-nfvperf's Testpmd DUT adapter on ``-a <pci>`` in the DUT guest (port_kind pci's DUT ends), tgen
-in the tester; tgen's port counters equal the DUT's.
+A second test puts PCI at both ends the way a user does: ``nfvperf run pci-guests --testbed
+testbeds/emulated-pci.yaml``, whose two ``guest:`` hosts nfvperf boots (a tester guest and a DUT
+guest cabled NIC to NIC by QEMU), p2p built by ``nfvperf.topo`` with tgen in the tester and
+nfvperf's Testpmd DUT adapter on ``-a <pci>`` in the DUT guest; per stored trial tgen's port
+counters equal the DUT's, and nothing of the run is left.
 
 Not here, because it needs hardware: vfio-pci behind an IOMMU (the guest has none and Debian's
 kernel has no VFIO no-IOMMU mode: uio_pci_generic stands in) and SR-IOV VFs (no emulated NIC
@@ -233,99 +235,6 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     assert not [f for f in hp.snapshot_files() if run_ctx.tag in f]
 
 
-def test_pci_both_ends_tester_and_dut_guests(run_ctx, guest_image):
-    """Both ends of the cables PCI: a tester guest (tgen) and a DUT guest (nfvperf's Testpmd DUT
-    adapter, ``-a <pci>`` on its own NICs, its interactive console over the guest's terminal
-    port), cabled NIC to NIC by QEMU (``-netdev stream``), described as a testbed of two hosts.
-    The pieces are the ones ``nfvperf.topo``'s p2p builds (the testbed's links, port_kind pci's
-    generator and DUT ends, each host's CPU plan from its own sysfs); the topology itself refuses
-    p2p on a testbed and testpmd as a remote DUT today (``P2P.testbed_ready``,
-    ``Testpmd.runs_remote``), so they are put together here.  Counted: tgen's port counters on
-    the tester equal the DUT's per-port counters, every frame forwarded."""
-    from nfvperf.dut.testpmd import Testpmd
-    from nfvperf.host import hugepages as hp
-    from nfvperf.host.cpu import CpuTopology
-    from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs
-    from nfvperf.testbed.spec import TestbedSpec
-    from nfvperf.tg.tgen import TgenMeasurer, TgenProcess
-    from nfvperf.topo.host_cpus import read_host_topology
-    from nfvperf.topo.ports import port_kind_class
-    from nfvperf.trial import TrafficProfile
-    from nfvperf.vm.pci_guest import GUEST_TGEN, PciGuest
-
-    tgen_host_binary = _need()
-    tracker = run_ctx.tracker
-    cables = [run_ctx.path("cable0.sock"), run_ctx.path("cable1.sock")]
-    tester = PciGuest(run_ctx, tracker, sockets=cables, name="tester", image=guest_image,
-                      tgen=tgen_host_binary, stream_server=True)
-    dutvm = PciGuest(run_ctx, tracker, sockets=cables, name="dut", image=guest_image,
-                     tgen=tgen_host_binary, stream_server=False)
-    t0 = time.monotonic()
-    tester.start(wait=False)            # listens on the cables ...
-    dutvm.start(wait=False)             # ... the DUT guest plugs in
-    tester.wait_ready()
-    dutvm.wait_ready()
-    print(f"\n[pci2] both guests up in {time.monotonic() - t0:.1f} s")
-    for g in (tester, dutvm):
-        g.bind(g.pci_addresses(), "uio_pci_generic")
-    spec = TestbedSpec(name="emulated-pci-2", hosts={
-        h: {"role": h, "local": True, "tgen": GUEST_TGEN if h == "tester" else None,
-            "nics": [{"name": f"p{i}", "pci": a, "driver": "uio_pci_generic"}
-                     for i, a in enumerate(g.pci_addresses())]}
-        for h, g in (("tester", tester), ("dut", dutvm))},
-        links=[{"tester": f"tester.p{i}", "dut": f"dut.p{i}"} for i in range(2)])
-    hosts = TestbedHosts(spec)
-    hosts.hosts = {"tester": tester.host, "dut": dutvm.host}
-    kw = topology_kwargs(spec, hosts)
-    for name in ("tester", "dut"):      # each host's CPUs, from its own sysfs
-        cpus = read_host_topology(hosts.hosts[name])
-        assert isinstance(cpus, CpuTopology) and sorted(cpus.cpus) == [0, 1], cpus
-    topo = SimpleNamespace(testbed_links=kw["testbed_links"], ports=[],
-                           spec=SimpleNamespace(ports=2))
-    pk = port_kind_class("pci")
-    hports = pk().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
-    dut = Testpmd(run_ctx, tracker, forward_mode="io", lcores="0@0,1@1", host=kw["dut_host"],
-                  name="testpmd-dut")
-    for hport in hports:
-        dut.add_port(hport.dut_portref())
-    assert [p.pci for p in dut.ports] == dutvm.pci_addresses()
-    dut.start()
-    argv = dut.proc.argv
-    assert "--no-pci" not in argv and argv.count("-a") == 2, argv
-    tg = TgenProcess([hp_.tg_port_spec(i) for i, hp_ in enumerate(hports)], lcores="0@0,1@1",
-                     run_dir=run_ctx.run_dir, tag=run_ctx.tag, binary=kw["tgen_binary"],
-                     hugepages=pk.tgen_hugepages, tracker=tracker, host=kw["tg_host"])
-    tg.start()
-    try:
-        m = TgenMeasurer(tg, [(0, 1)], dut_counters=lambda: dut.counters())
-        m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, learning=False,
-                                     drain_s=0.5, link_speed_bps=10e9))
-        for load in (1000, 3000):
-            r = m.measure(1.0, load)
-            d = r.dut_counters["ports"]
-            print(f"[pci2] {load} fps per direction: sent {r.sent}, received {r.received}, "
-                  f"DUT rx {[d[f'phy{i}']['rx_packets'] for i in (0, 1)]} "
-                  f"tx {[d[f'phy{i}']['tx_packets'] for i in (0, 1)]}")
-            assert r.sent > 0
-            for i in (0, 1):
-                st = r.tg_counters[f"port{i}"]["stats"]
-                assert d[f"phy{i}"]["rx_packets"] == st["opackets"], (i, d, st)
-                assert d[f"phy{i}"]["tx_packets"] == st["ipackets"], (i, d, st)
-            assert r.received == sum(d[f"phy{i}"]["tx_packets"] for i in (0, 1))
-    finally:
-        tg.stop()
-        dut.stop()
-    assert not dutvm.host.exists(f"/var/run/dpdk/{dut.file_prefix}")
-    assert dutvm.host.cleanup_tag(run_ctx.tag)["processes"] == []
-    assert tester.host.cleanup_tag(run_ctx.tag)["processes"] == []
-    for g in (dutvm, tester):
-        g.stop()
-    for p in cables + [g.initrd for g in (tester, dutvm)] + \
-            [s for g in (tester, dutvm) for s in (g.ctl_sock, g.qmp_sock, g.rpc_sock, g.tty_sock)]:
-        assert not p.exists(), f"left behind: {p}"
-    assert not [f for f in hp.snapshot_files() if run_ctx.tag in f]
-
-
 def test_pci_guests_testbed_run_from_the_cli(tmp_path, leak_check, guest_image):
     """The user's path: ``nfvperf validate`` and ``nfvperf run pci-guests --testbed
     testbeds/emulated-pci.yaml --tg tgen``: nfvperf boots both guests (tester and DUT, cabled NIC
@@ -356,6 +265,12 @@ def test_pci_guests_testbed_run_from_the_cli(tmp_path, leak_check, guest_image):
     pre = {(r["host"], r["check"]): r["status"] for r in env["testbed_hosts"]["preflight"]}
     assert pre[("tester", "pci:p0")] == pre[("dut", "pci:p1")] == "ok", pre
     assert pre[("dut", "binary:dpdk-testpmd")] == pre[("tester", "binary:tgen")] == "ok", pre
+    topo = env["topologies"][0]["environment"]
+    pci = ["-a", "0000:00:04.0", "-a", "0000:00:05.0"]
+    for argv in (topo["dut"]["argv"], topo["tgen"]["argv"]):   # port_kind pci at both ends
+        assert "--no-pci" not in argv and " ".join(pci) in " ".join(argv), argv
+    for h in ("dut", "tester"):         # each host's CPU plan from its own (the guest's) sysfs
+        assert topo["pinning_hosts"][h]["topology"]["host"] == h, topo["pinning_hosts"]
     (test,) = exp["tests"]
     assert test["status"] == "passed" and test["results"], (test["status"], test["reason"])
     trials = test["trials"]
