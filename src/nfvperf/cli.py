@@ -144,11 +144,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.testbed:
         from nfvperf.testbed.spec import load_testbed
         testbed = load_testbed(args.testbed)                          # TestbedError -> exit 2
-        from nfvperf.testbed.guests import guest_problems
-        problems = guest_problems(testbed) if args.tg != "sim" else []
-        if problems:                                                  # before anything is written
-            raise CliError(f"testbed {testbed.name} ({args.testbed}): its guests cannot boot "
-                           "here:\n  " + "\n  ".join(problems))
+        from nfvperf.testbed.hosts import suite_problems
+        # a testbed with guest: hosts: what `validate --testbed` refuses (the guests cannot boot
+        # here, or the suite's topology cannot run on them), before anything is written
+        problems = suite_problems(testbed, suite.spec.topology) \
+            if testbed.guests() and args.tg != "sim" else []
+        if problems:
+            raise CliError(f"testbed {testbed.name} ({args.testbed}): the suite cannot run on "
+                           "it:\n  " + "\n  ".join(problems))
     if args.wait_lock is not None and (testbed is None or args.wait_lock < 0):
         raise CliError("--wait-lock SECONDS: give --testbed FILE too, and SECONDS >= 0")
     if testbed is not None and getattr(args, "fit_host", False):

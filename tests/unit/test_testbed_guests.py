@@ -119,3 +119,29 @@ def test_suite_topology_on_a_guest_testbed(tmp_path):
     assert any("hosts.tester.nics.p0 has no iface" in p for p in suite_problems(tb, veth))
     bridge = TopologySpec(kind="p2p", dut="linux-bridge", ports=2, port_kind="af_packet")
     assert any("runs on this machine only" in p for p in suite_problems(tb, bridge))
+
+
+def test_validate_and_run_refuse_before_anything_is_written(tmp_path, capsys):
+    """``nfvperf validate --testbed`` and ``nfvperf run --testbed`` on a guest testbed whose DUT
+    guest has no image, and on a suite whose DUT the guest image lacks: exit 2 naming the field,
+    no store written."""
+    from nfvperf.cli import main
+    import yaml
+    bed = tmp_path / "bed.yaml"
+    bed.write_text(yaml.safe_dump(_bed(dut={"role": "dut", "guest": {"nics": 2,
+                                                                      "image": str(tmp_path / "none")}})))
+    db = tmp_path / "s.db"
+    assert main(["validate", "pci-guests", "--testbed", str(bed)]) == 2
+    assert "hosts.dut.guest.image" in capsys.readouterr().err
+    from nfvperf.cli import _tgen_problem
+    if _tgen_problem() is None:         # run --tg tgen refuses an unbuilt tgen first
+        assert main(["run", "pci-guests", "--testbed", str(bed), "--tg", "tgen", "--db",
+                     f"sqlite:///{db}", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert "hosts.dut.guest.image" in err and "nfvperf image build" in err, err
+        assert not db.exists()
+    img = str(_image(tmp_path))
+    bed.write_text(yaml.safe_dump(_bed(tester={"role": "tester", "guest": {"nics": 2, "image": img}},
+                                       dut={"role": "dut", "guest": {"nics": 2, "image": img}})))
+    assert main(["validate", "quick", "--port-kind", "pci", "--testbed", str(bed)]) == 2
+    assert "topology.dut ovs-dpdk: the DUT host dut is a guest" in capsys.readouterr().err
