@@ -95,7 +95,9 @@ class P2P(Topology):
         if self.sriov(spec):
             self.setup_sriov_vm()
             return
-        if self.port_kind().dut_netns:       # the DUT ends are interfaces (veth)
+        # the DUT ends are interfaces (veth) in a namespace here; on a testbed's DUT host they
+        # are that host's own (the cabled links' interfaces or PCI NICs)
+        if self.port_kind().dut_netns and not self.dut_host.remote:
             self.dut_netns = self.make_netns("dut")
         ports = self.add_ports_from_spec(dut_netns=self.dut_netns)
         if len(ports) < 2 or len(ports) % 2:
