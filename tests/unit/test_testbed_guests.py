@@ -145,3 +145,17 @@ def test_validate_and_run_refuse_before_anything_is_written(tmp_path, capsys):
                                        dut={"role": "dut", "guest": {"nics": 2, "image": img}})))
     assert main(["validate", "quick", "--port-kind", "pci", "--testbed", str(bed)]) == 2
     assert "topology.dut ovs-dpdk: the DUT host dut is a guest" in capsys.readouterr().err
+
+
+def test_prepare_refuses_guest_hosts():
+    """``nfvperf testbed prepare`` would make a guest host this machine (no ssh:): refused, the
+    guest being prepared at each boot."""
+    from nfvperf.testbed.prepare import run_prepare
+    tb = validate_testbed(_bed())
+    with pytest.raises(TestbedError) as e:
+        run_prepare(tb, check=True)
+    assert "hosts.tester: a guest: host is booted and prepared by nfvperf" in str(e.value)
+    assert "hosts.dut" in str(e.value)
+    with pytest.raises(TestbedError) as e:
+        run_prepare(tb, check=True, limit="dut")
+    assert "hosts.dut" in str(e.value) and "hosts.tester" not in str(e.value)

@@ -196,6 +196,15 @@ def run_prepare(spec: TestbedSpec, *, check: bool, limit: Optional[str] = None, 
                 inventory_dir: Optional[Path] = None, echo: Callable[[str], None] = print,
                 timeout_s: float = 3600) -> PrepareResult:
     """Write the files, run ansible-playbook, stream its output through ``echo``, parse the recap."""
+    guests = [n for n, _ in spec.guests() if limit in (None, n)]
+    if guests:
+        # a guest is booted and its NICs bound by nfvperf for each run; as an inventory host it
+        # would be this machine (bind its addresses here)
+        others = [n for n in spec.hosts if spec.hosts[n].guest is None]
+        raise TestbedError([f"hosts.{n}: a guest: host is booted and prepared by nfvperf for each "
+                            f"run (its NICs bound to uio_pci_generic at boot); nothing to prepare"
+                            + (f": give --limit with one of {', '.join(others)}" if others else "")
+                            for n in guests])
     if importlib.util.find_spec("ansible") is None:
         raise TestbedError([ANSIBLE_HINT])
     adir = ansible_dir()
