@@ -300,3 +300,66 @@ def test_suite_option_selects_net_latency(tmp_path) -> None:
     (gt,) = [t for t in build(run, net_of_harness=False).tables if t.key == "latency"]
     assert "net of" not in gt.title
     store.close()
+
+
+def test_a_ceiling_measured_at_a_higher_link_speed_answers_a_lower_one(tmp_path, monkeypatch) -> None:
+    """The demo's two suites share one path (vhost, same generator cores) at 40G and 10G nominal:
+    the second reads the first's ceiling instead of measuring the path again.  Where the harness
+    carried the lower line rate with zero loss, the ceiling is that line rate ("≥"); else the
+    measured figures, never above the lower line rate.  A slower entry, another MTU or
+    --refresh-ceiling are measured."""
+    from nfvperf.host.run import RunContext
+    from nfvperf.topo import TopologySpec
+    from nfvperf.topo import ceiling as tc
+    spec = TopologySpec(kind="p2p", dut="testpmd", tgen_lcores="0@0,1@1")
+    p10 = {s: TrafficProfile(frame_size_b=s, link_speed_bps=10e9) for s in (64, 1518)}
+    line10 = {s: p.max_load_pps for s, p in p10.items()}           # 14,880,952 and 812,744
+    cache = CeilingCache(tmp_path / "c.json")
+    k40 = {s: ceiling_key("h", spec.port_kind, 40e9, 1500, "0@0,1@1", s) for s in (64, 1518)}
+    cache.put(k40[64], {"method": tc.CEILING_METHOD, "fps": 5e6, "zero_loss_fps": 1.8e6, "forwarding_fps": 5e6,
+                        "offered_max_fps": 59.5e6, "line_rate_fps": 59.5e6, "at_line_rate": False,
+                        "self_latency_ns": {"min": 1.0, "p50": 2.0, "p99": 3.0}})
+    cache.put(k40[1518], {"method": tc.CEILING_METHOD, "fps": 2e6, "zero_loss_fps": 1.2e6, "forwarding_fps": 2e6,
+                          "offered_max_fps": 3.25e6, "line_rate_fps": 3.25e6, "at_line_rate": False})
+    measured: list[list[int]] = []
+
+    def fake_measure(cspec, run, todo, **kw):
+        measured.append(sorted(todo))
+        return {s: {"fps": 9.0, "zero_loss_fps": 9.0} for s in todo}
+
+    monkeypatch.setattr(tc, "measure_sizes", fake_measure)
+    logs: list[str] = []
+    run = RunContext(run_dir=tmp_path / "r")
+    out = tc.harness_ceiling(spec, run, p10, cache=cache, hostname="h", log=logs.append)
+    assert measured == [] and out["cached"] is True and "error" not in out, out
+    small, big = out["per_size"]["64"], out["per_size"]["1518"]
+    # 64 B: the path carried less than 10G's line rate: the measured figures
+    assert small["fps"] == 5e6 and small["zero_loss_fps"] == 1.8e6 and small["at_line_rate"] is False
+    assert small["line_rate_fps"] == pytest.approx(line10[64]) and small["offered_max_fps"] == pytest.approx(line10[64])
+    assert small["derived_from"]["link_speed_bps"] == 40e9 and small["self_latency_ns"]["p50"] == 2.0
+    # 1518 B: zero loss above 10G's line rate: the ceiling is that line rate, a lower bound
+    assert big["fps"] == pytest.approx(line10[1518]) and big["at_line_rate"] is True
+    assert big["forwarding_fps"] == pytest.approx(line10[1518]) and big["derived_from"]["fps"] == 2e6
+    assert hc.is_lower_bound(big) and not hc.is_lower_bound(small)      # the report shows "≥" at 1518 B
+    assert any("higher nominal link speed (40G) and read at 10G" in ln for ln in logs), logs
+    # the cache keeps only what was measured: nothing was written for 10G
+    assert set(cache.entries()) == set(k40.values())
+
+    # a ceiling measured at a lower speed does not answer a higher one
+    p100 = {64: TrafficProfile(frame_size_b=64, link_speed_bps=100e9)}
+    assert tc.harness_ceiling(spec, run, p100, cache=cache, hostname="h")["per_size"]["64"]["fps"] == 9.0
+    assert measured == [[64]]
+    # another MTU is another path
+    spec9k = TopologySpec(kind="p2p", dut="testpmd", tgen_lcores="0@0,1@1", mtu=1400)
+    tc.harness_ceiling(spec9k, run, {64: p10[64]}, cache=cache, hostname="h")
+    assert measured == [[64], [64]]
+    # the nearest faster entry wins, and an entry of an older method is not read
+    cache.put(ceiling_key("h", spec.port_kind, 25e9, 1500, "0@0,1@1", 64), {"method": tc.CEILING_METHOD,
+                                                                            "fps": 4e6, "zero_loss_fps": 1e6})
+    cache.put(ceiling_key("h", spec.port_kind, 20e9, 1500, "0@0,1@1", 64), {"fps": 1.0})
+    got = tc.harness_ceiling(spec, run, {64: p10[64]}, cache=cache, hostname="h")["per_size"]["64"]
+    assert got["fps"] == 4e6 and got["derived_from"]["link_speed_bps"] == 25e9
+    # --refresh-ceiling measures
+    fresh = CeilingCache(tmp_path / "c.json", refresh=True)
+    tc.harness_ceiling(spec, run, {64: p10[64]}, cache=fresh, hostname="h")
+    assert measured == [[64], [64], [64]]

@@ -77,6 +77,34 @@ class CeilingCache:
             return None
         return entry
 
+    def get_faster(self, key: str, method: Optional[int] = None) -> Optional[tuple[str, dict[str, Any]]]:
+        """(key, entry) of a fresh entry (of ``method``, when given) for the same host, port kind,
+        MTU, generator lcores and frame size as ``key`` but measured at a higher nominal link speed
+        (the lowest such speed, then the newest), or None.  The caller reads it at ``key``'s speed
+        (:func:`nfvperf.topo.ceiling.at_lower_link_speed`): the path is the same, the nominal
+        speed only sets the load of the search's first trial."""
+        if self.refresh:
+            return None
+        want = key_fields(key)
+        best: Optional[tuple[float, float, str, dict[str, Any]]] = None
+        for k in self._load():
+            f = key_fields(k)
+            if set(f) != set(want) or any(f[n] != want[n] for n in KEY_FIELDS if n != "link_speed_bps"):
+                continue
+            try:
+                speed = float(f["link_speed_bps"])
+            except ValueError:
+                continue
+            if speed <= float(want["link_speed_bps"]):
+                continue
+            fresh = self.get(k)
+            if fresh is None or (method is not None and fresh.get("method") != method):
+                continue
+            rank = (speed, -float(fresh.get("measured_at_epoch") or 0.0))
+            if best is None or rank < best[:2]:
+                best = (rank[0], rank[1], k, fresh)
+        return None if best is None else (best[2], best[3])
+
     def put(self, key: str, entry: dict[str, Any]) -> dict[str, Any]:
         entries = self._load()
         entry = dict(entry, key=key_fields(key))
