@@ -159,3 +159,17 @@ def test_prepare_refuses_guest_hosts():
     with pytest.raises(TestbedError) as e:
         run_prepare(tb, check=True, limit="dut")
     assert "hosts.dut" in str(e.value) and "hosts.tester" not in str(e.value)
+
+
+def test_pci_without_addresses_or_testbed_names_the_fix():
+    """port_kind pci with no pci: and no testbed: the refusal names topology.pci and the
+    emulated-PCI testbed (was: 'p2p needs an even number of ports, got 0')."""
+    from types import SimpleNamespace
+
+    from nfvperf.topo.errors import TopologyError
+    from nfvperf.topo.ports import port_kind_class
+    topo = SimpleNamespace(testbed_links=[], ports=[], spec=TopologySpec(kind="p2p", dut="testpmd",
+                                                                        port_kind="pci"))
+    with pytest.raises(TopologyError) as e:
+        port_kind_class("pci")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
+    assert "topology.pci" in str(e.value) and "testbeds/emulated-pci.yaml" in str(e.value)
