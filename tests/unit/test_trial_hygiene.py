@@ -124,6 +124,69 @@ def test_a_dut_that_held_the_generator_back_gets_a_second_warmup_pass_at_the_rat
     assert r.total_trial_s == pytest.approx(r.trials * 1.0 + r.warmup["total_s"])
 
 
+def _tgen_like(flows: int = 1, took_pps: float = 1e6):
+    """A cold DUT behind a generator like tgen (``rate_limited``: the search calibrates first,
+    ``warmup_default``) on vhost: above ``took_pps`` it holds the generator back (backpressure)."""
+    m = cold_dut(flows=flows)
+    m.rate_limited = True
+    real = m.measure
+
+    def measure(d, load):
+        tr = real(d, load)
+        if load > took_pps:
+            tr.sent = tr.received = int(tr.expected * took_pps / load)
+            tr.extra = dict(tr.extra or {}, backpressure=True)
+        return tr
+    m.measure = measure
+    return m
+
+
+def test_the_calibration_trial_is_the_warmups_first_pass():
+    """The calibration trial runs at the max load for 1 s, right where the warm-up would run
+    at that load for 1 s: it is the warm-up (stored once, phase ``calibration``, ``warmup:
+    true``), not followed by a second trial doing the same.  One flow per interface held back
+    to 1 Mfps still got every flow three times over: no second pass either."""
+    m = _tgen_like(flows=1)
+    rec = Recorder()
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0, max_load_pct=100.0), rec)
+    phases = [c["phase"] for _, _, c in rec.trials]
+    assert phases[0] == "calibration" and "warmup" not in phases, phases
+    cal, first = rec.trials[0][1], rec.trials[0][2]
+    assert first["warmup"] is True and first["used"] is False
+    assert r.warmup["from_calibration"] is True and r.warmup["passes"] == 1
+    assert r.warmup["duration_s"] == 1.0 and r.warmup["load_pps"] == pytest.approx(LINE_64)
+    assert r.warmup["sent"] == cal.sent and r.warmup["loss_ratio"] == cal.loss_ratio
+    # the cold DUT lost its frames in the calibration, and the search found what it takes
+    assert 0.98e6 < r.throughput_pps <= 1e6 and r.trials == len(rec.trials) - 1
+    assert r.total_trial_s == pytest.approx(r.trials * 1.0 + r.warmup["total_s"])
+    # 1M flows per interface held back to 1 Mfps: the calibration is the first pass, and a
+    # second one at 90 % of what the DUT took sends every flow three times
+    m = _tgen_like(flows=1_000_000)
+    rec = Recorder()
+    r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0), rec)
+    phases = [c["phase"] for _, _, c in rec.trials]
+    assert phases[:2] == ["calibration", "warmup"] and phases.count("warmup") == 1, phases
+    assert rec.trials[1][2]["attempt"] == 2 and r.warmup["passes"] == 2 and r.warmup["from_calibration"]
+    assert rec.trials[1][1].load_pps == pytest.approx(0.9e6, rel=1e-3)
+    assert rec.trials[1][1].duration_s == pytest.approx(3 * 1_000_000 / 0.9e6, rel=1e-3)
+
+
+def test_a_warmup_the_calibration_cannot_be_gets_its_own_trial():
+    """The calibration is no warm-up where the warm-up must be longer (every flow three times:
+    40M flows per interface at line rate are 8 s), slower (warmup_load_pct) or where shorter
+    trials make the calibration shorter than the warm-up's 1 s minimum."""
+    for params, flows in ((ThroughputParams(trial_duration_s=1.0), 40_000_000),
+                          (ThroughputParams(trial_duration_s=1.0, warmup_load_pct=50.0), 1),
+                          (ThroughputParams(trial_duration_s=0.5), 1)):
+        m = _tgen_like(flows=flows, took_pps=1e9)
+        rec = Recorder()
+        r = run(m, m.profile, params, rec)
+        phases = [c["phase"] for _, _, c in rec.trials]
+        assert phases[0] == "calibration" and "warmup" not in rec.trials[0][2], (params, phases)
+        assert phases[1] == "warmup" and "from_calibration" not in r.warmup, (params, phases)
+        assert phases.count("warmup") == r.warmup["passes"] == 1, (params, phases)
+
+
 # ----------------------------------------------------------------------------- invalid trials
 
 def test_invalid_trials_are_counted_per_kind_of_reason():

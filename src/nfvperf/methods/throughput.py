@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nfvperf.search.result import SearchResult
 from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S
 from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
-from nfvperf.trial import Measurer, TrafficProfile
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, rates, setup
 from .result import headline_pps
@@ -61,7 +61,8 @@ class ThroughputParams(MethodParams):
     min_load_pps: float = Field(9001.0, gt=0.0, description="mlr/mlrsearch min load")
     warmup: Optional[bool] = Field(None, description="a discarded warm-up trial before the search (flow set-up, "
                                    "caches, vhost reconnects); default: on with a real generator (tgen) "
-                                   "and for mlr/mlrsearch, off on the sim")
+                                   "and for mlr/mlrsearch, off on the sim; a calibration trial at the "
+                                   "same load, as long, is its first pass")
     warmup_s: Optional[float] = Field(None, ge=0.0, description="warm-up duration; default max(1 s, 3 × "
                                       "flows per port / warm-up load): every flow sent ≥ 3 times; 0 = none")
     warmup_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="warm-up load, % of the max load")
@@ -156,26 +157,31 @@ class ThroughputResult(MethodResult):
 GENERATOR_LIMITED_FRACTION = 0.9
 
 
-def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams,
-                       **context: Any) -> tuple[float, Optional[str]]:
+def calibration_duration(params: ThroughputParams) -> float:
+    return min(1.0, params.trial_duration_s)
+
+
+def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams, warms: bool = False,
+                       **context: Any) -> tuple[float, Optional[str], TrialResult]:
     """One short trial at ``max_load``: if the generator sent less than intended, return a max
-    load of ``calibration_margin`` × what it achieved, and a note saying so.
+    load of ``calibration_margin`` × what it achieved, and a note saying so; and the trial.
 
     The trial is recorded (phase ``calibration``, never used for a decision): a search whose
     max load the generator cannot offer would see only invalid trials and fail, which tells the
-    user nothing about the DUT."""
-    duration = min(1.0, params.trial_duration_s)
-    tr = runner.measurer.measure(duration, max_load)
+    user nothing about the DUT.  ``warms``: it is also the warm-up's first pass (recorded with
+    ``warmup: true``; see :func:`search`)."""
+    tr = runner.measurer.measure(calibration_duration(params), max_load)
     if runner.on_trial:
-        runner.on_trial(tr, dict(context, phase="calibration", attempt=1, used=False))
+        runner.on_trial(tr, dict(context, phase="calibration", attempt=1, used=False,
+                                 **({"warmup": True} if warms else {})))
     achieved = generator_shortfall(tr)
     if achieved is None:
-        return max_load, None
+        return max_load, None, tr
     capped = achieved * params.calibration_margin
     return capped, (f"generator-limited: at {max_load:,.0f} fps per interface the generator sent "
                     f"{tr.sent:,} of {tr.expected:,} frames ({achieved:,.0f} fps); max load capped at "
                     f"{capped:,.0f} fps ({params.calibration_margin:.0%} of that). A result at the cap "
-                    f"means the DUT is faster than this generator set-up can show")
+                    f"means the DUT is faster than this generator set-up can show"), tr
 
 
 def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
@@ -184,15 +190,23 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
     max_load = profile.max_load_pps * params.max_load_pct / 100.0
     limited = params.calibrate and getattr(runner.measurer, "rate_limited", False)
     notes: list[str] = []
+    budget = params.time_budget_s
+    # The calibration trial runs at the max load for up to 1 s, right before the warm-up would
+    # run at that load for (at least) 1 s: when the warm-up is that long and at 100 % of the max
+    # load, the calibration trial is its first pass, not a second trial doing the same
+    planned = warmup_plan(runner.measurer, profile, params, max_load)
+    cal_warms = bool(limited and planned and params.warmup_load_pct >= 100.0
+                     and planned[1] <= calibration_duration(params) and (budget is None or planned[1] <= budget))
+    calibration: Optional[TrialResult] = None
     if limited:
-        max_load, note = calibrate_max_load(runner, max_load, params, **context)
+        max_load, note, calibration = calibrate_max_load(runner, max_load, params, warms=cal_warms, **context)
         notes += [note] if note else []
     invalid_before, kinds_before = runner.invalid_trials, dict(runner.invalid_by_reason)
-    budget = params.time_budget_s
     warm = warmup_plan(runner.measurer, profile, params, max_load)
     warmup, warm_note = None, None
     if warm and (budget is None or warm[1] <= budget):
-        warmup = warmup_trial(runner, *warm, flows_per_port=profile.flows_per_port, **context)
+        warmup = warmup_trial(runner, *warm, flows_per_port=profile.flows_per_port,
+                              first_pass=calibration if cal_warms else None, **context)
         budget = None if budget is None else budget - warmup["total_s"]
     elif warm:
         warm_note = (f"no warm-up: reaching every flow ({profile.flows_per_port:,} per interface) at "
@@ -264,35 +278,50 @@ def warmup_plan(measurer: Any, profile: TrafficProfile, params: ThroughputParams
 
 
 def warmup_trial(runner: Any, load_pps: float, duration_s: float, flows_per_port: Optional[int] = None,
-                 **context: Any) -> dict[str, Any]:
+                 first_pass: Optional[TrialResult] = None, **context: Any) -> dict[str, Any]:
     """Run the discarded warm-up trial: stored (phase ``warmup``, ``warmup: true``, ``used:
     false``), never retried, never used by the search; an invalid warm-up is only noted.
+    ``first_pass``: a trial already run (and stored) at this load for this long, the
+    calibration's, taken as the first pass instead of measuring one (``from_calibration``).
 
     A DUT that held the generator back (backpressure on vhost/memif: it took fewer frames than
-    the load asked for) was not sent every flow ``WARMUP_FLOW_PASSES`` times: with
-    ``flows_per_port`` given, a second pass runs at 90 % of the rate it took, for as long as
-    :func:`warmup_duration` says at that rate.  The result describes the last pass, with the
-    frames of both."""
+    the load asked for) may not have been sent every flow ``WARMUP_FLOW_PASSES`` times: with
+    ``flows_per_port`` given and fewer frames per interface taken than that many passes need, a
+    second pass runs at 90 % of the rate it took, for as long as :func:`warmup_duration` says at
+    that rate.  The result describes the last pass, with the frames of both."""
     out: dict[str, Any] = {}
     sent = received = 0
     total_s = 0.0
     for attempt in (1, 2):
-        tr = runner.measurer.measure(duration_s, load_pps)
-        reasons = check_valid(tr)
-        if reasons:
-            tr.valid, tr.invalid_reasons = False, reasons
-        if runner.on_trial:
-            runner.on_trial(tr, dict(context, phase="warmup", warmup=True, attempt=attempt, used=False))
+        if attempt == 1 and first_pass is not None:
+            tr = first_pass
+            reasons = check_valid(tr)
+        else:
+            tr = runner.measurer.measure(duration_s, load_pps)
+            reasons = check_valid(tr)
+            if reasons:
+                tr.valid, tr.invalid_reasons = False, reasons
+            if runner.on_trial:
+                runner.on_trial(tr, dict(context, phase="warmup", warmup=True, attempt=attempt, used=False))
         sent, received, total_s = sent + tr.sent, received + tr.received, total_s + tr.duration_s
-        out = {"load_pps": load_pps, "duration_s": tr.duration_s, "loss_ratio": tr.loss_ratio,
+        out = {"load_pps": tr.load_pps if attempt == 1 and first_pass is not None else load_pps,
+               "duration_s": tr.duration_s, "loss_ratio": tr.loss_ratio,
                "sent": sent, "received": received, "valid": not reasons, "invalid_reasons": reasons,
                "passes": attempt, "total_s": total_s}
+        if first_pass is not None:
+            out["from_calibration"] = True
         taken = tr.load_pps * tr.sent / tr.expected if tr.expected else None
-        if (flows_per_port is None or attempt == 2 or not (tr.extra or {}).get("backpressure")
-                or not taken):
+        every_flow = (flows_per_port is not None and taken is not None
+                      and taken * tr.duration_s >= WARMUP_FLOW_PASSES * flows_per_port)
+        if flows_per_port is None or attempt == 2 or every_flow:
             break
-        load_pps = 0.9 * taken
-        duration_s = warmup_duration(flows_per_port, load_pps)
+        if (tr.extra or {}).get("backpressure") and taken:
+            load_pps = 0.9 * taken
+            duration_s = warmup_duration(flows_per_port, load_pps)
+        elif first_pass is None:
+            break
+        # else the calibration, not held back, still did not reach every flow (its load was
+        # capped below what it sent): a pass as planned
     return out
 
 
