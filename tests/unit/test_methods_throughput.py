@@ -20,6 +20,29 @@ def test_binary_default_is_tv4():
     assert len(r.trace) == 11 and r.load_is.startswith("per interface")
 
 
+def test_binary_resolution_in_fps_is_the_same_width_at_every_frame_size():
+    """resolution_pps: one width in fps per interface at every size (quick-pvp.yaml: the chain
+    forwards about the same fps at 64 and 1518 B), where resolution_pct narrows with the line
+    rate: 0.02 % of 10G is 2,976 fps at 64 B but 163 fps at 1518 B, at the same trial count."""
+    from nfvperf.trial import TrafficProfile
+    counts = {}
+    for size in (64, 1518):
+        for key, params in (("pct", ThroughputParams(trial_duration_s=1.0, resolution_pct=0.02)),
+                            ("pps", ThroughputParams(trial_duration_s=1.0, resolution_pps=3000))):
+            m = sim(50_000)
+            prof = TrafficProfile(frame_size_b=size, link_speed_bps=10e9)
+            m.set_profile(prof)
+            r = run(m, prof, params, Recorder())
+            width = r.upper_bound_pps - r.lower_bound_pps
+            assert width <= (3000 if key == "pps" else prof.max_load_pps * 0.0002)
+            assert 50_000 - width <= r.throughput_pps <= 50_000, (size, key, r.throughput_pps)
+            counts[size, key] = r.trials
+    assert counts[64, "pct"] == counts[1518, "pct"] == 14                 # 1 + 13 bisections
+    assert counts[64, "pps"] == 14 and counts[1518, "pps"] == 10          # 1 + 9 at 1518 B
+    with pytest.raises(pydantic.ValidationError, match="resolution_pps"):
+        ThroughputParams(resolution_pps=0)
+
+
 @pytest.mark.parametrize("kind", ["ndrpdr", "mlr", "mlrsearch"])
 def test_other_searches(kind):
     if kind == "mlrsearch":

@@ -55,6 +55,8 @@ class ThroughputParams(MethodParams):
     final_trial_duration_s: Optional[float] = Field(None, gt=0.0,
                                                     description="full-length verification; default = trial_duration_s")
     resolution_pct: float = Field(0.1, gt=0.0, le=50.0, description="binary: stop at width ≤ this % of line rate")
+    resolution_pps: Optional[float] = Field(None, gt=0.0, description="binary: stop at width ≤ this many fps per "
+                                            "interface, the same at every frame size; replaces resolution_pct")
     relative_width: float = Field(0.005, gt=0.0, lt=1.0,
                                   description="ndrpdr/mlr: goal width relative to the upper bound")
     max_load_pct: float = Field(100.0, gt=0.0, le=100.0, description="max load, % of line rate (L1)")
@@ -330,9 +332,9 @@ def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_
     final = params.final_trial_duration_s
     kind = params.search
     if kind == "binary":
+        res_pps = params.resolution_pps or profile.max_load_pps * params.resolution_pct / 100.0
         return binary_search(runner, max_load, trial_duration_s=params.trial_duration_s,
-                             final_duration_s=final,
-                             resolution_pps=profile.max_load_pps * params.resolution_pct / 100.0,
+                             final_duration_s=final, resolution_pps=res_pps,
                              loss_ratio=params.loss_ratio, time_budget_s=budget,
                              progress=progress, **context)
     if kind == "ndrpdr":
