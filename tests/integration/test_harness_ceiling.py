@@ -20,10 +20,12 @@ name: ceiling-integration
 topology: {kind: p2p, dut: testpmd, port_kind: af_packet}
 traffic: {frame_sizes: [64], link_speed: 1G}
 profile: quick
-ceiling: {trial_s: 0.3}
+ceiling: {trial_s: 0.3, resolution: 0.2}
 tests:
-  - {method: throughput, trial_duration_s: 0.5, resolution_pct: 5}
+  - {method: throughput, trial_duration_s: 0.5, resolution_pct: 20}
 """
+# coarse searches (ceiling 20 %, throughput 20 %): what is asserted is that a ceiling was measured,
+# stored, cached and reported next to the throughput, not how close either search got
 
 
 @pytest.fixture(autouse=True)
