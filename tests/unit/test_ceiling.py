@@ -342,6 +342,10 @@ def test_a_ceiling_measured_at_a_higher_link_speed_answers_a_lower_one(tmp_path,
     assert big["forwarding_fps"] == pytest.approx(line10[1518]) and big["derived_from"]["fps"] == 2e6
     assert hc.is_lower_bound(big) and not hc.is_lower_bound(small)      # the report shows "≥" at 1518 B
     assert any("higher nominal link speed (40G) and read at 10G" in ln for ln in logs), logs
+    # the report's header says where the ceiling came from
+    line = hc.summary({"harness_ceiling": dict(out, measured_at="2026-01-01T00:00:00Z")}, "tgen")
+    assert "(cached 2026-01-01T00:00:00Z, measured at 40G nominal)" in line, line
+    assert line.startswith(f"{spec.port_kind}, tgen lcores 0@0,1@1: 64 B 5,000,000 fps, 1518 B ≥ 812,744 fps"), line
     # the cache keeps only what was measured: nothing was written for 10G
     assert set(cache.entries()) == set(k40.values())
 

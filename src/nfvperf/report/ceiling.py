@@ -174,8 +174,12 @@ def summary(env: dict[str, Any], tg: str) -> str:
                           and p.get("fps") is not None)
         how = "cached" if c.get("cached") else "measured"
         err = f"; error: {c['error']}" if c.get("error") else ""
+        # read from an entry measured on the same path at a higher nominal link speed
+        faster = sorted({float(p["derived_from"].get("link_speed_bps") or 0) for p in per.values()
+                         if isinstance(p, dict) and isinstance(p.get("derived_from"), dict)})
+        at = f", measured at {', '.join(f'{v / 1e9:g}G' for v in faster)} nominal" if faster else ""
         parts.append(f"{c.get('port_kind')}, tgen lcores {c.get('tgen_lcores')}: {sizes or 'none'} "
-                     f"({how} {c.get('measured_at') or ''}){err}".replace(" )", ")"))
+                     f"({how} {c.get('measured_at') or ''}{at}){err}".replace(" )", ")"))
     if any(is_lower_bound(p) for c in cs for p in (c.get("per_size") or {}).values()):
         parts[-1] += f"; {LOWER_BOUND_NOTE}"
     return "; ".join(parts)
