@@ -6,13 +6,14 @@ from typing import Any
 from nfvperf.trial import TrafficProfile
 
 
-def counted_bidir_trial(t: Any, load_pps: float) -> tuple[Any, Any]:
+def counted_bidir_trial(t: Any, load_pps: float, learning_s: float = 2.0) -> tuple[Any, Any]:
     """A 1 s bidirectional 64 B trial (latency and learning on) through the p2p topology ``t``:
     the generator sent at least 90 % of the load each way, got every frame back, and the DUT's
-    TX counter moved by at least that much.  Returns (trial result, measurer)."""
+    TX counter moved by at least that much.  ``learning_s``: the wait after the learning frames
+    (RFC 2544's 2 s by default).  Returns (trial result, measurer)."""
     m = t.measurer()
     m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, link_speed_bps=1e9,
-                                 latency=True, learning=True, drain_s=0.5))
+                                 latency=True, learning=True, learning_s=learning_s, drain_s=0.5))
     d0 = t.dut_counters()["total"]
     r = m.measure(1.0, load_pps)
     d1 = t.dut_counters()["total"]
