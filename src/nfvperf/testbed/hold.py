@@ -18,11 +18,18 @@ def remote_hosts_problem(testbed: TestbedSpec, tg: str) -> Optional[str]:
     the other measurers (iperf3) run only on this machine."""
     if tg in ("sim", "tgen"):
         return None
-    remote = [n for n, h in testbed.hosts.items() if not h.local]
-    if not remote:
+    ssh = [n for n, h in testbed.hosts.items() if not h.local and h.guest is None]
+    guests = [n for n, h in testbed.hosts.items() if h.guest is not None]
+    if not ssh and not guests:
         return None
-    return (f"testbed {testbed.name}: host(s) {', '.join(remote)} are reached over SSH, and --tg {tg} "
-            f"runs only on this machine: use --tg tgen (or --tg sim) on this testbed")
+    where = []
+    if ssh:
+        where.append(f"host(s) {', '.join(ssh)} are reached over SSH")
+    if guests:
+        where.append(f"host(s) {', '.join(guests)} are QEMU guests nfvperf boots (reached through "
+                     "their serial console)")
+    return (f"testbed {testbed.name}: {' and '.join(where)}, and --tg {tg} runs only on this "
+            f"machine: use --tg tgen (or --tg sim) on this testbed")
 
 
 def hold_testbed(store: Store, testbed: TestbedSpec, run_uid: str, *, wait_s: float = 0.0,

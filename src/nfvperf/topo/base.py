@@ -182,6 +182,10 @@ class Topology:
             raise TopologyError(why)
         if self.on_testbed():
             self.check_testbed()
+        else:
+            why = self.port_kind_class().local_refusal(self.spec)
+            if why:
+                raise TopologyError(why)
 
     def on_testbed(self) -> bool:
         """The generator or the DUT runs on another host (a testbed)."""
@@ -213,7 +217,8 @@ class Topology:
             ("iface", "iface: (the kernel interface)")
         for lk in self.testbed_links[:need]:
             for side in ("tester", "dut"):
-                if not lk.get(f"{side}_{what[0]}"):
+                # pci: a guest's NIC may be cabled to a vhost-user port here (testbed nics.vhost)
+                if not lk.get(f"{side}_{what[0]}") and not (family == "pci" and lk.get(f"{side}_vhost")):
                     host, _, nic = str(lk.get(side, "?")).partition(".")
                     raise TopologyError(
                         f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "

@@ -154,6 +154,12 @@ class PortKind:
         return []
 
     @classmethod
+    def local_refusal(cls, spec: TopologyBase) -> Optional[str]:
+        """Why ``spec`` cannot make this kind's ports on this machine without a testbed (None if
+        it can); ``Topology.check_spec`` asks it, so ``nfvperf validate`` and a run say the same."""
+        return None
+
+    @classmethod
     def numa_node(cls, spec: TopologyBase) -> Optional[int]:
         """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
         return None

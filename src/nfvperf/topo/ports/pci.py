@@ -53,6 +53,14 @@ class Pci(PortKind):
         return list(spec.pci)
 
     @classmethod
+    def local_refusal(cls, spec: TopologyBase) -> Optional[str]:
+        if not spec.pci:
+            return ("topology.pci: port_kind pci drives NICs by PCI address: give pci: [tg0, dut0, "
+                    "tg1, dut1], or run on a testbed that cables them (--testbed FILE; without "
+                    "NICs: testbeds/emulated-pci.yaml)")
+        return None
+
+    @classmethod
     def numa_node(cls, spec: TopologyBase) -> Optional[int]:
         pci = cls.pci_addresses(spec)
         return pci_numa_node(pci[0]) if pci else None
@@ -62,10 +70,9 @@ class Pci(PortKind):
         if getattr(topo, "testbed_links", None):
             return self.create_from_testbed(topo, int(topo.spec.ports), mtu)
         pci = self.pci_addresses(topo.spec)
-        if not pci:
-            raise TopologyError("topology.pci: port_kind pci drives NICs by PCI address: give "
-                                "pci: [tg0, dut0, tg1, dut1], or run on a testbed that cables "
-                                "them (--testbed FILE; without NICs: testbeds/emulated-pci.yaml)")
+        why = self.local_refusal(topo.spec)
+        if why:
+            raise TopologyError(why)
         if len(pci) % 2:
             raise TopologyError(f"port_kind pci needs generator/DUT address pairs, got {len(pci)}")
         new = [HostPort(len(topo.ports) + k // 2, "pci", tg_pci=pci[k], dut_pci=pci[k + 1], mtu=mtu)
