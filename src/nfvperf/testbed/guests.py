@@ -29,6 +29,7 @@ from nfvperf.vm.pci_guest import GUEST_TGEN, GuestPciHost, PciGuest
 from nfvperf.vm.qemu import QEMU
 
 from .spec import GUEST_DRIVER, HostSpec, TestbedSpec
+from .standin import TESTPMD, VhostStandIn
 
 __all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "GUEST_TGEN"]
 
@@ -82,6 +83,11 @@ def guest_problems(spec: TestbedSpec) -> list[str]:
     except FileNotFoundError as e:
         problems.append(f"hosts.{guests[0][0]}.guest: the guest runs this host's tgen, which is "
                         f"not built ({e}): make build")
+    cabled_here = [f"links.{i}" for i in range(len(spec.links)) if spec.host_cable(i)]
+    if cabled_here and shutil.which(TESTPMD) is None:
+        problems.append(f"{cabled_here[0]}: a guest's NIC cabled to this machine boots with "
+                        f"{TESTPMD} holding the vhost-user cable (QEMU waits for a backend): "
+                        "apt-get install dpdk")
     for name, h in guests:
         try:
             guest_image(name, h)
@@ -144,12 +150,19 @@ class TestbedGuests:
 
     def _sockets(self, name: str, hspec: HostSpec) -> list[Path]:
         """One cable per NIC of ``name``, in its NICs' order (spec: every guest NIC is linked)."""
+        return [self.cable(i) for i in self._links(name, hspec)]
+
+    def _links(self, name: str, hspec: HostSpec) -> list[int]:
         out = []
         for nic in hspec.nics:
             ref = f"{name}.{nic.name}"
-            i = next(k for k, lk in enumerate(self.spec.links) if ref in (lk.tester, lk.dut))
-            out.append(self.cable(i))
+            out.append(next(k for k, lk in enumerate(self.spec.links) if ref in (lk.tester, lk.dut)))
         return out
+
+    def cabled_here(self, name: str, hspec: HostSpec) -> bool:
+        """The guest's NICs are cabled to vhost NICs of this machine (vhost-user, QEMU the
+        server; the spec allows one way per guest), not to another guest's."""
+        return any(self.spec.host_cable(i) for i in self._links(name, hspec))
 
     def boot(self, say: Any = None) -> dict[str, GuestPciHost]:
         """Boot every guest, bind its NICs; returns the hosts.  Stops what it started on failure."""
@@ -157,17 +170,26 @@ class TestbedGuests:
         if problems:
             raise ValueError(f"testbed {self.spec.name}: " + "; ".join(problems))
         self.run.run_dir.mkdir(parents=True, exist_ok=True)
+        here: list[Path] = []                   # cables to this machine: vhost-user sockets
+        standin: Optional[VhostStandIn] = None
         try:
             for name, h in self.spec.guests():
                 g = h.guest
                 assert g is not None
                 cls = PciGuest.with_nics(g.nics)
+                local = self.cabled_here(name, h)
                 guest = cls(self.run, self.tracker, sockets=self._sockets(name, h), name=name,
                             vcpus=g.vcpus, memory_mb=g.memory_mb, guest_hugepages_mb=g.hugepages_mb,
                             image=guest_image(name, h), accel=g.accel,
-                            stream_server=h.role == "tester")
+                            stream_server=None if local else h.role == "tester")
                 self.guests[name] = guest
                 guest.start(wait=False)         # testers listen on the cables, DUTs plug in
+                if local:
+                    here += self._sockets(name, h)
+            if here:
+                # QEMU boots once each vhost-user NIC has a backend: a stand-in holds them until
+                # the guests are up, the run's DUT connects later (nfvperf.testbed.standin)
+                standin = VhostStandIn(self.run, self.tracker, here).start()
             for name, guest in self.guests.items():
                 guest.wait_ready()
                 addrs = [n.pci for n in self.spec.hosts[name].nics if n.pci]
@@ -178,6 +200,9 @@ class TestbedGuests:
         except BaseException:
             self.stop()
             raise
+        finally:
+            if standin is not None:
+                standin.stop()
         return self.hosts
 
     @property

@@ -366,6 +366,11 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
         numa = next((lk[f"{role}_numa"] for lk in links if lk[f"{role}_numa"] is not None), None)
         hints[role] = {"host": name, "isolated": cpu.isolated, "housekeeping": cpu.housekeeping,
                        "numa": numa}
+    for lk in links:
+        for side in ("tester", "dut"):
+            if lk[f"{side}_vhost"] and hosts.guests is not None:
+                # the cable's socket: QEMU serves it, the DPDK port here connects (client)
+                lk[f"{side}_vhost"] = str(hosts.guests.cable(lk["link"]))
     kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
                           "cpu_hints": hints, "preflight": False}
     tgen = spec.hosts[tname].tgen or (GUEST_TGEN if spec.hosts[tname].guest else None)
@@ -376,7 +381,9 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
 
 def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, Any]]:
     """The links between the tester ``tname`` and the DUT host ``dname``, in link order: each
-    end's kernel interface, PCI address and NUMA node, the tester NIC's speed."""
+    end's kernel interface, PCI address and NUMA node, the tester NIC's speed; ``<side>_vhost``:
+    the end is a vhost-user NIC of this machine cabled to a guest's NIC (True here, the cable's
+    socket path once the guests run: :func:`topology_kwargs`)."""
     links = []
     for i, lk in enumerate(spec.links):
         th, _, tn = lk.tester.partition(".")
@@ -387,7 +394,8 @@ def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, An
         dnic = next(n for n in spec.hosts[dh].nics if n.name == dn)
         links.append({"link": i, "tester": lk.tester, "dut": lk.dut, "tester_iface": tnic.iface,
                       "dut_iface": dnic.iface, "tester_pci": tnic.pci, "dut_pci": dnic.pci,
-                      "tester_numa": tnic.numa, "dut_numa": dnic.numa, "speed": str(tnic.speed)})
+                      "tester_numa": tnic.numa, "dut_numa": dnic.numa, "speed": str(tnic.speed),
+                      "tester_vhost": tnic.vhost, "dut_vhost": dnic.vhost})
     return links
 
 

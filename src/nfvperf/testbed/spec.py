@@ -109,11 +109,17 @@ class NicSpec(_Strict):
     numa: Optional[int] = Field(None, ge=0, le=63)
     speed: Union[str, float] = Field("10G", description="link speed, e.g. 10G, 25G, 100G")
     driver: Optional[str] = Field(None, description="driver to bind for DPDK, e.g. vfio-pci")
+    vhost: bool = Field(False, description="a vhost-user port on this machine (the local host), "
+                        "cabled to a guest's NIC: QEMU's NIC there, a DPDK vhost port here")
 
     @model_validator(mode="after")
     def _where(self) -> "NicSpec":
-        if not self.pci and not self.iface:
-            raise ValueError("give pci: (a DPDK port) or iface: (a kernel interface)")
+        if self.vhost and (self.pci or self.iface):
+            raise ValueError("vhost: true is a vhost-user socket nfvperf makes for the run: drop "
+                             "pci: / iface: from this NIC")
+        if not self.pci and not self.iface and not self.vhost:
+            raise ValueError("give pci: (a DPDK port), iface: (a kernel interface) or vhost: true "
+                             "(this machine's end of a cable to a guest's NIC)")
         if self.pci and not _PCI.match(self.pci):
             raise ValueError(f"pci: {self.pci!r} is not a PCI address like 0000:05:00.0")
         return self
@@ -176,6 +182,12 @@ class HostSpec(_Strict):
             self._guest_nics(self.guest)
         elif not self.local and not self.ssh:
             self.local = True
+        for i, n in enumerate(self.nics):
+            if n.vhost and not self.local:
+                raise ValueError(f"nics.{i}.vhost: a vhost-user NIC is this machine's end of a "
+                                 f"cable to a guest's NIC; this host is "
+                                 f"{'a guest' if self.guest else 'reached over SSH'}: give "
+                                 "vhost: true on the testbed's local host (local: true, no ssh:)")
         names = [n.name for n in self.nics]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -249,24 +261,59 @@ class TestbedSpec(_Strict):
             raise ValueError("; ".join(problems))
         return self
 
+    def nic(self, ref: str) -> Optional[NicSpec]:
+        """The NIC ``host.nic`` (None when there is none)."""
+        host, _, name = ref.partition(".")
+        h = self.hosts.get(host)
+        return next((n for n in h.nics if n.name == name), None) if h else None
+
+    def host_cable(self, i: int) -> bool:
+        """Link ``i`` cables a guest's NIC to a vhost-user NIC of this machine."""
+        lk = self.links[i]
+        return any((n := self.nic(r)) is not None and n.vhost for r in (lk.tester, lk.dut))
+
     def _guest_cabling(self) -> list[str]:
-        """A guest's NICs are cabled (QEMU stream sockets) to another guest's, every NIC once."""
+        """A guest's NICs are cabled (QEMU stream sockets) to another guest's, or (vhost-user) to
+        a vhost NIC of this machine's host entry; every NIC once."""
         problems = []
         used: dict[str, list[int]] = {}
         for i, link in enumerate(self.links):
             ends = [(side, getattr(link, side)) for side in ("tester", "dut")]
-            guests = [self.hosts[r.partition(".")[0]].guest is not None
-                      for _, r in ends if r.partition(".")[0] in self.hosts]
-            if len(guests) == 2 and guests[0] != guests[1]:
-                g = next(r for (_, r), isg in zip(ends, guests) if isg)
+            known = [(side, r) for side, r in ends if self.nic(r) is not None]
+            guests = [self.hosts[r.partition(".")[0]].guest is not None for _, r in known]
+            vhost = [self.nic(r).vhost for _, r in known]  # type: ignore[union-attr]
+            if len(known) == 2 and any(vhost):
+                side, r = next(e for e, v in zip(known, vhost) if v)
+                other = next(e for e, v in zip(known, vhost) if not v) if not all(vhost) else None
+                if other is None or not guests[known.index(other)]:
+                    problems.append(f"links.{i}: {r} is a vhost-user NIC of this machine, the end "
+                                    f"of a cable to a guest's NIC: cable it to a NIC of a guest: "
+                                    f"host")
+                elif side == "tester":
+                    problems.append(f"links.{i}: {r}: the tester's end on this machine cabled to "
+                                    f"a guest DUT is not supported (the guest boots before the "
+                                    f"generator here starts): make the guest the tester (tgen "
+                                    f"runs there on port_kind pci) and this machine the DUT host")
+            elif len(guests) == 2 and guests[0] != guests[1]:
+                g = next(r for (_, r), isg in zip(known, guests) if isg)
                 problems.append(f"links.{i}: {g} is a guest's NIC, cabled by QEMU to another "
-                                f"guest's only: make both ends guest: hosts, or cable a NIC of "
-                                f"a host with ssh:")
+                                f"guest's or to a vhost NIC of this machine (nics: - {{name: v0, "
+                                f"vhost: true}} on the local host) only: make both ends guest: "
+                                f"hosts, or cable a NIC of a host with ssh:")
             for _, r in ends:
                 used.setdefault(r, []).append(i)
         for name, h in self.hosts.items():
+            for n in h.nics:
+                if n.vhost and not used.get(f"{name}.{n.name}"):
+                    problems.append(f"hosts.{name}.nics.{n.name}: a vhost NIC is in no link: "
+                                    f"cable it to a guest's NIC or drop it")
             if h.guest is None:
                 continue
+            kinds = {self.host_cable(i) for n in h.nics for i in used.get(f"{name}.{n.name}", [])}
+            if len(kinds) > 1:
+                problems.append(f"hosts.{name}.guest: some NICs are cabled to guests, some to "
+                                f"this machine's vhost NICs; a guest's NICs are cabled one way: "
+                                f"all to guests or all to this machine")
             for n in h.nics:
                 idx = used.get(f"{name}.{n.name}", [])
                 if not idx:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from nfvperf.dut.base import PciNic, PortRef
+from nfvperf.dut.base import PciNic, PortRef, VhostBackend
 
 from ..errors import TopologyError
 from .base import HostPort, PortKind, register_port_kind
@@ -44,8 +44,17 @@ class Pci(PortKind):
         if len(links) < n:
             raise TopologyError(f"topology.ports: {n} ports, but the testbed cables only "
                                 f"{len(links)} tester-DUT link(s)")
-        new = [HostPort(len(topo.ports) + k, "pci", tg_pci=links[k]["tester_pci"],
-                        dut_pci=links[k]["dut_pci"], mtu=mtu) for k in range(n)]
+        new = []
+        for k in range(n):
+            i = len(topo.ports) + k
+            vhost = links[k].get("dut_vhost")
+            # a guest's NIC cabled to this machine: the DUT end is a vhost-user backend (net_vhost
+            # / dpdkvhostuserclient) on the cable QEMU serves (testbed nics: vhost: true)
+            sock = Path(vhost) if isinstance(vhost, str) else None
+            dut_mac = self.macs(topo.run.tag, i)[1] if sock else None
+            new.append(HostPort(i, "pci", tg_pci=links[k]["tester_pci"],
+                                dut_pci=links[k]["dut_pci"], mtu=mtu, socket=sock,
+                                dut_mac=dut_mac))
         return self._append(topo, new)
 
     @classmethod
@@ -83,4 +92,7 @@ class Pci(PortKind):
         return PortRef(f"tg{port.index}", PciNic(), pci=port.tg_pci, mtu=port.mtu)
 
     def dut_portref(self, port: HostPort) -> PortRef:
+        if port.dut_pci is None and port.socket is not None:
+            return PortRef(f"phy{port.index}", VhostBackend(client=True), socket=port.socket,
+                           mtu=port.mtu, mac=port.dut_mac)
         return PortRef(f"phy{port.index}", PciNic(), pci=port.dut_pci, mtu=port.mtu)
