@@ -90,3 +90,69 @@ def test_ssh_agent_cleanup_refuses_a_non_tag():
     cp = subprocess.run([sys.executable, str(AGENT), "cleanup", "sshd"], capture_output=True,
                         text=True, timeout=10)
     assert cp.returncode != 0 and "not a run tag" in cp.stderr
+
+
+class _EofFirstChannel:
+    """A paramiko Channel as :meth:`SshHost.run` uses it, whose command printed ``hello`` and
+    closed its output, and whose exit status (3, with ``oops`` on stderr) arrives ``late_s``
+    later, as sshd sends it once it has reaped the command."""
+
+    def __init__(self, late_s: float) -> None:
+        import threading
+        self.status_event = threading.Event()
+        self.closed = False
+        self.recv_calls = 0
+        self._out, self._err = [b"hello\n"], [b"oops\n"]
+        self._timer = threading.Timer(late_s, self.status_event.set)
+
+    def exec_command(self, line: str) -> None:
+        self._timer.start()
+
+    def shutdown_write(self) -> None:
+        pass
+
+    def settimeout(self, t: float) -> None:
+        self.timeout = t
+
+    def recv(self, n: int) -> bytes:
+        self.recv_calls += 1
+        return self._out.pop(0) if self._out else b""      # b"": EOF, at once, every time
+
+    def recv_ready(self) -> bool:
+        return bool(self._out)
+
+    def recv_stderr_ready(self) -> bool:
+        return bool(self._err)
+
+    def recv_stderr(self, n: int) -> bytes:
+        return self._err.pop(0)
+
+    def exit_status_ready(self) -> bool:
+        return self.status_event.is_set()
+
+    def recv_exit_status(self) -> int:
+        self.status_event.wait()
+        return 3
+
+    def close(self) -> None:
+        self.closed = True
+        self._timer.cancel()
+
+
+def test_ssh_run_waits_for_the_exit_status_after_eof_without_spinning(monkeypatch):
+    """After the output's end (recv() returns b"" at once from then on) run() waits on the
+    channel's status event: a loop on recv() there took the CPU and the GIL from paramiko's
+    reader thread, about 0.1-0.25 s per remote command on a 2-CPU host."""
+    class _Transport:
+        def is_active(self) -> bool:
+            return True
+
+    h = SshHost("dut1", SshSpec(address="192.0.2.7", host_key=ED))
+    chan = _EofFirstChannel(late_s=0.5)
+    monkeypatch.setattr(h, "_session", lambda timeout=None: chan)
+    monkeypatch.setattr(h, "transport", lambda: _Transport())
+    cp = h.run(["some", "command"], check=False, timeout=10)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (3, "hello\n", "oops\n")
+    # one recv for the output, then one per RECV_WAIT_S of waiting (0.5 s: 3 or 4), not thousands
+    assert chan.recv_calls <= 2 + 0.5 / SshHost.RECV_WAIT_S + 2, chan.recv_calls
+    assert chan.closed
