@@ -31,3 +31,113 @@ def test_iperf3_on_a_guest_testbed_says_guests_not_ssh():
     msg = remote_hosts_problem(spec, "iperf3")
     assert msg and "reached over SSH" not in msg, msg
     assert "host(s) tester, dut are QEMU guests nfvperf boots" in msg and "use --tg tgen" in msg
+
+
+# ------------------------------------------------------------------------------ the schema
+import pytest  # noqa: E402
+
+from nfvperf.testbed import TestbedError  # noqa: E402
+
+HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGV4YW1wbGU"
+
+
+def _bed(dut=None, tester=None, links=None):
+    return {"name": "emu-host",
+            "hosts": {"tester": tester or {"role": "tester", "guest": {"nics": 2}},
+                      "dut": dut or {"role": "dut", "local": True,
+                                     "nics": [{"name": "v0", "vhost": True},
+                                              {"name": "v1", "vhost": True}]}},
+            "links": links if links is not None else
+            [{"tester": f"tester.p{i}", "dut": f"dut.v{i}"} for i in (0, 1)]}
+
+
+def _refused(d) -> str:
+    with pytest.raises(TestbedError) as e:
+        validate_testbed(d)
+    return str(e.value)
+
+
+def test_the_shipped_host_cabled_testbed_validates():
+    from nfvperf.testbed.spec import load_testbed
+    spec = load_testbed(REPO / "testbeds" / "emulated-pci-host.yaml")
+    assert [spec.host_cable(i) for i in range(len(spec.links))] == [True, True]
+    assert spec.hosts["dut"].local and [n.vhost for n in spec.hosts["dut"].nics] == [True, True]
+    assert spec == validate_testbed(_bed() | {"name": "emulated-pci-host", "description":
+                                              spec.description})
+
+
+def test_vhost_nic_refusals_name_the_field_and_the_fix():
+    ssh = {"role": "dut", "ssh": {"address": "192.0.2.2", "host_key": HOST_KEY},
+           "nics": [{"name": "v0", "vhost": True}, {"name": "v1", "vhost": True}]}
+    msg = _refused(_bed(dut=ssh))
+    assert "hosts.dut" in msg and "nics.0.vhost" in msg and "reached over SSH" in msg, msg
+    assert "local: true" in msg, msg
+    # a vhost NIC on a guest host: its NICs are PCI devices
+    msg = _refused(_bed(tester={"role": "tester", "guest": {"nics": 2},
+                                "nics": [{"name": "p0", "vhost": True}]}))
+    assert "hosts.tester: nics.0.pci: a guest's NIC is a PCI device" in msg, msg
+    # vhost with an address
+    msg = _refused(_bed(dut={"role": "dut", "local": True,
+                             "nics": [{"name": "v0", "vhost": True, "pci": "0000:05:00.0"},
+                                      {"name": "v1", "vhost": True}]}))
+    assert "vhost: true is a vhost-user socket nfvperf makes" in msg and "drop pci:" in msg, msg
+    # a vhost NIC cabled to a NIC that is not a guest's
+    tester = {"role": "tester", "local": True, "nics": [{"name": "p0", "iface": "veth0"},
+                                                        {"name": "p1", "iface": "veth1"}]}
+    msg = _refused(_bed(tester=tester))
+    assert "links.0: dut.v0 is a vhost-user NIC of this machine" in msg, msg
+    assert "cable it to a NIC of a guest: host" in msg, msg
+    # a vhost NIC in no link
+    msg = _refused(_bed(dut={"role": "dut", "local": True,
+                             "nics": [{"name": "v0", "vhost": True}, {"name": "v1", "vhost": True},
+                                      {"name": "v2", "vhost": True}]}))
+    assert "hosts.dut.nics.v2: a vhost NIC is in no link" in msg, msg
+
+
+def test_tester_here_with_a_guest_dut_is_refused_as_not_supported():
+    d = {"name": "emu-rev", "hosts": {
+        "tester": {"role": "tester", "local": True,
+                   "nics": [{"name": "v0", "vhost": True}, {"name": "v1", "vhost": True}]},
+        "dut": {"role": "dut", "guest": {"nics": 2}}},
+        "links": [{"tester": f"tester.v{i}", "dut": f"dut.p{i}"} for i in (0, 1)]}
+    msg = _refused(d)
+    assert "links.0: tester.v0: the tester's end on this machine cabled to a guest DUT is not " \
+           "supported" in msg and "make the guest the tester" in msg, msg
+
+
+def test_a_guest_cabled_both_to_a_guest_and_here_is_refused():
+    d = {"name": "mixed", "hosts": {
+        "tester": {"role": "tester", "guest": {"nics": 2}},
+        "dut": {"role": "dut", "guest": {"nics": 1}},
+        "here": {"role": "dut", "local": True, "nics": [{"name": "v0", "vhost": True}]}},
+        "links": [{"tester": "tester.p0", "dut": "dut.p0"}, {"tester": "tester.p1", "dut": "here.v0"}]}
+    msg = _refused(d)
+    assert "hosts.tester.guest: some NICs are cabled to guests, some to this machine" in msg, msg
+
+
+# ------------------------------------------------------------------------------ the ports
+def test_pci_ports_of_a_host_cable_are_the_guest_nic_and_a_vhost_backend_here(tmp_path):
+    """p2p port_kind pci on the host-cabled testbed: tgen opens the guest's NIC (-a), the DUT a
+    net_vhost client on the cable's socket; validate's topology check passes it."""
+    from types import SimpleNamespace
+
+    from nfvperf.dut.base import VhostBackend
+    from nfvperf.host.run import RunContext
+    from nfvperf.testbed.hosts import cabled_links, suite_problems
+    from nfvperf.topo.ports import port_kind_class
+    from nfvperf.topo.spec import TopologySpec
+    spec = validate_testbed(_bed())
+    tspec = TopologySpec(kind="p2p", dut="testpmd", port_kind="pci")
+    assert not [p for p in suite_problems(spec, tspec) if "links" in p or "topology" in p]
+    links = cabled_links(spec, "tester", "dut")
+    assert [lk["dut_vhost"] for lk in links] == [True, True] and links[0]["dut_pci"] is None
+    for i, lk in enumerate(links):                 # what topology_kwargs puts once booted
+        lk["dut_vhost"] = str(tmp_path / f"cable{i}.sock")
+    run = RunContext(run_dir=tmp_path)
+    topo = SimpleNamespace(testbed_links=links, ports=[], spec=SimpleNamespace(ports=2), run=run)
+    ports = port_kind_class("pci")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
+    specs = [p.tg_port_spec(i) for i, p in enumerate(ports)]
+    assert [s.devargs for s in specs] == ["0000:00:04.0", "0000:00:05.0"]
+    refs = [p.dut_portref() for p in ports]
+    assert all(isinstance(r.end, VhostBackend) and r.end.client for r in refs), refs
+    assert refs[1].dpdk_devargs(1) == f"net_vhost1,iface={tmp_path / 'cable1.sock'},queues=1,client=1"
