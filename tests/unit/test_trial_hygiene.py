@@ -143,16 +143,17 @@ def _tgen_like(flows: int = 1, took_pps: float = 1e6):
 
 def test_the_calibration_trial_is_the_warmups_first_pass():
     """The calibration trial runs at the max load for 1 s, right where the warm-up would run
-    at that load for 1 s: it is the warm-up (stored once, phase ``calibration``, ``warmup:
-    true``), not followed by a second trial doing the same.  One flow per interface held back
-    to 1 Mfps still got every flow three times over: no second pass either."""
+    at that load for 1 s: it is the warm-up's first pass (stored once, phase ``warmup``,
+    ``calibration: true``), not followed by a second trial doing the same.  One flow per
+    interface held back to 1 Mfps still got every flow three times over: no second pass either."""
     m = _tgen_like(flows=1)
     rec = Recorder()
     r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0, max_load_pct=100.0), rec)
     phases = [c["phase"] for _, _, c in rec.trials]
-    assert phases[0] == "calibration" and "warmup" not in phases, phases
+    assert phases[0] == "warmup" and phases.count("warmup") == 1 and "calibration" not in phases, phases
     cal, first = rec.trials[0][1], rec.trials[0][2]
-    assert first["warmup"] is True and first["used"] is False
+    assert first["warmup"] is True and first["calibration"] is True and first["used"] is False
+    assert first["attempt"] == 1
     assert r.warmup["from_calibration"] is True and r.warmup["passes"] == 1
     assert r.warmup["duration_s"] == 1.0 and r.warmup["load_pps"] == pytest.approx(LINE_64)
     assert r.warmup["sent"] == cal.sent and r.warmup["loss_ratio"] == cal.loss_ratio
@@ -165,8 +166,9 @@ def test_the_calibration_trial_is_the_warmups_first_pass():
     rec = Recorder()
     r = run(m, m.profile, ThroughputParams(trial_duration_s=1.0), rec)
     phases = [c["phase"] for _, _, c in rec.trials]
-    assert phases[:2] == ["calibration", "warmup"] and phases.count("warmup") == 1, phases
-    assert rec.trials[1][2]["attempt"] == 2 and r.warmup["passes"] == 2 and r.warmup["from_calibration"]
+    assert phases[:2] == ["warmup", "warmup"] and phases.count("warmup") == r.warmup["passes"] == 2, phases
+    assert [c["attempt"] for _, _, c in rec.trials[:2]] == [1, 2] and r.warmup["from_calibration"]
+    assert rec.trials[0][2]["calibration"] is True and "calibration" not in rec.trials[1][2]
     assert rec.trials[1][1].load_pps == pytest.approx(0.9e6, rel=1e-3)
     assert rec.trials[1][1].duration_s == pytest.approx(3 * 1_000_000 / 0.9e6, rel=1e-3)
 
@@ -183,6 +185,7 @@ def test_a_warmup_the_calibration_cannot_be_gets_its_own_trial():
         r = run(m, m.profile, params, rec)
         phases = [c["phase"] for _, _, c in rec.trials]
         assert phases[0] == "calibration" and "warmup" not in rec.trials[0][2], (params, phases)
+        assert "calibration" not in rec.trials[1][2]
         assert phases[1] == "warmup" and "from_calibration" not in r.warmup, (params, phases)
         assert phases.count("warmup") == r.warmup["passes"] == 1, (params, phases)
 

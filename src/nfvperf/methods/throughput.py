@@ -170,12 +170,12 @@ def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams, w
 
     The trial is recorded (phase ``calibration``, never used for a decision): a search whose
     max load the generator cannot offer would see only invalid trials and fail, which tells the
-    user nothing about the DUT.  ``warms``: it is also the warm-up's first pass (recorded with
-    ``warmup: true``; see :func:`search`)."""
+    user nothing about the DUT.  ``warms``: it is also the warm-up's first pass, recorded as one
+    (phase ``warmup``, ``warmup: true``, attempt 1) with ``calibration: true`` (see :func:`search`)."""
     tr = runner.measurer.measure(calibration_duration(params), max_load)
     if runner.on_trial:
-        runner.on_trial(tr, dict(context, phase="calibration", attempt=1, used=False,
-                                 **({"warmup": True} if warms else {})))
+        ctx = (dict(phase="warmup", warmup=True, calibration=True) if warms else dict(phase="calibration"))
+        runner.on_trial(tr, dict(context, attempt=1, used=False, **ctx))
     achieved = generator_shortfall(tr)
     if achieved is None:
         return max_load, None, tr
