@@ -15,14 +15,18 @@ own ``/sys/bus/pci``.  Asserted:
   an address that is not a network device; each refused naming ``hosts.tester.nics.<nic>.pci``
   and the fix; then, bound to uio_pci_generic as ``testbed prepare`` binds them, ok.  The same
   for the single-host preflight's ``check_pci`` reading through the guest's host object;
-* a binary-search throughput over the path (1 s trials, low rates: TCG), and for every trial the
-  counts at both ends: per direction, what tgen sent on a PCI port is what the host DUT received
-  on that port's vhost-user socket, what tgen received is what the DUT transmitted towards it;
+* one trial over the path, counted at both ends: per direction, what tgen sent on a PCI port is
+  what the host DUT received on that port's vhost-user socket, what tgen received is what the
+  DUT transmitted towards it;
 * cleanup: tgen's socket and DPDK runtime directory gone in the guest; then no QEMU, no vhost or
   control sockets, no hugepage files of the run on the host (and the ``leak_check`` fixture's
   process/hugepage/DPDK-directory check by tag).
 
-A second test puts PCI at both ends the way a user does: ``nfvperf run pci-guests --testbed
+The throughput search over the same path runs the way a user does: ``nfvperf run pci-guests
+--testbed testbeds/emulated-pci-host.yaml`` (the tester guest's NICs cabled to this machine by
+vhost-user, the testpmd DUT here), per stored trial the counts at both ends, nothing left.
+
+Another test puts PCI at both ends the way a user does: ``nfvperf run pci-guests --testbed
 testbeds/emulated-pci.yaml``, whose two ``guest:`` hosts nfvperf boots (a tester guest and a DUT
 guest cabled NIC to NIC by QEMU), p2p built by ``nfvperf.topo`` with tgen in the tester and
 nfvperf's Testpmd DUT adapter on ``-a <pci>`` in the DUT guest; per stored trial tgen's port
@@ -34,6 +38,7 @@ here offers SR-IOV to a guest without an IOMMU); see docs/testbeds.md.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -102,8 +107,6 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     from nfvperf.dut.testpmd import Testpmd
     from nfvperf.host import hugepages as hp
     from nfvperf.host.preflight import check_pci
-    from nfvperf.methods import throughput
-    from nfvperf.search.validity import TrialRunner
     from nfvperf.testbed.hosts import TestbedHosts, topology_kwargs
     from nfvperf.tg.tgen import TgenMeasurer, TgenProcess
     from nfvperf.topo.ports import port_kind_class
@@ -191,33 +194,19 @@ def test_pci_path_on_emulated_nics(run_ctx, guest_image):
     assert [p["name"] for p in ports] == addrs and {p["driver"] for p in ports} == {"net_virtio"}
     assert all(p["link_up"] for p in ports), ports
 
-    trials = []
+    # one 1 s trial at 3 kfps per direction, counted at both ends (the throughput search over
+    # this path runs from the testbed file: test_guest_cabled_to_this_machine_from_the_cli)
     m = TgenMeasurer(tg, [(0, 1)], dut_counters=lambda: {"ports": dut.raw_port_stats()})
     m.set_profile(TrafficProfile(frame_size_b=64, bidirectional=True, learning=False,
                                  drain_s=0.5, link_speed_bps=10e9))
-    runner = TrialRunner(m, on_trial=lambda tr, ctx: trials.append((ctx["phase"], tr)))
-    # the throughput method's own search: a calibration trial at the max load (0.3 % of 10GE
-    # at 64 B, ~45 kpps per direction: more than tgen offers in a TCG guest, so the method caps
-    # it at what the generator achieved), then the binary search, 1 s trials, to 0.03 % of line rate (4.5 kfps)
-    params = throughput.ThroughputParams(trial_duration_s=1.0, resolution_pct=0.03,
-                                         max_load_pct=0.3, warmup=False)
-    res = throughput.search(runner, m.profile, params)
-    print(f"[pci] throughput (binary search, 1 s trials, TCG): {res.load_pps} fps per direction; "
-          f"notes {res.notes}; trials (phase load: sent/received): " + ", ".join(
-              f"{ph} {t.load_pps:.0f}: {t.sent}/{t.received}" for ph, t in trials))
-    # how many search trials depends on where the path starts to drop (speed): only that it ran
-    assert res.load_pps is not None and "search" in [ph for ph, _ in trials]
-    trials = [t for _, t in trials]
-    for t in trials:
-        d = t.dut_counters["ports"]                   # this trial's delta at the host end
-        by_dir = {(s.tx_port, s.rx_port): s for s in t.streams}
-        for (tx, rx), s in by_dir.items():
-            assert s.sent == d[tx]["rx_packets"], (t.load_pps, tx, s.sent, d)
-            assert s.received == d[rx]["tx_packets"], (t.load_pps, rx, s.received, d)
-            assert s.misrouted == 0 and s.duplicates == 0, s
-        assert t.sent == sum(s.sent for s in t.streams) > 0
-    assert any(t.valid and t.lost == 0 for t in trials), \
-        f"no trial passed even at the search's lowest load: {[t.invalid_reasons for t in trials]}"
+    t = m.measure(1.0, 3000)
+    print(f"[pci] one trial, 3 kfps per direction: sent {t.sent}, received {t.received}")
+    d = t.dut_counters["ports"]                       # this trial's delta at the host end
+    for s in t.streams:
+        assert s.sent == d[s.tx_port]["rx_packets"], (s.tx_port, s.sent, d)
+        assert s.received == d[s.rx_port]["tx_packets"], (s.rx_port, s.received, d)
+        assert s.misrouted == 0 and s.duplicates == 0, s
+    assert t.sent == sum(s.sent for s in t.streams) > 0
 
     # -- cleanup ------------------------------------------------------------------------------
     sock, prefix = tg.socket_path, tg.file_prefix
@@ -288,6 +277,61 @@ def test_pci_guests_testbed_run_from_the_cli(tmp_path, leak_check, guest_image):
             assert s["misrouted"] == 0 and s["duplicates"] == 0, s
     left = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img")]
     assert not left, f"left behind by the run (its run dir is under {tmp_path}): {left}"
+
+
+def test_guest_cabled_to_this_machine_from_the_cli(tmp_path, leak_check, guest_image):
+    """``nfvperf run pci-guests --testbed testbeds/emulated-pci-host.yaml --tg tgen``: nfvperf
+    boots the tester guest with its NICs on vhost-user sockets (a stand-in testpmd holds them
+    while it boots), binds them; tgen runs there on port_kind pci, the testpmd DUT on this
+    machine on a net_vhost client per cable.  Per stored trial and port: what tgen sent is what
+    the DUT here received on that cable, what tgen received is what the DUT sent.  Nothing of
+    the run is left (QEMU, the DUT and the stand-in, sockets, the initramfs copy, DPDK runtime
+    directories and hugepage files of its tag: leak_check)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cli_runs import REPO, export, run_suite
+
+    _need()
+    testbed = str(REPO / "testbeds" / "emulated-pci-host.yaml")
+    t0 = time.monotonic()
+    p, run_id, db = run_suite(REPO / "suites" / "pci-guests.yaml", tmp_path, leak_check,
+                              "--testbed", testbed, timeout=600)
+    print(f"\n[pci-host] nfvperf run took {time.monotonic() - t0:.1f} s:\n" + p.stdout[-1200:]
+          + p.stderr[-1200:])
+    out = p.stdout + p.stderr
+    assert "guest tester up" in out and "bound to uio_pci_generic" in out, out
+    assert "generator on vm:tester, DUT on local" in out, out
+    exp = export(run_id, db)
+    env = exp["run"]["environment"]
+    assert env["testbed_hosts"]["roles"]["generator"] == "vm:tester"
+    pre = {(r["host"], r["check"]): r["status"] for r in env["testbed_hosts"]["preflight"]}
+    assert pre[("tester", "pci:p0")] == pre[("tester", "pci:p1")] == "ok", pre
+    assert pre[("dut", "binary:dpdk-testpmd")] == "ok", pre
+    topo = env["topologies"][0]["environment"]
+    dut_argv, tg_argv = " ".join(topo["dut"]["argv"]), " ".join(topo["tgen"]["argv"])
+    assert "-a 0000:00:04.0 -a 0000:00:05.0" in tg_argv and "--no-pci" not in tg_argv, tg_argv
+    for i in (0, 1):                    # the DUT here: a vhost-user client on each cable
+        assert f"net_vhost{i},iface=" in dut_argv and f"cable{i}.sock" in dut_argv, dut_argv
+    assert "client=1" in dut_argv, dut_argv
+    (test,) = exp["tests"]
+    assert test["status"] == "passed" and test["results"], (test["status"], test["reason"])
+    trials = test["trials"]
+    assert trials, "no trial stored"
+    for tr in trials:
+        d = tr["detail"]
+        duts, tgc = d["dut_counters"]["ports"], d["tg_counters"]
+        assert tr["sent"] > 0
+        for i in (0, 1):
+            st = tgc[f"port{i}"]["stats"]
+            assert st["opackets"] == duts[f"phy{i}"]["rx_packets"], (tr["load_pps"], i, st, duts)
+            assert st["ipackets"] == duts[f"phy{i}"]["tx_packets"], (tr["load_pps"], i, st, duts)
+        for s in d["streams"]:
+            assert s["misrouted"] == 0 and s["duplicates"] == 0, s
+    left = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img")]
+    assert not left, f"left behind by the run (its run dir is under {tmp_path}): {left}"
+    tag = re.search(r"run \d+ \((nfv[0-9a-f]{6})\)", out).group(1)  # type: ignore[union-attr]
+    assert (tmp_path / "out" / "runs" / tag / "vhost-standin.log").is_file(), "no stand-in ran"
+    assert not Path(f"/var/run/dpdk/{tag}-standin").exists(), "the stand-in's DPDK dir is left"
 
 
 @pytest.mark.skip(reason=NEEDS_HARDWARE)
