@@ -141,3 +141,22 @@ def test_pci_ports_of_a_host_cable_are_the_guest_nic_and_a_vhost_backend_here(tm
     refs = [p.dut_portref() for p in ports]
     assert all(isinstance(r.end, VhostBackend) and r.end.client for r in refs), refs
     assert refs[1].dpdk_devargs(1) == f"net_vhost1,iface={tmp_path / 'cable1.sock'},queues=1,client=1"
+
+
+def test_validate_and_run_refuse_a_vhost_cable_to_another_machine(tmp_path, capsys):
+    """The cable's vhost end on a host reached over SSH: ``validate --testbed`` and ``run
+    --testbed`` exit 2 naming hosts.dut nics.0.vhost and the fix, no store written."""
+    import yaml
+
+    from nfvperf.cli import main
+    bed = tmp_path / "bed.yaml"
+    bed.write_text(yaml.safe_dump(_bed(dut={
+        "role": "dut", "ssh": {"address": "192.0.2.2", "host_key": HOST_KEY},
+        "nics": [{"name": "v0", "vhost": True}, {"name": "v1", "vhost": True}]})))
+    assert main(["validate", "pci-guests", "--testbed", str(bed)]) == 2
+    err = capsys.readouterr().err
+    assert "hosts.dut: nics.0.vhost" in err and "give vhost: true on the testbed's local host" in err
+    db = tmp_path / "s.db"
+    assert main(["run", "pci-guests", "--testbed", str(bed), "--tg", "tgen", "--db",
+                 f"sqlite:///{db}", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "nics.0.vhost" in capsys.readouterr().err and not db.exists()
