@@ -37,6 +37,10 @@ another guest's (QEMU connects them), the tester's listening::
     links:
       - {tester: tester.p0, dut: dut.p0}
       - {tester: tester.p1, dut: dut.p1}
+
+Or to this machine: a NIC ``{name: v0, vhost: true}`` of the local host is a vhost-user socket
+QEMU serves for the guest's NIC and a DPDK port here (the DUT) connects to; the guest is then
+the tester (tgen on ``port_kind: pci``) and this machine the DUT host.
 """
 from __future__ import annotations
 
