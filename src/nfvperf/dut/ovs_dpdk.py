@@ -448,6 +448,10 @@ class OvsDpdk(DutAdapter):
         self.ctl = d / "ovs-vswitchd.ctl"
         self.db_ctl = d / "ovsdb-server.ctl"
         self.ovs_ports: dict[str, OvsPort] = {}
+        #: dpdkvhostuserclient ports added without their socket path, connected by
+        #: :meth:`connect_vhost` (see :meth:`defer_vhost_connect`): name -> socket
+        self.deferred_vhost: dict[str, str] = {}
+        self._defer_vhost: set[str] = set()
         #: bonds made by add_bond(): {name: {"bridge", "members", "mode", "lacp", "other_config"}}
         self.bonds: dict[str, dict[str, Any]] = {}
         self.bridges: list[str] = []
@@ -836,7 +840,7 @@ class OvsDpdk(DutAdapter):
         for port, ofport, index in members:
             kind, kw = self._portref_iface(port, index)
             opts = self._iface_options(kind, kw.get("devargs"), kw.get("sock"), None)
-            args += self._iface_args(port.name, kind, opts, ofport, port.mtu)
+            args += self._iface_args(port.name, kind, self._set_now(port.name, opts), ofport, port.mtu)
             ifaces.append(OvsPort(port.name, kind, bridge, options=opts,
                                   mtu=port.mtu if kind in MTU_KINDS else None))
         args += ["--", "set", "Port", name, f"bond_mode={mode}", f"lacp={lacp}"]
@@ -907,12 +911,40 @@ class OvsDpdk(DutAdapter):
         ``local_ip``...
         """
         opts = self._iface_options(kind, devargs, sock, options)
-        args = ["--may-exist", "add-port", bridge, name, *self._iface_args(name, kind, opts, ofport, mtu)]
+        args = ["--may-exist", "add-port", bridge, name,
+                *self._iface_args(name, kind, self._set_now(name, opts), ofport, mtu)]
         self.vsctl(*args)
         port = OvsPort(name, kind, bridge, options=opts, mtu=mtu if kind in MTU_KINDS else None)
         port.ofport = self._ofport(name)
         self.ovs_ports[name] = port
         return port.ofport
+
+    def defer_vhost_connect(self, names: Sequence[str]) -> None:
+        """Add the dpdkvhostuserclient ports ``names`` without their socket path, to be given by
+        :meth:`connect_vhost` once their server listens.
+
+        A vhost-user server that is a DPDK virtio-user port (``server=1``: tgen) opens its sockets
+        one at a time, each blocking until its client connects; OVS retries a socket that was not
+        there when the port was added only once a second (DPDK's vhost reconnect thread), so a
+        generator with N such ports took about N seconds to start.  With the path given as each
+        socket appears, OVS connects at once.  Only the first start defers: a restart adds the
+        ports with their paths (the generator's sockets are there by then)."""
+        self._defer_vhost = set(names)
+
+    def _set_now(self, name: str, opts: dict[str, str]) -> dict[str, str]:
+        """The Interface options to set when the port is added: without ``vhost-server-path``
+        for a deferred port (kept in :attr:`deferred_vhost`)."""
+        if name not in self._defer_vhost or "vhost-server-path" not in opts:
+            return opts
+        self._defer_vhost.discard(name)
+        self.deferred_vhost[name] = opts["vhost-server-path"]
+        return {k: v for k, v in opts.items() if k != "vhost-server-path"}
+
+    def connect_vhost(self, name: str) -> None:
+        """Give a deferred port its socket path: OVS registers the vhost-user client and
+        connects to the socket at once."""
+        sock = self.deferred_vhost.pop(name)
+        self.vsctl("set", "Interface", name, f'options:vhost-server-path="{sock}"')
 
     def _iface_options(self, kind: str, devargs: Optional[str], sock: Optional[str],
                        options: Optional[dict[str, Any]]) -> dict[str, str]:

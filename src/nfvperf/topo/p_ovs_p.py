@@ -10,8 +10,11 @@ The same building blocks serve pvp / pvvp / vxlan (``OvsTopology``).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import ipaddress
+import os
+import threading
 import time
 from typing import Any, ClassVar, Optional, Sequence
 
@@ -104,6 +107,10 @@ class OvsTopology(Topology):
                                             "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
         dut: Any = self.make_dut(self.spec.dut, netns=self.dut_netns)     # OvsDpdk
+        gen_vhost = [p.dut_portref().name for p in self.ports if isinstance(p.dut_portref().end, VhostBackend)]
+        if gen_vhost and self.want_tgen and not self.dut_host.remote and hasattr(dut, "defer_vhost_connect"):
+            # OVS gets each generator socket's path once tgen listens on it (start_tgen)
+            dut.defer_vhost_connect(gen_vhost)
         # the rule set for the current spec, which an in-place ovs.rules change installs
         dut.forwarding = self.forwarding_flows
         if attach_phys:
@@ -132,6 +139,43 @@ class OvsTopology(Topology):
         vnf.start()
         self.vnfs.append(vnf)
         return idx[0], idx[1]
+
+    def start_tgen(self) -> None:
+        """Start the generator; with OVS's generator-facing vhost-user ports deferred
+        (:meth:`OvsDpdk.defer_vhost_connect`), give OVS each socket's path as soon as tgen listens
+        on it, while tgen starts (it opens its sockets one by one, each waiting for OVS)."""
+        dut: Any = self.dut
+        pending = dict(getattr(dut, "deferred_vhost", None) or {})
+        if not pending:
+            super().start_tgen()
+            return
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def connect() -> None:
+            try:
+                while pending and not done.is_set():
+                    for name, sock in list(pending.items()):
+                        if os.path.exists(sock):
+                            dut.connect_vhost(name)
+                            del pending[name]
+                    done.wait(0.01)
+            except BaseException as e:  # noqa: BLE001 - raised in the starting thread
+                errors.append(e)
+
+        t = threading.Thread(target=connect, name=f"vhost-connect-{self.run.tag}", daemon=True)
+        t.start()
+        try:
+            super().start_tgen()
+        finally:
+            done.set()
+            t.join(30.0)
+            for name in list(pending):      # tgen failed or the thread stopped: give the rest
+                if name in dut.deferred_vhost:
+                    with contextlib.suppress(Exception):
+                        dut.connect_vhost(name)
+        if errors:
+            raise errors[0]
 
     def wait_vnfs_ready(self, dut: Any) -> None:
         """VM VNFs boot after OVS connected to them; then every vhost port must come up."""
