@@ -137,10 +137,10 @@ def test_seed003_bonding_case_runs_with_vhost_quick(tmp_path, leak_check) -> Non
     suite["traffic"]["frame_sizes"] = [9000]
     # one NUMA socket and a few GB of hugepages here: the suite's header says to give one value
     suite["topology"]["ovs"]["socket_mem"] = "1024"
-    # a coarse search (4 trials, not 6) without the generator calibration trial (tgen offers
-    # 9000 B at line rate): the passing trial's spread is what is asserted, not the rate
-    test["resolution_pct"] = 25
-    test["calibrate"] = False
+    # a coarser search (4-5 trials, not 6): the passing trial's spread is what is asserted, not
+    # the rate.  The generator calibration stays: on a loaded host tgen falls short of 9000 B
+    # line rate, and a search above what it can send finds no zero-loss rate
+    test["resolution_pct"] = 10
     path = tmp_path / "seed003-bond.yaml"
     path.write_text(yaml.safe_dump(suite))
     _, run_id, db = run_suite(path, tmp_path, leak_check, "--port-kind", "vhost", "--quick",
