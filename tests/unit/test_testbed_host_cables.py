@@ -160,3 +160,19 @@ def test_validate_and_run_refuse_a_vhost_cable_to_another_machine(tmp_path, caps
     assert main(["run", "pci-guests", "--testbed", str(bed), "--tg", "tgen", "--db",
                  f"sqlite:///{db}", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "nics.0.vhost" in capsys.readouterr().err and not db.exists()
+
+
+def test_standin_holds_each_cable_without_hugepages(tmp_path):
+    """The stand-in while a host-cabled guest boots: one net_vhost client per cable, no
+    hugepages, no shared config, interactive (idle), its DPDK prefix carrying the run's tag."""
+    from nfvperf.host.run import ResourceTracker, RunContext
+    from nfvperf.testbed.standin import VhostStandIn
+    run = RunContext(run_dir=tmp_path)
+    s = VhostStandIn(run, ResourceTracker(run), [tmp_path / "cable0.sock", tmp_path / "cable1.sock"])
+    a = s.argv()
+    assert a[0].endswith("dpdk-testpmd") and "--no-huge" in a and "--no-shconf" in a
+    assert f"--file-prefix={run.tag}-standin" in a and "--no-pci" in a
+    vdevs = [a[i + 1] for i, x in enumerate(a) if x == "--vdev"]
+    assert vdevs == [f"net_vhost0,iface={tmp_path / 'cable0.sock'},client=1",
+                     f"net_vhost1,iface={tmp_path / 'cable1.sock'},client=1"]
+    assert a[a.index("--") + 1] == "-i"

@@ -190,8 +190,14 @@ class TestbedGuests:
                 # QEMU boots once each vhost-user NIC has a backend: a stand-in holds them until
                 # the guests are up, the run's DUT connects later (nfvperf.testbed.standin)
                 standin = VhostStandIn(self.run, self.tracker, here).start()
+                standin.wait_connected()
             for name, guest in self.guests.items():
-                guest.wait_ready()
+                try:
+                    guest.wait_ready()
+                except Exception as e:
+                    if standin is not None:
+                        standin.check()     # a guest waiting for a stand-in that died: say so
+                    raise e
                 addrs = [n.pci for n in self.spec.hosts[name].nics if n.pci]
                 guest.bind(addrs, GUEST_DRIVER)  # what `nfvperf testbed prepare` does on a server
                 if say:

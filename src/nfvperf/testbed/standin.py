@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -51,6 +52,29 @@ class VhostStandIn:
         self.tracker.add("dir", str(DPDK_RUN / self.prefix), self._remove_dir)
         self.proc.start()
         return self
+
+    def wait_connected(self, timeout: float = 60.0) -> None:
+        """Wait until every cable has its vhost-user connection (DPDK logs ``new device`` per
+        socket); raise naming the log when the stand-in exits or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        assert self.proc is not None
+        while True:
+            self.check()
+            text = ""
+            with contextlib.suppress(OSError):
+                text = self.proc.log_path.read_text(errors="replace")
+            if all(f"({s}) new device" in text for s in self.sockets):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the vhost-user stand-in did not connect to every cable within "
+                                   f"{timeout:.0f} s (QEMU serves them); log {self.proc.log_path}:"
+                                   f"\n{self.proc.log_tail()}")
+            time.sleep(0.2)
+
+    def check(self) -> None:
+        """Raise (naming its log) when the stand-in exited: the guest then never boots."""
+        if self.proc is not None:
+            self.proc.check()
 
     def _remove_dir(self) -> None:
         with contextlib.suppress(OSError):
