@@ -928,8 +928,9 @@ class OvsDpdk(DutAdapter):
         there when the port was added only once a second (DPDK's vhost reconnect thread), so a
         generator with N such ports took about N seconds to start.  With the path given as each
         socket appears, OVS connects at once.  Only the first start defers: a restart adds the
-        ports with their paths (the generator's sockets are there by then)."""
-        self._defer_vhost = set(names)
+        ports with their paths (the generator's sockets are there by then).  The same for a
+        VNF's sockets (testpmd's virtio-user, ``server=1``)."""
+        self._defer_vhost |= set(names)
 
     def _set_now(self, name: str, opts: dict[str, str]) -> dict[str, str]:
         """The Interface options to set when the port is added: without ``vhost-server-path``

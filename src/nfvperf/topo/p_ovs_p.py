@@ -108,7 +108,7 @@ class OvsTopology(Topology):
         self.add_ports_from_spec(dut_netns=self.dut_netns)
         dut: Any = self.make_dut(self.spec.dut, netns=self.dut_netns)     # OvsDpdk
         gen_vhost = [p.dut_portref().name for p in self.ports if isinstance(p.dut_portref().end, VhostBackend)]
-        if gen_vhost and self.want_tgen and not self.dut_host.remote and hasattr(dut, "defer_vhost_connect"):
+        if gen_vhost and self.want_tgen and self.defers_vhost(dut):
             # OVS gets each generator socket's path once tgen listens on it (start_tgen)
             dut.defer_vhost_connect(gen_vhost)
         # the rule set for the current spec, which an in-place ovs.rules change installs
@@ -124,10 +124,13 @@ class OvsTopology(Topology):
         which boots once OVS has connected: see :meth:`wait_vnfs_ready`).  Returns the two port
         indices."""
         socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
+        names = [f"{name}-vhu{k}" for k in range(2)]
+        if self.defers_vhost(dut):
+            # OVS gets each socket's path as the VNF listens on it (below, while it starts)
+            dut.defer_vhost_connect(names)
         # OVS first: virtio-user in server mode waits for its client while it starts
-        idx = [dut.add_port(PortRef(f"{name}-vhu{k}", VhostFrontend(), socket=s,
-                                    mtu=self.spec_mtu()))
-               for k, s in enumerate(socks)]
+        idx = [dut.add_port(PortRef(n, VhostFrontend(), socket=s, mtu=self.spec_mtu()))
+               for n, s in zip(names, socks)]
         # the VNF reads its own options from the spec (a container testpmd: virtqueues of
         # testpmd.vnf_queue_size, default 1024, DPDK's own is 256: a VNF on a shared CPU is
         # descheduled for milliseconds, the vring is what OVS queues meanwhile)
@@ -136,18 +139,30 @@ class OvsTopology(Topology):
         where: dict[str, Any] = {"host": self.dut_host} if self.dut_host.remote else {}
         vnf = self.vnf_class(self.spec)(self.run, self.tracker, sockets=socks, server=True,
                                         name=name, plan=self.plan, spec=self.spec, **where)
-        vnf.start()
+        self.connect_vhost_while(dut, names, vnf.start)
         self.vnfs.append(vnf)
         return idx[0], idx[1]
+
+    def defers_vhost(self, dut: Any) -> bool:
+        """Whether OVS's vhost-user ports get their socket path once their server listens
+        (:meth:`OvsDpdk.defer_vhost_connect`): an OVS-DPDK adapter on this host."""
+        return not self.dut_host.remote and hasattr(dut, "defer_vhost_connect")
 
     def start_tgen(self) -> None:
         """Start the generator; with OVS's generator-facing vhost-user ports deferred
         (:meth:`OvsDpdk.defer_vhost_connect`), give OVS each socket's path as soon as tgen listens
         on it, while tgen starts (it opens its sockets one by one, each waiting for OVS)."""
         dut: Any = self.dut
-        pending = dict(getattr(dut, "deferred_vhost", None) or {})
+        self.connect_vhost_while(dut, list(getattr(dut, "deferred_vhost", None) or {}), super().start_tgen)
+
+    def connect_vhost_while(self, dut: Any, names: Sequence[str], start: Any) -> None:
+        """Run ``start()`` (a vhost-user server starting: tgen, a VNF) while giving OVS the path
+        of each deferred port of ``names`` as its socket appears; what is still deferred when
+        ``start()`` ends gets its path then."""
+        deferred = getattr(dut, "deferred_vhost", None) or {}
+        pending = {n: deferred[n] for n in names if n in deferred}
         if not pending:
-            super().start_tgen()
+            start()
             return
         done = threading.Event()
         errors: list[BaseException] = []
@@ -166,7 +181,7 @@ class OvsTopology(Topology):
         t = threading.Thread(target=connect, name=f"vhost-connect-{self.run.tag}", daemon=True)
         t.start()
         try:
-            super().start_tgen()
+            start()
         finally:
             done.set()
             t.join(30.0)
