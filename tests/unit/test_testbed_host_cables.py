@@ -94,15 +94,33 @@ def test_vhost_nic_refusals_name_the_field_and_the_fix():
     assert "hosts.dut.nics.v2: a vhost NIC is in no link" in msg, msg
 
 
-def test_tester_here_with_a_guest_dut_is_refused_as_not_supported():
-    d = {"name": "emu-rev", "hosts": {
-        "tester": {"role": "tester", "local": True,
-                   "nics": [{"name": "v0", "vhost": True}, {"name": "v1", "vhost": True}]},
-        "dut": {"role": "dut", "guest": {"nics": 2}}},
-        "links": [{"tester": f"tester.v{i}", "dut": f"dut.p{i}"} for i in (0, 1)]}
-    msg = _refused(d)
-    assert "links.0: tester.v0: the tester's end on this machine cabled to a guest DUT is not " \
-           "supported" in msg and "make the guest the tester" in msg, msg
+def test_tester_here_with_a_guest_dut_gives_tgen_a_vhost_backend(tmp_path):
+    """The other direction (testbeds/emulated-pci-dut.yaml): tgen here on a net_vhost client per
+    cable, the DUT in the guest on its PCI NICs."""
+    from types import SimpleNamespace
+
+    from nfvperf.dut.base import PciNic
+    from nfvperf.host.run import RunContext
+    from nfvperf.testbed.hosts import cabled_links, suite_problems
+    from nfvperf.testbed.spec import load_testbed
+    from nfvperf.topo.ports import port_kind_class
+    from nfvperf.topo.spec import TopologySpec
+    spec = load_testbed(REPO / "testbeds" / "emulated-pci-dut.yaml")
+    assert spec.hosts["tester"].local and spec.hosts["dut"].guest is not None
+    tspec = TopologySpec(kind="p2p", dut="testpmd", port_kind="pci")
+    assert not [p for p in suite_problems(spec, tspec) if "links" in p or "topology" in p]
+    links = cabled_links(spec, "tester", "dut")
+    for i, lk in enumerate(links):
+        assert lk["tester_vhost"] is True and lk["tester_pci"] is None
+        lk["tester_vhost"] = str(tmp_path / f"cable{i}.sock")
+    topo = SimpleNamespace(testbed_links=links, ports=[], spec=SimpleNamespace(ports=2),
+                           run=RunContext(run_dir=tmp_path))
+    ports = port_kind_class("pci")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
+    assert [p.tg_port_spec(i).devargs for i, p in enumerate(ports)] == [
+        f"net_vhost{i},iface={tmp_path / f'cable{i}.sock'},queues=1,client=1" for i in (0, 1)]
+    refs = [p.dut_portref() for p in ports]
+    assert all(isinstance(r.end, PciNic) for r in refs)
+    assert [r.pci for r in refs] == ["0000:00:04.0", "0000:00:05.0"]
 
 
 def test_a_guest_cabled_both_to_a_guest_and_here_is_refused():

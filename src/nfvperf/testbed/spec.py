@@ -39,8 +39,8 @@ another guest's (QEMU connects them), the tester's listening::
       - {tester: tester.p1, dut: dut.p1}
 
 Or to this machine: a NIC ``{name: v0, vhost: true}`` of the local host is a vhost-user socket
-QEMU serves for the guest's NIC and a DPDK port here (the DUT) connects to; the guest is then
-the tester (tgen on ``port_kind: pci``) and this machine the DUT host.
+QEMU serves for the guest's NIC and a DPDK port here connects to: the DUT here with tgen in the
+guest on ``port_kind: pci``, or tgen here with the DUT in the guest.
 """
 from __future__ import annotations
 
@@ -287,17 +287,12 @@ class TestbedSpec(_Strict):
             guests = [self.hosts[r.partition(".")[0]].guest is not None for _, r in known]
             vhost = [self.nic(r).vhost for _, r in known]  # type: ignore[union-attr]
             if len(known) == 2 and any(vhost):
-                side, r = next(e for e, v in zip(known, vhost) if v)
+                _, r = next(e for e, v in zip(known, vhost) if v)
                 other = next(e for e, v in zip(known, vhost) if not v) if not all(vhost) else None
                 if other is None or not guests[known.index(other)]:
                     problems.append(f"links.{i}: {r} is a vhost-user NIC of this machine, the end "
                                     f"of a cable to a guest's NIC: cable it to a NIC of a guest: "
                                     f"host")
-                elif side == "tester":
-                    problems.append(f"links.{i}: {r}: the tester's end on this machine cabled to "
-                                    f"a guest DUT is not supported (the guest boots before the "
-                                    f"generator here starts): make the guest the tester (tgen "
-                                    f"runs there on port_kind pci) and this machine the DUT host")
             elif len(guests) == 2 and guests[0] != guests[1]:
                 g = next(r for (_, r), isg in zip(known, guests) if isg)
                 problems.append(f"links.{i}: {g} is a guest's NIC, cabled by QEMU to another "

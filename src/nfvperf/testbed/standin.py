@@ -2,13 +2,13 @@
 (issue 19 item 4, testbed ``nics: [{vhost: true}]``).
 
 QEMU starts a guest only once every vhost-user NIC has a backend connected (it waits at the
-netdev's set-up), but the backend here is the run's DUT, which the topology starts after the
-guest is up (its preflight and CPU plan are read from the booted guest).  So while the guest
+netdev's set-up), but the backend here is the run's DUT or generator, which the topology starts
+after the guest is up (its preflight and CPU plan are read from the booted guest).  So while the guest
 boots, a ``dpdk-testpmd`` with a ``net_vhost`` client port per cable (no hugepages, no shared
 config, interactive and idle: it only answers the vhost-user handshake) holds the cables; it is
 stopped once the guest is up, QEMU listens again, and the DUT's own ``net_vhost`` client ports
-(or OVS's ``dpdkvhostuserclient``) connect as the backend after a vhost-user restart.  Same PMD,
-same features, so what the guest was offered at boot is what the DUT negotiates.
+(or OVS's ``dpdkvhostuserclient``, or tgen's ``net_vhost`` ports when the guest is the DUT)
+connect as the backend after a vhost-user restart.
 """
 from __future__ import annotations
 

@@ -31,6 +31,9 @@ class Pci(PortKind):
     order = 40
     max_mtu = 9600          # the NIC's own limit applies (checked by its PMD at start)
     tgen_hugepages = True
+    #: wait for the generator's links before the first trial: a NIC's link comes up after its
+    #: port starts, and a vhost-user cable to a guest's NIC once the guest's end is driven
+    wait_link = True
 
     @classmethod
     def port_count(cls, spec: TopologyBase) -> int:
@@ -47,14 +50,16 @@ class Pci(PortKind):
         new = []
         for k in range(n):
             i = len(topo.ports) + k
-            vhost = links[k].get("dut_vhost")
-            # a guest's NIC cabled to this machine: the DUT end is a vhost-user backend (net_vhost
-            # / dpdkvhostuserclient) on the cable QEMU serves (testbed nics: vhost: true)
+            vhost = links[k].get("dut_vhost") or links[k].get("tester_vhost")
+            # a guest's NIC cabled to this machine: this machine's end (the DUT's, or tgen's) is
+            # a vhost-user backend (net_vhost client, OVS dpdkvhostuserclient) on the cable QEMU
+            # serves (testbed nics: vhost: true)
             sock = Path(vhost) if isinstance(vhost, str) else None
-            dut_mac = self.macs(topo.run.tag, i)[1] if sock else None
+            tg_mac, dut_mac = self.macs(topo.run.tag, i) if sock else (None, None)
             new.append(HostPort(i, "pci", tg_pci=links[k]["tester_pci"],
                                 dut_pci=links[k]["dut_pci"], mtu=mtu, socket=sock,
-                                dut_mac=dut_mac))
+                                tg_mac=tg_mac if links[k]["tester_pci"] is None else None,
+                                dut_mac=dut_mac if links[k]["dut_pci"] is None else None))
         return self._append(topo, new)
 
     @classmethod
@@ -89,6 +94,9 @@ class Pci(PortKind):
         return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
+        if port.tg_pci is None and port.socket is not None:
+            return PortRef(f"tg{port.index}", VhostBackend(client=True), socket=port.socket,
+                           mtu=port.mtu, mac=port.tg_mac)
         return PortRef(f"tg{port.index}", PciNic(), pci=port.tg_pci, mtu=port.mtu)
 
     def dut_portref(self, port: HostPort) -> PortRef:
