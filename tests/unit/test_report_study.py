@@ -285,6 +285,24 @@ def test_plot_files_html_and_markdown(store, tmp_path) -> None:
     assert "| **VM accelerator** | no VM in this run |" in md
 
 
+def test_plot_files_are_drawn_one_at_a_time(store, tmp_path, monkeypatch) -> None:
+    """Each figure is saved and closed before the next is drawn: seed 000's 40+ studies had every
+    figure open at once (matplotlib's 'More than 20 figures have been opened' warning, and the
+    memory of them all) before the first was written."""
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from nfvperf.report.plots import write_plot_files
+    plt.close("all")
+    run = store.load_run(_rules_study(store))
+    open_at_save: list[int] = []
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda self, *a, **k: (open_at_save.append(len(plt.get_fignums())), real(self, *a, **k))[1])
+    files = write_plot_files(run, tmp_path / "plots")
+    assert len(files) == 4 and open_at_save and max(open_at_save) == 1, open_at_save
+    assert plt.get_fignums() == []
+
+
 def test_report_cli_markdown_and_plots(store, tmp_path, capsys) -> None:
     from nfvperf.cli import main
     rid = _rules_study(store)

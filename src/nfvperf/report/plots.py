@@ -5,7 +5,7 @@ import base64
 import io
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import matplotlib
 
@@ -277,21 +277,21 @@ def study_figure(rep: Any, metric: Any) -> Any:
     return fig
 
 
-def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str, Any]]:
+def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> Iterator[tuple[str, str, Any]]:
     """(title, file stem, figure) for every study of the run: its first metric (the one with the
     ratios: ``traffic.rate_unit`` for rate methods) and, when cores vary, Mpps per PMD core;
-    latency net of the harness when the report is (:func:`net_wanted`)."""
+    latency net of the harness when the report is (:func:`net_wanted`).  Made one at a time: the
+    caller saves and closes each figure before the next is drawn (a seed suite has 40+ studies)."""
     rate_unit = str(((run.config or {}).get("traffic") or {}).get("rate_unit") or "pps")
     net_env = (run.environment or {}) if net_wanted(run, net_of_harness) else None
-    out = rounds_figures(run)
+    yield from rounds_figures(run)
     plain = [t for t in resolved_tests(run) if not is_rounds_test(t)]
     for rep in study_reports(plain, rate_unit, net_env):
         for pv in rep.pivots[:1] + [p for p in rep.pivots if p.metric.key == "per_core"]:
             fig = study_figure(rep, pv.metric)
             if fig is not None:
                 stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"study-{rep.name}-{pv.metric.key}")
-                out.append((f"Study {rep.name}: {pv.metric.title}", stem, fig))
-    return out
+                yield (f"Study {rep.name}: {pv.metric.title}", stem, fig)
 
 
 def rounds_figure(name: str, metric: str, units: list[Any]) -> Any:
@@ -334,16 +334,14 @@ def rounds_figure(name: str, metric: str, units: list[Any]) -> Any:
     return fig
 
 
-def rounds_figures(run: Any) -> list[tuple[str, str, Any]]:
+def rounds_figures(run: Any) -> Iterator[tuple[str, str, Any]]:
     """(title, file stem, figure) per interleaved study and metric."""
-    out = []
     for name, us in rounds_studies(list(run.tests)).items():
         metrics = list((us[0].summary.get("metrics") or {}).keys())
         for m in metrics:
             stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"rounds-{name}-{m}")
-            out.append((f"Study {name}: {m} over interleaved rounds, paired ratios", stem,
-                        rounds_figure(name, m, us)))
-    return out
+            yield (f"Study {name}: {m} over interleaved rounds, paired ratios", stem,
+                   rounds_figure(name, m, us))
 
 
 def study_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str]]:
@@ -364,16 +362,15 @@ def plots_dir(run: Any, html_path: Optional[Path] = None) -> Path:
 def write_plot_files(run: Any, directory: Path, net_of_harness: Optional[bool] = None) -> list[Path]:
     """Every study plot and the throughput-vs-size plot as PNG and SVG files in ``directory``
     (study latency net of the harness as the report: ``net_of_harness``)."""
-    figs = [(stem, fig) for _, stem, fig in study_figures(run, net_of_harness)]
-    tvs = throughput_figure(run)
-    if tvs is not None:
-        figs.append(("throughput-vs-frame-size", tvs))
+    def figs() -> Iterator[tuple[str, Any]]:
+        yield from ((stem, fig) for _, stem, fig in study_figures(run, net_of_harness))
+        tvs = throughput_figure(run)
+        if tvs is not None:
+            yield ("throughput-vs-frame-size", tvs)
     out: list[Path] = []
-    if not figs:
-        return out
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for stem, fig in figs:
+    for stem, fig in figs():      # one figure open at a time
+        directory.mkdir(parents=True, exist_ok=True)
         for ext in ("png", "svg"):
             p = directory / f"{stem}.{ext}"
             fig.savefig(p, format=ext, dpi=100, bbox_inches="tight")
