@@ -367,3 +367,19 @@ def test_a_ceiling_measured_at_a_higher_link_speed_answers_a_lower_one(tmp_path,
     fresh = CeilingCache(tmp_path / "c.json", refresh=True)
     tc.harness_ceiling(spec, run, {64: p10[64]}, cache=fresh, hostname="h")
     assert measured == [[64], [64], [64]]
+
+
+def test_header_names_a_ceiling_reused_by_later_groups_once() -> None:
+    """Seed 000's real run stored its one vhost measurement again (cached) for each later topology
+    group; the header printed the same sizes five times. One measurement is one entry, with how
+    many groups used it; another measurement of the same path stays its own entry."""
+    per = {"64": {"fps": 5e6}, "1518": {"fps": 8e5}}
+    first = {"port_kind": "vhost", "tgen_lcores": "0@0,1@0", "measured_at": "T1", "per_size": per}
+    again = dict(first, cached=True)
+    other = dict(first, measured_at="T2", per_size={"1418": {"fps": 8.2e5}})
+    line = hc.summary({"harness_ceilings": [first, again, again, other]}, "tgen")
+    assert line.count("64 B 5,000,000 fps") == 1, line
+    assert "(measured T1) (the same measurement for 3 topology groups)" in line, line
+    assert "1418 B 820,000 fps (measured T2);" in line or line.endswith("1418 B 820,000 fps (measured T2)"), line
+    # a stored ceiling without a measurement time is never merged
+    assert hc.summary({"harness_ceilings": [dict(first, measured_at=None)] * 2}, "tgen").count("64 B") == 2

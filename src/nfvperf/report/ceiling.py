@@ -166,20 +166,30 @@ def summary(env: dict[str, Any], tg: str) -> str:
     if not cs:
         off = env.get("harness_ceiling_off")
         return f"— ({off})" if off else "— (not measured)"
-    parts = []
+    parts: list[str] = []
+    uses: list[int] = []                   # per part: how many topology groups stored its measurement
+    index: dict[tuple[Any, ...], int] = {}  # one measurement, read again from the cache by later groups
     for c in cs:
         per = c.get("per_size") or {}
         sizes = ", ".join(f"{s} B {ceiling_text(p['fps'], is_lower_bound(p))} fps" for s, p in
                           sorted(per.items(), key=lambda kv: int(kv[0])) if isinstance(p, dict)
                           and p.get("fps") is not None)
-        how = "cached" if c.get("cached") else "measured"
         err = f"; error: {c['error']}" if c.get("error") else ""
         # read from an entry measured on the same path at a higher nominal link speed
         faster = sorted({float(p["derived_from"].get("link_speed_bps") or 0) for p in per.values()
                          if isinstance(p, dict) and isinstance(p.get("derived_from"), dict)})
         at = f", measured at {', '.join(f'{v / 1e9:g}G' for v in faster)} nominal" if faster else ""
+        key = (c.get("port_kind"), str(c.get("tgen_lcores")), c.get("measured_at"), sizes, at, err)
+        if c.get("measured_at") and key in index:
+            uses[index[key]] += 1
+            continue
+        index[key] = len(parts)
+        uses.append(1)
+        how = "cached" if c.get("cached") else "measured"
         parts.append(f"{c.get('port_kind')}, tgen lcores {c.get('tgen_lcores')}: {sizes or 'none'} "
                      f"({how} {c.get('measured_at') or ''}{at}){err}".replace(" )", ")"))
+    parts = [p + (f" (the same measurement for {n} topology groups)" if n > 1 else "")
+             for p, n in zip(parts, uses)]
     if any(is_lower_bound(p) for c in cs for p in (c.get("per_size") or {}).values()):
         parts[-1] += f"; {LOWER_BOUND_NOTE}"
     return "; ".join(parts)
