@@ -30,6 +30,7 @@ from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import axes_of, fitted_axes, is_vxlan, pmd_cores, study_of, without_vxlan
 from nfvperf.methods import result_class
 from nfvperf.report.extract import fmt_num, headline_pps, num, rates, result
+from nfvperf.report.polling import MARK, overlap_note, overlap_of
 from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
 
 #: axes plotted (and read) on a log scale
@@ -68,6 +69,8 @@ class Point:
     cores: Optional[int] = None
     latency_ns: Optional[float] = None
     latency_gross: bool = False     # net of the harness was asked for, but there is no self-latency
+    #: the DUT's/VNFs' polling CPUs on the generator's ({"cpus", "roles"}); {} none; None unknown
+    overlap: Optional[dict[str, Any]] = None
 
 
 @dataclass
@@ -92,6 +95,10 @@ class Pivot:
     ratios: dict[tuple[str, str], Optional[float]] = field(default_factory=dict)
     baseline: str = ""
     note: str = ""
+    #: cells whose unit had DUT/VNF polling threads on the generator's CPUs -> that fact
+    shared: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: ratio cells between a unit that shared the generator's CPU and one that did not
+    mixed: set[tuple[str, str]] = field(default_factory=set)
 
     def value(self, row: str, col: str) -> Optional[float]:
         return self.cells.get((row, col))
@@ -99,21 +106,55 @@ class Pivot:
     def ratio(self, row: str, col: str) -> Optional[float]:
         return self.ratios.get((row, col))
 
+    def whole_column_shared(self, col: str) -> bool:
+        """Every cell of the column that has a unit shared the generator's CPU (the mark goes on
+        the column header instead of each cell)."""
+        keys = [(r, col) for r in self.rows if (r, col) in self.cells]
+        return bool(keys) and all(k in self.shared for k in keys)
+
     def to_table(self) -> Table:
+        whole = {c: self.whole_column_shared(c) for c in self.columns}
         cols = [self.row_label]
         for c in self.columns:
-            cols.append(c)
+            cols.append(f"{c} {MARK}" if whole[c] else c)
             if self.metric.ratios:
                 cols.append(f"{c} ×" if len(self.columns) > 1 else "× baseline")
-        t = Table(f"study {self.study}: {self.metric.title}", self.note, cols, key=f"study_{self.metric.key}")
+        t = Table(f"study {self.study}: {self.metric.title}", (self.note + self.shared_note()).strip(), cols,
+                  key=f"study_{self.metric.key}")
         for r in self.rows:
             row = [r]
             for c in self.columns:
-                row.append(fmt_num(self.value(r, c), self.metric.digits))
+                cell = fmt_num(self.value(r, c), self.metric.digits)
+                marked = (r, c) in self.shared and not whole[c] and self.value(r, c) is not None
+                row.append(f"{cell} {MARK}" if marked else cell)
                 if self.metric.ratios:
-                    row.append(ratio_text(self.ratio(r, c)))
+                    ratio = ratio_text(self.ratio(r, c))
+                    row.append(f"{ratio} {MARK}" if (r, c) in self.mixed and self.ratio(r, c) is not None
+                               else ratio)
             t.rows.append(row)
         return t
+
+    def shared_note(self) -> str:
+        """Which configurations had DUT/VNF polling threads on the generator's CPUs, and (with
+        ratios) which ratios set such a unit against one that did not."""
+        if not self.shared:
+            return ""
+        facts: dict[str, dict[str, Any]] = {}
+        for (r, c), fact in self.shared.items():
+            if c == "value":                    # no column axes: the row names the configuration
+                label = f"{self.row_label} {r}"
+            else:
+                label = c if self.whole_column_shared(c) else \
+                    f"{c} at {r} B" if self.row_label == "Frame B" else f"{self.row_label}={r}, {c}"
+            facts.setdefault(label, fact)
+        note = " " + overlap_note(facts)
+        mixed = [k for k in self.mixed if self.ratio(*k) is not None]
+        if self.metric.ratios and mixed:
+            cols = list(dict.fromkeys(c for _, c in sorted(mixed, key=lambda k: self.columns.index(k[1]))))
+            note += (f" Ratios marked {MARK} ({'; '.join(cols)}) set a unit that shared the generator's CPU "
+                     f"against one that did not (baseline {self.baseline}): they compare the CPU sharing, "
+                     "not the configurations.")
+        return note
 
 
 @dataclass
@@ -164,7 +205,7 @@ def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -
     return Point(test=t, axes=axes_of(t), size=t.frame_size_b, baseline=bool(st.get("baseline")),
                  value=value, directions=int(tp.get("directions") or 1),
                  switching_operations=int(tp.get("switching_operations") or 1), cores=pmd_cores(t),
-                 latency_ns=latency, latency_gross=gross)
+                 latency_ns=latency, latency_gross=gross, overlap=overlap_of(t))
 
 
 def _rates(p: Point, key: str) -> Optional[float]:
@@ -258,9 +299,13 @@ def build_pivot(rep: StudyReport, metric: Metric, note: str = "") -> Pivot:
             pv.columns.append(col)
         v = metric.fn(p)
         pv.cells[(row, col)] = v
+        if (p.overlap or {}).get("cpus"):
+            pv.shared[(row, col)] = p.overlap or {}
         base = base_by_size.get(p.size)
         bv = metric.fn(base) if base is not None else None
         pv.ratios[(row, col)] = v / bv if v is not None and bv else None
+        if base is not None and bool((p.overlap or {}).get("cpus")) != bool((base.overlap or {}).get("cpus")):
+            pv.mixed.add((row, col))
     pv.baseline = ", ".join(f"{a}={axis_text(v)}" for a, v in rep.baseline.items())
     return pv
 

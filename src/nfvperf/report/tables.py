@@ -21,6 +21,7 @@ from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 from nfvperf.report.extract import resolved_tests, walk
 from nfvperf.report.facts import run_facts
+from nfvperf.report.polling import MARK, mark_overlaps, overlap_note, overlap_of
 from nfvperf.dut.base import dut_class
 
 PCTS = ("50", "90", "99", "99.9", "99.99")
@@ -102,6 +103,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
                      "axis the fit changed shows both, the value written and the one that ran "
                      "(pmd_cores=4→2 (fitted)).")
     tests = resolved_tests(run)   # tests.topology: overrides of run.config's
+    mark_overlaps(tests, env)     # DUT polling on the generator's CPUs, for runs stored without it
     notes += result_notes(tests)
     host_rep = repeat_vs_host_note(tests, env)
     if host_rep:
@@ -308,6 +310,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                    "RLB = Relevant Lower Bound (the result), RUB = Relevant Upper Bound; loads per interface.",
                    ["Frame B", "Goal", "Loss ratio", "Exceed ratio", "RLB fps", "RUB fps", "Width fps",
                     "Cond. throughput fps", "Regular"], key="goals")
+        shared: dict[str, dict[str, Any]] = {}     # "<unit>": DUT polling on the generator's CPUs
         for t in group:
             ceil, lower = hc.ceiling_bound(env, t.frame_size_b, pkind)
             sl_cell = _self_lat_cell(hc.self_latency(env, t.frame_size_b, pkind))
@@ -334,7 +337,12 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                 tt.rows.append([size, "n/a"] + ["—"] * 6 + [sl_cell] + ceil_cells + ["—"])
                 continue
             r = rates(pps, t.traffic or {})
-            tt.rows.append([size, fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)",
+            fps = fmt_num(pps, 0) if pps > 0 else "0 (no loss-free load found)"
+            fact = overlap_of(t) or {}
+            if fact.get("cpus"):
+                fps += f" {MARK}"
+                shared.setdefault(f"{size} B", fact)
+            tt.rows.append([size, fps,
                             fmt_num(r["l1_mbps"], 1), fmt_num(r["l2_mbps"], 1),
                             fmt_num(r["l1_pct"], 2), fmt_num(pps * ndir, 0), fmt_num(r["l1_mbps"] * ndir, 1),
                             latency, sl_cell] + ceil_cells + [_spread_cell(data)])
@@ -347,6 +355,8 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                                 fmt_num(num(g.get("conditional_throughput_pps")), 0),
                                 "no: " + str(g.get("irregular_reason") or "irregular") if g.get("irregular")
                                 else "yes"])
+        if shared:
+            tt.note += " " + overlap_note(_shared_labels(shared, len(swt.rows)))
         for col in (REPEATS_COLUMN, SELF_LATENCY_COLUMN):   # no search was repeated; no harness (sim)
             i = tt.columns.index(col)
             if all(len(row) <= i or row[i] == "—" for row in tt.rows):
@@ -357,6 +367,15 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
         if gt.rows:
             out.append(gt)
     return out
+
+
+def _shared_labels(shared: dict[str, dict[str, Any]], measured: int) -> dict[str, dict[str, Any]]:
+    """The frame sizes of one test's table whose unit shared the generator's CPU (size label ->
+    fact), as one "every frame size" when all measured units did (one topology ran them all)."""
+    facts = list(shared.values())
+    if len(shared) == measured and all(f == facts[0] for f in facts):
+        return {"every frame size": facts[0]}
+    return shared
 
 
 #: the throughput table's spread over repetitions (dropped when no search was repeated)

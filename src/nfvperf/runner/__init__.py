@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional, cast
 from nfvperf.config import Suite, TestConfig, topology_overrides
 from nfvperf.fit import FitChange, fitted_axes
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
+from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.preflight import PreflightError
 from nfvperf.host.run import RunContext
 from nfvperf.methods import REGISTRY, runs_on_iperf3
@@ -196,6 +197,9 @@ class RunLoop:
             topo_row = {"kind": topo_spec.kind, "ports": topo_spec.ports,
                         "switching_operations": info.get("switching_operations"),
                         "overrides": info["overrides"]}
+            overlap = generator_overlap(info.get("environment"))   # DUT polling on the generator's CPUs
+            if overlap is not None:
+                topo_row["generator_cpu_overlap"] = overlap
             for test, size in group:
                 if not self.run_unit(measurer, topo_spec, topo_row, test, size):
                     break
