@@ -1,0 +1,159 @@
+"""A unit whose DUT (or VNF) polling threads ran on the generator's polling CPU is marked † at its
+figures in the study pivots and the per-test throughput table, with a note naming the CPU; a ratio
+between such a unit and one that did not share says so.  The rows are seed 000's real run on a
+2-CPU host (run nfv3cfc86): l3fwd with 1 core polled on CPU 1, with 2 cores on CPUs 0-1 where tgen
+polls on CPU 0 (58,129 fps against 4,708,426)."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from nfvperf.host.polling_overlap import generator_overlap
+from nfvperf.report.html import render_html
+from nfvperf.report.markdown import render_markdown
+from nfvperf.report.polling import KEY, overlap_text
+from nfvperf.report.tables import build
+from nfvperf.report.terminal import print_report
+from nfvperf.store import Store
+
+from _study_runs import add_test, new_run, topo_row
+
+L3FWD_TOPOLOGY = {"kind": "p2p", "dut": "l3fwd", "ports": 4, "port_kind": "vhost", "l3fwd": {"cores": 1}}
+LOCAL = {"generator_on": "local", "dut_on": "local"}
+
+
+def pinning(roles: dict[str, list[int]]) -> dict:
+    return {"housekeeping": [0], "roles": roles, "cores_shared": True, "warnings": []}
+
+
+def topo_entry(cores: int, roles: dict[str, list[int]]) -> dict:
+    """A ``runs.environment["topologies"]`` entry as the runner stores it (kind, overrides, the
+    topology's environment with its pinning)."""
+    return {"kind": "p2p", "overrides": {"l3fwd": {"cores": cores}},
+            "environment": {"pinning": pinning(roles), "hosts": LOCAL}}
+
+
+SEED000_ENV = {"cores_shared": True, "topologies": [topo_entry(1, {"tgen": [0], "dut": [1]}),
+                                                    topo_entry(2, {"tgen": [0], "dut": [0, 1]})]}
+FPS = {(1, 64): 4_708_426.0, (2, 64): 58_129.0, (1, 128): 2_639_358.0, (2, 128): 65_984.0}
+
+
+@pytest.fixture()
+def store(tmp_path):
+    s = Store("sqlite:///" + str(tmp_path / "s.db"))
+    yield s
+    s.close()
+
+
+def phy_phy(store: Store, env: dict, row_extra: dict | None = None) -> int:
+    """Study phy-phy (axis topology.l3fwd.cores, baseline cores=2 as in seed000-intel-onp.yaml) at
+    64 and 128 B; ``row_extra``: cores -> fields the runner stored in the test's topology row."""
+    rid = new_run(store, env=env, topology=L3FWD_TOPOLOGY)
+    for (cores, size), v in FPS.items():
+        row = dict(topo_row("p2p", {"l3fwd": {"cores": cores}}), **((row_extra or {}).get(cores) or {}))
+        add_test(store, rid, f"phy-phy[topology.l3fwd.cores={cores}]", "throughput", size, v, topology=row,
+                 study={"name": "phy-phy", "axes": {"topology.l3fwd.cores": cores}, "baseline": cores == 2})
+    return rid
+
+
+def tables_of(store: Store, rid: int) -> dict:
+    return {t.title: t for t in build(store.load_run(rid)).tables}
+
+
+# ----------------------------------------------------------------------------- the fact
+
+def test_overlap_from_the_stored_pinning() -> None:
+    assert generator_overlap(topo_entry(2, {"tgen": [0], "dut": [0, 1]})["environment"]) == \
+        {"cpus": [0], "roles": ["dut"]}
+    assert generator_overlap(topo_entry(1, {"tgen": [0], "dut": [1]})["environment"]) == {}
+    # pvp on 2 CPUs: both VMs' forwarding on tgen's CPU, the switch's PMD on its own
+    assert generator_overlap({"pinning": pinning({"vnf0": [0], "vnf1": [0], "tgen": [0], "dut": [1]})}) == \
+        {"cpus": [0], "roles": ["vnf0", "vnf1"]}
+    # a generator on another host shares no CPU with the DUT, whatever the numbers say
+    assert generator_overlap({"pinning": pinning({"tgen": [0], "dut": [0]}),
+                              "hosts": {"generator_on": "tg-host", "dut_on": "dut-host"}}) == {}
+    # no pinning, no generator role (--tg sim): unknown, not "no overlap"
+    assert generator_overlap({}) is None
+    assert generator_overlap({"pinning": pinning({"dut": [1]})}) is None
+    assert overlap_text({"cpus": [0], "roles": ["vnf0", "vnf1"]}) == \
+        "VNF vnf0's and VNF vnf1's polling threads shared CPU 0 with the generator's"
+
+
+# ----------------------------------------------------------------------------- the study pivot
+
+def test_pivot_marks_the_configuration_that_shared_the_generators_cpu(store) -> None:
+    """A run stored before the fact was kept per test: read from the run's topology entries."""
+    tabs = tables_of(store, phy_phy(store, SEED000_ENV))
+    fps = tabs["study phy-phy: zero-loss throughput, fps per interface"]
+    assert fps.columns == ["Frame B", "topology.l3fwd.cores=1", "topology.l3fwd.cores=1 ×",
+                           "topology.l3fwd.cores=2 †", "topology.l3fwd.cores=2 ×"]
+    row64 = fps.rows[0]
+    assert row64 == ["64", "4,708,426", "81.00× †", "58,129", "1.00×"]
+    assert ("† the DUT's polling threads shared CPU 0 with the generator's (topology.l3fwd.cores=2): "
+            "these figures measure two busy-pollers time-sliced on one CPU, not the DUT.") in fps.note
+    assert "Ratios marked † (topology.l3fwd.cores=1) set a unit that shared the generator's CPU " \
+           "against one that did not" in fps.note
+    # every pivot of the study carries the mark (L1 Mbps, % line rate have no ratios)
+    l1 = tabs["study phy-phy: zero-loss throughput, L1 Mbps per interface"]
+    assert l1.columns == ["Frame B", "topology.l3fwd.cores=1", "topology.l3fwd.cores=2 †"]
+    assert "shared CPU 0" in l1.note and "Ratios marked" not in l1.note
+
+
+def test_per_test_throughput_table_marks_the_shared_unit_only(store) -> None:
+    tabs = tables_of(store, phy_phy(store, SEED000_ENV))
+    two = next(t for title, t in tabs.items() if title.startswith("phy-phy[topology.l3fwd.cores=2]")
+               and "zero-loss throughput (RFC" in title)
+    one = next(t for title, t in tabs.items() if title.startswith("phy-phy[topology.l3fwd.cores=1]")
+               and "zero-loss throughput (RFC" in title)
+    assert [r[1] for r in two.rows] == ["58,129 †", "65,984 †"]
+    assert "† the DUT's polling threads shared CPU 0 with the generator's (every frame size)" in two.note
+    assert [r[1] for r in one.rows] == ["4,708,426", "2,639,358"]
+    assert "†" not in one.note
+
+
+def test_fact_stored_with_the_test_row_wins(store) -> None:
+    """Runs from now on keep the fact in tests.topology (the runner); no topology entry needed."""
+    rid = phy_phy(store, {"cores_shared": True},
+                  row_extra={1: {KEY: {}}, 2: {KEY: {"cpus": [0], "roles": ["dut"]}}})
+    fps = tables_of(store, rid)["study phy-phy: zero-loss throughput, fps per interface"]
+    assert fps.columns[3] == "topology.l3fwd.cores=2 †" and fps.columns[1] == "topology.l3fwd.cores=1"
+
+
+def test_no_mark_when_the_environment_is_ambiguous_or_silent(store) -> None:
+    # two builds of cores=2 that disagree: unknown, so no mark (never a guess)
+    env = dict(SEED000_ENV, topologies=SEED000_ENV["topologies"] + [topo_entry(2, {"tgen": [0], "dut": [1]})])
+    fps = tables_of(store, phy_phy(store, env))["study phy-phy: zero-loss throughput, fps per interface"]
+    assert not any("†" in c for c in fps.columns) and "†" not in fps.note
+    assert not any("†" in cell for row in fps.rows for cell in row)
+    # no topology entries at all (a sim run): nothing marked
+    fps = tables_of(store, phy_phy(store, {}))["study phy-phy: zero-loss throughput, fps per interface"]
+    assert "†" not in fps.note
+
+
+def test_cell_mark_when_the_overlap_varies_down_a_column(store) -> None:
+    """One frame size, rows = the core axis: the cell of the shared unit is marked, not the column."""
+    rid = new_run(store, env={"topologies": [
+        {"kind": "p-ovs-p", "overrides": {"ovs": {"pmd_cores": n}},
+         "environment": {"pinning": pinning({"tgen": [0], "dut": [1] if n == 1 else [0, 1]})}}
+        for n in (1, 2)]})
+    for n, v in ((1, 2.0e6), (2, 0.2e6)):
+        add_test(store, rid, f"grid[pmd_cores={n}]", "throughput", 64, v,
+                 topology=topo_row(overrides={"ovs": {"pmd_cores": n}}),
+                 study={"name": "grid", "axes": {"pmd_cores": n, "flows": 1}, "baseline": n == 1})
+    fps = tables_of(store, rid)["study grid: zero-loss throughput, fps per interface"]
+    assert fps.columns[1] == "flows=1"
+    assert fps.rows == [["1", "2,000,000", "1.00×"], ["2", "200,000 †", "0.10× †"]]
+    assert "(pmd_cores=2, flows=1)" in fps.note
+
+
+def test_renderers_show_the_mark_and_the_note(store) -> None:
+    run = store.load_run(phy_phy(store, SEED000_ENV))
+    md = render_markdown(run)
+    assert "| topology.l3fwd.cores=2 † |" in md and "81.00× †" in md
+    html = render_html(run)
+    assert "topology.l3fwd.cores=2 †" in html and "time-sliced on one CPU" in html
+    out = io.StringIO()
+    print_report(run, out)
+    text = out.getvalue()
+    assert "topology.l3fwd.cores=2 †" in text and "81.00× †" in text
