@@ -157,3 +157,45 @@ def test_renderers_show_the_mark_and_the_note(store) -> None:
     print_report(run, out)
     text = out.getvalue()
     assert "topology.l3fwd.cores=2 †" in text and "81.00× †" in text
+
+
+# ----------------------------------------------------------------------------- the runner keeps it
+
+def test_runner_stores_the_fact_with_each_test_row(tmp_path) -> None:
+    """The runner puts the fact of the topology a unit ran on into its test row (from the pinning
+    the topology's environment recorded); the report reads it from there."""
+    import contextlib
+
+    from nfvperf.config import validate_suite
+    from nfvperf.runner import execute, measurer_for
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        with measurer_for(suite, "sim", tag, run_dir, info, spec) as m:
+            cores = (spec or suite.spec.topology).ovs.pmd_cores
+            # what a real build records on a 2-CPU host: 2 PMD cores take tgen's CPU 0
+            info["environment"] = {"pinning": pinning({"tgen": [0], "dut": [1] if cores == 1 else [0, 1]}),
+                                   "hosts": LOCAL}
+            yield m
+
+    d = {"name": "pinned", "profile": "quick", "sim": {"capacity_pps": 1e6},
+         "topology": {"kind": "p-ovs-p", "dut": "ovs-dpdk", "port_kind": "vhost"},
+         "traffic": {"frame_sizes": [64]},
+         "tests": [{"method": "throughput", "name": "c", "search": "binary",
+                    "study": {"axes": {"topology.ovs.pmd_cores": [1, 2]}}}]}
+    store = Store(f"sqlite:///{tmp_path}/r.db")
+    try:
+        out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                      log=lambda _m: None, measurer_factory=factory)
+        assert out.status == "completed", out.reason
+        run = store.load_run(out.run_id)
+        rows = {t.name: t.topology for t in run.tests}
+        assert rows["c[topology.ovs.pmd_cores=1]"][KEY] == {}
+        assert rows["c[topology.ovs.pmd_cores=2]"][KEY] == {"cpus": [0], "roles": ["dut"]}
+        fps = next(t for t in build(run).tables if t.key == "study_fps")
+        # one frame size: rows are the axis, so the shared unit's cells carry the mark
+        assert [r[0] for r in fps.rows] == ["1", "2"]
+        assert "†" not in fps.rows[0][1] and fps.rows[1][1].endswith(" †") and fps.rows[1][2].endswith("× †")
+        assert "(topology.ovs.pmd_cores=2): these figures measure two busy-pollers" in fps.note
+    finally:
+        store.close()

@@ -142,7 +142,7 @@ class Pivot:
         facts: dict[str, dict[str, Any]] = {}
         for (r, c), fact in self.shared.items():
             if c == "value":                    # no column axes: the row names the configuration
-                label = f"{self.row_label} {r}"
+                label = f"{r} B" if self.row_label == "Frame B" else f"{self.row_label}={r}"
             else:
                 label = c if self.whole_column_shared(c) else \
                     f"{c} at {r} B" if self.row_label == "Frame B" else f"{self.row_label}={r}, {c}"
