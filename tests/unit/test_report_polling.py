@@ -199,3 +199,22 @@ def test_runner_stores_the_fact_with_each_test_row(tmp_path) -> None:
         assert "(topology.ovs.pmd_cores=2): these figures measure two busy-pollers" in fps.note
     finally:
         store.close()
+
+
+def test_study_plot_marks_the_shared_points(store) -> None:
+    """The study plot draws an × on each point whose DUT polled on the generator's CPU (legend: †)."""
+    import matplotlib.pyplot as plt
+
+    from nfvperf.report.plots import study_figures
+
+    run = store.load_run(phy_phy(store, SEED000_ENV))
+    title, _stem, fig = next(f for f in study_figures(run) if f[0].startswith("Study phy-phy"))
+    try:
+        (marks,) = [c for c in fig.axes[0].collections if c.get_gid() == "generator-cpu-shared"]
+        # phy-phy: x = topology.l3fwd.cores; the cores=2 points (64 and 128 B) only
+        assert sorted(tuple(xy) for xy in marks.get_offsets().tolist()) == \
+            [(2.0, pytest.approx(58_129 / 1e6)), (2.0, pytest.approx(65_984 / 1e6))]
+        assert any(t.get_text().startswith("† DUT polling on the generator's CPU")
+                   for t in fig.axes[0].get_legend().get_texts())
+    finally:
+        plt.close(fig)

@@ -19,6 +19,7 @@ from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # n
 from nfvperf.report.table import THROUGHPUT_METHODS, is_latency, is_loss_steps  # noqa: E402
 from nfvperf.report.study import axis_text, is_log_axis
 from nfvperf.report.extract import resolved_tests
+from nfvperf.report.polling import MARK, mark_overlaps
 from nfvperf.report.study import study_reports
 from nfvperf.methods.capacity import METRIC_TITLES
 
@@ -243,6 +244,7 @@ def study_figure(rep: Any, metric: Any) -> Any:
     others = [a for a in rep.axes if a != axis]
     sizes = {p.size for p in rep.points}
     series: dict[str, list[tuple[Any, float]]] = {}
+    shared: list[tuple[Any, float]] = []       # points whose DUT polled on the generator's CPU
     for p in rep.points:
         y = metric.fn(p)
         if y is None or axis not in p.axes:
@@ -251,6 +253,8 @@ def study_figure(rep: Any, metric: Any) -> Any:
         if len(sizes) > 1:
             label = (label + ", " if label else "") + f"{p.size or 'IMIX'} B"
         series.setdefault(label or rep.name, []).append((_axis_value(p.axes[axis]), y))
+        if (p.overlap or {}).get("cpus"):
+            shared.append((_axis_value(p.axes[axis]), y))
     if not series:
         return None
     xs = list(dict.fromkeys(x for pts in series.values() for x, _ in pts))
@@ -262,6 +266,10 @@ def study_figure(rep: Any, metric: Any) -> Any:
         if numeric:
             pts.sort(key=lambda q: q[0])
         ax.plot([x if numeric else xs.index(x) for x, _ in pts], [y * scale for _, y in pts], "o-", label=label)
+    if shared:
+        ax.scatter([x if numeric else xs.index(x) for x, _ in shared], [y * scale for _, y in shared],
+                   marker="x", s=90, color="black", zorder=5, gid="generator-cpu-shared",
+                   label=f"{MARK} DUT polling on the generator's CPU (two busy-pollers time-sliced: not the DUT)")
     log = numeric and is_log_axis(axis) and all(x > 0 for x in xs)
     if log:
         ax.set_xscale("log")
@@ -286,6 +294,7 @@ def study_figures(run: Any, net_of_harness: Optional[bool] = None) -> Iterator[t
     net_env = (run.environment or {}) if net_wanted(run, net_of_harness) else None
     yield from rounds_figures(run)
     plain = [t for t in resolved_tests(run) if not is_rounds_test(t)]
+    mark_overlaps(plain, run.environment or {})
     for rep in study_reports(plain, rate_unit, net_env):
         for pv in rep.pivots[:1] + [p for p in rep.pivots if p.metric.key == "per_core"]:
             fig = study_figure(rep, pv.metric)
