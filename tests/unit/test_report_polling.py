@@ -112,6 +112,14 @@ def test_per_test_throughput_table_marks_the_shared_unit_only(store) -> None:
     assert "†" not in one.note
 
 
+def test_run_note_counts_the_marked_units(store) -> None:
+    notes = build(store.load_run(phy_phy(store, SEED000_ENV))).notes
+    (note,) = [n for n in notes if "measured units had" in n]
+    assert note.startswith("2 of 4 measured units had the DUT's or a VNF's polling threads on the generator's "
+                           "CPU (phy-phy[topology.l3fwd.cores=2]): their figures are marked †")
+    assert not any("measured units had" in n for n in build(store.load_run(phy_phy(store, {}))).notes)
+
+
 def test_fact_stored_with_the_test_row_wins(store) -> None:
     """Runs from now on keep the fact in tests.topology (the runner); no topology entry needed."""
     rid = phy_phy(store, {"cores_shared": True},

@@ -107,3 +107,20 @@ def _pollers(fact: dict[str, Any]) -> str:
     words = {2: "two", 3: "three", 4: "four", 5: "five"}
     where = "one CPU" if len(fact.get("cpus") or []) == 1 else "the same CPUs"
     return f"{words.get(max(n, 2), str(n))} busy-pollers time-sliced on {where}"
+
+
+def run_note(tests: Iterable[Any]) -> str:
+    """The run's note: how many measured units had DUT/VNF polling threads on the generator's CPUs
+    (the † units), naming up to three tests; "" when none did or nothing is known."""
+    measured = [t for t in tests if getattr(t, "results", None)]
+    known = [t for t in measured if overlap_of(t) is not None]
+    shared = [t for t in known if shares_generator_cpu(t)]
+    if not shared:
+        return ""
+    names = list(dict.fromkeys(str(t.name) for t in shared))
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    unknown = len(measured) - len(known)
+    return (f"{len(shared)} of {len(measured)} measured units had the DUT's or a VNF's polling threads on the "
+            f"generator's CPU ({shown}): their figures are marked {MARK} and measure busy-pollers time-sliced "
+            "on one CPU, not the DUT; the others shared at most housekeeping"
+            + (f" ({unknown} unit(s) without a stored pinning: not known)" if unknown else "") + ".")

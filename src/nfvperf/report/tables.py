@@ -21,7 +21,7 @@ from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 from nfvperf.report.extract import resolved_tests, walk
 from nfvperf.report.facts import run_facts
-from nfvperf.report.polling import MARK, mark_overlaps, overlap_note, overlap_of
+from nfvperf.report.polling import MARK, mark_overlaps, overlap_note, overlap_of, run_note
 from nfvperf.dut.base import dut_class
 
 PCTS = ("50", "90", "99", "99.9", "99.99")
@@ -104,6 +104,9 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
                      "(pmd_cores=4→2 (fitted)).")
     tests = resolved_tests(run)   # tests.topology: overrides of run.config's
     mark_overlaps(tests, env)     # DUT polling on the generator's CPUs, for runs stored without it
+    polling = run_note(tests)
+    if polling:
+        notes.append(polling)
     notes += result_notes(tests)
     host_rep = repeat_vs_host_note(tests, env)
     if host_rep:
