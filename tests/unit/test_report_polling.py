@@ -226,3 +226,19 @@ def test_study_plot_marks_the_shared_points(store) -> None:
                    for t in fig.axes[0].get_legend().get_texts())
     finally:
         plt.close(fig)
+
+
+def test_compare_says_which_run_polled_on_the_generators_cpu(store) -> None:
+    """Run #1 as on the 2-CPU host; run #2 with the two cores off tgen's CPU (a bigger host): the
+    cores=2 rows say #1's value was two busy-pollers on one CPU, so the change is the sharing's."""
+    from nfvperf.report.compare import compare_many
+
+    a = phy_phy(store, SEED000_ENV)
+    bigger = {"topologies": [topo_entry(1, {"tgen": [0], "dut": [1]}), topo_entry(2, {"tgen": [0], "dut": [1, 2]})]}
+    b = phy_phy(store, bigger)
+    cmp = compare_many([store.load_run(a), store.load_run(b)])
+    rows = {(r.test, r.frame_size_b): r for r in cmp.rows}
+    two = rows[("phy-phy[topology.l3fwd.cores=2]", 64)]
+    assert "† DUT polling on the generator's CPU in #1: busy-pollers time-sliced on one CPU, not the DUT, " \
+           "so a change is the CPU sharing's as much as the DUT's" in two.note
+    assert "†" not in rows[("phy-phy[topology.l3fwd.cores=1]", 64)].note

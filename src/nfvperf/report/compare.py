@@ -48,6 +48,7 @@ from typing import Any, Callable, Optional
 from nfvperf.report.ceiling import (DUT_BOUND, HARNESS_BOUND, NEAR_LINE_RATE, NO_CEILING, bound_label,
                                     ceiling_bound, ceiling_text)
 from nfvperf.report.configuration import config_key, config_key_without_axes, differences
+from nfvperf.report.polling import MARK, mark_overlaps, shares_generator_cpu
 from nfvperf.host.steadiness import spread_pct
 from nfvperf.methods import result_of
 from nfvperf.report.extract import RATE_METHODS, goals_of, num, rates, repeat_of, resolved_tests, walk
@@ -184,7 +185,9 @@ def _index(run: Any) -> dict[str, list[Any]]:
 def _tests(run: Any) -> list[Any]:
     """The run's tests with their topology resolved when the run carries its config."""
     if getattr(run, "config", None) is not None and all(hasattr(t, "topology") for t in run.tests):
-        return resolved_tests(run)
+        tests = resolved_tests(run)
+        mark_overlaps(tests, getattr(run, "environment", None) or {})   # DUT polling on tgen's CPU
+        return tests
     return list(run.tests)
 
 
@@ -350,6 +353,13 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
             row.note = (row.note + "; " if row.note else "") + (
                 "harness-bound in " + ", ".join(f"#{i}" for i in row.harness_bound) +
                 ": above 90 % of the harness ceiling, a change there is the harness's as much as the DUT's")
+        shared = [i + 1 for i, t in enumerate(tests) if t is not None and shares_generator_cpu(t)]
+        if shared:
+            row.note = (row.note + "; " if row.note else "") + (
+                f"{MARK} DUT polling on the generator's CPU in " + ", ".join(f"#{i}" for i in shared) +
+                ": busy-pollers time-sliced on one CPU, not the DUT" +
+                (", so a change is the CPU sharing's as much as the DUT's"
+                 if len(shared) < sum(t is not None for t in tests) else ""))
         cmp.rows.append(row)
     return cmp
 
