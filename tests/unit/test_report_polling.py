@@ -73,6 +73,9 @@ def test_overlap_from_the_stored_pinning() -> None:
     # a generator on another host shares no CPU with the DUT, whatever the numbers say
     assert generator_overlap({"pinning": pinning({"tgen": [0], "dut": [0]}),
                               "hosts": {"generator_on": "tg-host", "dut_on": "dut-host"}}) == {}
+    # a testbed run: one plan per host, ``pinning`` is the DUT host's (no tgen role in it)
+    assert generator_overlap({"pinning": pinning({"dut": [0]}), "pinning_hosts": {"dut": {}, "tester": {}},
+                              "hosts": {"generator_on": "tester", "dut_on": "dut"}}) == {}
     # no pinning, no generator role (--tg sim): unknown, not "no overlap"
     assert generator_overlap({}) is None
     assert generator_overlap({"pinning": pinning({"dut": [1]})}) is None

@@ -31,13 +31,13 @@ def generator_overlap(environment: Optional[dict[str, Any]]) -> Optional[dict[st
     pinning = env.get("pinning")
     if not isinstance(pinning, dict):
         return None
+    hosts = env.get("hosts") or {}
+    gen_on, dut_on = hosts.get("generator_on"), hosts.get("dut_on")
+    if (gen_on and dut_on and gen_on != dut_on) or env.get("pinning_hosts"):
+        return {}           # one plan per host (topo.base): ``pinning`` is the DUT host's alone
     roles = pinning.get("roles") or {}
     if not isinstance(roles, dict) or GENERATOR_ROLE not in roles:
         return None
-    hosts = env.get("hosts") or {}
-    gen_on, dut_on = hosts.get("generator_on"), hosts.get("dut_on")
-    if gen_on and dut_on and gen_on != dut_on:
-        return {}
     gen = {int(c) for c in roles.get(GENERATOR_ROLE) or []}
     cpus: set[int] = set()
     shared_roles: list[str] = []
