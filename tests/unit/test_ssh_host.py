@@ -151,7 +151,7 @@ def test_ssh_run_waits_for_the_exit_status_after_eof_without_spinning(monkeypatc
     chan = _EofFirstChannel(late_s=0.5)
     monkeypatch.setattr(h, "_session", lambda timeout=None: chan)
     monkeypatch.setattr(h, "transport", lambda: _Transport())
-    cp = h.run(["some", "command"], check=False, timeout=10)
+    cp = h.run(["true"], check=False, timeout=10)    # a fake channel: nothing runs
     assert (cp.returncode, cp.stdout, cp.stderr) == (3, "hello\n", "oops\n")
     # one recv for the output, then one per RECV_WAIT_S of waiting (0.5 s: 3 or 4), not thousands
     assert chan.recv_calls <= 2 + 0.5 / SshHost.RECV_WAIT_S + 2, chan.recv_calls
