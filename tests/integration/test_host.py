@@ -66,7 +66,10 @@ def test_tracker_releases_on_sigterm_and_ctrl_c(tmp_path, leak_check):
         tag = RunContext().tag
         leak_check.watch(tag)
         code = textwrap.dedent(f"""
-            import sys, time
+            import signal, sys, time
+            # Ctrl-C as at a terminal: a shell starts background jobs (CI under `cmd &`) with
+            # SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             sys.path.insert(0, {SRC!r})
             from nfvperf.host.run import RunContext, ResourceTracker
             from nfvperf.host import netns as N
