@@ -688,7 +688,8 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
                    "times and report the median and spread (overrides the suite's repeat:)")
     r.add_argument("--rounds", type=int, metavar="N", help="run every study's units in N interleaved rounds "
                    "(each round measures every unit once, in a fresh random order; ratios are paired per "
-                   "round, with a 95 %% interval; 6 or more give the interval, 10 is a good start); "
+                   "round, with a 95 %% interval; 6 or more give the interval, 20-30 keep it narrow on a noisy "
+                   "host; trials of 0.5 s unless a study sets round_trial_s); "
                    "overrides the suite's and the studies' rounds:")
     r.add_argument("--report", action="store_true", help="print the report when the run ends")
     r.add_argument("--html", metavar="PATH", help="also write the HTML report to PATH")
