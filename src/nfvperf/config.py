@@ -26,7 +26,7 @@ from nfvperf.trial import TrafficProfile
 from nfvperf.units import RFC2544_FRAME_SIZES_B
 from nfvperf.tg.sim_noise import HostNoiseParams
 from nfvperf.tg.sim_model import check_overrides
-from nfvperf.study import MAX_ROUNDS, round_settings
+from nfvperf.study import DEFAULT_ROUND_TRIAL_S, MAX_ROUNDS, round_settings
 from nfvperf.methods import REGISTRY
 from nfvperf.topo.spec import merge_override
 from nfvperf.methods import is_sizeless, runs_on_iperf3
@@ -409,7 +409,7 @@ class Suite:
             st: dict[str, Any] = t.study or {}
             old = st.get("rounds") or {}
             new = settings.setdefault(st["name"], round_settings(
-                n, old.get("metrics"), old.get("seed"), old.get("round_trial_s", 1.0),
+                n, old.get("metrics"), old.get("seed"), old.get("round_trial_s", DEFAULT_ROUND_TRIAL_S),
                 old.get("overload_pct", 100.0)))
             t.study = dict(st, rounds=new)
 

@@ -337,10 +337,14 @@ DEFAULT_ROUND_METRICS = ["mrr", "pdr"]
 MAX_ROUNDS = 100
 #: rounds a 95 % exact rank interval of the median needs (min..max covers 1 - 2 * 0.5**6)
 ROUNDS_FOR_95 = 6
+#: seconds per round trial when a study does not say (``round_trial_s``): short, so that a round's
+#: units run close together in time (a host whose speed switches every few seconds then moves
+#: both alike); docs/methods.md "Comparing on a noisy host" has the measurements behind 0.5 s
+DEFAULT_ROUND_TRIAL_S = 0.5
 
 
 def round_settings(rounds: int, metrics: Optional[list[str]] = None, seed: Optional[int] = None,
-                   round_trial_s: float = 1.0, overload_pct: float = 100.0) -> dict[str, Any]:
+                   round_trial_s: float = DEFAULT_ROUND_TRIAL_S, overload_pct: float = 100.0) -> dict[str, Any]:
     """The ``rounds`` block stored with every unit of an interleaved study (``tests.study``)."""
     return {"rounds": rounds, "metrics": list(metrics or DEFAULT_ROUND_METRICS),
             "seed": seed if seed is not None else random.SystemRandom().randrange(1, 2**31),
@@ -357,8 +361,8 @@ def parse_rounds(w: str, study: dict[str, Any], problems: list[str]) -> Optional
     if not given:
         return None
     if "rounds" not in study:
-        problems.append(f"{w}.{given[0]}: a round setting without rounds; add rounds: N (10 is a good "
-                        f"start: {ROUNDS_FOR_95} or more give a 95 % interval)")
+        problems.append(f"{w}.{given[0]}: a round setting without rounds; add rounds: N ({ROUNDS_FOR_95} or "
+                        f"more give a 95 % interval; 20-30 keep it narrow on a noisy host)")
         return None
     n = study["rounds"]
     if not _whole(n) or not 2 <= n <= MAX_ROUNDS:
@@ -378,7 +382,7 @@ def parse_rounds(w: str, study: dict[str, Any], problems: list[str]) -> Optional
     if seed is not None and (not _whole(seed) or seed < 0):
         problems.append(f"{w}.seed: a whole number >= 0 (the seed of the rounds' random orders), got {seed!r}")
         return None
-    dur = study.get("round_trial_s", 1.0)
+    dur = study.get("round_trial_s", DEFAULT_ROUND_TRIAL_S)
     if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not 0.05 <= dur <= 60:
         problems.append(f"{w}.round_trial_s: seconds per round trial, 0.05..60, got {dur!r}")
         return None

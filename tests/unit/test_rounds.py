@@ -45,7 +45,24 @@ def test_rounds_are_stored_with_every_unit():
     s = validate_suite(suite())
     rounds = [t.study["rounds"] for t in s.tests]
     assert len(rounds) == 2 and rounds[0] == rounds[1]
-    assert rounds[0] == {"rounds": 6, "metrics": ["mrr"], "seed": 5, "round_trial_s": 1.0, "overload_pct": 100.0}
+    assert rounds[0] == {"rounds": 6, "metrics": ["mrr"], "seed": 5, "round_trial_s": 0.5, "overload_pct": 100.0}
+
+
+def test_round_trials_default_to_half_a_second_everywhere():
+    """0.5 s when a study does not say: in the study block, under ``--rounds N`` (which keeps a
+    study's own setting), and in the settings the capacity method reads back from the store."""
+    from nfvperf.methods.capacity import RoundSettings
+    from nfvperf.study import DEFAULT_ROUND_TRIAL_S
+    assert DEFAULT_ROUND_TRIAL_S == 0.5
+    assert RoundSettings(metrics=["mrr"]).trial_s == DEFAULT_ROUND_TRIAL_S
+    assert RoundSettings.from_study({"rounds": 4}).trial_s == DEFAULT_ROUND_TRIAL_S
+    assert RoundSettings.from_study({"rounds": 4, "round_trial_s": 2.0}).trial_s == 2.0
+    s = validate_suite(suite(rounds=None, seed=None, metrics=None))
+    s.set_rounds(8)
+    assert {t.study["rounds"]["round_trial_s"] for t in s.tests} == {0.5}
+    s = validate_suite(suite(round_trial_s=0.25))
+    s.set_rounds(8)
+    assert {t.study["rounds"]["round_trial_s"] for t in s.tests} == {0.25}
 
 
 def test_seed_is_drawn_and_shared_when_not_given():
@@ -148,6 +165,8 @@ def test_every_round_is_stored_with_its_round_and_position(tmp_path):
         assert all(x["figures"]["mrr"]["value_pps"] > 0 and x["figures"]["pdr"]["value_pps"] > 0 for x in rows)
         # trials carry the round and position too
         assert {tr.context.get("round") for tr in t.trials} == {1, 2, 3, 4, 5, 6}
+        # no round_trial_s in the study: each MRR trial lasts the default 0.5 s
+        assert {tr.duration_s for tr in t.trials if tr.context.get("phase") == "mrr"} == {0.5}
         summ = rounds_result(t)
         assert summ["rounds_measured"] == 6 and set(summ["metrics"]) == {"mrr", "pdr"}
     # positions of one round are 1 and 2, once each
@@ -269,9 +288,11 @@ def test_units_one_after_the_other_do_not(tmp_path):
 
 
 def _paired_and_unpaired(tmp_path, noise: Any) -> tuple[dict[str, Any], list[float]]:
-    """1 vs 2 flows (the model forwards 2 flows ~2.5 % slower) in 10 rounds: the paired ratio's
-    summary, and every unpaired ratio (any round's 2-flow figure over any round's 1-flow one)."""
-    d = suite(rounds=10)
+    """1 vs 2 flows (the model forwards 2 flows ~2.5 % slower) in 20 rounds of the default 0.5 s
+    trials (the demo's settings): the paired ratio's summary, and every unpaired ratio (any
+    round's 2-flow figure over any round's 1-flow one).  With 10 rounds a few noise seeds put 3
+    straddling rounds on one side, and the rank interval (2nd..9th) ends at one of them."""
+    d = suite(rounds=20)
     if noise is not None:
         d["sim"] = {"host_noise": noise}
     d["tests"][0]["study"]["axes"] = {"flows": [1, 2]}

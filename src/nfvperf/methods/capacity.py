@@ -68,13 +68,13 @@ class Figure:
 @dataclass
 class RoundSettings:
     metrics: list[str]
-    trial_s: float = 1.0
+    trial_s: float = 0.5            # study.DEFAULT_ROUND_TRIAL_S (a higher layer: test_rounds checks they agree)
     overload_pct: float = 100.0
 
     @classmethod
     def from_study(cls, rounds: dict[str, Any]) -> "RoundSettings":
         return cls(metrics=list(rounds.get("metrics") or ["mrr"]),
-                   trial_s=float(rounds.get("round_trial_s") or 1.0),
+                   trial_s=float(rounds.get("round_trial_s") or cls.trial_s),
                    overload_pct=float(rounds.get("overload_pct") or 100.0))
 
 
