@@ -4,15 +4,6 @@
 
 void hist_reset(hist_t *h) { memset(h, 0, sizeof(*h)); }
 
-unsigned hist_index(uint64_t v)
-{
-    if (v < HIST_LIN) return (unsigned)v;
-    unsigned msb = 63 - (unsigned)__builtin_clzll(v);
-    if (msb > HIST_MAX_MSB) return HIST_NBUCKETS - 1;
-    unsigned shift = msb - 7;
-    return HIST_LIN + (msb - 8) * HIST_SUB + (unsigned)((v >> shift) - HIST_SUB);
-}
-
 uint64_t hist_bucket_lo(unsigned i)
 {
     if (i < HIST_LIN) return i;

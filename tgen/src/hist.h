@@ -20,7 +20,16 @@ typedef struct {
 } hist_t;
 
 void hist_reset(hist_t *h);
-unsigned hist_index(uint64_t v);
+/* The bucket of v.  With shift = max(msb(v) - 7, 0), bucket = shift * 128 + (v >> shift): the same
+ * as the linear part (v < 256: shift 0, bucket v) followed by 128 sub-buckets per power of
+ * two (256 + (msb - 8) * 128 + (v >> (msb - 7)) - 128), computed without a branch on v's range. */
+static inline unsigned hist_index(uint64_t v)
+{
+    unsigned msb = 63 - (unsigned)__builtin_clzll(v | 1);
+    if (__builtin_expect(msb > HIST_MAX_MSB, 0)) return HIST_NBUCKETS - 1;
+    unsigned shift = msb > 7 ? msb - 7 : 0;
+    return (shift << 7) + (unsigned)(v >> shift);
+}
 uint64_t hist_bucket_lo(unsigned i);
 uint64_t hist_bucket_hi(unsigned i);           /* inclusive upper bound */
 static inline void hist_add(hist_t *h, uint64_t v)

@@ -147,6 +147,78 @@ void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns)
     note_delay(a, delay_ns);
 }
 
+/* a histogram's scalar fields, held in registers while seqacct_add_n runs (hist_add, in pieces) */
+typedef struct { uint64_t count, min, max; double sum; } hist_regs_t;
+static inline void hregs_load(hist_regs_t *r, const hist_t *h) { r->count = h->count; r->min = h->min; r->max = h->max; r->sum = h->sum; }
+static inline void hregs_store(const hist_regs_t *r, hist_t *h) { h->count = r->count; h->min = r->min; h->max = r->max; h->sum = r->sum; }
+static inline void hregs_add(hist_regs_t *r, uint64_t *b, uint64_t v)
+{
+    b[hist_index(v)]++;
+    if (r->count == 0 || v < r->min) r->min = v;
+    if (v > r->max) r->max = v;
+    r->count++;
+    r->sum += (double)v;
+}
+
+void seqacct_add_n(seqacct_t *a, const seqacct_frame_t *f, unsigned n)
+{
+    unsigned i = 0;
+    while (i < n) {
+        /* frames that are not the next expected one: the general path */
+        while (i < n && f[i].seq != a->next_exp) { seqacct_add(a, f[i].seq, f[i].tx_ns, f[i].delay_ns); i++; }
+        if (i == n) break;
+        /* a run of in-order frames (seq == next_exp each): seqacct_add's in-order branch (no gap, an
+         * empty window range to clear) and note_delay, on register copies of the fields they touch */
+        uint64_t next = a->next_exp, arrivals = a->arrivals, received = a->received;
+        uint64_t max_tx = a->max_tx_ns, max_gap = a->max_rx_gap_ns;
+        int have_max = a->have_max;
+        uint32_t adv_head = a->adv_head, adv_n = a->adv_n;
+        hist_t *lat = a->lat, *ipdv = a->ipdv_abs;
+        hist_regs_t L = { 0, 0, 0, 0 }, I = { 0, 0, 0, 0 };
+        int have_prev = a->have_prev_delay;
+        int64_t prev = a->prev_delay, imin = a->ipdv_min, imax = a->ipdv_max;
+        double isum = a->ipdv_sum;
+        uint64_t icount = a->ipdv_count;
+        if (lat) hregs_load(&L, lat);
+        if (ipdv) hregs_load(&I, ipdv);
+        for (; i < n && f[i].seq == next; i++) {
+            uint64_t seq = f[i].seq, tx = f[i].tx_ns;
+            uint64_t idx = ++arrivals;
+            if (have_max && tx > max_tx && tx - max_tx > max_gap) max_gap = tx - max_tx;
+            win_set(a, seq);
+            next = seq + 1;
+            max_tx = tx;
+            have_max = 1;
+            a->adv_seq[adv_head] = seq;
+            a->adv_idx[adv_head] = idx;
+            adv_head = (adv_head + 1) % SEQ_ADV_RING;
+            if (adv_n < SEQ_ADV_RING) adv_n++;
+            received++;
+            if (!lat) continue;
+            int64_t d = f[i].delay_ns;
+            if (d < 0) d = 0;
+            hregs_add(&L, lat->b, (uint64_t)d);
+            if (have_prev) {
+                int64_t v = d - prev;
+                if (icount == 0 || v < imin) imin = v;
+                if (icount == 0 || v > imax) imax = v;
+                isum += (double)v;
+                icount++;
+                if (ipdv) hregs_add(&I, ipdv->b, (uint64_t)(v < 0 ? -v : v));
+            }
+            have_prev = 1;
+            prev = d;
+        }
+        a->next_exp = next; a->arrivals = arrivals; a->received = received;
+        a->max_tx_ns = max_tx; a->max_rx_gap_ns = max_gap; a->have_max = have_max;
+        a->adv_head = adv_head; a->adv_n = adv_n;
+        a->have_prev_delay = have_prev; a->prev_delay = prev; a->ipdv_min = imin; a->ipdv_max = imax;
+        a->ipdv_sum = isum; a->ipdv_count = icount;
+        if (lat) hregs_store(&L, lat);
+        if (ipdv) hregs_store(&I, ipdv);
+    }
+}
+
 /* tx time of the first and last lost frame inside a gap, interpolated */
 static void gap_times(const seq_gap_t *g, uint64_t first_tx_ns, uint64_t first_expected,
                       double *t_first, double *t_last)

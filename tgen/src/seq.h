@@ -60,6 +60,13 @@ void seqacct_reset(seqacct_t *a, uint64_t first_expected, hist_t *lat, hist_t *i
 /* One arriving test frame: sequence, its tx time and one-way delay (both ns). */
 void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns);
 
+/* n arriving test frames of one stream, in arrival order: the same state as seqacct_add on each in
+ * turn (bit for bit, the floating point sums included).  Faster for a burst: a frame that is the
+ * next expected one (the usual case) updates counters held in registers, not in memory; any other
+ * frame goes through seqacct_add. */
+typedef struct { uint64_t seq, tx_ns; int64_t delay_ns; } seqacct_frame_t;
+void seqacct_add_n(seqacct_t *a, const seqacct_frame_t *f, unsigned n);
+
 /* Loss-time estimate given the tx side's view: sent frames, tx time of the first and last sent
  * frame (same clock as tx_ns).  Outputs -1 when nothing is lost. */
 void seqacct_loss_times(const seqacct_t *a, uint64_t sent, uint64_t first_tx_ns, uint64_t last_tx_ns,

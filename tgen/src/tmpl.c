@@ -4,8 +4,6 @@
 
 static inline void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
 static inline void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
-static inline uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return __builtin_bswap16(v); }
-static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
 
 uint32_t csum_add_bytes(uint32_t sum, const uint8_t *p, size_t n)
 {
@@ -150,60 +148,4 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
     return 0;
 }
 
-static int parse_l2l4(const uint8_t *buf, uint32_t len, uint32_t *udp)
-{
-    uint32_t o = 12;
-    if (len < 14) return 0;
-    uint16_t et = get16(buf + o);
-    for (int tags = 0; tags < 2 && (et == 0x8100 || et == 0x88A8); tags++) {
-        if (len < o + 8) return 0;
-        o += 4;
-        et = get16(buf + o);
-    }
-    o += 2;
-    if (et == 0x0800) {
-        if (len < o + 20) return 0;
-        const uint8_t *ip = buf + o;
-        if ((ip[0] >> 4) != 4 || ip[9] != 17) return 0;
-        if (get16(ip + 6) & 0x3fff) return 0;     /* fragment */
-        o += (uint32_t)(ip[0] & 0xf) * 4;
-    } else if (et == 0x86DD) {
-        if (len < o + 40) return 0;
-        if (buf[o + 6] != 17) return 0;
-        o += 40;
-    } else {
-        return 0;
-    }
-    if (len < o + 8) return 0;
-    *udp = o;
-    return 1;
-}
-
-int sig_parse(const uint8_t *buf, uint32_t len, tgsig_t *out)
-{
-    uint32_t u;
-    if (!parse_l2l4(buf, len, &u)) return 0;
-    if (get16(buf + u + 2) == VXLAN_PORT) {
-        uint32_t in = u + 16;
-        if (len < in + 14) return 0;
-        uint32_t u2;
-        if (!parse_l2l4(buf + in, len - in, &u2)) return 0;
-        u = in + u2;
-    }
-    const uint8_t *sg = buf + u + 8;
-    if (len >= u + 8 + SIG_LEN && get32(sg) == SIG_MAGIC) {
-        out->stream_id = get16(sg + 4);
-        out->seq = (uint64_t)get16(sg + 6) << 32 | get32(sg + 8);
-        out->tx_ns48 = (uint64_t)get16(sg + 12) << 32 | get32(sg + 14);
-        out->ts_bits = 48;
-        return 1;
-    }
-    if (len >= u + 8 + SIG_LEN_C && get16(sg) == SIG_MAGIC_C) {
-        out->stream_id = get16(sg + 2);
-        out->seq = (uint64_t)sg[4] << 32 | get32(sg + 5);
-        out->tx_ns48 = (uint64_t)sg[9] << 32 | get32(sg + 10);
-        out->ts_bits = 40;
-        return 1;
-    }
-    return 0;
-}
+int sig_parse(const uint8_t *buf, uint32_t len, tgsig_t *out) { return sig_parse_inline(buf, len, out); }

@@ -60,7 +60,8 @@ typedef struct {
     uint64_t seq;
     uint64_t tx_ns48;          /* tx timestamp mod 2^ts_bits */
 } tgsig_t;
-/* 1 if buf holds a test frame (signature found), 0 otherwise. */
+/* 1 if buf holds a test frame (signature found), 0 otherwise.  sig_parse_inline (below) is the
+ * same, inlined into the RX loop. */
 int sig_parse(const uint8_t *buf, uint32_t len, tgsig_t *out);
 
 /* one's complement helpers */
@@ -75,6 +76,66 @@ int parse_mac(const char *s, uint8_t mac[6]);
 static inline void tm_st16(uint8_t *p, uint16_t v) { v = __builtin_bswap16(v); memcpy(p, &v, 2); }
 static inline void tm_st32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
 static inline uint32_t tm_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
+static inline uint16_t tm_ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return __builtin_bswap16(v); }
+
+/* sig_parse's parts: the UDP header's offset after Ethernet (up to two VLAN tags) and IPv4/IPv6 */
+static inline int sig_parse_l2l4(const uint8_t *buf, uint32_t len, uint32_t *udp)
+{
+    uint32_t o = 12;
+    if (len < 14) return 0;
+    uint16_t et = tm_ld16(buf + o);
+    for (int tags = 0; tags < 2 && (et == 0x8100 || et == 0x88A8); tags++) {
+        if (len < o + 8) return 0;
+        o += 4;
+        et = tm_ld16(buf + o);
+    }
+    o += 2;
+    if (et == 0x0800) {
+        if (len < o + 20) return 0;
+        const uint8_t *ip = buf + o;
+        if ((ip[0] >> 4) != 4 || ip[9] != 17) return 0;
+        if (tm_ld16(ip + 6) & 0x3fff) return 0;     /* fragment */
+        o += (uint32_t)(ip[0] & 0xf) * 4;
+    } else if (et == 0x86DD) {
+        if (len < o + 40) return 0;
+        if (buf[o + 6] != 17) return 0;
+        o += 40;
+    } else {
+        return 0;
+    }
+    if (len < o + 8) return 0;
+    *udp = o;
+    return 1;
+}
+
+static inline int sig_parse_inline(const uint8_t *buf, uint32_t len, tgsig_t *out)
+{
+    uint32_t u;
+    if (!sig_parse_l2l4(buf, len, &u)) return 0;
+    if (tm_ld16(buf + u + 2) == VXLAN_PORT) {
+        uint32_t in = u + 16;
+        if (len < in + 14) return 0;
+        uint32_t u2;
+        if (!sig_parse_l2l4(buf + in, len - in, &u2)) return 0;
+        u = in + u2;
+    }
+    const uint8_t *sg = buf + u + 8;
+    if (len >= u + 8 + SIG_LEN && tm_ld32(sg) == SIG_MAGIC) {
+        out->stream_id = tm_ld16(sg + 4);
+        out->seq = (uint64_t)tm_ld16(sg + 6) << 32 | tm_ld32(sg + 8);
+        out->tx_ns48 = (uint64_t)tm_ld16(sg + 12) << 32 | tm_ld32(sg + 14);
+        out->ts_bits = 48;
+        return 1;
+    }
+    if (len >= u + 8 + SIG_LEN_C && tm_ld16(sg) == SIG_MAGIC_C) {
+        out->stream_id = tm_ld16(sg + 2);
+        out->seq = (uint64_t)sg[4] << 32 | tm_ld32(sg + 5);
+        out->tx_ns48 = (uint64_t)sg[9] << 32 | tm_ld32(sg + 10);
+        out->ts_bits = 40;
+        return 1;
+    }
+    return 0;
+}
 
 /* Write every byte of the frame that depends on flow/seq/tx timestamp into buf, which already holds
  * a copy of this template's frame (possibly with another flow/seq/timestamp written over it): the

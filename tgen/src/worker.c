@@ -122,9 +122,36 @@ static void do_tx(struct worker *w, struct trial *t)
     if (all) __atomic_store_n(&w->tx_done, 1, __ATOMIC_RELEASE);
 }
 
+/* Give a received burst back: rte_pktmbuf_free_bulk's work, inlined (a direct, single-segment
+ * mbuf with refcnt 1 goes back to its pool in one put per run of mbufs of one pool; anything else
+ * through rte_pktmbuf_free).  A TX pool mbuf received back (net_ring: the same mbuf) loses its tag:
+ * whatever carried it may have written its data, so nothing is known about it any more. */
+static inline void rx_free(struct rte_mbuf **m, unsigned n)
+{
+    void *run[BURST];
+    unsigned k = 0;
+    struct rte_mempool *pool = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        struct rte_mbuf *x = m[i];
+        if (x->pool == g_txpool) *mbuf_tmpl_tag(x) = 0;
+        if (unlikely(x->nb_segs != 1)) { rte_pktmbuf_free(x); continue; }
+        x = rte_pktmbuf_prefree_seg(x);
+        if (unlikely(x == NULL)) continue;
+        if (x->pool != pool) {
+            if (k) rte_mempool_put_bulk(pool, run, k);
+            k = 0;
+            pool = x->pool;
+        }
+        run[k++] = x;
+    }
+    if (k) rte_mempool_put_bulk(pool, run, k);
+}
+
 static unsigned do_rx(struct worker *w, struct trial *t, int ph)
 {
     struct rte_mbuf *m[BURST];
+    seqacct_frame_t fr[BURST];     /* the burst's accounted test frames, in arrival order */
+    int32_t fti[BURST];            /* and each one's trial stream */
     unsigned total = 0;
     int acct = t && (ph == PH_LEARNING || ph == PH_RUNNING || ph == PH_DRAINING);
     for (unsigned q = 0; q < w->nrxq; q++) {
@@ -133,16 +160,17 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
         total += n;
         if (t && (acct || ph == PH_DONE)) {
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
+            uint16_t port = w->rxq[q].port;
+            unsigned nf = 0;
             for (uint16_t i = 0; i < n && i < 4; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
             for (uint16_t i = 0; i < n; i++) {
                 if (i + 4 < n) rte_prefetch0(rte_pktmbuf_mtod(m[i + 4], void *));
                 tgsig_t sg;
-                if (!sig_parse(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
+                if (!sig_parse_inline(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
                     if (acct) w->non_test++;
                     continue;
                 }
                 int32_t ti = t->sid_map[sg.stream_id];
-                uint16_t port = w->rxq[q].port;
                 int slot = 0;
                 switch (rx_classify(ti, acct, t->rx_slot, port, &slot)) {
                 case RX_FOREIGN: w->foreign_rx++; continue;
@@ -150,17 +178,24 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
                 case RX_ACCOUNT: break;
                 }
-                /* one sequence state per stream on this lcore, whichever port of the group the
-                 * frame came back on (a group is polled by one lcore: rxgroup.h) */
                 w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot]++;
                 uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
-                seqacct_add(&w->acct[ti], sg.seq, now_ns - lat, (int64_t)lat);
+                fr[nf].seq = sg.seq;
+                fr[nf].tx_ns = now_ns - lat;
+                fr[nf].delay_ns = (int64_t)lat;
+                fti[nf++] = ti;
+            }
+            /* one sequence state per stream on this lcore, whichever port of the group the frame
+             * came back on (a group is polled by one lcore: rxgroup.h); each stream's frames in
+             * arrival order, a run of one stream's frames at a time */
+            for (unsigned j = 0; j < nf;) {
+                unsigned e = j + 1;
+                while (e < nf && fti[e] == fti[j]) e++;
+                seqacct_add_n(&w->acct[fti[j]], fr + j, e - j);
+                j = e;
             }
         }
-        /* a TX pool mbuf received back (net_ring: the same mbuf): whatever carried it may have
-         * written its data, so nothing is known about it any more */
-        if (g_txpool) for (uint16_t i = 0; i < n; i++) if (m[i]->pool == g_txpool) *mbuf_tmpl_tag(m[i]) = 0;
-        rte_pktmbuf_free_bulk(m, n);
+        rx_free(m, n);
     }
     return total;
 }

@@ -33,8 +33,34 @@ static void check_dist(const char *name, uint64_t *v, size_t n)
     CHECK(h.count == n, "%s count", name);
 }
 
+/* the bucket formula as first written (linear part, then 128 sub-buckets per power of two) */
+static unsigned ref_index(uint64_t v)
+{
+    if (v < HIST_LIN) return (unsigned)v;
+    unsigned msb = 63 - (unsigned)__builtin_clzll(v);
+    if (msb > HIST_MAX_MSB) return HIST_NBUCKETS - 1;
+    unsigned shift = msb - 7;
+    return HIST_LIN + (msb - 8) * HIST_SUB + (unsigned)((v >> shift) - HIST_SUB);
+}
+
 int main(void)
 {
+    /* hist_index (branch-light) == the reference formula: every value below 2^20, then each power
+     * of two's edges and random values over the whole range, up to UINT64_MAX */
+    for (uint64_t v = 0; v < (1u << 20); v++)
+        if (hist_index(v) != ref_index(v)) { CHECK(0, "index %llu: %u vs %u", (unsigned long long)v, hist_index(v), ref_index(v)); break; }
+    for (unsigned b = 0; b < 64; b++) {
+        uint64_t p = (uint64_t)1 << b;
+        uint64_t e[] = { p - 1, p, p + 1, p | (p >> 1), p + (p - 1) };
+        for (unsigned k = 0; k < 5; k++)
+            CHECK(hist_index(e[k]) == ref_index(e[k]), "index %llu: %u vs %u", (unsigned long long)e[k], hist_index(e[k]), ref_index(e[k]));
+    }
+    for (int i = 0; i < 1000000; i++) {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        uint64_t v = rng >> (rng & 63);
+        if (hist_index(v) != ref_index(v)) { CHECK(0, "index %llu: %u vs %u", (unsigned long long)v, hist_index(v), ref_index(v)); break; }
+    }
+    CHECK(hist_index(UINT64_MAX) == HIST_NBUCKETS - 1 && hist_index(0) == 0, "ends");
     /* bucket geometry: every value falls in its bucket, and buckets are <= 1/128 wide */
     for (int i = 0; i < 200000; i++) {
         uint64_t x = (uint64_t)exp(urand() * 33.0);   /* < 2^48 */

@@ -1,14 +1,89 @@
 /* Sequence accounting: METHODOLOGY.md TV10, duplicates, gaps, loss times. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "harness.h"
 #include "seq.h"
 
 static seqacct_t A;
 static hist_t L, I;
 
+/* seqacct_add_n == seqacct_add frame by frame: the whole state (counters, window, gap list,
+ * extent ring, histograms, IPDV sums) compared byte for byte after every burst */
+static seqacct_t R, B;
+static hist_t RL, RI, BL, BI;
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+static int same_state(void)
+{
+    seqacct_t r = R, b = B;
+    r.lat = b.lat = NULL;
+    r.ipdv_abs = b.ipdv_abs = NULL;
+    if (memcmp(&r, &b, sizeof(r))) return 0;
+    if ((R.lat != NULL) != (B.lat != NULL) || (R.ipdv_abs != NULL) != (B.ipdv_abs != NULL)) return 0;
+    if (R.lat && memcmp(R.lat, B.lat, sizeof(hist_t))) return 0;
+    if (R.ipdv_abs && memcmp(R.ipdv_abs, B.ipdv_abs, sizeof(hist_t))) return 0;
+    return 1;
+}
+
+/* a stream of frames with the given chances (per mille) of loss, reordering (swap with a later
+ * frame), duplication and a long jump; delays random, some negative (clamped to 0) and huge */
+static void check_burst_equiv(const char *what, int lat, int ipdv, unsigned loss, unsigned reord, unsigned dup,
+                              unsigned jump, unsigned nframes)
+{
+    static seqacct_frame_t fr[256];
+    seqacct_reset(&R, 7, lat ? &RL : NULL, lat && ipdv ? &RI : NULL);
+    seqacct_reset(&B, 7, lat ? &BL : NULL, lat && ipdv ? &BI : NULL);
+    uint64_t seq = 7, t = 1000;
+    unsigned done = 0, bursts = 0;
+    int ok = 1;
+    while (done < nframes && ok) {
+        unsigned n = (unsigned)(rnd() % 65);     /* 0..64, as an RX burst */
+        for (unsigned k = 0; k < n; k++) {
+            if (rnd() % 1000 < loss) seq++;
+            if (rnd() % 1000 < jump) seq += SEQ_WIN + rnd() % 1000;
+            fr[k].seq = seq++;
+            fr[k].tx_ns = t += 1 + rnd() % 100;
+            uint64_t r = rnd() % 1000;
+            fr[k].delay_ns = r < 5 ? -(int64_t)(rnd() % 1000) : r < 8 ? (int64_t)(rnd() >> 10) : (int64_t)(rnd() % 100000);
+        }
+        for (unsigned k = 0; k + 1 < n; k++) {
+            if (rnd() % 1000 < reord) {
+                unsigned j = k + 1 + (unsigned)(rnd() % (n - k - 1));
+                seqacct_frame_t x = fr[k]; fr[k] = fr[j]; fr[j] = x;
+            }
+            if (rnd() % 1000 < dup) fr[k + 1] = fr[k];
+        }
+        for (unsigned k = 0; k < n; k++) seqacct_add(&R, fr[k].seq, fr[k].tx_ns, fr[k].delay_ns);
+        seqacct_add_n(&B, fr, n);
+        ok = same_state();
+        done += n;
+        bursts++;
+    }
+    CHECK(ok, "%s: seqacct_add_n differs from seqacct_add after burst %u (%u frames)", what, bursts, done);
+    CHECK(R.received > 0 && (!lat || RL.count > 0), "%s: frames were accounted", what);
+}
+
 int main(void)
 {
+    check_burst_equiv("in order", 1, 1, 0, 0, 0, 0, 200000);
+    check_burst_equiv("in order, no latency", 0, 0, 0, 0, 0, 0, 50000);
+    check_burst_equiv("in order, no IPDV histogram", 1, 0, 0, 0, 0, 0, 50000);
+    check_burst_equiv("loss", 1, 1, 20, 0, 0, 0, 200000);
+    check_burst_equiv("reordering", 1, 1, 0, 20, 0, 0, 200000);
+    check_burst_equiv("duplicates", 1, 1, 0, 0, 20, 0, 200000);
+    check_burst_equiv("everything", 1, 1, 30, 30, 30, 1, 300000);
+    check_burst_equiv("heavy", 1, 1, 300, 300, 300, 5, 100000);
+    /* the comparison can fail: one frame given to one side only */
+    seqacct_reset(&R, 0, &RL, &RI);
+    seqacct_reset(&B, 0, &BL, &BI);
+    seqacct_frame_t one = { 0, 100, 50 };
+    seqacct_add_n(&B, &one, 1);
+    CHECK(!same_state(), "a frame on one side only shows");
+    seqacct_add(&R, 0, 100, 50);
+    CHECK(same_state(), "and the same frame on both sides not");
+
     /* TV10: arrivals 1,2,4,5,3,6 -> one reordered, extent 2, ratio 16.67 % */
     uint64_t arr[] = { 1, 2, 4, 5, 3, 6 };
     seqacct_reset(&A, 1, &L, &I);
