@@ -50,6 +50,7 @@ from nfvperf.host import netns as N  # noqa: E402
 from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
 from nfvperf.tg.tgen import PortSpec, TgenProcess, find_tgen_binary  # noqa: E402
 from nfvperf.tg.tgen_testpmd import TestpmdPeer, find_testpmd  # noqa: E402
+from nfvperf.topo.ports.veth import kernel_mac  # noqa: E402
 
 CPUS = os.cpu_count() or 1
 FWD_LCORES = "0@0,1@0"
@@ -105,7 +106,14 @@ def veth_path(run: RunContext, tracker: ResourceTracker, driver: str) -> dict[st
             else:
                 lst.append(f"net_af_packet{j},iface={name},qpairs=1,blocksz=4096,framesz=2048,"
                            "framecnt=1024,qdisc_bypass=1")
-    return {"gen": gen, "fwd": fwd, "eal": ()}
+    out: dict[str, Any] = {"gen": gen, "fwd": fwd, "eal": ()}
+    if driver == "af_packet":
+        # as nfvperf drives it (topo.ports.veth.AfPacket): tgen keeps the interface's address on
+        # the wire and the kernel interface takes another, so tgen's frames are not routed by the
+        # kernel on their way into its socket (testpmd flowgen's go to an address nobody has)
+        out["wire_macs"] = [N.link_mac(run.ifname(f"g{i}")) for i in range(2)]
+        out["gen_ifnames"] = [run.ifname(f"g{i}") for i in range(2)]
+    return out
 
 
 def vhost_path(run: RunContext) -> dict[str, Any]:
@@ -150,7 +158,10 @@ def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
 
 
 def tgen_gen(path: dict[str, Any], run: RunContext, size: int, binary: Any = None) -> TgenProcess:
-    ports = [PortSpec(d, speed_bps=1e12) for d in path["gen"]]
+    macs = path.get("wire_macs") or [None] * len(path["gen"])
+    ports = [PortSpec(d, speed_bps=1e12, mac=m) for d, m in zip(path["gen"], macs)]
+    for ifname, m in zip(path.get("gen_ifnames", []), macs):
+        N.set_link(ifname, None, address=kernel_mac(m))
     return TgenProcess(ports, lcores=GEN_LCORES, run_dir=run.run_dir, tag=run.tag, hugepages=True,
                        extra_eal=list(path["eal"]), binary=binary)
 

@@ -5,8 +5,9 @@ Needs root, tgen/build/tgen and tshark; skipped otherwise.
 """
 from __future__ import annotations
 
-import sys
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,55 @@ def test_measurer_vxlan_stream_params_on_the_wire(afp, tmp_path: Path):
         assert ipsrc.split(",")[0] == "10.7.0.1" and ipdst.split(",")[0] == "10.7.0.2"
         assert ipsrc.split(",")[1].startswith("172.16.0.") and ipdst.split(",")[1].startswith("172.16.1.")
     m.close()
+
+
+def _in_no_route() -> int:
+    """The kernel's count of received IPv4 frames it found no route for (all CPUs): what it did
+    with each frame addressed to an interface of its own that has no address."""
+    lines = Path("/proc/net/stat/rt_cache").read_text().split("\n")
+    col = lines[0].split().index("in_no_route")
+    return sum(int(ln.split()[col], 16) for ln in lines[1:] if ln.strip())
+
+
+def test_port_mac_option_keeps_tgens_frames_out_of_the_kernels_ip_stack(tmp_path: Path):
+    """``--port N:mac=``: tgen puts that address on the wire (its frames' source, the default
+    destination of streams to the port) and leaves the interface's own; frames to it are counted by
+    tgen but not routed by the kernel (PACKET_OTHERHOST), frames to the interface's own are."""
+    tgen_binary_or_skip()
+    t = tag()
+    a, b = f"{t}a", f"{t}b"
+    wire = ["02:4e:46:00:0a:00", "02:4e:46:00:0b:00"]
+    with veth_pair(a, b):
+        wait_link_up(a)
+        kernel = [_link_mac(a), _link_mac(b)]
+        proc = start_tgen([PortSpec(f"net_af_packet0,iface={a}", mac=wire[0]),
+                           PortSpec(f"net_af_packet1,iface={b}", mac=wire[1])], tmp_path, t)
+        try:
+            assert [p["mac"] for p in proc.rpc("ports.list")] == wire
+            assert [_link_mac(a), _link_mac(b)] == kernel          # the devices keep theirs
+            n = 2000
+            proc.rpc("stream.add", port=0, rx_port=1, size_b=64, rate={"pps": 20000})
+            before = _in_no_route()
+            with Capture(b, n, tmp_path / "wire.pcap") as cap:
+                proc.rpc("trial.start", frames=n, drain_s=0.3)
+                res = wait_result(proc)
+                cap.wait()
+            routed = _in_no_route() - before
+            assert res["streams"][0]["received"] == n
+            assert {(r[0], r[1]) for r in cap.fields("eth.src", "eth.dst")} == {(wire[0], wire[1])}
+            assert routed < n // 10, f"the kernel routed {routed} of {n} frames to the wire MAC"
+            # the same frames to the interface's own address: the kernel routes every one
+            proc.rpc("stream.remove", all=True)
+            proc.rpc("stream.add", port=0, rx_port=1, size_b=64, rate={"pps": 20000}, dst_mac=kernel[1])
+            before = _in_no_route()
+            proc.rpc("trial.start", frames=n, drain_s=0.3)
+            res = wait_result(proc)
+            assert res["streams"][0]["received"] == n
+            assert _in_no_route() - before >= n * 0.9
+        finally:
+            proc.stop()
+
+
+def _link_mac(ifname: str) -> str:
+    return json.loads(subprocess.run(["ip", "-j", "link", "show", ifname], check=True,
+                                     capture_output=True, text=True).stdout)[0]["address"]

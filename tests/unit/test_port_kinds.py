@@ -243,3 +243,27 @@ def test_hostport_without_kind_object_falls_back_to_its_family():
 
 def test_testpmd_mbuf_size_follows_the_mtu():
     assert mbuf_size_for(1500) == 2176 and mbuf_size_for(9000) == 9216 and mbuf_size_for(9216) == 9728
+
+
+def test_af_packet_keeps_the_wire_mac_and_moves_the_kernels(tmp_path, monkeypatch):
+    """tgen keeps tg_mac on the wire (PortSpec mac) and, right before it starts, the kernel end
+    gets another address, so tgen's frames are not routed by the kernel; iperf3 never calls
+    before_tgen, so TCP keeps the interface's address.  Testbed ports (no veth made here) are
+    left alone, and the other kinds have no wire MAC of their own."""
+    from nfvperf.topo.ports import veth as V
+    calls = []
+    monkeypatch.setattr(V.N, "set_link", lambda ifname, ns, **kw: calls.append((ifname, ns, kw)))
+    kind = port_kind_class("af_packet")()
+    made = HostPort(0, "veth", tg_ifname="nfvx0p0", tg_netns="nfvx0-tg", veth=object(),  # type: ignore[arg-type]
+                    tg_mac="02:00:aa:11:a0:00", port_kind=kind)
+    assert made.tg_port_spec(0).mac == "02:00:aa:11:a0:00"
+    kind.before_tgen(made)
+    assert calls == [("nfvx0p0", "nfvx0-tg", {"address": "02:00:aa:11:a1:00"})]
+    assert V.kernel_mac("02:00:aa:11:a1:07") == "02:00:aa:11:a0:07"
+    cabled = HostPort(1, "veth", tg_ifname="eth3", tg_mac="02:00:00:00:00:03", port_kind=kind)
+    assert cabled.tg_port_spec(1).mac is None
+    kind.before_tgen(cabled)
+    assert len(calls) == 1
+    xdp = HostPort(0, "veth", tg_ifname="nfvx0p0", veth=object(), tg_mac="02:00:aa:11:a0:00",  # type: ignore[arg-type]
+                   driver="af_xdp")
+    assert xdp.tg_port_spec(0).mac is None

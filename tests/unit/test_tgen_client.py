@@ -281,7 +281,7 @@ def make_proc(fake_bin: Path, tmp_path: Path, nports: int = 2, **kw) -> TgenProc
 
 def test_argv_vdev_and_pci(tmp_path: Path):
     ports = [PortSpec("net_af_packet0,iface=nfvt1a", speed_bps=10e9, rxd=512, promisc=False, rx=False),
-             PortSpec("0000:3b:00.1", mtu=9000)]
+             PortSpec("0000:3b:00.1", mtu=9000, mac="02:00:aa:11:a0:01")]
     p = TgenProcess(ports, lcores="0@0,1@1", run_dir=tmp_path, tag="t-42", binary=Path("/bin/tgen"),
                     hugepages=False, extra_eal=["--log-level", "pmd:debug"])
     argv = p.argv()
@@ -299,6 +299,7 @@ def test_argv_vdev_and_pci(tmp_path: Path):
     assert port_opts[0].startswith("0:speed=10000000000,")
     assert "rxd=512" in port_opts[0] and "promisc=0" in port_opts[0] and "rx=0" in port_opts[0]
     assert "rx=" not in port_opts[1]
+    assert "mac=" not in port_opts[0] and port_opts[1].endswith(",mac=02:00:aa:11:a0:01")
     assert port_opts[1].startswith("1:") and "mtu=9000" in port_opts[1] and "speed" not in port_opts[1]
 
 

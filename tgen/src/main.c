@@ -41,7 +41,10 @@ static void usage(FILE *f)
         "usage: tgen <EAL args> -- [options]\n"
         "  --socket PATH            control socket (default /tmp/tgen.<pid>.sock, mode 0600)\n"
         "  --tcp [HOST:]PORT --token T   also listen on TCP (127.0.0.1 by default; needs --token)\n"
-        "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1,rx=1   (repeatable)\n"
+        "  --port ID:speed=10G,rxq=1,txq=1,rxd=1024,txd=1024,mtu=1500,promisc=1,rx=1,mac=02:00:00:00:00:01\n"
+        "                           (repeatable; mac: the address tgen puts on the wire for the port, its\n"
+        "                           frames' source and the default destination of streams to it; the\n"
+        "                           device's own address is left as it is)\n"
         "  --tx-lcores L --rx-lcores L   worker lcores for TX / RX (default: all workers do both)\n"
         "  --auth-timeout S         drop a TCP client that has not authenticated after S s (default 5)\n"
         "  --idle-timeout S         drop a TCP client silent for S s (default 300; 0 = never)\n"
@@ -68,7 +71,7 @@ static void die2(const char *opt, const char *fmt, ...)
     exit(2);
 }
 
-struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc, rx; };
+struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc, rx; int mac_set; uint8_t mac[6]; };
 static struct portopt popt[MAX_PORTS];
 
 static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi)
@@ -112,7 +115,12 @@ static void parse_port_opt(const char *arg)
         else if (!strcmp(kv, "mtu")) p->mtu = parse_uint("--port mtu", v, 68, MAX_FRAME_B);
         else if (!strcmp(kv, "promisc")) p->promisc = parse_uint("--port promisc", v, 0, 1) + 1;
         else if (!strcmp(kv, "rx")) p->rx = parse_uint("--port rx", v, 0, 1) + 1;
-        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc, rx)", kv);
+        else if (!strcmp(kv, "mac")) {
+            if (parse_mac(v, p->mac) || (p->mac[0] & 1))
+                die2("--port", "mac '%s' must be a unicast MAC address like 02:00:00:00:00:01", v);
+            p->mac_set = 1;
+        }
+        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc, rx, mac)", kv);
     }
 }
 
@@ -624,6 +632,12 @@ int main(int argc, char **argv)
     if (rc) { eal_teardown(); return rc; }
     char err[512];
     if (ports_init(err, sizeof(err))) { fprintf(stderr, "tgen: %s\n", err); ports_close(); eal_teardown(); return 1; }
+    /* --port N:mac=: the address on the wire, not the device's.  On a kernel interface (af_packet)
+     * frames to the interface's own address also go up the kernel's IP stack, which routes each one
+     * (in the context of whoever sent it: the DUT); frames to another address stop at ip_rcv's
+     * first check (PACKET_OTHERHOST).  The socket still gets every frame. */
+    for (unsigned p = 0; p < g_nports && p < MAX_PORTS; p++)
+        if (popt[p].mac_set) memcpy(g_ports[p].mac, popt[p].mac, 6);
     launch_workers();
     int exit_code = op.oneshot ? run_oneshot(&op) : run_server(&op);
 

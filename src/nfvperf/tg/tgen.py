@@ -185,6 +185,11 @@ class PortSpec:
     mtu: int = 1500
     promisc: bool = True
     rx: Optional[bool] = None      # poll this port's RX queues (None: tgen's default - off for net_null)
+    #: the address tgen puts on the wire for this port (its frames' source, the default destination
+    #: of streams to it); None: the device's own.  A kernel interface (af_packet) is given another
+    #: address, so that frames to this one stop at the kernel's first IP check instead of being
+    #: routed one by one (topo.ports.veth: wire_mac)
+    mac: Optional[str] = None
 
     @property
     def is_pci(self) -> bool:
@@ -373,6 +378,8 @@ class TgenProcess:
                 kv.insert(0, f"speed={int(p.speed_bps)}")
             if p.rx is not None:
                 kv.append(f"rx={1 if p.rx else 0}")
+            if p.mac:
+                kv.append(f"mac={p.mac}")
             args += ["--port", f"{i}:" + ",".join(kv)]
         if self.tsc_hz is not None:
             args += ["--tsc-hz", self.tsc_hz]

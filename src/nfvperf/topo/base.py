@@ -496,7 +496,10 @@ class Topology:
             kwargs["netns"] = self.tg_netns
         if self.tg_host.remote:
             kwargs["host"] = self.tg_host
-        proc = TgenProcess(self.tgen_port_specs(), self.tgen_lcores(), **kwargs)
+        specs = self.tgen_port_specs()
+        for p in self.ports:
+            p._kind().before_tgen(p)
+        proc = TgenProcess(specs, self.tgen_lcores(), **kwargs)
         assert self.tracker is not None
         self.tracker.add("tgen", self.run.tag, proc.stop)
         proc.start()

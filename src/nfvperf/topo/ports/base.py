@@ -79,7 +79,8 @@ class HostPort:
         kind = self._kind()
         pairs = kind.tg_queue_pairs(dut_peer_queues)
         return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu,
-                        rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs), rxd=kind.tg_rxd)
+                        rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs), rxd=kind.tg_rxd,
+                        mac=kind.tg_wire_mac(self))
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
@@ -190,6 +191,15 @@ class PortKind:
 
     def tg_portref(self, port: HostPort) -> PortRef:
         raise NotImplementedError
+
+    def tg_wire_mac(self, port: HostPort) -> Optional[str]:
+        """The address tgen puts on the wire for ``port`` (PortSpec ``mac``) when it must differ
+        from the device's own; None: the device's (every kind but af_packet)."""
+        return None
+
+    def before_tgen(self, port: HostPort) -> None:
+        """Called for each port right before tgen opens the ports (not for iperf3, which uses
+        the kernel interface itself)."""
 
     def dut_portref(self, port: HostPort) -> PortRef:
         raise NotImplementedError
