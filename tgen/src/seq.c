@@ -147,17 +147,64 @@ void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns)
     note_delay(a, delay_ns);
 }
 
-/* a histogram's scalar fields, held in registers while seqacct_add_n runs (hist_add, in pieces) */
-typedef struct { uint64_t count, min, max; double sum; } hist_regs_t;
-static inline void hregs_load(hist_regs_t *r, const hist_t *h) { r->count = h->count; r->min = h->min; r->max = h->max; r->sum = h->sum; }
-static inline void hregs_store(const hist_regs_t *r, hist_t *h) { h->count = r->count; h->min = r->min; h->max = r->max; h->sum = r->sum; }
-static inline void hregs_add(hist_regs_t *r, uint64_t *b, uint64_t v)
+/* set window slots for sequence numbers [from, to), to - from <= SEQ_WIN */
+static inline void win_set_range(seqacct_t *a, uint64_t from, uint64_t to)
 {
-    b[hist_index(v)]++;
-    if (r->count == 0 || v < r->min) r->min = v;
-    if (v > r->max) r->max = v;
-    r->count++;
-    r->sum += (double)v;
+    while (from < to) {
+        uint32_t bit = (uint32_t)(from % SEQ_WIN), w = bit >> 6, lo = bit & 63;
+        uint64_t k = to - from < 64 - lo ? to - from : 64 - lo;     /* slots in this word */
+        uint64_t mask = (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << lo;
+        a->win[w] |= mask;
+        from += k;
+    }
+}
+
+/* The delays of k in-order frames: note_delay on each, with the histograms' scalar fields, the
+ * IPDV state and sums in registers.  A histogram's min starts at UINT64_MAX when it is empty (and
+ * IPDV's min/max at the extremes when it has no value yet), so the first value needs no test; an
+ * empty one keeps its stored fields. */
+static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
+{
+    hist_t *lat = a->lat, *ipdv = a->ipdv_abs;
+    unsigned i = 0;
+    if (!a->have_prev_delay) {             /* the stream's first delay: no IPDV yet */
+        int64_t d = f[0].delay_ns < 0 ? 0 : f[0].delay_ns;
+        hist_add(lat, (uint64_t)d);
+        a->have_prev_delay = 1;
+        a->prev_delay = d;
+        i = 1;
+    }
+    if (i == k) return;
+    uint64_t *lb = lat->b, *ib = ipdv ? ipdv->b : NULL;
+    uint64_t lmin = lat->count ? lat->min : UINT64_MAX, lmax = lat->max;
+    uint64_t jmin = ipdv && ipdv->count ? ipdv->min : UINT64_MAX, jmax = ipdv ? ipdv->max : 0;
+    double lsum = lat->sum, jsum = ipdv ? ipdv->sum : 0, isum = a->ipdv_sum;
+    int64_t prev = a->prev_delay;
+    int64_t imin = a->ipdv_count ? a->ipdv_min : INT64_MAX, imax = a->ipdv_count ? a->ipdv_max : INT64_MIN;
+    unsigned nv = k - i;
+    for (; i < k; i++) {
+        int64_t d = f[i].delay_ns < 0 ? 0 : f[i].delay_ns;
+        lb[hist_index((uint64_t)d)]++;
+        if ((uint64_t)d < lmin) lmin = (uint64_t)d;
+        if ((uint64_t)d > lmax) lmax = (uint64_t)d;
+        lsum += (double)d;
+        int64_t v = d - prev;
+        if (v < imin) imin = v;
+        if (v > imax) imax = v;
+        isum += (double)v;
+        if (ib) {
+            uint64_t av = (uint64_t)(v < 0 ? -v : v);
+            ib[hist_index(av)]++;
+            if (av < jmin) jmin = av;
+            if (av > jmax) jmax = av;
+            jsum += (double)av;
+        }
+        prev = d;
+    }
+    lat->count += nv; lat->min = lmin; lat->max = lmax; lat->sum = lsum;
+    if (ipdv) { ipdv->count += nv; ipdv->min = jmin; ipdv->max = jmax; ipdv->sum = jsum; }
+    a->ipdv_count += nv; a->ipdv_min = imin; a->ipdv_max = imax; a->ipdv_sum = isum;
+    a->prev_delay = prev;
 }
 
 void seqacct_add_n(seqacct_t *a, const seqacct_frame_t *f, unsigned n)
@@ -168,54 +215,40 @@ void seqacct_add_n(seqacct_t *a, const seqacct_frame_t *f, unsigned n)
         while (i < n && f[i].seq != a->next_exp) { seqacct_add(a, f[i].seq, f[i].tx_ns, f[i].delay_ns); i++; }
         if (i == n) break;
         /* a run of in-order frames (seq == next_exp each): seqacct_add's in-order branch (no gap, an
-         * empty window range to clear) and note_delay, on register copies of the fields they touch */
-        uint64_t next = a->next_exp, arrivals = a->arrivals, received = a->received;
+         * empty window range to clear), the sequence part first, then the delays */
+        uint64_t first = a->next_exp, next = first, arrivals = a->arrivals;
         uint64_t max_tx = a->max_tx_ns, max_gap = a->max_rx_gap_ns;
-        int have_max = a->have_max;
-        uint32_t adv_head = a->adv_head, adv_n = a->adv_n;
-        hist_t *lat = a->lat, *ipdv = a->ipdv_abs;
-        hist_regs_t L = { 0, 0, 0, 0 }, I = { 0, 0, 0, 0 };
-        int have_prev = a->have_prev_delay;
-        int64_t prev = a->prev_delay, imin = a->ipdv_min, imax = a->ipdv_max;
-        double isum = a->ipdv_sum;
-        uint64_t icount = a->ipdv_count;
-        if (lat) hregs_load(&L, lat);
-        if (ipdv) hregs_load(&I, ipdv);
-        for (; i < n && f[i].seq == next; i++) {
-            uint64_t seq = f[i].seq, tx = f[i].tx_ns;
-            uint64_t idx = ++arrivals;
-            if (have_max && tx > max_tx && tx - max_tx > max_gap) max_gap = tx - max_tx;
-            win_set(a, seq);
-            next = seq + 1;
-            max_tx = tx;
-            have_max = 1;
-            a->adv_seq[adv_head] = seq;
-            a->adv_idx[adv_head] = idx;
+        uint32_t adv_head = a->adv_head;
+        unsigned j = i;
+        if (!a->have_max) {        /* the stream's first frame: no gap to the previous one */
+            max_tx = f[j].tx_ns;
+            a->adv_seq[adv_head] = next;
+            a->adv_idx[adv_head] = ++arrivals;
             adv_head = (adv_head + 1) % SEQ_ADV_RING;
-            if (adv_n < SEQ_ADV_RING) adv_n++;
-            received++;
-            if (!lat) continue;
-            int64_t d = f[i].delay_ns;
-            if (d < 0) d = 0;
-            hregs_add(&L, lat->b, (uint64_t)d);
-            if (have_prev) {
-                int64_t v = d - prev;
-                if (icount == 0 || v < imin) imin = v;
-                if (icount == 0 || v > imax) imax = v;
-                isum += (double)v;
-                icount++;
-                if (ipdv) hregs_add(&I, ipdv->b, (uint64_t)(v < 0 ? -v : v));
-            }
-            have_prev = 1;
-            prev = d;
+            next++;
+            j++;
         }
-        a->next_exp = next; a->arrivals = arrivals; a->received = received;
-        a->max_tx_ns = max_tx; a->max_rx_gap_ns = max_gap; a->have_max = have_max;
-        a->adv_head = adv_head; a->adv_n = adv_n;
-        a->have_prev_delay = have_prev; a->prev_delay = prev; a->ipdv_min = imin; a->ipdv_max = imax;
-        a->ipdv_sum = isum; a->ipdv_count = icount;
-        if (lat) hregs_store(&L, lat);
-        if (ipdv) hregs_store(&I, ipdv);
+        for (; j < n && f[j].seq == next; j++) {
+            uint64_t tx = f[j].tx_ns;
+            if (tx > max_tx && tx - max_tx > max_gap) max_gap = tx - max_tx;
+            max_tx = tx;
+            a->adv_seq[adv_head] = next;
+            a->adv_idx[adv_head] = ++arrivals;
+            adv_head = (adv_head + 1) % SEQ_ADV_RING;
+            next++;
+        }
+        unsigned k = j - i;
+        win_set_range(a, first, next);
+        a->next_exp = next;
+        a->arrivals = arrivals;
+        a->received += k;
+        a->max_tx_ns = max_tx;
+        a->max_rx_gap_ns = max_gap;
+        a->have_max = 1;
+        a->adv_head = adv_head;
+        a->adv_n = a->adv_n + k < SEQ_ADV_RING ? a->adv_n + k : SEQ_ADV_RING;
+        if (a->lat) delays_in_order(a, f + i, k);
+        i = j;
     }
 }
 
