@@ -137,49 +137,103 @@ static inline int sig_parse_inline(const uint8_t *buf, uint32_t len, tgsig_t *ou
     return 0;
 }
 
+/* One's complement sum of a 32-bit sum folded to 16 bits: two folds are enough for any 32-bit value
+ * (the first leaves at most 0x1fffe, the second at most 0xffff) */
+static inline uint16_t csum_fold2(uint32_t s)
+{
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    return (uint16_t)s;
+}
+
+/* A template and its stream's settings as the per-frame writer uses them, read out once (per TX
+ * burst): every field a frame needs, in one small struct the compiler keeps in registers or on the
+ * stack.  (Read through t and c, each of the frame's byte stores could have changed them, as far
+ * as the compiler knows, so it read them again after every store.) */
+typedef struct {
+    const uint8_t *data;
+    uint16_t len, zero_from, head, full;   /* head/full: zero_from and len rounded up to 32 */
+    uint16_t ip_off, udp_off, sig_off, oudp_off, sip_off, dip_off;
+    uint8_t vary, vxlan, ipv4, compact;
+    uint32_t sip, dip, sp, dp;             /* the template's addresses and the stream's ports */
+    uint32_t ip_sum_base, udp_sum_base;
+} tmpl_fast_t;
+
+static inline void tmpl_fast_init(tmpl_fast_t *f, const tmpl_t *t, const tmpl_cfg_t *c)
+{
+    f->data = t->data;
+    f->len = t->len;
+    f->zero_from = t->zero_from;
+    f->head = (uint16_t)((t->zero_from + 31u) & ~31u);
+    f->full = (uint16_t)((t->len + 31u) & ~31u);
+    f->ip_off = t->ip_off; f->udp_off = t->udp_off; f->sig_off = t->sig_off; f->oudp_off = t->oudp_off;
+    f->sip_off = t->sip_off; f->dip_off = t->dip_off;
+    f->vary = (uint8_t)c->vary;
+    f->vxlan = c->vxlan != 0;
+    f->ipv4 = !c->ipv6;
+    f->compact = t->compact != 0;
+    f->sip = tm_ld32(t->data + t->sip_off);
+    f->dip = tm_ld32(t->data + t->dip_off);
+    f->sp = c->src_port;
+    f->dp = c->dst_port;
+    f->ip_sum_base = t->ip_sum_base;
+    f->udp_sum_base = t->udp_sum_base;
+}
+
 /* Write every byte of the frame that depends on flow/seq/tx timestamp into buf, which already holds
  * a copy of this template's frame (possibly with another flow/seq/timestamp written over it): the
  * varied addresses and ports (written for every flow, flow 0 included, so a previous frame's values
  * never stay), the outer UDP source port, the IPv4 and UDP checksums and the signature's sequence
  * and timestamp.  The rest of the frame is never written per frame. */
-static inline void tmpl_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow,
-                                    uint64_t seq, uint64_t tx_ns)
+static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns)
 {
-    uint32_t sip = tm_ld32(t->data + t->sip_off), dip = tm_ld32(t->data + t->dip_off);
-    uint32_t sp = c->src_port, dp = c->dst_port;
-    uint32_t v = c->vary;
-    if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + t->sip_off, sip); }
-    if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + t->dip_off, dip); }
+    uint32_t sip = f->sip, dip = f->dip;
+    uint32_t sp = f->sp, dp = f->dp;
+    uint32_t v = f->vary;
+    if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + f->sip_off, sip); }
+    if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + f->dip_off, dip); }
     if (v & VARY_SRC_PORT) {
         if (flow) sp = (sp - 1 + flow) % 65535 + 1;
-        tm_st16(buf + t->udp_off, (uint16_t)sp);
+        tm_st16(buf + f->udp_off, (uint16_t)sp);
     }
     if (v & VARY_DST_PORT) {
         if (flow) {
             dp = (dp - 1 + flow) % 65535 + 1;
             if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;   /* never look like VXLAN */
         }
-        tm_st16(buf + t->udp_off + 2, (uint16_t)dp);
+        tm_st16(buf + f->udp_off + 2, (uint16_t)dp);
     }
-    if (c->vxlan) tm_st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
-    uint8_t *sg = buf + t->sig_off;
+    if (f->vxlan) tm_st16(buf + f->oudp_off, (uint16_t)(49152 + flow % 16384));
+    uint8_t *sg = buf + f->sig_off;
     uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
-    if (!c->ipv6) tm_st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
+    if (f->ipv4) tm_st16(buf + f->ip_off + 10, (uint16_t)~csum_fold2(f->ip_sum_base + a));
     uint32_t s;
-    if (t->compact) {
-        /* seq 40 bit at 4..8, timestamp 40 bit at 9..13 */
+    if (f->compact) {
+        /* seq 40 bit at 4..8, timestamp 40 bit at 9..13; their checksum words: bytes 4-5, 6-7, 8-9,
+         * 10-11, 12-13 = seq[39:24], seq[23:8], seq[7:0]|ts[39:32], ts[31:16], ts[15:0] */
         sg[4] = (uint8_t)(seq >> 32); tm_st32(sg + 5, (uint32_t)seq);
         sg[9] = (uint8_t)(tx_ns >> 32); tm_st32(sg + 10, (uint32_t)tx_ns);
-        s = csum_add_bytes(t->udp_sum_base + a + sp + dp, sg + 4, 10);
+        s = f->udp_sum_base + a + sp + dp + (uint32_t)((seq >> 24) & 0xffff) + (uint32_t)((seq >> 8) & 0xffff) +
+            (uint32_t)((seq & 0xff) << 8 | ((tx_ns >> 32) & 0xff)) + (uint32_t)((tx_ns >> 16) & 0xffff) +
+            (uint32_t)(tx_ns & 0xffff);
     } else {
         uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
         uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
         tm_st16(sg + 6, s0); tm_st16(sg + 8, s1); tm_st16(sg + 10, s2);
         tm_st16(sg + 12, t0); tm_st16(sg + 14, t1); tm_st16(sg + 16, t2);
-        s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
+        s = f->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
     }
-    uint16_t ck = (uint16_t)~csum_fold(s);
-    tm_st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
+    uint16_t ck = (uint16_t)~csum_fold2(s);
+    tm_st16(buf + f->udp_off + 6, ck ? ck : 0xffff);
+}
+
+/* The same, from the template and configuration directly */
+static inline void tmpl_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow,
+                                    uint64_t seq, uint64_t tx_ns)
+{
+    tmpl_fast_t f;
+    tmpl_fast_init(&f, t, c);
+    tmpl_fast_fields(&f, buf, flow, seq, tx_ns);
 }
 
 /* Copy the template into buf whole */
@@ -194,21 +248,28 @@ static inline void tmpl_copy(const tmpl_t *t, uint8_t *buf)
  * length needs only the header part copied, whichever template (stream, size, encapsulation) it
  * held before.  Writes the frame for flow/seq/tx timestamp into buf (room as for tmpl_fill) and
  * returns buf's new tag. */
+static inline uint64_t tmpl_fast_write(const tmpl_fast_t *f, uint8_t *buf, uint64_t tag, uint32_t flow,
+                                       uint64_t seq, uint64_t tx_ns)
+{
+    unsigned zf = (unsigned)(tag >> 32), zt = (unsigned)tag;
+    unsigned head = f->head;                            /* what the 32-byte blocks copy */
+    if (zf <= head && zt >= f->len) {
+        for (unsigned o = 0; o < head; o += 32) memcpy(buf + o, f->data + o, 32);
+        if (zt < head) zt = head;
+    } else {
+        for (unsigned o = 0; o < f->full; o += 32) memcpy(buf + o, f->data + o, 32);
+        zt = f->full;
+    }
+    tmpl_fast_fields(f, buf, flow, seq, tx_ns);
+    return (uint64_t)f->zero_from << 32 | zt;
+}
+
 static inline uint64_t tmpl_write(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint64_t tag, uint32_t flow,
                                   uint64_t seq, uint64_t tx_ns)
 {
-    unsigned zf = (unsigned)(tag >> 32), zt = (unsigned)tag;
-    unsigned head = (t->zero_from + 31u) & ~31u;        /* what the 32-byte blocks copy */
-    unsigned full = (t->len + 31u) & ~31u;
-    if (zf <= head && zt >= t->len) {
-        for (unsigned o = 0; o < head; o += 32) memcpy(buf + o, t->data + o, 32);
-        if (zt < head) zt = head;
-    } else {
-        for (unsigned o = 0; o < full; o += 32) memcpy(buf + o, t->data + o, 32);
-        zt = full;
-    }
-    tmpl_fill_fields(t, c, buf, flow, seq, tx_ns);
-    return (uint64_t)t->zero_from << 32 | zt;
+    tmpl_fast_t f;
+    tmpl_fast_init(&f, t, c);
+    return tmpl_fast_write(&f, buf, tag, flow, seq, tx_ns);
 }
 
 /* Write the frame (t->len bytes) for flow/seq/tx timestamp into buf.  buf must have room for

@@ -75,19 +75,38 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         /* the burst's timestamp is the clock read its pacing used (one rdtsc per stream and
          * burst, taken right before it) */
         uint64_t tx_ns = tsc_to_ns(now) & MASK48;
+        /* the per-frame state in registers: the frames' byte stores could alias ts and st as far as
+         * the compiler knows, so it would read and write them around every frame */
+        uint64_t seq = ts->seq;
+        uint32_t flow = ts->flow, flows = st->sc.cfg.flows;
+        unsigned pat_pos = ts->pat_pos, plen = st->plen;
+        int tag_off = g_tmpl_tag_off;
+        tmpl_fast_t f;                 /* the frame's template, read out once per burst (one size) */
+        tmpl_fast_init(&f, st->tmpls[st->pattern[pat_pos]], &st->sc.cfg);
         for (unsigned i = 0; i < n; i++) {
-            const tmpl_t *tp = st->tmpls[st->pattern[ts->pat_pos]];
-            if (++ts->pat_pos >= st->plen) ts->pat_pos = 0;
-            m[i]->data_off = RTE_PKTMBUF_HEADROOM;
-            m[i]->ol_flags = 0;
-            m[i]->data_len = tp->len;
-            m[i]->pkt_len = tp->len;
-            uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
-            if (tagged) *mbuf_tmpl_tag(m[i]) = tmpl_write(tp, &st->sc.cfg, d, *mbuf_tmpl_tag(m[i]), ts->flow, ts->seq, tx_ns);
-            else tmpl_fill(tp, &st->sc.cfg, d, ts->flow, ts->seq, tx_ns);
-            ts->seq++;
-            if (++ts->flow >= st->sc.cfg.flows) ts->flow = 0;
+            if (plen != 1) {           /* imix: each frame's size from the stream's pattern */
+                if (i) tmpl_fast_init(&f, st->tmpls[st->pattern[pat_pos]], &st->sc.cfg);
+                if (++pat_pos >= plen) pat_pos = 0;
+            }
+            struct rte_mbuf *b = m[i];
+            b->data_off = RTE_PKTMBUF_HEADROOM;
+            b->ol_flags = 0;
+            b->data_len = f.len;
+            b->pkt_len = f.len;
+            uint8_t *d = rte_pktmbuf_mtod(b, uint8_t *);
+            if (tagged) {
+                uint64_t *tag = RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *);
+                *tag = tmpl_fast_write(&f, d, *tag, flow, seq, tx_ns);
+            } else {
+                for (unsigned o = 0; o < f.full; o += 32) memcpy(d + o, f.data + o, 32);   /* tmpl_fill */
+                tmpl_fast_fields(&f, d, flow, seq, tx_ns);
+            }
+            seq++;
+            if (++flow >= flows) flow = 0;
         }
+        ts->seq = seq;
+        ts->flow = flow;
+        ts->pat_pos = pat_pos;
         uint64_t late = now - oldest;
         if (late > ts->late_max_cyc) ts->late_max_cyc = late;
         uint16_t s = rte_eth_tx_burst(ts->port, ts->queue, m, (uint16_t)n);
@@ -130,10 +149,11 @@ static inline void rx_free(struct rte_mbuf **m, unsigned n)
 {
     void *run[BURST];
     unsigned k = 0;
-    struct rte_mempool *pool = NULL;
+    struct rte_mempool *pool = NULL, *txpool = g_txpool;
+    int tag_off = g_tmpl_tag_off;    /* read once: the tag stores below may alias the globals */
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *x = m[i];
-        if (x->pool == g_txpool) *mbuf_tmpl_tag(x) = 0;
+        if (x->pool == txpool) *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = 0;
         if (unlikely(x->nb_segs != 1)) { rte_pktmbuf_free(x); continue; }
         x = rte_pktmbuf_prefree_seg(x);
         if (unlikely(x == NULL)) continue;
@@ -162,6 +182,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
             uint16_t port = w->rxq[q].port;
             unsigned nf = 0;
+            uint64_t *cnt = NULL, ncnt = 0;
             for (uint16_t i = 0; i < n && i < 4; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
             for (uint16_t i = 0; i < n; i++) {
                 if (i + 4 < n) rte_prefetch0(rte_pktmbuf_mtod(m[i + 4], void *));
@@ -178,13 +199,17 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
                 case RX_ACCOUNT: break;
                 }
-                w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot]++;
+                /* per-port counts: consecutive frames of one stream and port add up in a register */
+                uint64_t *c = &w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot];
+                if (c != cnt) { if (cnt) *cnt += ncnt; cnt = c; ncnt = 0; }
+                ncnt++;
                 uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
                 fr[nf].seq = sg.seq;
                 fr[nf].tx_ns = now_ns - lat;
                 fr[nf].delay_ns = (int64_t)lat;
                 fti[nf++] = ti;
             }
+            if (cnt) *cnt += ncnt;
             /* one sequence state per stream on this lcore, whichever port of the group the frame
              * came back on (a group is polled by one lcore: rxgroup.h); each stream's frames in
              * arrival order, a run of one stream's frames at a time */

@@ -70,9 +70,89 @@ static tmpl_cfg_t base(void)
 static union { tmpl_t t; uint8_t raw[sizeof(tmpl_t) + MAX_FRAME_B + 200]; } TU;
 #define T (TU.t)
 static uint8_t buf[MAX_FRAME_B + 100];
+static tmpl_cfg_t cur_cfg;
+
+/* The per-frame writer as first written (before tmpl_fast_t: fields read through the template and
+ * configuration, the compact signature's checksum by csum_add_bytes, folds in a loop): the TX path
+ * must put the very same bytes on the wire */
+static void ref_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow, uint64_t seq,
+                            uint64_t tx_ns)
+{
+    uint32_t sip = tm_ld32(t->data + t->sip_off), dip = tm_ld32(t->data + t->dip_off);
+    uint32_t sp = c->src_port, dp = c->dst_port;
+    uint32_t v = c->vary;
+    if (v & VARY_SRC_IP) { sip += flow; tm_st32(buf + t->sip_off, sip); }
+    if (v & VARY_DST_IP) { dip += flow; tm_st32(buf + t->dip_off, dip); }
+    if (v & VARY_SRC_PORT) {
+        if (flow) sp = (sp - 1 + flow) % 65535 + 1;
+        tm_st16(buf + t->udp_off, (uint16_t)sp);
+    }
+    if (v & VARY_DST_PORT) {
+        if (flow) {
+            dp = (dp - 1 + flow) % 65535 + 1;
+            if (dp == VXLAN_PORT) dp = VXLAN_PORT + 1;
+        }
+        tm_st16(buf + t->udp_off + 2, (uint16_t)dp);
+    }
+    if (c->vxlan) tm_st16(buf + t->oudp_off, (uint16_t)(49152 + flow % 16384));
+    uint8_t *sg = buf + t->sig_off;
+    uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
+    if (!c->ipv6) tm_st16(buf + t->ip_off + 10, (uint16_t)~csum_fold(t->ip_sum_base + a));
+    uint32_t s;
+    if (t->compact) {
+        sg[4] = (uint8_t)(seq >> 32); tm_st32(sg + 5, (uint32_t)seq);
+        sg[9] = (uint8_t)(tx_ns >> 32); tm_st32(sg + 10, (uint32_t)tx_ns);
+        s = csum_add_bytes(t->udp_sum_base + a + sp + dp, sg + 4, 10);
+    } else {
+        uint16_t s0 = (uint16_t)(seq >> 32), s1 = (uint16_t)(seq >> 16), s2 = (uint16_t)seq;
+        uint16_t t0 = (uint16_t)(tx_ns >> 32), t1 = (uint16_t)(tx_ns >> 16), t2 = (uint16_t)tx_ns;
+        tm_st16(sg + 6, s0); tm_st16(sg + 8, s1); tm_st16(sg + 10, s2);
+        tm_st16(sg + 12, t0); tm_st16(sg + 14, t1); tm_st16(sg + 16, t2);
+        s = t->udp_sum_base + a + sp + dp + s0 + s1 + s2 + t0 + t1 + t2;
+    }
+    uint16_t ck = (uint16_t)~csum_fold(s);
+    tm_st16(buf + t->udp_off + 6, ck ? ck : 0xffff);
+}
+
+static uint64_t xrng = 0x2545F4914F6CDD1DULL;
+static uint64_t xr(void) { xrng ^= xrng << 13; xrng ^= xrng >> 7; xrng ^= xrng << 17; return xrng; }
+
+/* tmpl_fill_fields / tmpl_fast_write (one prepared template, many frames, as a TX burst) against
+ * ref_fill_fields: every vary combination, random and edge flows, sequences and timestamps */
+static void same_bytes_as_ref(const char *what, unsigned size)
+{
+    static uint8_t r[MAX_FRAME_B + 100], n[MAX_FRAME_B + 100], w[MAX_FRAME_B + 100];
+    unsigned diffs = 0, frames = 0;
+    for (uint32_t vary = 0; vary < 16; vary++) {
+        tmpl_cfg_t c = cur_cfg;
+        c.vary = vary;
+        char err[256];
+        if (tmpl_build(&c, size, &T, err, sizeof(err))) { CHECK(0, "%s: build %s", what, err); return; }
+        tmpl_fast_t f;
+        tmpl_fast_init(&f, &T, &c);
+        uint64_t tag = 0;
+        memset(w, 0xA5, sizeof(w));
+        for (unsigned k = 0; k < 3000; k++) {
+            uint32_t flow = k < 8 ? (uint32_t[]){ 0, 1, 2, 65534, 65535, 65536, 4789 - 1024, 0xffffffffu }[k]
+                                  : (uint32_t)(xr() % (k & 1 ? 70000 : 0xffffffffu));
+            uint64_t seq = k % 3 ? xr() & 0xFFFFFFFFFFFFULL : (uint64_t)k * 0x01010101ULL;
+            uint64_t ts = k % 5 ? xr() & 0xFFFFFFFFFFFFULL : 0xFFFFFFFFFFFFULL - k;
+            tmpl_copy(&T, r);
+            tmpl_copy(&T, n);
+            ref_fill_fields(&T, &c, r, flow, seq, ts);
+            tmpl_fill_fields(&T, &c, n, flow, seq, ts);
+            tag = tmpl_fast_write(&f, w, tag, flow, seq, ts);
+            frames++;
+            if (memcmp(r, n, T.len) || memcmp(r, w, T.len)) diffs++;
+        }
+    }
+    CHECK(diffs == 0, "%s size %u: %u of %u frames differ from the reference writer's", what, size, diffs, frames);
+}
 
 static void run(const char *what, tmpl_cfg_t c, unsigned size)
 {
+    cur_cfg = c;
+    same_bytes_as_ref(what, size);
     char err[256];
     int rc = tmpl_build(&c, size, &T, err, sizeof(err));
     CHECK(rc == 0, "%s size %u: build: %s", what, size, err);
