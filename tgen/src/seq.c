@@ -182,11 +182,24 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
     int64_t prev = a->prev_delay;
     int64_t imin = a->ipdv_count ? a->ipdv_min : INT64_MAX, imax = a->ipdv_count ? a->ipdv_max : INT64_MIN;
     unsigned nv = k - i;
+    /* A burst's frames mostly share one delay (one TX timestamp per burst, one RX clock read per
+     * burst), so the same value comes again and again: a run of equal values is counted in a
+     * register and added to its bucket once, and only a new value is looked up and compared with
+     * min/max.  (Bucket counts through memory, one frame after another, were a chain of
+     * read-modify-writes of one address.)  The sums stay one addition per frame, in order. */
+    uint64_t lval = UINT64_MAX, jval = UINT64_MAX, lrun = 0, jrun = 0;
+    unsigned lidx = 0, jidx = 0;
     for (; i < k; i++) {
         int64_t d = f[i].delay_ns < 0 ? 0 : f[i].delay_ns;
-        lb[hist_index((uint64_t)d)]++;
-        if ((uint64_t)d < lmin) lmin = (uint64_t)d;
-        if ((uint64_t)d > lmax) lmax = (uint64_t)d;
+        if ((uint64_t)d != lval) {
+            lb[lidx] += lrun;
+            lrun = 0;
+            lval = (uint64_t)d;
+            lidx = hist_index(lval);
+            if (lval < lmin) lmin = lval;
+            if (lval > lmax) lmax = lval;
+        }
+        lrun++;
         lsum += (double)d;
         int64_t v = d - prev;
         if (v < imin) imin = v;
@@ -194,13 +207,21 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
         isum += (double)v;
         if (ib) {
             uint64_t av = (uint64_t)(v < 0 ? -v : v);
-            ib[hist_index(av)]++;
-            if (av < jmin) jmin = av;
-            if (av > jmax) jmax = av;
+            if (av != jval) {
+                ib[jidx] += jrun;
+                jrun = 0;
+                jval = av;
+                jidx = hist_index(av);
+                if (av < jmin) jmin = av;
+                if (av > jmax) jmax = av;
+            }
+            jrun++;
             jsum += (double)av;
         }
         prev = d;
     }
+    lb[lidx] += lrun;
+    if (ib) ib[jidx] += jrun;
     lat->count += nv; lat->min = lmin; lat->max = lmax; lat->sum = lsum;
     if (ipdv) { ipdv->count += nv; ipdv->min = jmin; ipdv->max = jmax; ipdv->sum = jsum; }
     a->ipdv_count += nv; a->ipdv_min = imin; a->ipdv_max = imax; a->ipdv_sum = isum;

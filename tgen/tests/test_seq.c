@@ -30,7 +30,7 @@ static int same_state(void)
 /* a stream of frames with the given chances (per mille) of loss, reordering (swap with a later
  * frame), duplication and a long jump; delays random, some negative (clamped to 0) and huge */
 static void check_burst_equiv(const char *what, int lat, int ipdv, unsigned loss, unsigned reord, unsigned dup,
-                              unsigned jump, unsigned nframes)
+                              unsigned jump, unsigned repeat, unsigned nframes)
 {
     static seqacct_frame_t fr[256];
     seqacct_reset(&R, 7, lat ? &RL : NULL, lat && ipdv ? &RI : NULL);
@@ -47,6 +47,8 @@ static void check_burst_equiv(const char *what, int lat, int ipdv, unsigned loss
             fr[k].tx_ns = t += 1 + rnd() % 100;
             uint64_t r = rnd() % 1000;
             fr[k].delay_ns = r < 5 ? -(int64_t)(rnd() % 1000) : r < 8 ? (int64_t)(rnd() >> 10) : (int64_t)(rnd() % 100000);
+            /* as a real burst: one TX timestamp and one RX clock read give many frames one delay */
+            if (k && rnd() % 1000 < repeat) fr[k].delay_ns = fr[k - 1].delay_ns;
         }
         for (unsigned k = 0; k + 1 < n; k++) {
             if (rnd() % 1000 < reord) {
@@ -67,14 +69,16 @@ static void check_burst_equiv(const char *what, int lat, int ipdv, unsigned loss
 
 int main(void)
 {
-    check_burst_equiv("in order", 1, 1, 0, 0, 0, 0, 200000);
-    check_burst_equiv("in order, no latency", 0, 0, 0, 0, 0, 0, 50000);
-    check_burst_equiv("in order, no IPDV histogram", 1, 0, 0, 0, 0, 0, 50000);
-    check_burst_equiv("loss", 1, 1, 20, 0, 0, 0, 200000);
-    check_burst_equiv("reordering", 1, 1, 0, 20, 0, 0, 200000);
-    check_burst_equiv("duplicates", 1, 1, 0, 0, 20, 0, 200000);
-    check_burst_equiv("everything", 1, 1, 30, 30, 30, 1, 300000);
-    check_burst_equiv("heavy", 1, 1, 300, 300, 300, 5, 100000);
+    check_burst_equiv("in order", 1, 1, 0, 0, 0, 0, 0, 200000);
+    check_burst_equiv("in order, delays repeat", 1, 1, 0, 0, 0, 0, 950, 200000);
+    check_burst_equiv("in order, some delays repeat", 1, 1, 0, 0, 0, 0, 500, 200000);
+    check_burst_equiv("in order, no latency", 0, 0, 0, 0, 0, 0, 0, 50000);
+    check_burst_equiv("in order, no IPDV histogram", 1, 0, 0, 0, 0, 0, 800, 50000);
+    check_burst_equiv("loss", 1, 1, 20, 0, 0, 0, 500, 200000);
+    check_burst_equiv("reordering", 1, 1, 0, 20, 0, 0, 500, 200000);
+    check_burst_equiv("duplicates", 1, 1, 0, 0, 20, 0, 500, 200000);
+    check_burst_equiv("everything", 1, 1, 30, 30, 30, 1, 500, 300000);
+    check_burst_equiv("heavy", 1, 1, 300, 300, 300, 5, 300, 100000);
     /* the comparison can fail: one frame given to one side only */
     seqacct_reset(&R, 0, &RL, &RI);
     seqacct_reset(&B, 0, &BL, &BI);
