@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark: tgen's own CPU cost per frame, without a forwarder or a PMD that copies.
+"""Benchmark: tgen's own CPU cost per frame, without a forwarder.
 
-Two modes (``BENCH_MODES``, default ``tx,loop``):
+Modes (``BENCH_MODES``, default ``tx,loop``):
 
 - ``tx``: two ``net_null`` ports (TX frees the mbufs, RX not polled), one stream at full speed,
   ``--oneshot``, latency off: the TX path alone (frame build, pacing, mbuf get, PMD free).
@@ -18,16 +18,18 @@ Two modes (``BENCH_MODES``, default ``tx,loop``):
   included.  Its figure is per frame received.
 
 The figure is the tgen process's CPU time (user + system, from ``wait4``) divided by the frames it
-sent: CPU time counts only while tgen runs, so another process on the same CPU changes it far less
-than it changes frames per wall-clock second (a noisy shared host moves the latter 2x).  Start-up
-(EAL, TSC calibration, ~0.15 s of CPU) is in it too, the same for every build; ``net_ns_per_frame``
-subtracts it (a 10 ms trial's CPU time, median of 3 per build and mode).
+sent (``tx``) or received (``loop``, ``memif``): CPU time counts only while tgen runs, so another
+process on the same CPU changes it far less than it changes frames per wall-clock second (a noisy
+shared host moves the latter 2x). Start-up (EAL, TSC calibration, ~0.15 s of CPU) is in it too, the
+same for every build; ``net_ns_per_frame`` subtracts it (a 10 ms trial's CPU time, median of 3 per
+build and mode).
 
 A/B: ``BENCH_TGEN_B=/path/to/other/tgen`` runs that build in every round right after the first;
 ``b_over_a_median_of_rounds`` pairs each round's two figures.  ``BENCH_ROUNDS`` (3),
 ``BENCH_DURATION_S`` (1.5), ``BENCH_SIZES`` (64,1518).  ``BENCH_TGEN_A`` replaces the first build
 (default: the repository's tgen/build).  Prints one line per run and, as its LAST
-line, one JSON object: ``ns_per_frame`` per build and size (median of rounds).  Needs root.
+line, one JSON object: ``ns_per_frame`` and ``net_ns_per_frame`` per build and "mode size" (median
+of rounds), the net figures' min/max over rounds, and with two builds the B/A ratios.  Needs root.
 """
 from __future__ import annotations
 
