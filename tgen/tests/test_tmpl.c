@@ -149,6 +149,38 @@ static void same_bytes_as_ref(const char *what, unsigned size)
     CHECK(diffs == 0, "%s size %u: %u of %u frames differ from the reference writer's", what, size, diffs, frames);
 }
 
+/* sig_parse_inline (a fast test for the usual frame, then the general parser) == sig_parse_general
+ * on the template's frames, cut short at every length and with random bytes of the headers and
+ * signature changed (each header test failing in turn) */
+static void parse_fast_same_as_general(const char *what, unsigned size)
+{
+    static uint8_t f[MAX_FRAME_B + 100];
+    unsigned diffs = 0, fast_hits = 0, tries = 0;
+    for (unsigned k = 0; k < 4000; k++) {
+        tmpl_fill(&T, &cur_cfg, f, (uint32_t)k, 0x123456789AULL + k, 0xABCDEF012345ULL - k);
+        uint32_t len = T.len;
+        if (k % 4 == 1) len = (uint32_t)(xr() % (T.len + 1));
+        if (k % 4 >= 2) {
+            unsigned nchg = 1 + (unsigned)(xr() % 3);
+            for (unsigned c = 0; c < nchg; c++) {
+                unsigned at = (unsigned)(xr() % (T.len < 80 ? T.len : 80));
+                f[at] = k % 8 == 2 ? (uint8_t)(f[at] ^ (1u << (xr() % 8))) : (uint8_t)xr();
+            }
+        }
+        tgsig_t a, b;
+        memset(&a, 0x5A, sizeof(a));
+        memset(&b, 0x5A, sizeof(b));
+        int ra = sig_parse_inline(f, len, &a), rb = sig_parse_general(f, len, &b);
+        tries++;
+        if (ra != rb || (ra && memcmp(&a, &b, sizeof(a)))) diffs++;
+        if (ra && len >= 60 && f[14] == 0x45) fast_hits++;
+    }
+    CHECK(diffs == 0, "%s size %u: sig_parse_inline differs from sig_parse_general on %u of %u frames", what, size,
+          diffs, tries);
+    if (!cur_cfg.vxlan && cur_cfg.vlan < 0 && !cur_cfg.ipv6 && !T.compact)
+        CHECK(fast_hits > 0, "%s size %u: the fast test was taken", what, size);
+}
+
 static void run(const char *what, tmpl_cfg_t c, unsigned size)
 {
     cur_cfg = c;
@@ -157,6 +189,7 @@ static void run(const char *what, tmpl_cfg_t c, unsigned size)
     int rc = tmpl_build(&c, size, &T, err, sizeof(err));
     CHECK(rc == 0, "%s size %u: build: %s", what, size, err);
     if (rc) return;
+    parse_fast_same_as_general(what, size);
     unsigned expect = size - 4 + (c.vxlan ? 50 : 0);
     CHECK(T.len == expect, "%s size %u: buffer %u bytes, expected %u (size - FCS)", what, size, T.len, expect);
     uint32_t flows[] = { 0, 1, 77, 65535, 999999, 4789 - 1024 };
