@@ -25,11 +25,12 @@ same for every build; ``net_ns_per_frame`` subtracts it (a 10 ms trial's CPU tim
 build and mode).
 
 A/B: ``BENCH_TGEN_B=/path/to/other/tgen`` runs that build in every round right after the first;
-``b_over_a_median_of_rounds`` pairs each round's two figures.  ``BENCH_ROUNDS`` (3),
-``BENCH_DURATION_S`` (1.5), ``BENCH_SIZES`` (64,1518).  ``BENCH_TGEN_A`` replaces the first build
-(default: the repository's tgen/build).  Prints one line per run and, as its LAST
-line, one JSON object: ``ns_per_frame`` and ``net_ns_per_frame`` per build and "mode size" (median
-of rounds), the net figures' min/max over rounds, and with two builds the B/A ratios.  Needs root.
+``b_over_a_median_of_rounds`` pairs each round's two figures. ``BENCH_ROUNDS`` (3),
+``BENCH_DURATION_S`` (1.5), ``BENCH_SIZES`` (64,1518; a size in bytes or ``imix`` for
+64:7/570:4/1518:1). ``BENCH_TGEN_A`` replaces the first build (default: the repository's
+tgen/build). Prints one line per run and, as its LAST line, one JSON object: ``ns_per_frame`` and
+``net_ns_per_frame`` per build and "mode size" (median of rounds), the net figures' min/max over
+rounds, and with two builds the B/A ratios. Needs root.
 """
 from __future__ import annotations
 
@@ -48,14 +49,23 @@ from nfvperf.tg.tgen import find_tgen_binary  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 DURATION_S = float(os.environ.get("BENCH_DURATION_S", "1.5"))
-SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "64,1518").split(","))
+SIZES = tuple(os.environ.get("BENCH_SIZES", "64,1518").split(","))
+IMIX = "64:7/570:4/1518:1"     # BENCH_SIZES token "imix": the classic 7:4:1 IMIX
 LCORES = "0@1,1@1" if (os.cpu_count() or 1) >= 2 else "0@0,1@0"
 
 
 MODES = tuple(os.environ.get("BENCH_MODES", "tx,loop").split(","))
 
 
-def tgen_argv(binary: str, mode: str, size: int, d: str, duration_s: float = DURATION_S) -> list[str]:
+def frames_spec(size: str) -> str:
+    if size == "imix":
+        return f"imix={IMIX}"
+    if not size.isdigit():
+        raise SystemExit(f"BENCH_SIZES: {size!r} is not a frame size in bytes or 'imix'")
+    return f"size={size}"
+
+
+def tgen_argv(binary: str, mode: str, size: str, d: str, duration_s: float = DURATION_S) -> list[str]:
     eal = [binary, "--lcores", LCORES, "--no-pci", "--in-memory", "--file-prefix", Path(d).name,
            "--log-level", "lib.eal:error"]
     trial = ["--duration", str(duration_s), "--drain", "0", "--learning", "0"]
@@ -63,22 +73,22 @@ def tgen_argv(binary: str, mode: str, size: int, d: str, duration_s: float = DUR
         return eal + ["--vdev", "net_null0", "--vdev", "net_null1", "--",
                       "--socket", str(Path(d) / "ctl.sock"),
                       "--port", "0:speed=10000G,rx=0", "--port", "1:speed=10000G,rx=0", "--oneshot",
-                      "--stream", f"port=0,rx_port=1,size={size},pps=5e8"] + trial + ["--no-latency"]
+                      "--stream", f"port=0,rx_port=1,{frames_spec(size)},pps=5e8"] + trial + ["--no-latency"]
     if mode == "loop":
         return eal + ["--vdev", "net_ring0", "--", "--socket", str(Path(d) / "ctl.sock"),
                       "--port", "0:speed=10000G", "--oneshot",
-                      "--stream", f"port=0,rx_port=0,size={size},flows=1000,pps=5e8"] + trial
+                      "--stream", f"port=0,rx_port=0,{frames_spec(size)},flows=1000,pps=5e8"] + trial
     if mode == "memif":
         sock = str(Path(d) / "memif.sock")
         return eal + ["--vdev", f"net_memif0,role=server,socket={sock},id=0",
                       "--vdev", f"net_memif1,role=client,socket={sock},id=0", "--",
                       "--socket", str(Path(d) / "ctl.sock"),
                       "--port", "0:speed=10000G", "--port", "1:speed=10000G", "--oneshot",
-                      "--stream", f"port=0,rx_port=1,size={size},flows=1000,pps=5e8"] + trial
+                      "--stream", f"port=0,rx_port=1,{frames_spec(size)},flows=1000,pps=5e8"] + trial
     raise SystemExit(f"BENCH_MODES: unknown mode {mode!r} (tx, loop, memif)")
 
 
-def one(binary: str, mode: str, size: int, duration_s: float = DURATION_S) -> dict[str, float]:
+def one(binary: str, mode: str, size: str, duration_s: float = DURATION_S) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="tgen-txcost-") as d:
         argv = tgen_argv(binary, mode, size, d, duration_s)
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -111,21 +121,21 @@ def main() -> int:
         builds["b"] = os.environ["BENCH_TGEN_B"]
     # start-up and shutdown (EAL, TSC calibration): a 10 ms trial's CPU time, the median of 3 per
     # build and mode, subtracted for the net figure (it is ~0.15 s, i.e. ~3 ns/frame of a 1.5 s run)
-    fixed = {k: {m: statistics.median(one(b, m, 64, 0.01)["cpu_s"] for _ in range(3)) for m in MODES}
+    fixed = {k: {m: statistics.median(one(b, m, "64", 0.01)["cpu_s"] for _ in range(3)) for m in MODES}
              for k, b in builds.items()}
     cases = [(m, s) for m in MODES for s in SIZES]
-    runs: dict[str, dict[tuple[str, int], list[dict[str, float]]]] = {k: {c: [] for c in cases} for k in builds}
+    runs: dict[str, dict[tuple[str, str], list[dict[str, float]]]] = {k: {c: [] for c in cases} for k in builds}
     for r in range(ROUNDS):
         for mode, size in cases:
             for k, b in builds.items():
                 x = one(b, mode, size)
                 x["net_ns_per_frame"] = (x["cpu_s"] - fixed[k][mode]) * 1e9 / x["frames"]
                 runs[k][(mode, size)].append(x)
-                print(f"round {r + 1} {mode:4s} {size:5d} B {k}: {x['mpps']:7.2f} Mpps  "
+                print(f"round {r + 1} {mode:5s} {size:>5s} B {k}: {x['mpps']:7.2f} Mpps  "
                       f"{x['ns_per_frame']:6.2f} CPU ns/frame  {x['net_ns_per_frame']:6.2f} net",
                       file=sys.stderr, flush=True)
 
-    def key(c: tuple[str, int]) -> str:
+    def key(c: tuple[str, str]) -> str:
         return f"{c[0]} {c[1]}"
 
     def med(v: list[dict[str, float]], f: str) -> float:

@@ -17,6 +17,25 @@ static void tx_drop_pending(struct tx_stream *ts)
     ts->pend_off = 0;
 }
 
+/* One frame into a TX mbuf: the fields TX needs, then the frame (tmpl_fast_write when the mbuf is
+ * from the TX pool and its tag says which bytes are zero, else a whole copy as tmpl_fill) */
+static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int tagged, int tag_off, uint32_t flow,
+                                  uint64_t seq, uint64_t tx_ns)
+{
+    b->data_off = RTE_PKTMBUF_HEADROOM;
+    b->ol_flags = 0;
+    b->data_len = f->len;
+    b->pkt_len = f->len;
+    uint8_t *d = rte_pktmbuf_mtod(b, uint8_t *);
+    if (tagged) {
+        uint64_t *tag = RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *);
+        *tag = tmpl_fast_write(f, d, *tag, flow, seq, tx_ns);
+    } else {
+        for (unsigned o = 0; o < f->full; o += 32) memcpy(d + o, f->data + o, 32);
+        tmpl_fast_fields(f, d, flow, seq, tx_ns);
+    }
+}
+
 static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
 {
     if (ts->npend) {
@@ -80,29 +99,24 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         uint64_t seq = ts->seq;
         uint32_t flow = ts->flow, flows = st->sc.cfg.flows;
         unsigned pat_pos = ts->pat_pos, plen = st->plen;
+        const uint16_t *pattern = st->pattern;
         int tag_off = g_tmpl_tag_off;
-        tmpl_fast_t f;                 /* the frame's template, read out once per burst (one size) */
-        tmpl_fast_init(&f, st->tmpls[st->pattern[pat_pos]], &st->sc.cfg);
-        for (unsigned i = 0; i < n; i++) {
-            if (plen != 1) {           /* imix: each frame's size from the stream's pattern */
-                if (i) tmpl_fast_init(&f, st->tmpls[st->pattern[pat_pos]], &st->sc.cfg);
+        /* the templates, read out once per burst: the stream's one size, or each IMIX size */
+        if (plen == 1) {
+            tmpl_fast_t f;
+            tmpl_fast_init(&f, st->tmpls[pattern[0]], &st->sc.cfg);
+            for (unsigned i = 0; i < n; i++) {
+                tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns);
+                if (++flow >= flows) flow = 0;
+            }
+        } else {
+            tmpl_fast_t fa[MAX_IMIX];
+            for (int k = 0; k < st->sc.nsizes; k++) tmpl_fast_init(&fa[k], st->tmpls[k], &st->sc.cfg);
+            for (unsigned i = 0; i < n; i++) {
+                tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns);
                 if (++pat_pos >= plen) pat_pos = 0;
+                if (++flow >= flows) flow = 0;
             }
-            struct rte_mbuf *b = m[i];
-            b->data_off = RTE_PKTMBUF_HEADROOM;
-            b->ol_flags = 0;
-            b->data_len = f.len;
-            b->pkt_len = f.len;
-            uint8_t *d = rte_pktmbuf_mtod(b, uint8_t *);
-            if (tagged) {
-                uint64_t *tag = RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *);
-                *tag = tmpl_fast_write(&f, d, *tag, flow, seq, tx_ns);
-            } else {
-                for (unsigned o = 0; o < f.full; o += 32) memcpy(d + o, f.data + o, 32);   /* tmpl_fill */
-                tmpl_fast_fields(&f, d, flow, seq, tx_ns);
-            }
-            seq++;
-            if (++flow >= flows) flow = 0;
         }
         ts->seq = seq;
         ts->flow = flow;
