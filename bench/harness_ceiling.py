@@ -269,8 +269,10 @@ def main() -> int:
                 gens = ("tgen", "tgen_b", "testpmd") if TGEN_B else ("tgen", "testpmd")
                 fig: dict[str, list[dict[str, float]]] = {g: [] for g in gens}
                 try:
-                    for _ in range(ROUNDS):         # alternate: a load change hits both
-                        for which in gens:
+                    for r in range(ROUNDS):         # alternate: a load change hits both
+                        # ABBA: the order flips every round, so a host that speeds up or slows
+                        # down across a round does not favour whichever generator goes first
+                        for which in (gens if r % 2 == 0 else tuple(reversed(gens))):
                             log(f"{kind} {size} B: {which} through testpmd io ...")
                             fig[which].append(measure(kind, size, which, run, tracker))
                 except Exception as e:  # noqa: BLE001 - one kind's failure must not hide the others
