@@ -203,7 +203,20 @@ class ShellGuest(VmVnf):
         self.wait_ready()
         self.alive()
         assert self.shell is not None
-        return self.shell.run_line(line, timeout)
+        try:
+            return self.shell.run_line(line, timeout)
+        except DutFailure:
+            # the shell's socket closes when QEMU exits (under TCG it has died of SIGSEGV): say
+            # why, with QEMU's status, its log and the guest console (alive), not only "closed"
+            self._died_why()
+            raise
+
+    def _died_why(self, wait_s: float = 2.0) -> None:
+        """Raise :meth:`alive`'s account if QEMU exits within ``wait_s``; return if it runs on."""
+        end = time.monotonic() + wait_s
+        while self.proc is not None and self.proc.running() and time.monotonic() < end:
+            time.sleep(0.1)
+        self.alive()
 
 
 class TcpGuest(ShellGuest):
