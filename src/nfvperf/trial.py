@@ -176,6 +176,16 @@ class TrialResult:
 MIN_SENT_RATIO = 0.999
 
 
+#: a trial whose traffic took more than 110 % of its intended duration did not offer its Trial
+#: Load: the generator sent every frame, but slower (a generator that shares its CPU)
+MAX_DURATION_STRETCH = 0.10
+
+
+def stretched(effective_s: float, intended_s: float) -> bool:
+    """The traffic took longer than ``intended_s`` × (1 + :data:`MAX_DURATION_STRETCH`)."""
+    return intended_s > 0 and effective_s > intended_s * (1.0 + MAX_DURATION_STRETCH)
+
+
 def sent_short(sent: float, intended: float) -> bool:
     """The generator sent less than 99.9 % (:data:`MIN_SENT_RATIO`) of the ``intended`` frames.
 

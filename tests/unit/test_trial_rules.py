@@ -99,3 +99,25 @@ def test_a_dut_that_holds_a_virtio_generator_back_lost_the_frames_it_did_not_tak
     veth = _convert_on("net_af_packet", 600, 600, 1000, retries=5000, eff=1.2)
     assert not veth.valid and any("sent 600" in x for x in veth.invalid_reasons)
     assert any("effective duration" in x for x in veth.invalid_reasons)
+
+
+def test_a_stretched_trial_is_a_generator_shortfall_at_the_rate_it_kept():
+    """Every frame sent but over more than 110 % of the trial's time (a generator sharing its CPU):
+    the generator offered load × duration / effective duration, so a search can cap its load
+    there (seen in CI: af_packet, 4 attempts at 327,610 fps each took 0.55-0.57 s of 0.5 s, and
+    the unit failed instead of being searched below what the generator could send)."""
+    from nfvperf.search.validity import InvalidTrialsError
+    from nfvperf.trial import MAX_DURATION_STRETCH, stretched
+    assert MAX_DURATION_STRETCH == 0.10
+    assert stretched(0.551, 0.5) and not stretched(0.55, 0.5) and not stretched(1.0, 0.0)
+    tr = TrialResult(0.5, 327_609.73, sent=163_805, received=163_805, expected=163_805,
+                     effective_duration_s=0.567201)
+    assert generator_shortfall(tr) == pytest.approx(327_609.73 * 0.5 / 0.567201)
+    # within 110 %: it kept up
+    assert generator_shortfall(TrialResult(0.5, 1000.0, sent=500, received=500, expected=500,
+                                           effective_duration_s=0.54)) is None
+    # the tgen measurer marks it invalid with that reason, and the search's error knows the rate
+    r = _convert_on("net_af_packet", 1000, 1000, 1000, retries=0, eff=1.2)
+    assert r.invalid_reasons == ["effective duration 1.200000 s > 110 % of intended 1 s"]
+    err = InvalidTrialsError(1.0, r.load_pps, 2, [r.invalid_reasons] * 2, [r, r])
+    assert err.generator_achieved_pps() == pytest.approx(r.load_pps / 1.2)

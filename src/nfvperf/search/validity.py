@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 from nfvperf.trial import (Measurer, MeasurerError, Segment, TrialResult, negative_loss_reason,
-                           sent_short)
+                           sent_short, stretched)
 
 DEFAULT_RETRIES = 3
 
@@ -58,15 +58,21 @@ class InvalidTrialsError(MeasurerError):
 
 def generator_shortfall(tr: TrialResult) -> Optional[float]:
     """The per-interface load the generator actually offered, if it sent less than 99.9 % of the
-    intended frames (:func:`nfvperf.trial.sent_short`, over the whole trial); None if it kept up,
+    intended frames (:func:`nfvperf.trial.sent_short`, over the whole trial) or sent them all over
+    a stretched time (:func:`nfvperf.trial.stretched`); None if it kept up,
     if the DUT held it back (``extra["backpressure"]``: the shortfall is the DUT's loss), or if
     the trial says nothing about it."""
-    exp = tr.expected or 0
-    if exp <= 0 or not sent_short(tr.sent, exp):
-        return None
     if (tr.extra or {}).get("backpressure"):
         return None         # the DUT held the generator back (a full virtio/memif ring): its loss
-    return tr.load_pps * tr.sent / exp
+    exp = tr.expected or 0
+    if exp > 0 and sent_short(tr.sent, exp):
+        return tr.load_pps * tr.sent / exp
+    # every frame sent, but over a stretched time (tgen: effective duration > 110 % of the
+    # trial's): the rate it offered is the load scaled by the two durations
+    eff, dur = tr.effective_duration_s or 0.0, tr.duration_s or 0.0
+    if tr.sent > 0 and stretched(eff, dur):
+        return tr.load_pps * dur / eff
+    return None
 
 
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", re.I)

@@ -26,6 +26,7 @@ from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import (
+    MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     DutFailure,
     LatencySummary,
@@ -39,6 +40,7 @@ from nfvperf.trial import (
     counter_deltas,
     negative_loss_reason,
     sent_short_reason,
+    stretched,
 )
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ __all__ = [
 
 # Trial validity thresholds (DESIGN "a trial that cannot be trusted ... is marked invalid").
 # (sent < 99.9 % of intended and negative loss: nfvperf.trial.sent_short / negative_loss)
-MAX_DURATION_STRETCH = 0.10     # effective duration > 110 % of intended -> invalid
+# (effective duration > 110 % of intended -> invalid: nfvperf.trial.stretched)
 PERCENTILES = ("50", "90", "99", "99.9", "99.99")
 
 #: ``dpdk`` (DPDK's TSC frequency, rounded to 10 MHz), a frequency in Hz, or ``calibrate`` (the
@@ -1004,7 +1006,7 @@ class TgenMeasurer(Measurer):
             notes.append("backpressure: the DUT's ring was full and held the generator back; the "
                          "frames it did not take at the offered load count as lost: " + "; ".join(pushed_back))
         eff = float(raw.get("effective_duration_s") or 0.0)
-        if duration_s > 0 and eff > duration_s * (1.0 + MAX_DURATION_STRETCH) and not pushed_back:
+        if stretched(eff, duration_s) and not pushed_back:
             # (held back by the DUT, the generator stops at its time limit: that is the DUT's loss)
             reasons.append(f"effective duration {eff:.6f} s > 110 % of intended {duration_s:g} s")
         stopped_by = raw.get("stopped_by")
