@@ -24,6 +24,9 @@ A/B of two tgen builds: ``BENCH_TGEN_B=/path/to/other/tgen`` measures that binar
 round right after the first one; ``b_over_a_median_of_rounds`` pairs each round's two figures
 (a whole-bench best against best moves with the host by more than a code change does).
 
+A round (``BENCH_ROUNDS``) measures the generators in ABBA order (tgen, testpmd, testpmd, tgen),
+against one forwarder build on af_packet, af_xdp and vhost (a new generator reconnects), on a fresh
+path per figure on memif; a generator's figure of the round is the mean of its two.
 ratio = tgen / testpmd per kind and size (best round of each).  ``cpu_steadiness_pct``: how much
 the host's CPU speed moved on its own in a 2 s probe before and after (nfvperf.host.steadiness):
 a ratio between rounds measured minutes apart cannot be read more closely than that;
@@ -234,6 +237,50 @@ def measure(kind: str, size: int, which: str, run: RunContext, tracker: Resource
             Path(s).unlink(missing_ok=True)
 
 
+#: kinds whose forwarder and path outlive a generator (a new one reconnects): one build per round,
+#: both generators against it; memif's socket belongs to its server, the generator, so a memif path
+#: is rebuilt for every figure
+ONE_BUILD_PER_ROUND = ("af_packet", "af_xdp", "vhost")
+
+
+def measure_round(kind: str, size: int, order: tuple[str, ...], run: RunContext,
+                  tracker: ResourceTracker) -> list[tuple[str, dict[str, float]]]:
+    """One round: the generators of ``order`` one after the other, each measured once, against one
+    forwarder on one path (:data:`ONE_BUILD_PER_ROUND`), or each on a fresh path (memif).  One
+    build keeps a pair's two figures ~3 s closer in time: this host's slow stretches last seconds
+    (at 1518 B the path's copies run 2.5x slower in them, for either generator)."""
+    if kind not in ONE_BUILD_PER_ROUND:
+        return [(w, measure(kind, size, w, run, tracker)) for w in order]
+    path = veth_path(run, tracker, kind) if kind in ("af_packet", "af_xdp") else vhost_path(run)
+    fwd = Peer(path["fwd"], run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
+               hugepages=True, eal=tuple(path["eal"]),
+               app_args=("--port-topology=paired", f"--max-pkt-len={max(1518, size)}"))
+    out: list[tuple[str, dict[str, float]]] = []
+    try:
+        with fwd:
+            fwd.cmd("start")
+            for which in order:
+                gen: Any = (testpmd_gen(path, run, size) if which == "testpmd" else
+                            tgen_gen(path, run, size, binary=TGEN_B if which == "tgen_b" else None))
+                with gen:
+                    if kind == "af_xdp":
+                        from nfvperf.host.xdp import xdp_mode
+                        XDP_MODES.update({n: xdp_mode(n) for p in path["fwd"] + path["gen"]
+                                          for n in [p.split("iface=")[1].split(",")[0]]})
+                    out.append((which, run_testpmd(gen, size, fwd) if which == "testpmd"
+                                else run_tgen(gen, size, fwd)))
+    finally:
+        tracker.release_all()
+        for s in path.get("sockets", []):
+            Path(s).unlink(missing_ok=True)
+    return out
+
+
+def _mean_figure(figs: list[dict[str, float]]) -> dict[str, float]:
+    """A generator's figures of one round (ABBA: two) averaged key by key."""
+    return {k: statistics.fmean(f[k] for f in figs) for k in figs[0]}
+
+
 def _median_ratio(fig: dict[str, list[dict[str, float]]], a: str = "tgen", b: str = "testpmd") -> Any:
     rs = [t["pps"] / p["pps"] for t, p in zip(fig[a], fig[b]) if p["pps"]]
     return round(statistics.median(rs), 3) if rs else None
@@ -269,12 +316,15 @@ def main() -> int:
                 gens = ("tgen", "tgen_b", "testpmd") if TGEN_B else ("tgen", "testpmd")
                 fig: dict[str, list[dict[str, float]]] = {g: [] for g in gens}
                 try:
-                    for r in range(ROUNDS):         # alternate: a load change hits both
-                        # ABBA: the order flips every round, so a host that speeds up or slows
-                        # down across a round does not favour whichever generator goes first
-                        for which in (gens if r % 2 == 0 else tuple(reversed(gens))):
-                            log(f"{kind} {size} B: {which} through testpmd io ...")
-                            fig[which].append(measure(kind, size, which, run, tracker))
+                    for r in range(ROUNDS):
+                        # ABBA inside the round (each generator twice, its figure the mean of the
+                        # two): a host that speeds up or slows down across the round does not
+                        # favour whichever generator goes first
+                        order = gens + tuple(reversed(gens))
+                        log(f"{kind} {size} B: round {r + 1}: {', '.join(order)} through testpmd io ...")
+                        got = measure_round(kind, size, order, run, tracker)
+                        for which in gens:
+                            fig[which].append(_mean_figure([f for w, f in got if w == which]))
                 except Exception as e:  # noqa: BLE001 - one kind's failure must not hide the others
                     per[str(size)] = {"error": f"{type(e).__name__}: {e}"}
                     log(f"{kind} {size} B: FAILED: {e}")
