@@ -131,9 +131,12 @@ class GuestShell(_Console):
             raise DutFailure(f"{self.name}: guest shell not connected")
         with self._run_lock:
             n = next(self._seq)
-            begin, end = f"@@{n}<@@", re.compile(rf"@@{n}>(\d+)@@")
+            # markers without quotes or shell syntax: the guest's init evals each line, and a
+            # quote lost on the serial port made it an unterminated string, a syntax error that
+            # ended init (guest kernel panic, "Attempted to kill init", seen under TCG in CI)
+            begin, end = f"@@{n}B@@", re.compile(rf"@@{n}E(\d+)@@")
             sep = " " if line.rstrip().endswith("&") else "; "
-            text = f"echo '{begin}'; {line.rstrip()}{sep}echo \"@@{n}>$?@@\"\n"
+            text = f"echo {begin}; {line.rstrip()}{sep}echo @@{n}E$?@@\n"
             with self._cv:
                 self._buf = ""
             self.sock.sendall(text.encode())
