@@ -190,7 +190,7 @@ class PortSpec:
     #: the address tgen puts on the wire for this port (its frames' source, the default destination
     #: of streams to it); None: the device's own.  A kernel interface (af_packet) is given another
     #: address, so that frames to this one stop at the kernel's first IP check instead of being
-    #: routed one by one (topo.ports.veth: wire_mac)
+    #: routed one by one (topo.ports.veth: AfPacket.tg_wire_mac, kernel_mac)
     mac: Optional[str] = None
 
     @property
