@@ -137,6 +137,10 @@ extern struct rte_mempool *g_pool;
  * zero payload is already there gets only its headers copied instead of the whole frame.  NULL when
  * it could not be created: TX then takes from g_pool and copies every frame. */
 extern struct rte_mempool *g_txpool;
+/* frames up to this many bytes (a stream of one size) are built whole in main-pool mbufs, not
+ * from the TX pool: copying two lines costs less than fetching a line back from another core
+ * (worker.c tx_one_stream) */
+#define TX_SMALL_MAX 128
 extern int g_tmpl_tag_off;       /* the dynamic field's offset in the mbuf (-1 without g_txpool) */
 static inline uint64_t *mbuf_tmpl_tag(struct rte_mbuf *m)
 { return RTE_MBUF_DYNFIELD(m, g_tmpl_tag_off, uint64_t *); }
