@@ -154,6 +154,45 @@ def test_the_ceiling_is_what_the_path_carries_not_only_its_zero_loss_rate() -> N
     assert clean["fps"] == clean["zero_loss_fps"] == pytest.approx(prof.max_load_pps)
 
 
+def test_a_recheck_finds_a_search_that_a_slow_stretch_covered_and_keeps_it_out_of_the_cache(
+        tmp_path, monkeypatch) -> None:
+    """The host ran the path at 40 % of its speed for the whole search: the recheck, a second
+    later, carries the full rate; the higher one stands, the entry says ``unsteady`` and names
+    both, it is not cached (the next run measures again) and the report's header says so.  A
+    steady or slower recheck changes nothing (the search's best trial stands) and the entry is
+    cached."""
+    from nfvperf.host.run import RunContext
+    from nfvperf.topo import TopologySpec
+    from nfvperf.topo import ceiling as tc
+    prof = TrafficProfile(frame_size_b=1518, link_speed_bps=10e9)
+    fwd = _LossyForwarder(cap=280_000, clean=120_000)                  # the slow stretch
+    res = tc.zero_loss_fps(fwd, prof)
+    assert res["forwarding_fps"] == pytest.approx(280_000, rel=1e-3)
+    fwd.cap, fwd.clean = 700_000, 300_000                              # over: full speed
+    tc.recheck(fwd, prof, res)
+    assert res["unsteady"] is True and res["forwarding_fps_search"] == pytest.approx(280_000, rel=1e-3)
+    assert res["recheck_fps"] == pytest.approx(700_000, rel=1e-3) and res["fps"] == res["recheck_fps"]
+    steady = tc.zero_loss_fps(fwd, prof)
+    tc.recheck(fwd, prof, steady)
+    assert steady["unsteady"] is False and steady["fps"] == pytest.approx(700_000, rel=1e-3)
+    fwd.cap = 300_000                                  # slower recheck: the search's figure stands
+    tc.recheck(fwd, prof, steady)
+    assert steady["unsteady"] is False and steady["fps"] == pytest.approx(700_000, rel=1e-3)
+
+    spec = TopologySpec(kind="p2p", dut="testpmd", tgen_lcores="0@0,1@1")
+    cache = CeilingCache(tmp_path / "c.json")
+    monkeypatch.setattr(tc, "measure_sizes", lambda cspec, run, todo, **kw: {
+        1518: dict(res), 64: {"fps": 9.0, "unsteady": False}})
+    run = RunContext(run_dir=tmp_path / "r")
+    out = tc.harness_ceiling(spec, run, {64: TrafficProfile(frame_size_b=64), 1518: prof}, cache=cache,
+                             hostname="h")
+    assert out["per_size"]["1518"]["unsteady"] is True and out["per_size"]["1518"]["cached"] is False
+    assert cache.get(ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 1518)) is None
+    assert cache.get(ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 64))["fps"] == 9.0
+    line = hc.summary({"harness_ceiling": out}, "tgen")
+    assert "unsteady host: search 280,000, recheck 700,000" in line.replace("279,999", "280,000"), line
+
+
 # ------------------------------------------------------------------------------ labelling
 
 def test_bound_label_threshold() -> None:

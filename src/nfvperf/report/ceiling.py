@@ -171,7 +171,10 @@ def summary(env: dict[str, Any], tg: str) -> str:
     index: dict[tuple[Any, ...], int] = {}  # one measurement, read again from the cache by later groups
     for c in cs:
         per = c.get("per_size") or {}
-        sizes = ", ".join(f"{s} B {ceiling_text(p['fps'], is_lower_bound(p))} fps" for s, p in
+        sizes = ", ".join(f"{s} B {ceiling_text(p['fps'], is_lower_bound(p))} fps"
+                          + (" (unsteady host: search {:,.0f}, recheck {:,.0f})".format(
+                              float(p.get("forwarding_fps_search") or 0), float(p.get("recheck_fps") or 0))
+                             if p.get("unsteady") else "") for s, p in
                           sorted(per.items(), key=lambda kv: int(kv[0])) if isinstance(p, dict)
                           and p.get("fps") is not None)
         err = f"; error: {c['error']}" if c.get("error") else ""
