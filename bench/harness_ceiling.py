@@ -11,29 +11,43 @@ testpmd net_vhost; memif: tgen net_memif (server) <-> testpmd net_memif (client)
     accounts every frame it gets back);
   - **testpmd**: ``--forward-mode=flowgen`` (the reference: a generator that sends *and* receives
     on the same core, as tgen does; txonly would leave the received frames to the PMD);
-* the figure: frames/s the forwarder transmits (both ports, its TX counters against the host
-  clock over ``SAMPLE_S``, after ``WARM_S``) — one instrument for both generators.  tgen's own
-  received rate is reported too.
+* the figure: frames/s the forwarder transmits on that generator's two ports (its TX counters
+  against the host clock over ``SAMPLE_S``, after ``WARM_S``) — one instrument for every
+  generator.  tgen's own received and sent rates are reported too.
+
+**A duet, not a relay.**  Every generator of the comparison (tgen, testpmd, and ``BENCH_TGEN_B``
+when given) runs at once, each on its own path (its own two veth pairs / vhost sockets / memif
+sockets) into ONE forwarder that polls all of them (paired: generator g's ports are the
+forwarder's 2g and 2g + 1).  Only one generator sends at a time: a round switches them on one
+after another in ABBA order (A B B A; three: A B C C B A), a chunk of ``WARM_S`` + ``SAMPLE_S``
+each, and a generator's figure of the round is the mean of its two chunks.  No process starts
+between the chunks of a round, so the chunks lie ~1 s apart: this host's slow stretches (its
+vCPUs' speed changes for seconds at a time; at 1518 B the path's copies run 2.5x slower in them)
+meet the generators of a round nearly alike.  Measured one after the other with restarts in
+between (~5 s per figure), the same generator's figure moved 2-4.5x between rounds and the
+ratios were luck.  The forwarder also polls the silent generators' ports: the same small extra
+work for each generator.  ``silent_ports_max_pps`` checks they were silent.  The paths are not
+quite alike, so the rounds are split over ``BENCH_BUILDS`` (2) set-ups, the generators moved one
+path on in each.
+
+Per kind and size: ``ratio_median_of_rounds`` (each round's tgen / testpmd, the median over
+rounds) and ``ratio_interval`` (its exact 95 % rank interval, nfvperf.stats; ``enough`` is
+False below 6 rounds); ``ratio`` is best round against best round.
 
 AF_XDP A/B (issue 8 item 5): ``BENCH_AFXDP_DEVARGS`` (appended to every net_af_xdp devargs, e.g.
 ``,busy_budget=0``) and ``BENCH_AFXDP_SYSFS`` (``napi_defer_hard_irqs=2,gro_flush_timeout=200000``:
 written to the bench's own veths, which are deleted afterwards); ``af_xdp_xdp_modes`` in the JSON
 line is the XDP mode the sockets ran in.
 
-A/B of two tgen builds: ``BENCH_TGEN_B=/path/to/other/tgen`` measures that binary too, in every
-round right after the first one; ``b_over_a_median_of_rounds`` pairs each round's two figures
-(a whole-bench best against best moves with the host by more than a code change does).
+A/B of two tgen builds: ``BENCH_TGEN_B=/path/to/other/tgen`` joins the duet as a third
+generator; ``b_over_a_median_of_rounds`` / ``b_over_a_interval`` pair each round's two figures.
 
-A round (``BENCH_ROUNDS``) measures the generators in ABBA order (tgen, testpmd, testpmd, tgen),
-against one forwarder build on af_packet, af_xdp and vhost (a new generator reconnects), on a fresh
-path per figure on memif; a generator's figure of the round is the mean of its two.
-ratio = tgen / testpmd per kind and size (best round of each).  ``cpu_steadiness_pct``: how much
-the host's CPU speed moved on its own in a 2 s probe before and after (nfvperf.host.steadiness):
-a ratio between rounds measured minutes apart cannot be read more closely than that;
-``ratio_median_of_rounds`` pairs each round's two figures instead.  Floors: vhost >= 8 Mpps at
-64 B, ratio >= 0.9.
+``cpu_steadiness_pct``: how much the host's CPU speed moved on its own in a 2 s probe before and
+after (nfvperf.host.steadiness).  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
 Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
-``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  ~2 minutes.
+``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  Defaults: 10 rounds,
+0.3 s + 0.5 s chunks over 2 set-ups (``BENCH_ROUNDS``, ``BENCH_WARM_S``, ``BENCH_SAMPLE_S``,
+``BENCH_BUILDS``): under a minute per kind and size, ~6 minutes for all.
 """
 from __future__ import annotations
 
@@ -53,15 +67,18 @@ from nfvperf.host import netns as N  # noqa: E402
 from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
 from nfvperf.tg.tgen import PortSpec, TgenProcess, find_tgen_binary  # noqa: E402
 from nfvperf.tg.tgen_testpmd import TestpmdPeer, find_testpmd  # noqa: E402
+from nfvperf.stats import ratio_interval  # noqa: E402
 from nfvperf.topo.ports.veth import kernel_mac  # noqa: E402
 
 CPUS = os.cpu_count() or 1
 FWD_LCORES = "0@0,1@0"
 GEN_LCORES = "0@1,1@1" if CPUS >= 2 else "0@0,1@0"
 SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "64,1518").split(","))
-WARM_S = float(os.environ.get("BENCH_WARM_S", "1.0"))
-SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "2.0"))
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+WARM_S = float(os.environ.get("BENCH_WARM_S", "0.3"))
+SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "0.5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
+# set-ups per kind and size, the generators moved one path on in each (measure_duet)
+BUILDS = int(os.environ.get("BENCH_BUILDS", "2"))
 KINDS = tuple(os.environ.get("BENCH_KINDS", "af_packet,af_xdp,vhost,memif").split(","))
 VHOST_EAL = ("--single-file-segments",)
 XDP_MODES: dict[str, Any] = {}     # veth -> the XDP mode its AF_XDP program ran in
@@ -95,60 +112,75 @@ AFXDP_DEVARGS = os.environ.get("BENCH_AFXDP_DEVARGS", "")
 AFXDP_SYSFS = [kv.split("=", 1) for kv in os.environ.get("BENCH_AFXDP_SYSFS", "").split(",") if "=" in kv]
 
 
-def veth_path(run: RunContext, tracker: ResourceTracker, driver: str) -> dict[str, Any]:
+def veth_path(run: RunContext, tracker: ResourceTracker, driver: str, g: int = 0) -> dict[str, Any]:
+    """Generator ``g``'s two veth pairs: its ends (devargs 0, 1 of its own process) and the
+    forwarder's (devargs ``2g``, ``2g + 1`` of the forwarder's)."""
     gen, fwd = [], []
     for i in range(2):
-        a, b = run.ifname(f"g{i}"), run.ifname(f"f{i}")
+        j = 2 * g + i
+        a, b = run.ifname(f"g{j}"), run.ifname(f"f{j}")
         N.create_veth(a, b, None, None, mtu=1500, tracker=tracker)
-        for name, lst in ((a, gen), (b, fwd)):
-            j = len(lst)
+        for name, lst, idx in ((a, gen, i), (b, fwd, j)):
             if driver == "af_xdp":
                 for key, value in AFXDP_SYSFS:
                     (Path("/sys/class/net") / name / key).write_text(value)
-                lst.append(f"net_af_xdp{j},iface={name},start_queue=0,queue_count=1{AFXDP_DEVARGS}")
+                lst.append(f"net_af_xdp{idx},iface={name},start_queue=0,queue_count=1{AFXDP_DEVARGS}")
             else:
-                lst.append(f"net_af_packet{j},iface={name},qpairs=1,blocksz=4096,framesz=2048,"
+                lst.append(f"net_af_packet{idx},iface={name},qpairs=1,blocksz=4096,framesz=2048,"
                            "framecnt=1024,qdisc_bypass=1")
     out: dict[str, Any] = {"gen": gen, "fwd": fwd, "eal": ()}
     if driver == "af_packet":
         # as nfvperf drives it (topo.ports.veth.AfPacket): tgen keeps the interface's address on
         # the wire and the kernel interface takes another, so tgen's frames are not routed by the
         # kernel on their way into its socket (testpmd flowgen's go to an address nobody has)
-        out["wire_macs"] = [N.link_mac(run.ifname(f"g{i}")) for i in range(2)]
-        out["gen_ifnames"] = [run.ifname(f"g{i}") for i in range(2)]
+        names = [run.ifname(f"g{2 * g + i}") for i in range(2)]
+        out["wire_macs"] = [N.link_mac(n) for n in names]
+        out["gen_ifnames"] = names
     return out
 
 
-def vhost_path(run: RunContext) -> dict[str, Any]:
-    socks = [run.run_dir / f"{run.tag}-vhu{i}.sock" for i in range(2)]
+def vhost_path(run: RunContext, g: int = 0) -> dict[str, Any]:
+    socks = [run.run_dir / f"{run.tag}-vhu{2 * g + i}.sock" for i in range(2)]
     return {"gen": [f"net_virtio_user{i},path={s},queues=1" for i, s in enumerate(socks)],
-            "fwd": [f"net_vhost{i},iface={s},queues=1,client=0" for i, s in enumerate(socks)],
+            "fwd": [f"net_vhost{2 * g + i},iface={s},queues=1,client=0" for i, s in enumerate(socks)],
             "eal": VHOST_EAL, "fwd_first": True, "sockets": socks}
 
 
-def memif_path(run: RunContext) -> dict[str, Any]:
-    socks = [run.run_dir / f"{run.tag}-memif{i}.sock" for i in range(2)]
+def memif_path(run: RunContext, g: int = 0) -> dict[str, Any]:
+    socks = [run.run_dir / f"{run.tag}-memif{2 * g + i}.sock" for i in range(2)]
     return {"gen": [f"net_memif{i},role=server,socket={s}" for i, s in enumerate(socks)],
-            "fwd": [f"net_memif{i},role=client,socket={s}" for i, s in enumerate(socks)],
+            "fwd": [f"net_memif{2 * g + i},role=client,socket={s}" for i, s in enumerate(socks)],
             "eal": (), "fwd_first": False, "sockets": socks}
+
+
+def paths(kind: str, n: int, run: RunContext, tracker: ResourceTracker) -> list[dict[str, Any]]:
+    """One path per generator; generator g's ports are the forwarder's ports 2g and 2g + 1."""
+    if kind in ("af_packet", "af_xdp"):
+        return [veth_path(run, tracker, kind, g) for g in range(n)]
+    return [(vhost_path if kind == "vhost" else memif_path)(run, g) for g in range(n)]
 
 
 # -- measuring ---------------------------------------------------------------------------------
 
-def fwd_tx_rate(tp: TestpmdPeer) -> tuple[float, float, float]:
-    """Frames/s the forwarder transmitted (both ports) over SAMPLE_S, by its counters and the
-    host clock, the mean bytes per frame it counted (checks the generator's frame size) and the
-    frames/s it received (what the generator got onto the path)."""
-    def read() -> tuple[float, int, int, int]:
-        t = time.monotonic()
-        st = tp.port_stats()
-        return ((t + time.monotonic()) / 2, sum(p.get("tx_packets", 0) for p in st.values()),
-                sum(p.get("tx_bytes", 0) for p in st.values()), sum(p.get("rx_packets", 0) for p in st.values()))
+def read_fwd(tp: TestpmdPeer) -> tuple[float, dict[int, dict[str, int]]]:
+    """The forwarder's port counters and the host clock's time of the read (mid-command)."""
+    t = time.monotonic()
+    st = tp.port_stats()
+    return (t + time.monotonic()) / 2, st
 
-    t1, c1, b1, r1 = read()
-    time.sleep(SAMPLE_S)
-    t2, c2, b2, r2 = read()
-    return (c2 - c1) / (t2 - t1), ((b2 - b1) / (c2 - c1) if c2 > c1 else 0.0), (r2 - r1) / (t2 - t1)
+
+def rates(a: tuple[float, dict[int, dict[str, int]]], b: tuple[float, dict[int, dict[str, int]]],
+          ports: tuple[int, ...]) -> dict[str, float]:
+    """Between two :func:`read_fwd` reads, over ``ports``: TX frames/s, RX frames/s and the mean
+    bytes per TX frame (checks the generator's frame size)."""
+    dt = b[0] - a[0]
+
+    def d(key: str) -> int:
+        return sum(b[1][p].get(key, 0) - a[1][p].get(key, 0) for p in ports)
+
+    tx = d("tx_packets")
+    return {"pps": tx / dt, "fwd_rx_pps": d("rx_packets") / dt,
+            "bytes_per_frame": d("tx_bytes") / tx if tx > 0 else 0.0}
 
 
 def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
@@ -160,120 +192,158 @@ def wait_link(fn: Callable[[], bool], timeout_s: float = 15.0) -> None:
     raise RuntimeError("the generator's ports did not come up")
 
 
-def tgen_gen(path: dict[str, Any], run: RunContext, size: int, binary: Any = None) -> TgenProcess:
-    macs = path.get("wire_macs") or [None] * len(path["gen"])
-    ports = [PortSpec(d, speed_bps=1e12, mac=m) for d, m in zip(path["gen"], macs)]
-    for ifname, m in zip(path.get("gen_ifnames", []), macs):
-        N.set_link(ifname, None, address=kernel_mac(m))
-    return TgenProcess(ports, lcores=GEN_LCORES, run_dir=run.run_dir, tag=run.tag, hugepages=True,
-                       extra_eal=list(path["eal"]), binary=binary)
+class Gen:
+    """One generator of the duet on its own path: started once, its traffic switched on and off.
+
+    ``tgen`` / ``tgen_b``: two streams (port 0 -> 1, 1 -> 0) at full speed, one trial per
+    chunk; ``testpmd``: flowgen, ``start`` / ``stop``.  ``ports``: the forwarder's ports that
+    carry this generator's traffic."""
+
+    def __init__(self, which: str, g: int, path: dict[str, Any], run: RunContext, size: int):
+        self.which, self.size, self.ports = which, size, (2 * g, 2 * g + 1)
+        self.proc: Any
+        if which == "testpmd":
+            self.proc = Peer(path["gen"], run.tag + f"g{g}", run.run_dir, forward_mode="flowgen",
+                             lcores=GEN_LCORES, hugepages=True, eal=tuple(path["eal"]),
+                             # flowgen counts 4 B less than it is given
+                             app_args=(f"--txpkts={size}", "--port-topology=paired"))
+        else:
+            macs = path.get("wire_macs") or [None] * len(path["gen"])
+            specs = [PortSpec(d, speed_bps=1e12, mac=m) for d, m in zip(path["gen"], macs)]
+            for ifname, m in zip(path.get("gen_ifnames", []), macs):
+                N.set_link(ifname, None, address=kernel_mac(m))
+            self.proc = TgenProcess(specs, lcores=GEN_LCORES, run_dir=run.run_dir, tag=f"{run.tag}-{g}",
+                                    hugepages=True, extra_eal=list(path["eal"]),
+                                    binary=TGEN_B if which == "tgen_b" else None)
+        self._s1: Any = None
+
+    def __enter__(self) -> "Gen":
+        self.proc.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.__exit__(*exc)
+
+    def ready(self) -> None:
+        if self.which != "testpmd":
+            wait_link(lambda: all(p["link_up"] for p in self.proc.rpc("ports.list")))
+            for tx, rx in ((0, 1), (1, 0)):
+                self.proc.rpc("stream.add", port=tx, rx_port=rx, size_b=self.size, rate={"percent": 100})
+
+    def on(self) -> None:
+        if self.which == "testpmd":
+            self.proc.cmd("start")
+        else:
+            self.proc.rpc("trial.start", duration_s=60.0, drain_s=0.05, latency=True)
+
+    def mark(self) -> Any:
+        """tgen's own counters now (start and end of a sample): its RX and TX rates."""
+        return None if self.which == "testpmd" else (self.proc.rpc("trial.status"), time.monotonic())
+
+    def off(self) -> None:
+        if self.which == "testpmd":
+            self.proc.cmd("stop")
+            return
+        self.proc.rpc("trial.stop")
+        t0 = time.monotonic()
+        while self.proc.rpc("trial.status")["state"] != "done":
+            if time.monotonic() - t0 > 30:
+                raise RuntimeError(f"{self.which}: its trial did not end within 30 s of trial.stop")
+            time.sleep(0.02)
+        if time.monotonic() - t0 > 1.0:
+            log(f"{self.which}: its trial took {time.monotonic() - t0:.1f} s to end after trial.stop")
 
 
-def testpmd_gen(path: dict[str, Any], run: RunContext, size: int) -> Peer:
-    return Peer(path["gen"], run.tag + "g", run.run_dir, forward_mode="flowgen", lcores=GEN_LCORES,
-                hugepages=True, eal=tuple(path["eal"]),
-                app_args=(f"--txpkts={size}", "--port-topology=paired"))  # flowgen counts 4 B less than it is given
-
-
-def run_tgen(proc: TgenProcess, size: int, fwd: TestpmdPeer) -> dict[str, float]:
-    wait_link(lambda: all(p["link_up"] for p in proc.rpc("ports.list")))
-    for tx, rx in ((0, 1), (1, 0)):
-        proc.rpc("stream.add", port=tx, rx_port=rx, size_b=size, rate={"percent": 100})
-    proc.rpc("trial.start", duration_s=60.0, drain_s=0.1, latency=True)
+def chunk(gen: Gen, fwd: TestpmdPeer, all_ports: tuple[int, ...]) -> dict[str, float]:
+    """One figure: ``gen``'s traffic on for WARM_S + SAMPLE_S, the forwarder's TX over its ports
+    in the SAMPLE_S window; the other generators' ports must stay silent meanwhile."""
+    gen.on()
     try:
         time.sleep(WARM_S)
-        s1, t1 = proc.rpc("trial.status"), time.monotonic()
-        pps, byts, fwd_rx = fwd_tx_rate(fwd)
-        s2, t2 = proc.rpc("trial.status"), time.monotonic()
-        r1, r2 = int(s1["received"]), int(s2["received"])
+        m1, a = gen.mark(), read_fwd(fwd)
+        time.sleep(SAMPLE_S)
+        b, m2 = read_fwd(fwd), gen.mark()
     finally:
-        proc.rpc("trial.stop")
-        end = time.monotonic() + 30
-        while proc.rpc("trial.status")["state"] != "done" and time.monotonic() < end:
-            time.sleep(0.1)
-    return {"pps": pps, "bytes_per_frame": byts, "tgen_rx_pps": (r2 - r1) / (t2 - t1), "fwd_rx_pps": fwd_rx,
-            "tgen_tx_pps": (int(s2["sent"]) - int(s1["sent"])) / (t2 - t1)}
+        gen.off()
+    fig = rates(a, b, gen.ports)
+    others = tuple(p for p in all_ports if p not in gen.ports)
+    fig["other_ports_pps"] = rates(a, b, others)["pps"] if others else 0.0
+    if m1 is not None:
+        (s1, t1), (s2, t2) = m1, m2
+        fig["tgen_rx_pps"] = (int(s2["received"]) - int(s1["received"])) / (t2 - t1)
+        fig["tgen_tx_pps"] = (int(s2["sent"]) - int(s1["sent"])) / (t2 - t1)
+    return fig
 
 
-def run_testpmd(gen: Peer, size: int, fwd: TestpmdPeer) -> dict[str, float]:
-    gen.cmd("start")
-    time.sleep(WARM_S)
-    pps, byts, fwd_rx = fwd_tx_rate(fwd)
-    gen.cmd("stop")
-    return {"pps": pps, "bytes_per_frame": byts, "fwd_rx_pps": fwd_rx}
+def measure_duet(kind: str, size: int, gens: tuple[str, ...], rounds: int, run: RunContext,
+                 tracker: ResourceTracker) -> dict[str, list[dict[str, float]]]:
+    """Every generator of ``gens`` on its own path through ONE forwarder, all started together;
+    each round switches their traffic on one at a time in ABBA order (A B B A; three: A B C C B A)
+    for a chunk of WARM_S + SAMPLE_S, and a generator's figure of the round is the mean of its
+    two chunks.  The chunks of a round lie within a few seconds of each other, with no start-up
+    between them, so a slow stretch of this host (seconds long; at 1518 B the path's copies run
+    2.5x slower in it) meets both generators of a pair nearly alike.  The forwarder polls every
+    generator's ports, the silent ones too: the same extra polling for each generator.
+
+    The paths are not quite alike (af_packet 1518 B: one run gave the generator on the first
+    path 0.90x of the other's for 10 rounds, the next run 1.01x), so the rounds are split over
+    BUILDS set-ups, each with the generators moved one path on (two generators: swapped)."""
+    n = len(gens)
+    builds = max(1, min(BUILDS, rounds))
+    fig: dict[str, list[dict[str, float]]] = {w: [] for w in gens}
+    done = 0
+    for b in range(builds):
+        todo = (rounds - done) // (builds - b)
+        placed = gens[b % n:] + gens[:b % n]          # placed[g] runs on path g
+        for w, f in duet_build(kind, size, gens, placed, todo, done, rounds, run, tracker).items():
+            fig[w].extend(f)
+        done += todo
+    return fig
 
 
-def measure(kind: str, size: int, which: str, run: RunContext, tracker: ResourceTracker) -> dict[str, float]:
-    """One figure on a fresh path: the forwarder and the generator ``which`` (the side that
-    creates the sockets first: vhost's backend is the forwarder, memif's server the generator)."""
-    if kind in ("af_packet", "af_xdp"):
-        path = veth_path(run, tracker, kind)
-    elif kind == "vhost":
-        path = vhost_path(run)
-    else:
-        path = memif_path(run)
-    fwd = Peer(path["fwd"], run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
-               hugepages=True, eal=tuple(path["eal"]),
+def duet_build(kind: str, size: int, gens: tuple[str, ...], placed: tuple[str, ...], rounds: int,
+               first: int, total: int, run: RunContext,
+               tracker: ResourceTracker) -> dict[str, list[dict[str, float]]]:
+    """One set-up of :func:`measure_duet`: ``placed[g]`` on path g, ``rounds`` rounds."""
+    ps = paths(kind, len(placed), run, tracker)
+    fwd_devs = [d for p in ps for d in p["fwd"]]
+    fwd = Peer(fwd_devs, run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
+               hugepages=True, eal=tuple(ps[0]["eal"]),
                app_args=("--port-topology=paired", f"--max-pkt-len={max(1518, size)}"))
-    if which == "testpmd":
-        gen: Any = testpmd_gen(path, run, size)
-    else:
-        gen = tgen_gen(path, run, size, binary=TGEN_B if which == "tgen_b" else None)
+    all_ports = tuple(range(len(fwd_devs)))
+    fig: dict[str, list[dict[str, float]]] = {w: [] for w in gens}
     try:
         with contextlib.ExitStack() as stack:
-            for part in ((fwd, gen) if path.get("fwd_first", True) else (gen, fwd)):
-                stack.enter_context(part)
+            objs = [Gen(w, g, p, run, size) for g, (w, p) in enumerate(zip(placed, ps))]
+            if ps[0].get("fwd_first", True):
+                stack.enter_context(fwd)
+            for o in objs:
+                stack.enter_context(o)
+            if not ps[0].get("fwd_first", True):
+                stack.enter_context(fwd)
             fwd.cmd("start")
+            for o in objs:
+                o.ready()
             if kind == "af_xdp":
                 from nfvperf.host.xdp import xdp_mode
-                XDP_MODES.update({n: xdp_mode(n) for p in path["fwd"] + path["gen"]
-                                  for n in [p.split("iface=")[1].split(",")[0]]})
-            if which == "testpmd":
-                return run_testpmd(gen, size, fwd)
-            return run_tgen(gen, size, fwd)
+                XDP_MODES.update({n: xdp_mode(n) for p in ps for d in p["fwd"] + p["gen"]
+                                  for n in [d.split("iface=")[1].split(",")[0]]})
+            for o in objs:          # a first chunk each, not counted: links, caches, pools
+                chunk(o, fwd, all_ports)
+            by = dict(zip(placed, objs))
+            for r in range(rounds):
+                order = gens + tuple(reversed(gens))
+                log(f"{kind} {size} B: round {first + r + 1}/{total} (paths: {', '.join(placed)}): "
+                    f"{', '.join(order)} through testpmd io ...")
+                got = [(w, chunk(by[w], fwd, all_ports)) for w in order]
+                for w in gens:
+                    fig[w].append(_mean_figure([f for x, f in got if x == w]))
     finally:
         tracker.release_all()
-        for s in path.get("sockets", []):
-            Path(s).unlink(missing_ok=True)
-
-
-#: kinds whose forwarder and path outlive a generator (a new one reconnects): one build per round,
-#: both generators against it; memif's socket belongs to its server, the generator, so a memif path
-#: is rebuilt for every figure
-ONE_BUILD_PER_ROUND = ("af_packet", "af_xdp", "vhost")
-
-
-def measure_round(kind: str, size: int, order: tuple[str, ...], run: RunContext,
-                  tracker: ResourceTracker) -> list[tuple[str, dict[str, float]]]:
-    """One round: the generators of ``order`` one after the other, each measured once, against one
-    forwarder on one path (:data:`ONE_BUILD_PER_ROUND`), or each on a fresh path (memif).  One
-    build keeps a pair's two figures ~3 s closer in time: this host's slow stretches last seconds
-    (at 1518 B the path's copies run 2.5x slower in them, for either generator)."""
-    if kind not in ONE_BUILD_PER_ROUND:
-        return [(w, measure(kind, size, w, run, tracker)) for w in order]
-    path = veth_path(run, tracker, kind) if kind in ("af_packet", "af_xdp") else vhost_path(run)
-    fwd = Peer(path["fwd"], run.tag + "f", run.run_dir, forward_mode="io", lcores=FWD_LCORES,
-               hugepages=True, eal=tuple(path["eal"]),
-               app_args=("--port-topology=paired", f"--max-pkt-len={max(1518, size)}"))
-    out: list[tuple[str, dict[str, float]]] = []
-    try:
-        with fwd:
-            fwd.cmd("start")
-            for which in order:
-                gen: Any = (testpmd_gen(path, run, size) if which == "testpmd" else
-                            tgen_gen(path, run, size, binary=TGEN_B if which == "tgen_b" else None))
-                with gen:
-                    if kind == "af_xdp":
-                        from nfvperf.host.xdp import xdp_mode
-                        XDP_MODES.update({n: xdp_mode(n) for p in path["fwd"] + path["gen"]
-                                          for n in [p.split("iface=")[1].split(",")[0]]})
-                    out.append((which, run_testpmd(gen, size, fwd) if which == "testpmd"
-                                else run_tgen(gen, size, fwd)))
-    finally:
-        tracker.release_all()
-        for s in path.get("sockets", []):
-            Path(s).unlink(missing_ok=True)
-    return out
+        for p in ps:
+            for s in p.get("sockets", []):
+                Path(s).unlink(missing_ok=True)
+    return fig
 
 
 def _mean_figure(figs: list[dict[str, float]]) -> dict[str, float]:
@@ -284,6 +354,14 @@ def _mean_figure(figs: list[dict[str, float]]) -> dict[str, float]:
 def _median_ratio(fig: dict[str, list[dict[str, float]]], a: str = "tgen", b: str = "testpmd") -> Any:
     rs = [t["pps"] / p["pps"] for t, p in zip(fig[a], fig[b]) if p["pps"]]
     return round(statistics.median(rs), 3) if rs else None
+
+
+def _ratio_iv(fig: dict[str, list[dict[str, float]]], a: str = "tgen", b: str = "testpmd") -> Any:
+    """The paired ratios' median with its exact 95 % rank interval (nfvperf.stats)."""
+    iv = ratio_interval([t["pps"] for t in fig[a]], [p["pps"] for p in fig[b]])
+    return None if iv is None else {"median": round(iv.median, 3), "lo": round(iv.lo, 3),
+                                    "hi": round(iv.hi, 3), "n": iv.n,
+                                    "confidence": round(iv.confidence, 3), "enough": iv.enough}
 
 
 def main() -> int:
@@ -314,17 +392,8 @@ def main() -> int:
             per: dict[str, Any] = {}
             for size in SIZES:
                 gens = ("tgen", "tgen_b", "testpmd") if TGEN_B else ("tgen", "testpmd")
-                fig: dict[str, list[dict[str, float]]] = {g: [] for g in gens}
                 try:
-                    for r in range(ROUNDS):
-                        # ABBA inside the round (each generator twice, its figure the mean of the
-                        # two): a host that speeds up or slows down across the round does not
-                        # favour whichever generator goes first
-                        order = gens + tuple(reversed(gens))
-                        log(f"{kind} {size} B: round {r + 1}: {', '.join(order)} through testpmd io ...")
-                        got = measure_round(kind, size, order, run, tracker)
-                        for which in gens:
-                            fig[which].append(_mean_figure([f for w, f in got if w == which]))
+                    fig = measure_duet(kind, size, gens, ROUNDS, run, tracker)
                 except Exception as e:  # noqa: BLE001 - one kind's failure must not hide the others
                     per[str(size)] = {"error": f"{type(e).__name__}: {e}"}
                     log(f"{kind} {size} B: FAILED: {e}")
@@ -339,6 +408,11 @@ def main() -> int:
                                   # each round's tgen / testpmd, measured back to back: a slow
                                   # stretch of the host hits both of a round, not two rounds
                                   "ratio_median_of_rounds": _median_ratio(fig),
+                                  "ratio_interval": _ratio_iv(fig),
+                                  # the other generators' ports while one ran: ~0, else their
+                                  # traffic was counted as nobody's and skewed the round
+                                  "silent_ports_max_pps": max(x["other_ports_pps"] for g in gens
+                                                              for x in fig[g]),
                                   "tgen_runs": [x["pps"] for x in fig["tgen"]],
                                   "testpmd_runs": [x["pps"] for x in fig["testpmd"]],
                                   # what reached the forwarder (its RX): above its TX, it dropped
@@ -352,7 +426,8 @@ def main() -> int:
                         "tgen_b_pps": max(x["pps"] for x in fig["tgen_b"]),
                         "tgen_b_ratio_median_of_rounds": _median_ratio(fig, "tgen_b", "testpmd"),
                         # the A/B itself: each round's B over its A, measured back to back
-                        "b_over_a_median_of_rounds": _median_ratio(fig, "tgen_b", "tgen")})
+                        "b_over_a_median_of_rounds": _median_ratio(fig, "tgen_b", "tgen"),
+                        "b_over_a_interval": _ratio_iv(fig, "tgen_b", "tgen")})
             res["per_kind"][kind] = per
     finally:
         tracker.release_all()
