@@ -133,7 +133,9 @@ class GuestShell(_Console):
             n = next(self._seq)
             # markers without quotes or shell syntax: the guest's init evals each line, and a
             # quote lost on the serial port made it an unterminated string, a syntax error that
-            # ended init (guest kernel panic, "Attempted to kill init", seen under TCG in CI)
+            # ended init (guest kernel panic, "Attempted to kill init", seen under TCG in CI).
+            # The init now evals each line in a subshell as well, so a line garbled anyway costs
+            # that line (no end marker: a timeout naming it), not the guest
             begin, end = f"@@{n}B@@", re.compile(rf"@@{n}E(\d+)@@")
             sep = " " if line.rstrip().endswith("&") else "; "
             text = f"echo {begin}; {line.rstrip()}{sep}echo @@{n}E$?@@\n"

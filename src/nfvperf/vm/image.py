@@ -180,7 +180,9 @@ if [ "$MODE" = tcp ]; then
   stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
   log "tcp ready if=$IF ip=$IP mtu=$MTU queues=$(ls /sys/class/net/$IF/queues 2>/dev/null | tr '\n' ' ')"
   echo "NFVPERF-SHELL if=$IF" > /dev/ttyS1
-  while IFS= read -r line; do eval "$line"; done </dev/ttyS1 >/dev/ttyS1 2>&1
+  # each line in a subshell: a line garbled on the serial port (a byte lost under TCG) is a
+  # syntax error, which ends the shell that evals it; here it ends the subshell, not init
+  while IFS= read -r line; do ( eval "$line" ); done </dev/ttyS1 >/dev/ttyS1 2>&1
   log "shell exited"
   poweroff -f
 fi

@@ -89,7 +89,9 @@ stty -F /dev/ttyS2 raw -echo 115200 2>/dev/null
 stty -F /dev/ttyS3 raw -echo 115200 2>/dev/null
 log "pci ready nics=$NICS hugepages=$(cat /proc/sys/vm/nr_hugepages)"
 echo "@SHELL_READY@ nics=$(echo $NICS | tr ' ' ',')" > /dev/ttyS1
-while IFS= read -r line; do eval "$line"; done </dev/ttyS1 >/dev/ttyS1 2>&1
+# each line in a subshell: a line garbled on the serial port (a byte lost under TCG) is a
+# syntax error, which ends the shell that evals it; here it ends the subshell, not init
+while IFS= read -r line; do ( eval "$line" ); done </dev/ttyS1 >/dev/ttyS1 2>&1
 log "shell exited"
 poweroff -f
 """

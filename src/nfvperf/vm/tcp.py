@@ -89,12 +89,10 @@ class GuestProc:
     def kill(self) -> None:
         if self.running():
             self.killed = True
-            self.guest.shell_line(f"kill -9 {self.pid} 2>/dev/null; wait {self.pid} 2>/dev/null")
+            # not a child of the shell (the guest's init runs each line in a subshell): init,
+            # PID 1, reaps it
+            self.guest.shell_line(f"kill -9 {self.pid} 2>/dev/null; true")
             self.exited = True
-
-    def reap(self) -> None:
-        self.guest.shell_line(f"wait {self.pid} 2>/dev/null")
-        self.exited = True
 
     def output(self) -> tuple[str, str]:
         base = f"/tmp/{PREFIX}{self.name}"
