@@ -37,6 +37,7 @@ from nfvperf.topo import tx_pairs
 from nfvperf.topo.inplace import in_place_difference, restart_fields
 from nfvperf.units import directions
 from nfvperf.config import topology_overrides
+from nfvperf.host.polling_overlap import generator_overlap
 
 
 @dataclass
@@ -51,6 +52,10 @@ class RoundUnit:
     ndir: int = 1
     rounds: list[dict[str, Any]] = field(default_factory=list)
     last_end: Optional[float] = None        # monotonic time its traffic last stopped
+    topology_row: dict[str, Any] = field(default_factory=dict)   # its test row's topology
+    #: DUT/VNF polling threads on the generator's CPUs in a build of its own spec (report.polling
+    #: marks the figure); None: unknown (not built as its own spec, or nothing stored)
+    overlap: Optional[dict[str, Any]] = None
 
     @property
     def baseline(self) -> bool:
@@ -213,19 +218,33 @@ class RoundsRun:
         info: dict[str, Any] = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology),
                                 "rounds_study": self.name}
         loop.env["topologies"].append(info)
-        return _Build(loop, spec, info, self.live_spec)
+        return _Build(loop, spec, info, self.live_spec, on_built=lambda: self.note_overlap(group, spec, info))
+
+    def note_overlap(self, group: list[int], spec: Any, info: dict[str, Any]) -> None:
+        """After a build: whether its DUT polling threads ran on the generator's CPUs
+        (:func:`generator_overlap` of its environment), for the units of ``group`` built as their
+        own spec.  A unit switched to in place (another pmd mask, rules, ...) is left unknown:
+        the build's pinning is not its own.  One build with the overlap marks the unit."""
+        fact = generator_overlap(info.get("environment"))
+        if fact is None:
+            return
+        for i in group:
+            u = self.units[i]
+            if u.spec != spec:
+                continue
+            if u.overlap is None or (fact.get("cpus") and not u.overlap.get("cpus")):
+                u.overlap = fact
 
     def open_rows(self) -> None:
         loop = self.loop
         for u in self.units:
             u.profile = loop.suite.traffic_profile(u.test, u.size)
             u.ndir = directions(u.test.traffic, u.spec.ports, tx_pairs(u.spec))
+            u.topology_row = {"kind": u.spec.kind, "ports": u.spec.ports, "directions": u.ndir}
             with loop.interrupts.critical():
                 row = loop.store.start_test(loop.run.id, name=u.test.name, method=u.test.method,
                                             frame_size_b=u.size, params=u.test.params_dict(u.size),
-                                            traffic=u.profile,
-                                            topology={"kind": u.spec.kind, "ports": u.spec.ports,
-                                                      "directions": u.ndir},
+                                            traffic=u.profile, topology=u.topology_row,
                                             study=u.test.study)
             u.test_id = row.id
             u.rec = loop.recorder(row.id, u.label)
@@ -331,6 +350,8 @@ class RoundsRun:
                 reason = (f"{status} after {len(u.rounds)} of {self.n} rounds"
                           if status == "interrupted" else loop.reason)
             with loop.interrupts.critical():
+                if u.overlap is not None:       # the rows were opened before any build
+                    loop.store.update_test_topology(u.test_id, dict(u.topology_row, generator_cpu_overlap=u.overlap))
                 loop.store.add_result(u.test_id, "rounds", data)
                 loop.store.finish_test(u.test_id, st, reason)
             if st == "failed":
@@ -344,8 +365,10 @@ class RoundsRun:
 class _Build:
     """``with``: the runner's measurer for one topology build, remembering the spec it was built for."""
 
-    def __init__(self, loop: Any, spec: Any, info: dict[str, Any], live_spec: dict[int, Any]):
+    def __init__(self, loop: Any, spec: Any, info: dict[str, Any], live_spec: dict[int, Any],
+                 on_built: Any = None):
         self.loop, self.spec, self.info, self.live_spec = loop, spec, info, live_spec
+        self.on_built = on_built            # called once the topology's environment is recorded
         self.cm: Any = None
         self.measurer: Any = None
 
@@ -354,6 +377,8 @@ class _Build:
         self.cm = loop.factory(loop.suite, loop.tg, loop.run.tag, loop.run_dir, self.info, self.spec)
         m = self.cm.__enter__()
         loop.record_measurer(self.info, m)
+        if self.on_built is not None:
+            self.on_built()
         if getattr(m, "reconfigure_topology", None) is not None:
             self.live_spec[id(m)] = self.spec
         self.measurer = m

@@ -212,6 +212,56 @@ def test_runner_stores_the_fact_with_each_test_row(tmp_path) -> None:
         store.close()
 
 
+def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(tmp_path) -> None:
+    """Interleaved rounds open every unit's row before any build; a build's pinning then says
+    whether the DUT polled on the generator's CPU, and the rows of the units built as that spec
+    get the fact.  A unit the DUT was switched to in place (here every unit after the first: the
+    sim switches in place) keeps none: the build's pinning is not its own, so no mark either way.
+    The build here (pmd_cores 1, the first unit) put its PMD on tgen's CPU 0."""
+    import contextlib
+
+    from nfvperf.config import validate_suite
+    from nfvperf.runner import execute, measurer_for
+
+    built: list[int] = []
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        with measurer_for(suite, "sim", tag, run_dir, info, spec) as m:
+            cores = (spec or suite.spec.topology).ovs.pmd_cores
+            built.append(cores)
+            info["environment"] = {"pinning": pinning({"tgen": [0], "dut": [0] if cores == 1 else [1]}),
+                                   "hosts": LOCAL}
+            yield m
+
+    d = {"name": "pinned-rounds", "profile": "quick", "sim": {"capacity_pps": 1e6},
+         "topology": {"kind": "p-ovs-p", "dut": "ovs-dpdk", "port_kind": "vhost"},
+         "traffic": {"frame_sizes": [64]},
+         "tests": [{"method": "throughput", "name": "c",
+                    "study": {"axes": {"topology.ovs.pmd_cores": [1, 2]}, "rounds": 2,
+                              "round_trial_s": 0.05, "metrics": ["mrr"]}}]}
+    store = Store(f"sqlite:///{tmp_path}/r.db")
+    try:
+        out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                      log=lambda _m: None, measurer_factory=factory)
+        assert out.status == "completed", out.reason
+        assert built == [1]                                   # one build, the first unit's spec
+        run = store.load_run(out.run_id)
+        rows = {t.name: t.topology for t in run.tests}
+        assert rows["c[topology.ovs.pmd_cores=1]"][KEY] == {"cpus": [0], "roles": ["dut"]}
+        assert rows["c[topology.ovs.pmd_cores=1]"]["kind"] == "p-ovs-p"      # the rest of the row kept
+        assert KEY not in rows["c[topology.ovs.pmd_cores=2]"]                 # switched in place: unknown
+        (t,) = [t for t in build(run).tables if t.key == "rounds:mrr"]
+        by = {r[0]: r for r in t.rows}
+        one, two = by["topology.ovs.pmd_cores=1"], by["topology.ovs.pmd_cores=2"]
+        assert one[2].endswith(" †") and not two[2].endswith("†")           # the median column
+        assert one[7] == "baseline" and two[7].endswith(" †")     # a ratio to the shared baseline
+        assert "† the DUT's polling threads shared CPU 0 with the generator's (topology.ovs.pmd_cores=1)" \
+            in t.note, t.note
+    finally:
+        store.close()
+
+
 def test_study_plot_marks_the_shared_points(store) -> None:
     """The study plot draws an × on each point whose DUT polled on the generator's CPU (legend: †)."""
     import matplotlib.pyplot as plt

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from nfvperf.methods.capacity import METRIC_TITLES
 from nfvperf.report import ceiling as hc
+from nfvperf.report.polling import MARK, overlap_note, overlap_of
 from nfvperf.report.extract import fmt_num, rates
 from nfvperf.report.table import Table
 
@@ -43,6 +44,9 @@ class UnitRounds:
     summary: dict[str, Any]
     profile: dict[str, Any] = field(default_factory=dict)
     port_kind: Optional[str] = None
+    #: DUT/VNF polling threads on the generator's CPUs (report.polling; the runner stores it with
+    #: the units built as their own spec), ``{}`` none, None unknown
+    overlap: Optional[dict[str, Any]] = None
 
     def metric(self, m: str) -> dict[str, Any]:
         return (self.summary.get("metrics") or {}).get(m) or {}
@@ -74,7 +78,7 @@ def studies(tests: list[Any]) -> dict[str, list[UnitRounds]]:
         out.setdefault(st.get("name") or t.name, []).append(
             UnitRounds(_label(st.get("axes") or {}), dict(st.get("axes") or {}), t.frame_size_b,
                        bool(st.get("baseline")), summ, dict(t.traffic or {}),
-                       (getattr(t, "topology", None) or {}).get("port_kind")))
+                       (getattr(t, "topology", None) or {}).get("port_kind"), overlap_of(t)))
     return out
 
 
@@ -103,6 +107,8 @@ def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str
     cols = ["Unit", "Frame B", "median fps / interface", "interval of the median", "L1 Mbps",
             "% line rate (L1)", "rounds ok", "vs baseline (paired per round)", "harness ceiling fps", "bound"]
     rows = []
+    shared = {u.label: u.overlap for u in units if u.overlap and u.overlap.get("cpus")}
+    base_shared = any(u.baseline and u.label in shared for u in units)
     for u in units:
         mm = u.metric(metric)
         med = mm.get("median_pps")
@@ -111,7 +117,10 @@ def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str
         ok = sum(v is not None for v in vals)
         base = "baseline" if u.baseline else ratio_text(u.ratio(metric))
         ceil, lower = hc.ceiling_bound(env or {}, u.size, u.port_kind)
-        rows.append([u.label, fmt_num(u.size), fmt_num(med, 0), interval_text(mm.get("interval")),
+        mark = f" {MARK}" if u.label in shared else ""
+        if not u.baseline and base != "—" and bool(mark) != base_shared:
+            base += f" {MARK}"          # exactly one of the two figures measured two pollers (tables.py)
+        rows.append([u.label, fmt_num(u.size), fmt_num(med, 0) + mark, interval_text(mm.get("interval")),
                      fmt_num(rr.get("l1_mbps"), 1), fmt_num(rr.get("l1_pct"), 2),
                      f"{ok}/{int(u.summary.get('rounds_measured') or 0)}", base,
                      hc.ceiling_text(ceil, lower), hc.bound_label(med, ceil, lower_bound=lower)])
@@ -125,6 +134,8 @@ def metric_table(name: str, metric: str, units: list[UnitRounds], info: dict[str
         note += (f" A unit marked {hc.HARNESS_BOUND} forwarded more than {hc.HARNESS_BOUND_FRACTION:.0%} of "
                  "what the harness alone carries at zero loss on this path: its figure, and a ratio to it, "
                  "show the harness, not the DUT.")
+    if shared:
+        note += " " + overlap_note(shared)
     if sw.get("restart_units"):
         note += (f" Units {', '.join(sw['restart_units'])} could only be interleaved by restarting the "
                  f"topology ({sw.get('restart_reason', '')}).")

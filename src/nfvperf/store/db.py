@@ -147,6 +147,13 @@ class Store:
             _get_test(s, test_id).params = jsonable(params)
             s.commit()
 
+    def update_test_topology(self, test_id: int, topology: dict) -> None:
+        """Replace a test row's ``topology`` (a rounds study opens its rows before any build, and
+        learns e.g. ``generator_cpu_overlap`` from the builds)."""
+        with self.session() as s:
+            _get_test(s, test_id).topology = jsonable(topology)
+            s.commit()
+
     def finish_test(self, test_id: int, status: str, reason: Optional[str] = None) -> None:
         with self.session() as s:
             t = _get_test(s, test_id)
