@@ -53,6 +53,7 @@ struct stream {
     uint16_t *pattern;      /* imix: size index per frame */
     unsigned plen;
     uint16_t txq;
+    int tx_whole;           /* one size <= TX_SMALL_MAX: built whole in main-pool mbufs (stream_build) */
 };
 
 struct tx_stream {

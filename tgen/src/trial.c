@@ -40,6 +40,7 @@ int stream_build(struct stream *s, char *err, size_t errlen)
     }
     if (s->sc.nsizes == 1) { s->pattern[0] = 0; s->plen = 1; }
     else s->plen = streamcfg_imix_pattern(&s->sc, s->pattern, tw);
+    s->tx_whole = s->plen == 1 && s->tmpls[s->pattern[0]]->len <= TX_SMALL_MAX;
     return 0;
 }
 

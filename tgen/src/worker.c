@@ -103,7 +103,7 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
          * core has just read, while a TX pool mbuf's line was last read by the consumer of the
          * port (a vhost backend, a memif peer on the other core) and must be fetched back */
         const struct stream *st = ts->st;
-        int tagged = g_txpool != NULL && !(st->plen == 1 && st->tmpls[st->pattern[0]]->len <= TX_SMALL_MAX);
+        int tagged = g_txpool != NULL && !st->tx_whole;
         if (!tagged || rte_mempool_get_bulk(g_txpool, (void **)m, n) != 0) {
             tagged = 0;
             if (rte_mempool_get_bulk(g_pool, (void **)m, n) != 0) { ts->nombuf++; return; }
@@ -125,6 +125,8 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
             prefetch_for_write(m[i]);
             prefetch_for_write((char *)m[i] + RTE_CACHE_LINE_SIZE);
         }
+        /* (a second loop: buf_addr is read from the header line, so every header line's fetch
+         * is under way before the first of those reads waits) */
         for (unsigned i = 0; i < n; i++) prefetch_for_write((char *)m[i]->buf_addr + RTE_PKTMBUF_HEADROOM);
         /* the templates, read out once per burst: the stream's one size, or each IMIX size */
         if (plen == 1) {
