@@ -158,6 +158,15 @@ def net_point(lat: Any, env: dict[str, Any], size: Optional[int],
     return net_of_harness(lat, sl), False
 
 
+def _unsteady_text(p: dict[str, Any]) -> str:
+    """`` (unsteady host: search X, recheck Y)`` for an entry whose recheck carried far more than
+    its search (topo.ceiling.recheck), else ``""``."""
+    if not p.get("unsteady"):
+        return ""
+    return (f" (unsteady host: search {float(p.get('forwarding_fps_search') or 0):,.0f}, "
+            f"recheck {float(p.get('recheck_fps') or 0):,.0f})")
+
+
 def summary(env: dict[str, Any], tg: str) -> str:
     """One header line: the ceiling per size, or why there is none."""
     if tg == "sim":
@@ -171,10 +180,7 @@ def summary(env: dict[str, Any], tg: str) -> str:
     index: dict[tuple[Any, ...], int] = {}  # one measurement, read again from the cache by later groups
     for c in cs:
         per = c.get("per_size") or {}
-        sizes = ", ".join(f"{s} B {ceiling_text(p['fps'], is_lower_bound(p))} fps"
-                          + (" (unsteady host: search {:,.0f}, recheck {:,.0f})".format(
-                              float(p.get("forwarding_fps_search") or 0), float(p.get("recheck_fps") or 0))
-                             if p.get("unsteady") else "") for s, p in
+        sizes = ", ".join(f"{s} B {ceiling_text(p['fps'], is_lower_bound(p))} fps{_unsteady_text(p)}" for s, p in
                           sorted(per.items(), key=lambda kv: int(kv[0])) if isinstance(p, dict)
                           and p.get("fps") is not None)
         err = f"; error: {c['error']}" if c.get("error") else ""
