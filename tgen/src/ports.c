@@ -41,6 +41,7 @@ static void txpool_create(size_t n, unsigned room)
         return;
     }
     g_tmpl_tag_off = off;
+    rte_mempool_obj_iter(g_pool, tag_clear, NULL);    /* main-pool mbufs carry the tag too (tgen.h) */
     struct rte_mempool *mp = rte_pktmbuf_pool_create("tgen_txpool", (unsigned)n, 256, 0, (uint16_t)room, (int)rte_socket_id());
     if (!mp) {
         fprintf(stderr, "tgen: no TX pool of %zu mbufs (%s): every frame is copied whole from the main pool\n", n, rte_strerror(rte_errno));
@@ -85,6 +86,9 @@ int ports_init(char *err, size_t errlen)
         int rc = rte_eth_dev_info_get(id, &info);
         if (rc) { snprintf(err, errlen, "port %u: dev_info_get failed: %s", p, rte_strerror(-rc)); return -1; }
         snprintf(pt->driver, sizeof(pt->driver), "%s", info.driver_name ? info.driver_name : "?");
+        /* virtio's TX frames are copied out by the vhost backend on another core: a main-pool mbuf
+         * that core has just filled on RX is in its cache, a TX-pool mbuf's payload may not be */
+        pt->tx_reuse = strstr(pt->driver, "virtio") != NULL;
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;

@@ -34,6 +34,8 @@ struct port {
     int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+    int tx_reuse;           /* its TX frames are read by another core (virtio: the vhost backend copies
+                             * them): built in main-pool mbufs the RX loop received (worker.c) */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
 };
 
@@ -54,6 +56,9 @@ struct stream {
     unsigned plen;
     uint16_t txq;
     int tx_whole;           /* one size <= TX_SMALL_MAX: built whole in main-pool mbufs (stream_build) */
+    uint64_t rx_tag;        /* one size > TX_SMALL_MAX: the tag an mbuf that brought back one of its
+                             * frames gets (tmpl.h; zero from the template's zero_from to its length),
+                             * else 0 (stream_build) */
 };
 
 struct tx_stream {
@@ -78,6 +83,7 @@ struct tx_stream {
     uint64_t first_tx_ns, last_tx_ns;
     uint64_t late_max_cyc;
     uint64_t retries, nombuf;
+    int reuse;                     /* frames built in main-pool mbufs, tagged (port.tx_reuse) */
     int done;
     struct rte_mbuf *pend[BURST];
     unsigned npend, pend_off;
@@ -109,6 +115,7 @@ struct trial {
     int32_t *sid_map;           /* MAX_STREAM_ID entries, -1 = not in trial */
     int8_t *rx_slot;            /* RXG_MAX_PORTS per trial stream: each port's index in the stream's receive
                                  * group, -1 = not in it (read-only for the RX path, rxgroup.h) */
+    uint64_t *rx_tag;           /* per trial stream: its stream.rx_tag (read-only for the RX path) */
     struct seg segs[MAX_SEGS];
     unsigned nsegs;
     int learning, latency;
@@ -142,7 +149,11 @@ extern struct rte_mempool *g_txpool;
  * from the TX pool: copying two lines costs less than fetching a line back from another core
  * (worker.c tx_one_stream) */
 #define TX_SMALL_MAX 128
-extern int g_tmpl_tag_off;       /* the dynamic field's offset in the mbuf (-1 without g_txpool) */
+/* The dynamic field's offset in the mbuf (-1 without g_txpool).  Main-pool mbufs carry the tag
+ * too: the RX loop sets it on each mbuf it gives back (0, or its stream's rx_tag for a test frame
+ * of the stream's length: tgen trusts the DUT not to rewrite the zero payload past the signature),
+ * and so does every writer of their data in tgen (TX, learning frames). */
+extern int g_tmpl_tag_off;
 static inline uint64_t *mbuf_tmpl_tag(struct rte_mbuf *m)
 { return RTE_MBUF_DYNFIELD(m, g_tmpl_tag_off, uint64_t *); }
 extern volatile int g_phase;

@@ -41,6 +41,8 @@ int stream_build(struct stream *s, char *err, size_t errlen)
     if (s->sc.nsizes == 1) { s->pattern[0] = 0; s->plen = 1; }
     else s->plen = streamcfg_imix_pattern(&s->sc, s->pattern, tw);
     s->tx_whole = s->plen == 1 && s->tmpls[s->pattern[0]]->len <= TX_SMALL_MAX;
+    const tmpl_t *t0 = s->tmpls[s->pattern[0]];
+    s->rx_tag = s->plen == 1 && !s->tx_whole ? (uint64_t)t0->zero_from << 32 | t0->len : 0;
     return 0;
 }
 
@@ -73,6 +75,7 @@ static void trial_free(struct trial *t)
     free(t->ts);
     free(t->sid_map);
     free(t->rx_slot);
+    free(t->rx_tag);
     if (t->result) json_decref(t->result);
     free(t);
 }
@@ -110,6 +113,7 @@ static void send_learning_frames(const struct stream *st, uint16_t port, unsigne
         p[o] = 0x88; p[o + 1] = 0xB5;   /* local experimental EtherType */
         memcpy(p + o + 2, "tgen-learning", 13);
         m->data_len = m->pkt_len = 60 + ((c->vlan >= 0 && !c->vxlan) ? 4 : 0);
+        if (g_tmpl_tag_off >= 0) *mbuf_tmpl_tag(m) = 0;   /* its data is not a template's any more */
         /* queue 0 of the rx port: workers do not transmit outside the running phase */
         if (rte_eth_tx_burst(port, 0, &m, 1) != 1) rte_pktmbuf_free(m);
     }
@@ -179,7 +183,8 @@ static struct trial *trial_alloc(const trialcfg_t *tc, unsigned n, rpc_err_t *e)
     t->ts = aligned_alloc(RTE_CACHE_LINE_SIZE, ((sizeof(struct tx_stream) * n + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE) * RTE_CACHE_LINE_SIZE);
     t->sid_map = malloc(sizeof(int32_t) * MAX_STREAM_ID);
     t->rx_slot = malloc((size_t)n * RXG_MAX_PORTS);
-    if (!t->ts || !t->sid_map || !t->rx_slot) {
+    t->rx_tag = calloc(n ? n : 1, sizeof(uint64_t));
+    if (!t->ts || !t->sid_map || !t->rx_slot || !t->rx_tag) {
         trial_free(t);
         e->code = -32603;
         snprintf(e->msg, sizeof(e->msg), "out of memory");
@@ -256,6 +261,8 @@ static void trial_bind_streams(struct trial *t, const uint16_t *ids)
         ts->port = (uint16_t)st->sc.port;
         ts->queue = st->txq;
         ts->worker = g_ports[ts->port].tx_lcore[ts->queue];
+        ts->reuse = g_ports[ts->port].tx_reuse && st->rx_tag != 0 && g_tmpl_tag_off >= 0;
+        t->rx_tag[i] = g_tmpl_tag_off >= 0 ? st->rx_tag : 0;
         t->sid_map[ids[i]] = (int32_t)i;
         rxgroup_slots(st->sc.rx_ports, st->sc.n_rx_ports, t->rx_slot + (size_t)i * RXG_MAX_PORTS);
         t->port_used[st->sc.port] = 1;

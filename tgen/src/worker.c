@@ -30,8 +30,9 @@ static void tx_drop_pending(struct tx_stream *ts)
     ts->pend_off = 0;
 }
 
-/* One frame into a TX mbuf: the fields TX needs, then the frame (tmpl_fast_write when the mbuf is
- * from the TX pool and its tag says which bytes are zero, else a whole copy as tmpl_fill) */
+/* One frame into a TX mbuf: the fields TX needs, then the frame (tagged: tmpl_fast_write, which
+ * copies the header part only when the mbuf's tag says the rest is zero; else a whole copy as
+ * tmpl_fill, and the mbuf's tag, where mbufs have one, says what the copy left zero) */
 static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int tagged, int tag_off, uint32_t flow,
                                   uint64_t seq, uint64_t tx_ns)
 {
@@ -46,6 +47,7 @@ static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int 
     } else {
         for (unsigned o = 0; o < f->full; o += 32) memcpy(d + o, f->data + o, 32);
         tmpl_fast_fields(f, d, flow, seq, tx_ns);
+        if (tag_off >= 0) *RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *) = (uint64_t)f->zero_from << 32 | f->full;
     }
 }
 
@@ -101,10 +103,14 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
          * A stream of one small size (<= TX_SMALL_MAX) copies its frames whole into mbufs of the
          * main pool instead: those are the ones the RX loop just freed, whose data line this
          * core has just read, while a TX pool mbuf's line was last read by the consumer of the
-         * port (a vhost backend, a memif peer on the other core) and must be fetched back */
+         * port (a vhost backend, a memif peer on the other core) and must be fetched back.
+         * A larger frame on a port whose consumer copies it out on another core (ts->reuse:
+         * virtio) is built in main-pool mbufs too, tagged: mostly ones that brought a frame of
+         * the stream back, whose payload that core has just written (vhost 1518 B: 1.08x) */
         const struct stream *st = ts->st;
-        int tagged = g_txpool != NULL && !st->tx_whole;
-        if (!tagged || rte_mempool_get_bulk(g_txpool, (void **)m, n) != 0) {
+        struct rte_mempool *pool = ts->reuse ? g_pool : g_txpool;
+        int tagged = pool != NULL && !st->tx_whole;
+        if (!tagged || rte_mempool_get_bulk(pool, (void **)m, n) != 0) {
             tagged = 0;
             if (rte_mempool_get_bulk(g_pool, (void **)m, n) != 0) { ts->nombuf++; return; }
         }
@@ -184,17 +190,19 @@ static void do_tx(struct worker *w, struct trial *t)
 
 /* Give a received burst back: rte_pktmbuf_free_bulk's work, inlined (a direct, single-segment
  * mbuf with refcnt 1 goes back to its pool in one put per run of mbufs of one pool; anything else
- * through rte_pktmbuf_free).  A TX pool mbuf received back (net_ring: the same mbuf) loses its tag:
- * whatever carried it may have written its data, so nothing is known about it any more. */
-static inline void rx_free(struct rte_mbuf **m, unsigned n)
+ * through rte_pktmbuf_free).  Each of tgen's own mbufs gets its tag (tgen.h) from tag[]: 0, or the
+ * rx_tag of the stream whose test frame it brought back at that stream's length (do_rx).  The
+ * receiving port wrote its data, so whatever the mbuf held before says nothing any more. */
+static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
 {
     void *run[BURST];
     unsigned k = 0;
-    struct rte_mempool *pool = NULL, *txpool = g_txpool;
+    struct rte_mempool *pool = NULL, *txpool = g_txpool, *mainpool = g_pool;
     int tag_off = g_tmpl_tag_off;    /* read once: the tag stores below may alias the globals */
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *x = m[i];
-        if (x->pool == txpool) *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = 0;
+        if (tag_off >= 0 && (x->pool == mainpool || x->pool == txpool))
+            *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = tag[i];
         if (unlikely(x->nb_segs != 1)) { rte_pktmbuf_free(x); continue; }
         x = rte_pktmbuf_prefree_seg(x);
         if (unlikely(x == NULL)) continue;
@@ -219,6 +227,8 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
         uint16_t n = rte_eth_rx_burst(w->rxq[q].port, w->rxq[q].queue, m, BURST);
         if (!n) continue;
         total += n;
+        uint64_t tag[BURST];       /* each mbuf's tag when given back (rx_free) */
+        memset(tag, 0, n * sizeof(tag[0]));
         if (t && (acct || ph == PH_DONE)) {
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
             uint16_t port = w->rxq[q].port;
@@ -241,6 +251,12 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
                 case RX_ACCOUNT: break;
                 }
+                /* a frame of the stream's one length, in one segment where TX builds its frames:
+                 * its payload past the signature is the template's (zero), unless the DUT wrote it */
+                uint64_t rt = t->rx_tag[ti];
+                if (rt && (uint32_t)rt == m[i]->data_len && m[i]->nb_segs == 1 &&
+                    m[i]->data_off == RTE_PKTMBUF_HEADROOM)
+                    tag[i] = rt;
                 /* per-port counts: consecutive frames of one stream and port add up in a register */
                 uint64_t *c = &w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot];
                 if (c != cnt) { if (cnt) *cnt += ncnt; cnt = c; ncnt = 0; }
@@ -262,7 +278,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 j = e;
             }
         }
-        rx_free(m, n);
+        rx_free(m, n, tag);
     }
     return total;
 }
