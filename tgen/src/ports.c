@@ -88,7 +88,7 @@ int ports_init(char *err, size_t errlen)
         snprintf(pt->driver, sizeof(pt->driver), "%s", info.driver_name ? info.driver_name : "?");
         /* virtio's TX frames are copied out by the vhost backend on another core: a main-pool mbuf
          * that core has just filled on RX is in its cache, a TX-pool mbuf's payload may not be */
-        pt->tx_reuse = strstr(pt->driver, "virtio") != NULL;
+        if (pt->tx_reuse < 0) pt->tx_reuse = strstr(pt->driver, "virtio") != NULL;
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;
@@ -180,6 +180,7 @@ json_t *port_list_json(void)
         json_object_set_new(o, "mtu", json_integer(pt->mtu));
         json_object_set_new(o, "promisc", json_boolean(rte_eth_promiscuous_get((uint16_t)p) == 1));
         json_object_set_new(o, "rx", json_boolean(pt->rx_poll));
+        json_object_set_new(o, "tx_reuse", json_boolean(pt->tx_reuse > 0));
         json_array_append_new(a, o);
     }
     return a;

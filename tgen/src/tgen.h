@@ -34,8 +34,9 @@ struct port {
     int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
-    int tx_reuse;           /* its TX frames are read by another core (virtio: the vhost backend copies
-                             * them): built in main-pool mbufs the RX loop received (worker.c) */
+    int tx_reuse;           /* frames above TX_SMALL_MAX built in main-pool mbufs the RX loop tagged
+                             * (worker.c): --port tx_reuse=, by default where another core copies the
+                             * frames out (virtio: the vhost backend) */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
 };
 
