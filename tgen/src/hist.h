@@ -15,7 +15,7 @@
 typedef struct {
     uint64_t count;
     uint64_t min, max;
-    double sum;
+    unsigned __int128 sum;     /* exact: values below 2^48, counts below 2^64 */
     uint64_t b[HIST_NBUCKETS];
 } hist_t;
 
@@ -39,7 +39,7 @@ static inline void hist_add(hist_t *h, uint64_t v)
     if (h->count == 0 || v < h->min) h->min = v;
     if (v > h->max) h->max = v;
     h->count++;
-    h->sum += (double)v;
+    h->sum += v;
 }
 void hist_merge(hist_t *dst, const hist_t *src);
 /* p in (0,100]; value of the rank ceil(p/100*count) sample; bucket midpoint clamped to [min,max]. */

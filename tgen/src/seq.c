@@ -47,7 +47,7 @@ static void note_delay(seqacct_t *a, int64_t d)
         int64_t v = d - a->prev_delay;
         if (a->ipdv_count == 0 || v < a->ipdv_min) a->ipdv_min = v;
         if (a->ipdv_count == 0 || v > a->ipdv_max) a->ipdv_max = v;
-        a->ipdv_sum += (double)v;
+        a->ipdv_sum += v;
         a->ipdv_count++;
         if (a->ipdv_abs) hist_add(a->ipdv_abs, (uint64_t)(v < 0 ? -v : v));
     }
@@ -178,16 +178,19 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
     uint64_t *lb = lat->b, *ib = ipdv ? ipdv->b : NULL;
     uint64_t lmin = lat->count ? lat->min : UINT64_MAX, lmax = lat->max;
     uint64_t jmin = ipdv && ipdv->count ? ipdv->min : UINT64_MAX, jmax = ipdv ? ipdv->max : 0;
-    double lsum = lat->sum, jsum = ipdv ? ipdv->sum : 0, isum = a->ipdv_sum;
-    int64_t prev = a->prev_delay;
+    int64_t prev = a->prev_delay, first_prev = prev;
     int64_t imin = a->ipdv_count ? a->ipdv_min : INT64_MAX, imax = a->ipdv_count ? a->ipdv_max : INT64_MIN;
     unsigned nv = k - i;
     /* A burst's frames mostly share one delay (one TX timestamp per burst, one RX clock read per
      * burst), so the same value comes again and again: a run of equal values is counted in a
      * register and added to its bucket once, and only a new value is looked up and compared with
      * min/max.  (Bucket counts through memory, one frame after another, were a chain of
-     * read-modify-writes of one address.)  The sums stay one addition per frame, in order. */
-    uint64_t lval = UINT64_MAX, jval = UINT64_MAX, lrun = 0, jrun = 0;
+     * read-modify-writes of one address.)  The sums are exact integers (hist_t.sum), added up
+     * in 64 bits here (at most 64 frames of delays below 2^48 ns; test_seq's go to 2^54) and
+     * once per call into the 128-bit totals; the signed IPDV's sum is the last delay less the one
+     * before the first (each frame adds d - prev).  (Three floating-point sums, one addition per
+     * frame each, were three dependency chains of 4-cycle additions.) */
+    uint64_t lval = UINT64_MAX, jval = UINT64_MAX, lrun = 0, jrun = 0, lsum = 0, jsum = 0;
     unsigned lidx = 0, jidx = 0;
     for (; i < k; i++) {
         int64_t d = f[i].delay_ns < 0 ? 0 : f[i].delay_ns;
@@ -200,11 +203,10 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
             if (lval > lmax) lmax = lval;
         }
         lrun++;
-        lsum += (double)d;
+        lsum += (uint64_t)d;
         int64_t v = d - prev;
         if (v < imin) imin = v;
         if (v > imax) imax = v;
-        isum += (double)v;
         if (ib) {
             uint64_t av = (uint64_t)(v < 0 ? -v : v);
             if (av != jval) {
@@ -216,15 +218,15 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
                 if (av > jmax) jmax = av;
             }
             jrun++;
-            jsum += (double)av;
+            jsum += av;
         }
         prev = d;
     }
     lb[lidx] += lrun;
     if (ib) ib[jidx] += jrun;
-    lat->count += nv; lat->min = lmin; lat->max = lmax; lat->sum = lsum;
-    if (ipdv) { ipdv->count += nv; ipdv->min = jmin; ipdv->max = jmax; ipdv->sum = jsum; }
-    a->ipdv_count += nv; a->ipdv_min = imin; a->ipdv_max = imax; a->ipdv_sum = isum;
+    lat->count += nv; lat->min = lmin; lat->max = lmax; lat->sum += lsum;
+    if (ipdv) { ipdv->count += nv; ipdv->min = jmin; ipdv->max = jmax; ipdv->sum += jsum; }
+    a->ipdv_count += nv; a->ipdv_min = imin; a->ipdv_max = imax; a->ipdv_sum += prev - first_prev;
     a->prev_delay = prev;
 }
 

@@ -51,7 +51,7 @@ typedef struct {
     int have_prev_delay;
     int64_t prev_delay;
     int64_t ipdv_min, ipdv_max;
-    double ipdv_sum;
+    __int128 ipdv_sum;         /* exact (as hist_t.sum) */
     uint64_t ipdv_count;
 } seqacct_t;
 
@@ -61,7 +61,7 @@ void seqacct_reset(seqacct_t *a, uint64_t first_expected, hist_t *lat, hist_t *i
 void seqacct_add(seqacct_t *a, uint64_t seq, uint64_t tx_ns, int64_t delay_ns);
 
 /* n arriving test frames of one stream, in arrival order: the same state as seqacct_add on each in
- * turn (bit for bit, the floating point sums included).  Faster for a burst: a frame that is the
+ * turn (bit for bit).  Faster for a burst: a frame that is the
  * next expected one (the usual case) updates counters held in registers, not in memory; any other
  * frame goes through seqacct_add. */
 typedef struct { uint64_t seq, tx_ns; int64_t delay_ns; } seqacct_frame_t;

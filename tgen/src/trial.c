@@ -405,7 +405,7 @@ static json_t *latency_json(const hist_t *h, const seqacct_t *a)
     json_t *o = json_object();
     json_object_set_new(o, "count", json_integer((json_int_t)h->count));
     int ok = h->count > 0;
-    double mn = (double)h->min, avg = ok ? h->sum / (double)h->count : 0, mx = (double)h->max;
+    double mn = (double)h->min, avg = ok ? (double)h->sum / (double)h->count : 0, mx = (double)h->max;
     json_object_set_new(o, "min_ns", num_or_null(ok, mn));
     json_object_set_new(o, "avg_ns", num_or_null(ok, avg));
     json_object_set_new(o, "max_ns", num_or_null(ok, mx));
@@ -434,7 +434,7 @@ static json_t *latency_json(const hist_t *h, const seqacct_t *a)
     json_t *ip = json_object();
     if (a->ipdv_count) {
         json_object_set_new(ip, "min", json_real((double)a->ipdv_min));
-        json_object_set_new(ip, "avg", json_real(a->ipdv_sum / (double)a->ipdv_count));
+        json_object_set_new(ip, "avg", json_real((double)a->ipdv_sum / (double)a->ipdv_count));
         json_object_set_new(ip, "max", json_real((double)a->ipdv_max));
         if (a->ipdv_abs) json_object_set_new(ip, "p99", json_real(hist_percentile(a->ipdv_abs, 99)));
         json_object_set_new(ip, "count", json_integer((json_int_t)a->ipdv_count));
