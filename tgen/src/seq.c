@@ -192,7 +192,7 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
      * frame each, were three dependency chains of 4-cycle additions.) */
     uint64_t lval = UINT64_MAX, jval = UINT64_MAX, lrun = 0, jrun = 0, lsum = 0, jsum = 0;
     unsigned lidx = 0, jidx = 0;
-    for (; i < k; i++) {
+    while (i < k) {
         int64_t d = f[i].delay_ns < 0 ? 0 : f[i].delay_ns;
         if ((uint64_t)d != lval) {
             lb[lidx] += lrun;
@@ -221,6 +221,29 @@ static void delays_in_order(seqacct_t *a, const seqacct_frame_t *f, unsigned k)
             jsum += av;
         }
         prev = d;
+        i++;
+        /* the frames right after it with the same delay (the rest of its burst, usually): each
+         * adds d to the latency's run and sum and an IPDV of 0 */
+        unsigned e = i;
+        while (e < k && f[e].delay_ns == d) e++;
+        uint64_t r = e - i;
+        if (r) {
+            lrun += r;
+            lsum += r * (uint64_t)d;
+            if (imin > 0) imin = 0;
+            if (imax < 0) imax = 0;
+            if (ib) {
+                if (jval != 0) {
+                    ib[jidx] += jrun;
+                    jrun = 0;
+                    jval = 0;
+                    jidx = hist_index(0);
+                    jmin = 0;          /* 0 is below any min, and jmax >= 0 already */
+                }
+                jrun += r;
+            }
+            i = e;
+        }
     }
     lb[lidx] += lrun;
     if (ib) ib[jidx] += jrun;
