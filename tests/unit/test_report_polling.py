@@ -262,6 +262,33 @@ def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(t
         store.close()
 
 
+def test_a_rounds_ratio_is_marked_when_exactly_one_of_its_two_figures_shared() -> None:
+    """The rounds table marks a ratio as the pivots do: when the unit and the baseline differ in
+    whether the DUT polled on the generator's CPU (both shared, or neither: no mark; unknown counts
+    as not shared)."""
+    from nfvperf.report.rounds import UnitRounds, metric_table
+
+    def unit(label: str, baseline: bool, overlap):
+        summ = {"metrics": {"mrr": {"median_pps": 1e6, "values_pps": [1e6, 1e6]}},
+                "ratios": {"mrr": {"text": "0.900 [0.850, 0.950]"}}, "rounds_measured": 2}
+        return UnitRounds(label, {"x": label}, 64, baseline, summ, {}, "vhost", overlap)
+
+    shared, alone = {"cpus": [0], "roles": ["dut"]}, {}
+
+    def marks(base_overlap, others):
+        units = [unit("b", True, base_overlap)] + [unit(k, False, o) for k, o in others.items()]
+        t = metric_table("s", "mrr", units, {"rounds": 2})
+        by = {r[0]: r for r in t.rows}
+        return {k: (by[k][2].endswith(" †"), by[k][7].endswith(" †")) for k in others}
+
+    # baseline shared: the shared unit's ratio compares like with like, the others' do not
+    assert marks(shared, {"s": shared, "a": alone, "u": None}) == \
+        {"s": (True, False), "a": (False, True), "u": (False, True)}
+    # baseline alone: only the shared unit's ratio is marked
+    assert marks(alone, {"s": shared, "a": alone, "u": None}) == \
+        {"s": (True, True), "a": (False, False), "u": (False, False)}
+
+
 def test_study_plot_marks_the_shared_points(store) -> None:
     """The study plot draws an × on each point whose DUT polled on the generator's CPU (legend: †)."""
     import matplotlib.pyplot as plt
