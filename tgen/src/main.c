@@ -28,6 +28,7 @@ unsigned g_nworkers;
 struct rte_mempool *g_pool;
 struct rte_mempool *g_txpool;
 int g_tmpl_tag_off = -1;
+int g_main_tags;
 volatile int g_phase;
 struct trial *volatile g_trial;
 volatile int g_quit;

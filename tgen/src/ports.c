@@ -89,6 +89,8 @@ int ports_init(char *err, size_t errlen)
         /* virtio's TX frames are copied out by the vhost backend on another core: a main-pool mbuf
          * that core has just filled on RX is in its cache, a TX-pool mbuf's payload may not be */
         if (pt->tx_reuse < 0) pt->tx_reuse = strstr(pt->driver, "virtio") != NULL;
+        pt->remote = !(strstr(pt->driver, "memif") || strstr(pt->driver, "af_packet") ||
+                       strstr(pt->driver, "ring") || strstr(pt->driver, "null"));
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;
@@ -140,6 +142,12 @@ int ports_init(char *err, size_t errlen)
         pt->used = 1;
         pt->id = id;
     }
+    g_main_tags = 0;
+    for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].tx_reuse > 0) g_main_tags = g_tmpl_tag_off >= 0;
+    /* the RX loop reads port.remote per queue (the workers' queues were assigned before) */
+    for (unsigned w = 0; w < g_nworkers; w++)
+        for (unsigned q = 0; q < g_workers[w].nrxq; q++)
+            g_workers[w].rxq[q].prefetch = g_ports[g_workers[w].rxq[q].port].remote;
     return 0;
 }
 
@@ -181,6 +189,7 @@ json_t *port_list_json(void)
         json_object_set_new(o, "promisc", json_boolean(rte_eth_promiscuous_get((uint16_t)p) == 1));
         json_object_set_new(o, "rx", json_boolean(pt->rx_poll));
         json_object_set_new(o, "tx_reuse", json_boolean(pt->tx_reuse > 0));
+        json_object_set_new(o, "prefetch", json_boolean(pt->remote));
         json_array_append_new(a, o);
     }
     return a;

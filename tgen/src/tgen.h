@@ -34,6 +34,10 @@ struct port {
     int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+    int remote;             /* another agent writes its RX mbufs and reads its TX mbufs (a vhost backend,
+                             * a NIC, the kernel into AF_XDP's umem): the data path prefetches their
+                             * lines a burst at a time.  Not for PMDs that copy on tgen's own core
+                             * (memif, af_packet, ring, null): their lines are in its cache already */
     int tx_reuse;           /* frames above TX_SMALL_MAX built in main-pool mbufs the RX loop tagged
                              * (worker.c): --port tx_reuse=, by default where another core copies the
                              * frames out (virtio: the vhost backend) */
@@ -85,12 +89,13 @@ struct tx_stream {
     uint64_t late_max_cyc;
     uint64_t retries, nombuf;
     int reuse;                     /* frames built in main-pool mbufs, tagged (port.tx_reuse) */
+    int prefetch;                  /* port.remote */
     int done;
     struct rte_mbuf *pend[BURST];
     unsigned npend, pend_off;
 } __rte_cache_aligned;
 
-struct rxq_ref { uint16_t port, queue; };
+struct rxq_ref { uint16_t port, queue; int prefetch; };   /* prefetch: port.remote */
 
 struct worker {
     unsigned lcore;
@@ -155,6 +160,9 @@ extern struct rte_mempool *g_txpool;
  * of the stream's length: tgen trusts the DUT not to rewrite the zero payload past the signature),
  * and so does every writer of their data in tgen (TX, learning frames). */
 extern int g_tmpl_tag_off;
+/* some port has tx_reuse: only then does any TX read a main-pool mbuf's tag, so only then does the
+ * RX loop keep them (ports_init) */
+extern int g_main_tags;
 static inline uint64_t *mbuf_tmpl_tag(struct rte_mbuf *m)
 { return RTE_MBUF_DYNFIELD(m, g_tmpl_tag_off, uint64_t *); }
 extern volatile int g_phase;

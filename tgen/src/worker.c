@@ -126,14 +126,18 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
         int tag_off = g_tmpl_tag_off;
         /* every line the burst's frames will write, asked for at once: a line another core had
          * (the port's consumer read it) is fetched while the others are, not one frame at a time
-         * behind a full store buffer (vhost 64 B, the generator's CPU the bottleneck: 1.14x) */
-        for (unsigned i = 0; i < n; i++) {
-            prefetch_for_write(m[i]);
-            prefetch_for_write((char *)m[i] + RTE_CACHE_LINE_SIZE);
+         * behind a full store buffer (vhost 64 B, the generator's CPU the bottleneck: 1.14x).
+         * Not where the PMD copies on this core (port.remote): the lines are here already, and
+         * the prefetches cost (tgen_tx_cost without them: ring 0.91, memif 64 B 0.95) */
+        if (ts->prefetch) {
+            for (unsigned i = 0; i < n; i++) {
+                prefetch_for_write(m[i]);
+                prefetch_for_write((char *)m[i] + RTE_CACHE_LINE_SIZE);
+            }
+            /* (a second loop: buf_addr is read from the header line, so every header line's
+             * fetch is under way before the first of those reads waits) */
+            for (unsigned i = 0; i < n; i++) prefetch_for_write((char *)m[i]->buf_addr + RTE_PKTMBUF_HEADROOM);
         }
-        /* (a second loop: buf_addr is read from the header line, so every header line's fetch
-         * is under way before the first of those reads waits) */
-        for (unsigned i = 0; i < n; i++) prefetch_for_write((char *)m[i]->buf_addr + RTE_PKTMBUF_HEADROOM);
         /* the templates, read out once per burst: the stream's one size, or each IMIX size */
         if (plen == 1) {
             tmpl_fast_t f;
@@ -192,7 +196,9 @@ static void do_tx(struct worker *w, struct trial *t)
  * mbuf with refcnt 1 goes back to its pool in one put per run of mbufs of one pool; anything else
  * through rte_pktmbuf_free).  Each of tgen's own mbufs gets its tag (tgen.h) from tag[]: 0, or the
  * rx_tag of the stream whose test frame it brought back at that stream's length (do_rx).  The
- * receiving port wrote its data, so whatever the mbuf held before says nothing any more. */
+ * receiving port wrote its data, so whatever the mbuf held before says nothing any more.  Without
+ * tag[] (no port reuses main-pool mbufs: g_main_tags) only a TX-pool mbuf's tag is reset (net_ring
+ * hands them back). */
 static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
 {
     void *run[BURST];
@@ -201,8 +207,11 @@ static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
     int tag_off = g_tmpl_tag_off;    /* read once: the tag stores below may alias the globals */
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *x = m[i];
-        if (tag_off >= 0 && (x->pool == mainpool || x->pool == txpool))
-            *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = tag[i];
+        if (tag) {
+            if (x->pool == mainpool || x->pool == txpool) *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = tag[i];
+        } else if (x->pool == txpool) {
+            *RTE_MBUF_DYNFIELD(x, tag_off, uint64_t *) = 0;
+        }
         if (unlikely(x->nb_segs != 1)) { rte_pktmbuf_free(x); continue; }
         x = rte_pktmbuf_prefree_seg(x);
         if (unlikely(x == NULL)) continue;
@@ -227,8 +236,9 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
         uint16_t n = rte_eth_rx_burst(w->rxq[q].port, w->rxq[q].queue, m, BURST);
         if (!n) continue;
         total += n;
-        uint64_t tag[BURST];       /* each mbuf's tag when given back (rx_free) */
-        memset(tag, 0, n * sizeof(tag[0]));
+        uint64_t tagv[BURST];      /* each mbuf's tag when given back (rx_free), where kept */
+        uint64_t *tag = g_main_tags ? tagv : NULL;
+        if (tag) memset(tag, 0, n * sizeof(tag[0]));
         if (t && (acct || ph == PH_DONE)) {
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
             uint16_t port = w->rxq[q].port;
@@ -236,7 +246,8 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
             uint64_t *cnt = NULL, ncnt = 0;
             /* the whole burst's signatures asked for at once (the lines were written by the
              * port's producer on another core: fetched in parallel, not 4 at a time) */
-            for (uint16_t i = 0; i < n; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
+            if (w->rxq[q].prefetch)
+                for (uint16_t i = 0; i < n; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
             for (uint16_t i = 0; i < n; i++) {
                 tgsig_t sg;
                 if (!sig_parse_inline(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
@@ -254,7 +265,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                 /* a frame of the stream's one length, in one segment where TX builds its frames:
                  * its payload past the signature is the template's (zero), unless the DUT wrote it */
                 uint64_t rt = t->rx_tag[ti];
-                if (rt && (uint32_t)rt == m[i]->data_len && m[i]->nb_segs == 1 &&
+                if (tag && rt && (uint32_t)rt == m[i]->data_len && m[i]->nb_segs == 1 &&
                     m[i]->data_off == RTE_PKTMBUF_HEADROOM)
                     tag[i] = rt;
                 /* per-port counts: consecutive frames of one stream and port add up in a register */
