@@ -36,6 +36,8 @@ def test_ports_listed(ring_tgen):
     ports = ring_tgen.rpc("ports.list")
     assert [p["id"] for p in ports] == [0, 1]
     assert all(p["driver"] == "net_ring" for p in ports), ports
+    # net_ring hands the mbufs over on tgen's own core: no reuse of RX mbufs, no prefetching
+    assert all(p["tx_reuse"] is False and p["prefetch"] is False for p in ports), ports
     assert ring_tgen.rpc("ping")["pong"] is True
 
 
