@@ -41,6 +41,8 @@ line is the XDP mode the sockets ran in.
 
 A/B of two tgen builds: ``BENCH_TGEN_B=/path/to/other/tgen`` joins the duet as a third
 generator; ``b_over_a_median_of_rounds`` / ``b_over_a_interval`` pair each round's two figures.
+``dead_rounds`` names, per generator, the rounds where it carried under 1 % of the round's best
+(a set-up where its ports never passed traffic): they give no ratio, and a line says so.
 
 ``cpu_steadiness_pct``: how much the host's CPU speed moved on its own in a 2 s probe before and
 after (nfvperf.host.steadiness).  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
@@ -398,6 +400,14 @@ def main() -> int:
                     per[str(size)] = {"error": f"{type(e).__name__}: {e}"}
                     log(f"{kind} {size} B: FAILED: {e}")
                     continue
+                # a generator that carried (next to) nothing in a round, while another of the
+                # same round did, was broken there (a set-up whose socket never came up): its
+                # rounds give no ratio (ratio_interval leaves them out) and are named here
+                dead = {g: [i + 1 for i, x in enumerate(fig[g])
+                            if x["pps"] < 0.01 * max(fig[o][i]["pps"] for o in gens)] for g in gens}
+                dead = {g: r for g, r in dead.items() if r}
+                for g, r in dead.items():
+                    log(f"{kind} {size} B: {g} carried nothing in rounds {r}: those rounds give no ratio")
                 best_t = max(fig["tgen"], key=lambda x: x["pps"])
                 best_p = max(fig["testpmd"], key=lambda x: x["pps"])
                 per[str(size)] = {"tgen_pps": best_t["pps"], "tgen_rx_pps": best_t["tgen_rx_pps"],
@@ -419,7 +429,8 @@ def main() -> int:
                                   "tgen_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["tgen"]],
                                   # what tgen handed its ports: above the forwarder's RX, the path dropped it
                                   "tgen_tx_runs": [x["tgen_tx_pps"] for x in fig["tgen"]],
-                                  "testpmd_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["testpmd"]]}
+                                  "testpmd_fwd_rx_runs": [x["fwd_rx_pps"] for x in fig["testpmd"]],
+                                  "dead_rounds": dead}
                 if TGEN_B:
                     per[str(size)].update({
                         "tgen_b_runs": [x["pps"] for x in fig["tgen_b"]],
