@@ -223,17 +223,24 @@ class RoundsRun:
     def note_overlap(self, group: list[int], spec: Any, info: dict[str, Any]) -> None:
         """After a build: whether its DUT polling threads ran on the generator's CPUs
         (:func:`generator_overlap` of its environment), for the units of ``group`` built as their
-        own spec.  A unit switched to in place (another pmd mask, rules, ...) is left unknown:
-        the build's pinning is not its own.  One build with the overlap marks the unit."""
+        own spec.  A unit switched to in place gets its own from the switch (:meth:`measure`:
+        the topology's ``reconfigure`` says where the DUT polls after it); a switch that cannot
+        say leaves it unknown.  One build or switch with the overlap marks the unit."""
         fact = generator_overlap(info.get("environment"))
         if fact is None:
             return
         for i in group:
             u = self.units[i]
-            if u.spec != spec:
-                continue
-            if u.overlap is None or (fact.get("cpus") and not u.overlap.get("cpus")):
-                u.overlap = fact
+            if u.spec == spec:
+                self.note_unit_overlap(u, fact)
+
+    @staticmethod
+    def note_unit_overlap(u: RoundUnit, fact: Optional[dict[str, Any]]) -> None:
+        """A unit's fact from one build or switch: a shared CPU once seen stays."""
+        if fact is None:
+            return
+        if u.overlap is None or (fact.get("cpus") and not u.overlap.get("cpus")):
+            u.overlap = fact
 
     def open_rows(self) -> None:
         loop = self.loop
@@ -274,6 +281,8 @@ class RoundsRun:
         did: Any = None
         if reconf is not None and self.live_spec.get(id(measurer)) not in (None, u.spec):
             did = reconf(u.spec)
+            if isinstance(did, dict):
+                self.note_unit_overlap(u, did.get("generator_cpu_overlap"))
         if reconf is not None:
             self.live_spec[id(measurer)] = u.spec
         measurer.set_profile(u.profile)

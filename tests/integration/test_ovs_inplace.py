@@ -85,9 +85,18 @@ def test_rxq_rules_and_emc_change_without_a_restart(run_ctx) -> None:
             done = topo.reconfigure(_spec(n_rxq=2, pmd_cpu_mask=cpu_mask(more)))
             assert done["dut"]["pmd_threads"] == more
             assert sorted(parse_pmd_rxq(dut.pmd_rxq())["pmds"]) == more
+            # the stored pinning follows the mask, and the switch says whether the PMD threads
+            # now share the generator's CPUs (an interleaved study's unit gets it: nfvperf.rounds)
+            gen = set(topo.plan.cpus("tgen"))
+            assert topo.environment()["pinning"]["roles"]["dut"] == more
+            assert done["generator_cpu_overlap"] == (
+                {"cpus": sorted(gen & set(more)), "roles": ["dut"]} if gen & set(more) else {})
             _passes(m)
-            topo.reconfigure(_spec(n_rxq=2))
+            done = topo.reconfigure(_spec(n_rxq=2))
             assert sorted(parse_pmd_rxq(dut.pmd_rxq())["pmds"]) == plan_cpus
+            assert topo.environment()["pinning"]["roles"]["dut"] == plan_cpus
+            assert done["generator_cpu_overlap"] == (
+                {"cpus": sorted(gen & set(plan_cpus)), "roles": ["dut"]} if gen & set(plan_cpus) else {})
             assert _other_config(dut, "pmd-cpu-mask") == cpu_mask(plan_cpus)
             _passes(m)
 

@@ -262,6 +262,56 @@ def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(t
         store.close()
 
 
+def test_a_rounds_study_takes_an_in_place_unit_s_fact_from_the_switch(tmp_path) -> None:
+    """A unit the DUT is switched to in place gets its own fact from the switch: the topology's
+    reconfigure says where the DUT polls afterwards (generator_cpu_overlap).  Here the build
+    (pmd_cores 1) put the PMD on tgen's CPU 0 and the switch to pmd_cores 2 moved it off."""
+    import contextlib
+
+    from nfvperf.config import validate_suite
+    from nfvperf.runner import execute, measurer_for
+
+    switched: list[int] = []
+
+    @contextlib.contextmanager
+    def factory(suite, tg, tag, run_dir, info, spec=None):
+        with measurer_for(suite, "sim", tag, run_dir, info, spec) as m:
+            cores = (spec or suite.spec.topology).ovs.pmd_cores
+            info["environment"] = {"pinning": pinning({"tgen": [0], "dut": [0] if cores == 1 else [1]}),
+                                   "hosts": LOCAL}
+
+            def reconfigure(new_spec):
+                switched.append(new_spec.ovs.pmd_cores)
+                shared = new_spec.ovs.pmd_cores == 1
+                return {"changes": {"ovs.pmd_cores": new_spec.ovs.pmd_cores},
+                        "generator_cpu_overlap": {"cpus": [0], "roles": ["dut"]} if shared else {}}
+            m.reconfigure_topology = reconfigure
+            yield m
+
+    d = {"name": "pinned-rounds", "profile": "quick", "sim": {"capacity_pps": 1e6},
+         "topology": {"kind": "p-ovs-p", "dut": "ovs-dpdk", "port_kind": "vhost"},
+         "traffic": {"frame_sizes": [64]},
+         "tests": [{"method": "throughput", "name": "c",
+                    "study": {"axes": {"topology.ovs.pmd_cores": [1, 2]}, "rounds": 2,
+                              "round_trial_s": 0.05, "metrics": ["mrr"]}}]}
+    store = Store(f"sqlite:///{tmp_path}/r.db")
+    try:
+        out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                      log=lambda _m: None, measurer_factory=factory)
+        assert out.status == "completed", out.reason
+        assert 2 in switched, switched                        # unit 2 was reached by a switch
+        run = store.load_run(out.run_id)
+        rows = {t.name: t.topology for t in run.tests}
+        assert rows["c[topology.ovs.pmd_cores=1]"][KEY] == {"cpus": [0], "roles": ["dut"]}
+        assert rows["c[topology.ovs.pmd_cores=2]"][KEY] == {}               # its own: not shared
+        (t,) = [t for t in build(run).tables if t.key == "rounds:mrr"]
+        by = {r[0]: r for r in t.rows}
+        two = by["topology.ovs.pmd_cores=2"]
+        assert not two[2].endswith("\u2020") and two[7].endswith(" \u2020")  # ratio to the shared baseline
+    finally:
+        store.close()
+
+
 def test_a_rounds_ratio_is_marked_when_exactly_one_of_its_two_figures_shared() -> None:
     """The rounds table marks a ratio as the pivots do: when the unit and the baseline differ in
     whether the DUT polled on the generator's CPU (both shared, or neither: no mark; unknown counts

@@ -249,6 +249,13 @@ class DutAdapter(abc.ABC):
         plan's default (``polling_cpus`` CPUs) or a raw mask/lcore list of the options."""
         return None
 
+    @classmethod
+    def polling_cpus_of(cls, spec: TopologyView) -> Optional[list[int]]:
+        """The CPUs the adapter polls on when ``spec`` names them itself (a raw mask or lcore
+        list that does not enter the CPU plan), for the stored pinning; None: the plan's ``dut``
+        CPUs are the ones (default)."""
+        return None
+
     @classmethod  # noqa: B027 - optional hook, default: no change
     def adjust_plan(cls, plan: PinningPlan, spec: TopologyView) -> None:
         """Amend the CPU plan (a PinningPlan) with what the adapter knows, e.g. that it forwards

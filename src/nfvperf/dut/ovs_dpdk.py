@@ -370,6 +370,16 @@ class OvsDpdk(DutAdapter):
         return needs
 
     @classmethod
+    def polling_cpus_of(cls, spec: TopologyView) -> Optional[list[int]]:
+        """``ovs.pmd_cpu_mask``'s CPUs: the PMD threads run there, not on the plan's ``dut``
+        CPUs (the mask does not enter the plan; it can also change in place)."""
+        ovs = cls.options(spec)
+        if ovs is None or not ovs.pmd_cpu_mask:
+            return None
+        bits = int(ovs.pmd_cpu_mask, 16)
+        return [i for i in range(bits.bit_length()) if bits >> i & 1]
+
+    @classmethod
     def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         ovs = cls.options(spec)
         if ovs is None or ovs.pmd_cores is None:

@@ -33,6 +33,7 @@ from nfvperf.host import netns as N
 from nfvperf.host.cpu import PinningPlan, plan_pinning
 from nfvperf.host.base import Host
 from nfvperf.host.preflight import Needs
+from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Measurer
@@ -543,7 +544,9 @@ class Topology:
         differ (:func:`nfvperf.topo.inplace.in_place_difference`) go to the DUT adapter's
         ``reconfigure()``, which applies them and waits until the DUT has settled; then
         ``self.spec`` is ``new_spec`` (so :meth:`environment` reports it).  Returns ``{"changes":
-        {path: value}, "dut": what the adapter did}`` ({} when the specs are equal).
+        {path: value}, "dut": what the adapter did, "generator_cpu_overlap": whether the DUT's
+        polling threads now share the generator's CPUs}`` ({} when the specs are equal; the last
+        key only where the environment says, :func:`nfvperf.host.polling_overlap.generator_overlap`).
 
         Raises :class:`RestartRequired` (nothing changed) when a differing field needs a restart.
         When the adapter fails part-way the DUT may be half-changed: the error says so, the spec
@@ -572,7 +575,14 @@ class Topology:
             raise TopologyError(f"topology {self.kind}: changing {', '.join(changes)} in place "
                                 f"failed, the DUT may be half-changed (restart the topology): "
                                 f"{e}") from e
-        return {"changes": changes, "dut": done}
+        out: dict[str, object] = {"changes": changes, "dut": done}
+        try:
+            overlap = generator_overlap(self.environment())
+        except Exception:  # noqa: BLE001 - a fact that cannot be read must not fail the change
+            overlap = None
+        if overlap is not None:
+            out["generator_cpu_overlap"] = overlap
+        return out
 
     def reset_dut(self) -> None:
         """RFC 6201 software reset: the DUT adapter stops and starts again with the same ports
@@ -716,6 +726,11 @@ class Topology:
             env["hosts"]["links"] = [dict(lk) for lk in self.testbed_links]
         if self.plan is not None:
             env["pinning"] = self.plan.to_dict()
+            explicit = self.dut_class().polling_cpus_of(self.spec)
+            if explicit is not None:
+                # the DUT polls where its options say (a raw mask), not on the plan's CPUs
+                env["pinning"]["roles"] = dict(env["pinning"]["roles"], dut=list(explicit))
+                env["pinning"]["dut_cpus_from"] = "the DUT's options (e.g. ovs.pmd_cpu_mask)"
             if self.plan.resolved:
                 # core counts -> CPUs and masks (e.g. dut: pmd_cores 2, ht -> mask 0xc0c)
                 env["cores"] = dict(self.plan.resolved)
