@@ -212,12 +212,11 @@ def test_runner_stores_the_fact_with_each_test_row(tmp_path) -> None:
         store.close()
 
 
-def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(tmp_path) -> None:
-    """Interleaved rounds open every unit's row before any build; a build's pinning then says
-    whether the DUT polled on the generator's CPU, and the rows of the units built as that spec
-    get the fact.  A unit the DUT was switched to in place (here every unit after the first: the
-    sim switches in place) keeps none: the build's pinning is not its own, so no mark either way.
-    The build here (pmd_cores 1, the first unit) put its PMD on tgen's CPU 0."""
+def _pinned_rounds(tmp_path, reconfigure=None):
+    """A rounds study over ``topology.ovs.pmd_cores`` 1 and 2 on the sim, whose builds store a
+    pinning with the PMD on tgen's CPU 0 for pmd_cores 1 (CPU 1 otherwise); ``reconfigure``, when
+    given, is the measurer's in-place switch.  Returns the store, the stored run and the pmd_cores
+    of each build."""
     import contextlib
 
     from nfvperf.config import validate_suite
@@ -232,6 +231,8 @@ def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(t
             built.append(cores)
             info["environment"] = {"pinning": pinning({"tgen": [0], "dut": [0] if cores == 1 else [1]}),
                                    "hosts": LOCAL}
+            if reconfigure is not None:
+                m.reconfigure_topology = reconfigure
             yield m
 
     d = {"name": "pinned-rounds", "profile": "quick", "sim": {"capacity_pps": 1e6},
@@ -241,12 +242,21 @@ def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(t
                     "study": {"axes": {"topology.ovs.pmd_cores": [1, 2]}, "rounds": 2,
                               "round_trial_s": 0.05, "metrics": ["mrr"]}}]}
     store = Store(f"sqlite:///{tmp_path}/r.db")
+    out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
+                  log=lambda _m: None, measurer_factory=factory)
+    assert out.status == "completed", out.reason
+    return store, store.load_run(out.run_id), built
+
+
+def test_a_rounds_study_stores_the_fact_with_the_units_built_as_their_own_spec(tmp_path) -> None:
+    """Interleaved rounds open every unit's row before any build; a build's pinning then says
+    whether the DUT polled on the generator's CPU, and the rows of the units built as that spec
+    get the fact.  A unit the DUT was switched to by a switch that does not say where the DUT
+    polls now (the sim's: no reconfigure hook) keeps none: the build's pinning is not its own, so
+    no mark either way.  The build here (pmd_cores 1, the first unit) put its PMD on tgen's CPU 0."""
+    store, run, built = _pinned_rounds(tmp_path)
     try:
-        out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
-                      log=lambda _m: None, measurer_factory=factory)
-        assert out.status == "completed", out.reason
         assert built == [1]                                   # one build, the first unit's spec
-        run = store.load_run(out.run_id)
         rows = {t.name: t.topology for t in run.tests}
         assert rows["c[topology.ovs.pmd_cores=1]"][KEY] == {"cpus": [0], "roles": ["dut"]}
         assert rows["c[topology.ovs.pmd_cores=1]"]["kind"] == "p-ovs-p"      # the rest of the row kept
@@ -266,48 +276,23 @@ def test_a_rounds_study_takes_an_in_place_unit_s_fact_from_the_switch(tmp_path) 
     """A unit the DUT is switched to in place gets its own fact from the switch: the topology's
     reconfigure says where the DUT polls afterwards (generator_cpu_overlap).  Here the build
     (pmd_cores 1) put the PMD on tgen's CPU 0 and the switch to pmd_cores 2 moved it off."""
-    import contextlib
-
-    from nfvperf.config import validate_suite
-    from nfvperf.runner import execute, measurer_for
-
     switched: list[int] = []
 
-    @contextlib.contextmanager
-    def factory(suite, tg, tag, run_dir, info, spec=None):
-        with measurer_for(suite, "sim", tag, run_dir, info, spec) as m:
-            cores = (spec or suite.spec.topology).ovs.pmd_cores
-            info["environment"] = {"pinning": pinning({"tgen": [0], "dut": [0] if cores == 1 else [1]}),
-                                   "hosts": LOCAL}
+    def reconfigure(new_spec):
+        switched.append(new_spec.ovs.pmd_cores)
+        shared = new_spec.ovs.pmd_cores == 1
+        return {"changes": {"ovs.pmd_cores": new_spec.ovs.pmd_cores},
+                "generator_cpu_overlap": {"cpus": [0], "roles": ["dut"]} if shared else {}}
 
-            def reconfigure(new_spec):
-                switched.append(new_spec.ovs.pmd_cores)
-                shared = new_spec.ovs.pmd_cores == 1
-                return {"changes": {"ovs.pmd_cores": new_spec.ovs.pmd_cores},
-                        "generator_cpu_overlap": {"cpus": [0], "roles": ["dut"]} if shared else {}}
-            m.reconfigure_topology = reconfigure
-            yield m
-
-    d = {"name": "pinned-rounds", "profile": "quick", "sim": {"capacity_pps": 1e6},
-         "topology": {"kind": "p-ovs-p", "dut": "ovs-dpdk", "port_kind": "vhost"},
-         "traffic": {"frame_sizes": [64]},
-         "tests": [{"method": "throughput", "name": "c",
-                    "study": {"axes": {"topology.ovs.pmd_cores": [1, 2]}, "rounds": 2,
-                              "round_trial_s": 0.05, "metrics": ["mrr"]}}]}
-    store = Store(f"sqlite:///{tmp_path}/r.db")
+    store, run, _built = _pinned_rounds(tmp_path, reconfigure)
     try:
-        out = execute(validate_suite(d), store=store, tg="sim", out_dir=tmp_path, show_progress=False,
-                      log=lambda _m: None, measurer_factory=factory)
-        assert out.status == "completed", out.reason
         assert 2 in switched, switched                        # unit 2 was reached by a switch
-        run = store.load_run(out.run_id)
         rows = {t.name: t.topology for t in run.tests}
         assert rows["c[topology.ovs.pmd_cores=1]"][KEY] == {"cpus": [0], "roles": ["dut"]}
         assert rows["c[topology.ovs.pmd_cores=2]"][KEY] == {}               # its own: not shared
         (t,) = [t for t in build(run).tables if t.key == "rounds:mrr"]
-        by = {r[0]: r for r in t.rows}
-        two = by["topology.ovs.pmd_cores=2"]
-        assert not two[2].endswith("\u2020") and two[7].endswith(" \u2020")  # ratio to the shared baseline
+        two = {r[0]: r for r in t.rows}["topology.ovs.pmd_cores=2"]
+        assert not two[2].endswith("†") and two[7].endswith(" †")  # ratio to the shared baseline
     finally:
         store.close()
 
