@@ -3,7 +3,8 @@
 driven by testpmd itself, measured in the same run on the same cores.
 
 For each port kind available (af_packet and af_xdp on veth pairs; vhost: tgen net_virtio_user <->
-testpmd net_vhost; memif: tgen net_memif (server) <-> testpmd net_memif (client)) and 64 / 1518 B:
+testpmd net_vhost; memif: tgen net_memif (client) <-> testpmd net_memif (server), the roles
+nfvperf gives them (topo.ports.memif: the DUT is the server)) and 64 / 1518 B:
 
 * the forwarder: dpdk-testpmd ``--forward-mode=io`` on two ports (paired: 0 <-> 1) on CPU 0;
 * the generator on CPU 1, its two ports cabled to the forwarder's:
@@ -149,10 +150,13 @@ def vhost_path(run: RunContext, g: int = 0) -> dict[str, Any]:
 
 
 def memif_path(run: RunContext, g: int = 0) -> dict[str, Any]:
+    """As nfvperf drives memif (topo.ports.memif, dut.base.MemifEnd): the generator is the
+    client, the forwarder (the DUT's place) the server that creates the socket."""
     socks = [run.run_dir / f"{run.tag}-memif{2 * g + i}.sock" for i in range(2)]
-    return {"gen": [f"net_memif{i},role=server,socket={s}" for i, s in enumerate(socks)],
-            "fwd": [f"net_memif{2 * g + i},role=client,socket={s}" for i, s in enumerate(socks)],
-            "eal": (), "fwd_first": False, "sockets": socks}
+    return {"gen": [f"net_memif{i},role=client,socket={s},socket-abstract=no,id=0" for i, s in enumerate(socks)],
+            "fwd": [f"net_memif{2 * g + i},role=server,socket={s},socket-abstract=no,id=0"
+                    for i, s in enumerate(socks)],
+            "eal": (), "fwd_first": True, "sockets": socks}
 
 
 def paths(kind: str, n: int, run: RunContext, tracker: ResourceTracker) -> list[dict[str, Any]]:
