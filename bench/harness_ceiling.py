@@ -3,8 +3,8 @@
 driven by testpmd itself, measured in the same run on the same cores.
 
 For each port kind available (af_packet and af_xdp on veth pairs; vhost: tgen net_virtio_user <->
-testpmd net_vhost; memif: tgen net_memif (client) <-> testpmd net_memif (server), the roles
-nfvperf gives them (topo.ports.memif: the DUT is the server)) and 64 / 1518 B:
+testpmd net_vhost; memif: tgen net_memif (zero-copy client) <-> testpmd net_memif (server), as
+nfvperf opens them (topo.ports.memif: the DUT is the server)) and 64 / 1518 B:
 
 * the forwarder: dpdk-testpmd ``--forward-mode=io`` on two ports (paired: 0 <-> 1) on CPU 0;
 * the generator on CPU 1, its two ports cabled to the forwarder's:
@@ -150,13 +150,15 @@ def vhost_path(run: RunContext, g: int = 0) -> dict[str, Any]:
 
 
 def memif_path(run: RunContext, g: int = 0) -> dict[str, Any]:
-    """As nfvperf drives memif (topo.ports.memif, dut.base.MemifEnd): the generator is the
-    client, the forwarder (the DUT's place) the server that creates the socket."""
+    """As nfvperf drives memif (topo.ports.memif, dut.base.MemifEnd): the generator is a
+    zero-copy client (its mbufs are the shared buffers; ``--single-file-segments``), the
+    forwarder (the DUT's place) the server that creates the socket and does the copies."""
     socks = [run.run_dir / f"{run.tag}-memif{2 * g + i}.sock" for i in range(2)]
-    return {"gen": [f"net_memif{i},role=client,socket={s},socket-abstract=no,id=0" for i, s in enumerate(socks)],
+    return {"gen": [f"net_memif{i},role=client,socket={s},socket-abstract=no,id=0,zero-copy=yes"
+                    for i, s in enumerate(socks)],
             "fwd": [f"net_memif{2 * g + i},role=server,socket={s},socket-abstract=no,id=0"
                     for i, s in enumerate(socks)],
-            "eal": (), "fwd_first": True, "sockets": socks}
+            "eal": VHOST_EAL, "fwd_first": True, "sockets": socks, "tg_prefetch": True}
 
 
 def paths(kind: str, n: int, run: RunContext, tracker: ResourceTracker) -> list[dict[str, Any]]:
@@ -215,7 +217,8 @@ class Gen:
                              app_args=(f"--txpkts={size}", "--port-topology=paired"))
         else:
             macs = path.get("wire_macs") or [None] * len(path["gen"])
-            specs = [PortSpec(d, speed_bps=1e12, mac=m) for d, m in zip(path["gen"], macs)]
+            specs = [PortSpec(d, speed_bps=1e12, mac=m, prefetch=path.get("tg_prefetch"))
+                     for d, m in zip(path["gen"], macs)]
             for ifname, m in zip(path.get("gen_ifnames", []), macs):
                 N.set_link(ifname, None, address=kernel_mac(m))
             self.proc = TgenProcess(specs, lcores=GEN_LCORES, run_dir=run.run_dir, tag=f"{run.tag}-{g}",

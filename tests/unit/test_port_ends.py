@@ -28,6 +28,10 @@ def test_each_end_builds_its_dpdk_device_argument() -> None:
         f"net_vhost0,iface={SOCK},queues=4,client=0")
     assert PortRef("a", MemifEnd("client"), socket=SOCK).dpdk_devargs(2) == (
         f"net_memif2,role=client,socket={SOCK},socket-abstract=no,id=0")
+    assert PortRef("a", MemifEnd("client", zero_copy=True), socket=SOCK).dpdk_devargs(0) == (
+        f"net_memif0,role=client,socket={SOCK},socket-abstract=no,id=0,zero-copy=yes")
+    with pytest.raises(ValueError, match="zero_copy is a client's"):
+        MemifEnd("server", zero_copy=True)
 
 
 def test_eal_options_follow_the_ends() -> None:

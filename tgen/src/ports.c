@@ -89,8 +89,9 @@ int ports_init(char *err, size_t errlen)
         /* virtio's TX frames are copied out by the vhost backend on another core: a main-pool mbuf
          * that core has just filled on RX is in its cache, a TX-pool mbuf's payload may not be */
         if (pt->tx_reuse < 0) pt->tx_reuse = strstr(pt->driver, "virtio") != NULL;
-        pt->remote = !(strstr(pt->driver, "memif") || strstr(pt->driver, "af_packet") ||
-                       strstr(pt->driver, "ring") || strstr(pt->driver, "null"));
+        if (pt->remote < 0)
+            pt->remote = !(strstr(pt->driver, "memif") || strstr(pt->driver, "af_packet") ||
+                           strstr(pt->driver, "ring") || strstr(pt->driver, "null"));
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;

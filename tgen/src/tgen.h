@@ -35,9 +35,10 @@ struct port {
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
     int remote;             /* another agent writes its RX mbufs and reads its TX mbufs (a vhost backend,
-                             * a NIC, the kernel into AF_XDP's umem): the data path prefetches their
-                             * lines a burst at a time.  Not for PMDs that copy on tgen's own core
-                             * (memif, af_packet, ring, null): their lines are in its cache already */
+                             * a NIC, the kernel into AF_XDP's umem, a zero-copy memif server): the
+                             * data path prefetches their lines a burst at a time.  Not for PMDs that
+                             * copy on tgen's own core (memif, af_packet, ring, null): their lines are
+                             * in its cache already.  --port prefetch= overrides */
     int tx_reuse;           /* frames above TX_SMALL_MAX built in main-pool mbufs the RX loop tagged
                              * (worker.c): --port tx_reuse=, by default where another core copies the
                              * frames out (virtio: the vhost backend) */

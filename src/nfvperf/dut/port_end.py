@@ -194,13 +194,21 @@ class VhostBackend(PortEnd):
 @dataclass(frozen=True)
 class MemifEnd(PortEnd):
     """DPDK's net_memif on a socket file; ``role``: ``server`` creates the socket, ``client``
-    connects."""
+    connects.  ``zero_copy`` (a client only): the client's own mbufs are the shared buffers, so
+    the server does the copies (``zero-copy=yes``; the process needs ``--single-file-segments``)."""
 
     role: Literal["server", "client"] = "server"
+    zero_copy: bool = False
     name: ClassVar[str] = "memif"
+
+    def __post_init__(self) -> None:
+        if self.zero_copy and self.role != "client":
+            raise ValueError("memif zero_copy is a client's (DPDK net_memif: zero-copy=yes with role=client)")
 
     def dpdk_devargs(self, ref: PortRef, index: int, queues: int = 1) -> str:
         args = f"net_memif{index},role={self.role},socket={ref.socket},socket-abstract=no,id=0"
+        if self.zero_copy:
+            args += ",zero-copy=yes"
         if ref.mac:
             args += f",mac={ref.mac}"
         return args

@@ -187,6 +187,9 @@ class PortSpec:
     mtu: int = 1500
     promisc: bool = True
     rx: Optional[bool] = None      # poll this port's RX queues (None: tgen's default - off for net_null)
+    #: another core or device writes and reads this port's mbufs (a zero-copy memif client's
+    #: server): tgen prefetches their lines a burst at a time; None: tgen's default by driver
+    prefetch: Optional[bool] = None
     #: the address tgen puts on the wire for this port (its frames' source, the default destination
     #: of streams to it); None: the device's own.  A kernel interface (af_packet) is given another
     #: address, so that frames to this one stop at the kernel's first IP check instead of being
@@ -380,6 +383,8 @@ class TgenProcess:
                 kv.insert(0, f"speed={int(p.speed_bps)}")
             if p.rx is not None:
                 kv.append(f"rx={1 if p.rx else 0}")
+            if p.prefetch is not None:
+                kv.append(f"prefetch={1 if p.prefetch else 0}")
             if p.mac:
                 kv.append(f"mac={p.mac}")
             args += ["--port", f"{i}:" + ",".join(kv)]

@@ -80,7 +80,7 @@ class HostPort:
         pairs = kind.tg_queue_pairs(dut_peer_queues)
         return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu,
                         rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs), rxd=kind.tg_rxd,
-                        mac=kind.tg_wire_mac(self))
+                        mac=kind.tg_wire_mac(self), prefetch=kind.tg_prefetch)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
@@ -168,6 +168,8 @@ class PortKind:
     #: RX descriptors of the generator's end (tgen ``rxd``): how long the generator may be
     #: descheduled before the DUT's frames to it are dropped (at 1 Mfps, 1024 = 1 ms)
     tg_rxd: ClassVar[int] = 1024
+    #: tgen's ``--port prefetch=`` for the generator end (None: tgen's default by driver)
+    tg_prefetch: ClassVar[Optional[bool]] = None
 
     @classmethod
     def tg_rx_queues(cls, dut_tx_queues: int) -> int:

@@ -27,6 +27,11 @@ class Memif(PortKind):
     mtu_limit_reason = ("DPDK 22.11 net_memif reports max_rx_pktlen 1518 B, so ethdev refuses a larger "
                         "MTU (testpmd: \"Frame size (9018) > device max frame size (1518)\")")
     tgen_hugepages = True
+    #: tgen's ends are zero-copy clients (tg_portref): their mbufs are the shared buffers, so
+    #: DPDK must map its hugepages as one file per segment list to register them as regions
+    tgen_eal = ("--single-file-segments",)
+    #: ... and the server on the other core writes and reads those mbufs
+    tg_prefetch = True
     kernel_refusal = ("memif ports are userspace (DPDK net_memif): only DPDK DUTs can attach "
                       "them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
@@ -40,8 +45,12 @@ class Memif(PortKind):
         return self.socket_ports(topo, n, "memif", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"tg{port.index}", MemifEnd("client"), socket=port.socket, mtu=port.mtu,
-                       mac=port.tg_mac)
+        # zero-copy: the DUT (the server) copies into and out of tgen's own mbufs, and tgen does
+        # no copy of its own; with copies, at 1518 B tgen's core was the bottleneck (it did both
+        # copies of every frame) and tgen carried 0.96x what testpmd flowgen did on the same
+        # path (bench/harness_ceiling.py; docs/tgen.md)
+        return PortRef(f"tg{port.index}", MemifEnd("client", zero_copy=True), socket=port.socket,
+                       mtu=port.mtu, mac=port.tg_mac)
 
     def dut_portref(self, port: HostPort) -> PortRef:
         return PortRef(f"phy{port.index}", MemifEnd("server"), socket=port.socket, mtu=port.mtu,
