@@ -263,7 +263,7 @@ static void trial_bind_streams(struct trial *t, const uint16_t *ids)
         ts->worker = g_ports[ts->port].tx_lcore[ts->queue];
         ts->reuse = g_ports[ts->port].tx_reuse && st->rx_tag != 0 && g_tmpl_tag_off >= 0;
         ts->prefetch = g_ports[ts->port].remote;
-        t->rx_tag[i] = g_tmpl_tag_off >= 0 ? st->rx_tag : 0; fprintf(stderr, "DBG stream %u reuse %d rx_tag %lx\n", i, ts->reuse, (unsigned long)t->rx_tag[i]);
+        t->rx_tag[i] = g_tmpl_tag_off >= 0 ? st->rx_tag : 0;
         t->sid_map[ids[i]] = (int32_t)i;
         rxgroup_slots(st->sc.rx_ports, st->sc.n_rx_ports, t->rx_slot + (size_t)i * RXG_MAX_PORTS);
         t->port_used[st->sc.port] = 1;
