@@ -38,6 +38,7 @@ from nfvperf.topo.spec import TopologySpec
 import nfvperf.topo as topo
 from nfvperf.topo.base import HostTooSmall
 from nfvperf.study import axis_paths
+from nfvperf.units import cores_from_mask
 
 #: the share of the host's RAM a run's hugepages may take (``--fit-host`` keeps the demand within it)
 HUGEPAGE_RAM_SHARE = 0.5
@@ -207,8 +208,7 @@ def _fit_numa(d: dict[str, Any], topo: Any, host: HostFacts) -> list[FitChange]:
                              f"NUMA node(s) {', '.join(map(str, nodes))} only"))
     mask = _get(d, "ovs.pmd_cpu_mask")
     if mask:
-        bits = int(str(mask), 16)
-        cpus = [i for i in range(bits.bit_length()) if bits >> i & 1]
+        cpus = cores_from_mask(str(mask))
         allowed = [c for c in host.cpus.allowed if c in host.cpus.cpus] or host.cpus.online
         keep = [c for c in cpus if c in allowed] or allowed[-1:]
         if keep != cpus:

@@ -53,8 +53,8 @@ class RoundUnit:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     last_end: Optional[float] = None        # monotonic time its traffic last stopped
     topology_row: dict[str, Any] = field(default_factory=dict)   # its test row's topology
-    #: DUT/VNF polling threads on the generator's CPUs in a build of its own spec (report.polling
-    #: marks the figure); None: unknown (not built as its own spec, or nothing stored)
+    #: DUT/VNF polling threads on the generator's CPUs in a build of its own spec or after a switch
+    #: to it (report.polling marks the figure); None: unknown (neither said, or nothing stored)
     overlap: Optional[dict[str, Any]] = None
 
     @property

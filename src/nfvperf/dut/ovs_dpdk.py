@@ -41,6 +41,7 @@ from nfvperf.host.proc import LOCAL, CommandError, Process
 from nfvperf.host.run import PROGRESS_LOGGER, ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits, popcount_mask
 from nfvperf.trial import DutFailure, Unsupported
+from nfvperf.units import cores_from_mask
 
 log = logging.getLogger(__name__)
 _progress_log = logging.getLogger(PROGRESS_LOGGER)
@@ -270,8 +271,7 @@ def pmd_mask_check(mask: str, allowed: Optional[Sequence[int]] = None) -> Check:
     """Preflight: every CPU of ``ovs.pmd_cpu_mask`` is one this process may run on (OVS starts no
     PMD thread on a CPU the host lacks, and then forwards nothing)."""
     allowed = list(allowed) if allowed is not None else CpuTopology.read().allowed
-    bits = int(mask, 16)
-    cpus = [i for i in range(bits.bit_length()) if bits >> i & 1]
+    cpus = cores_from_mask(mask)
     missing = [c for c in cpus if c not in allowed]
     if not missing:
         return Check("ovs.pmd_cpu_mask", "ok", f"PMD CPUs {format_cpulist(cpus)}", required=True)
@@ -376,8 +376,7 @@ class OvsDpdk(DutAdapter):
         ovs = cls.options(spec)
         if ovs is None or not ovs.pmd_cpu_mask:
             return None
-        bits = int(ovs.pmd_cpu_mask, 16)
-        return [i for i in range(bits.bit_length()) if bits >> i & 1]
+        return cores_from_mask(ovs.pmd_cpu_mask)
 
     @classmethod
     def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
@@ -1156,8 +1155,7 @@ class OvsDpdk(DutAdapter):
 
     def _wait_pmds(self, mask: str, timeout_s: float = 20.0) -> list[int]:
         """Wait until ``pmd-rxq-show`` lists PMD threads on exactly the CPUs of ``mask``."""
-        bits = int(mask, 16)
-        want = {i for i in range(bits.bit_length()) if bits >> i & 1}
+        want = set(cores_from_mask(mask))
         text = self._wait_rxq_show(lambda r: set(r["pmds"]) == want, timeout_s,
                                    f"PMD threads on CPU(s) {format_cpulist(sorted(want))}")
         return sorted(parse_pmd_rxq(text)["pmds"])

@@ -577,7 +577,7 @@ class Topology:
                                 f"{e}") from e
         out: dict[str, object] = {"changes": changes, "dut": done}
         try:
-            overlap = generator_overlap(self.environment())
+            overlap = generator_overlap(dict(self._cpu_facts(), hosts=self._hosts()))
         except Exception:  # noqa: BLE001 - a fact that cannot be read must not fail the change
             overlap = None
         if overlap is not None:
@@ -711,19 +711,22 @@ class Topology:
             facts = {"error": f"{type(e).__name__}: {e}"}
         return {"path": facts} if facts else {}
 
-    def environment(self) -> dict[str, object]:
-        env: dict[str, Any] = {
-            "topology": self.kind, "tag": self.run.tag, "run_dir": str(self.run.run_dir),
-            "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),
-            "ports": [dict(p.to_dict(), **self._path_facts(p)) for p in self.ports],
-            "switching_operations": self.switching_operations(True),
-            "hosts": {"tester": self.tg_host.public(), "dut": self.dut_host.public(),
-                      "generator_on": self.tg_host.name, "dut_on": self.dut_host.name,
-                      "latency_clock": f"{self.tg_host.name} (both ends of every stream on the "
-                                       f"generator's host)"},
-        }
+    def _hosts(self) -> dict[str, object]:
+        """The environment's ``hosts``: where the generator and the DUT run."""
+        hosts: dict[str, Any] = {"tester": self.tg_host.public(), "dut": self.dut_host.public(),
+                                 "generator_on": self.tg_host.name, "dut_on": self.dut_host.name,
+                                 "latency_clock": f"{self.tg_host.name} (both ends of every stream on "
+                                                  f"the generator's host)"}
         if self.testbed_links:
-            env["hosts"]["links"] = [dict(lk) for lk in self.testbed_links]
+            hosts["links"] = [dict(lk) for lk in self.testbed_links]
+        return hosts
+
+    def _cpu_facts(self) -> dict[str, object]:
+        """The environment's CPU part: ``pinning`` (the DUT's role where it polls now: an explicit
+        mask's CPUs, else the plan's), ``cores``, ``cores_shared``, ``warnings`` and, one plan per
+        host, ``pinning_hosts``; {} without a plan.  Cheap: :meth:`reconfigure` reads it after
+        every in-place change."""
+        env: dict[str, Any] = {}
         if self.plan is not None:
             env["pinning"] = self.plan.to_dict()
             explicit = self.dut_class().polling_cpus_of(self.spec)
@@ -743,6 +746,17 @@ class Topology:
             env["warnings"] = list(self.plan.warnings) + list(self.tg_plan.warnings)
             if self.tg_plan.resolved:
                 env.setdefault("cores", {}).update(self.tg_plan.resolved)
+        return env
+
+    def environment(self) -> dict[str, object]:
+        env: dict[str, Any] = {
+            "topology": self.kind, "tag": self.run.tag, "run_dir": str(self.run.run_dir),
+            "spec": self.spec.model_dump() if hasattr(self.spec, "model_dump") else dict(self.spec),
+            "ports": [dict(p.to_dict(), **self._path_facts(p)) for p in self.ports],
+            "switching_operations": self.switching_operations(True),
+            "hosts": self._hosts(),
+        }
+        env.update(self._cpu_facts())
         if self.dut is not None:
             try:
                 env["dut"] = self.dut.environment()
