@@ -18,6 +18,8 @@ the guest's own ``/sys/bus/pci``.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -30,6 +32,8 @@ from nfvperf.vm.qemu import QEMU
 
 from .spec import GUEST_DRIVER, HostSpec, TestbedSpec
 from .standin import TESTPMD, VhostStandIn
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "GUEST_TGEN"]
 
@@ -106,7 +110,8 @@ def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
     :data:`GUEST_TGEN`), hugepages reserved in the guest."""
     rows = []
     for b in binaries:
-        cands = [GUEST_TGEN] if b.name == "tgen" else list(b.candidates) or [f"/usr/bin/{b.name}"]
+        cands = [GUEST_TGEN] if b.name == "tgen" else \
+            list(b.candidates) or [f"/usr/bin/{b.name}", f"/usr/sbin/{b.name}"]
         found = next((c for c in cands if host.exists(c)), None)
         if found:
             rows.append({"name": f"binary:{b.name}", "status": "ok", "detail": found,
@@ -115,8 +120,9 @@ def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
             rows.append({"name": f"binary:{b.name}", "status": "fail", "required": True,
                          "detail": f"hosts.{name}: the guest image has no {b.name} (looked for "
                                    f"{', '.join(cands)})",
-                         "fix": "the guest image holds dpdk-testpmd and this host's tgen: use "
-                                "dut: testpmd on a guest DUT host"})
+                         "fix": "the guest image holds dpdk-testpmd, OVS-DPDK, this host's tgen "
+                                "and l3fwd build: rebuild it (nfvperf image build) or use one of "
+                                "those DUTs"})
     try:
         pages = int(host.read_text("/proc/sys/vm/nr_hugepages").strip() or 0)
     except (OSError, ValueError):
@@ -216,11 +222,22 @@ class TestbedGuests:
         return {n: g.host for n, g in self.guests.items()}
 
     def stop(self) -> None:
-        """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies)."""
-        for g in reversed(list(self.guests.values())):
+        """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies).
+        Before each guest powers off, what the run left in it (:meth:`GuestPciHost.leftovers`:
+        its processes, files, hugepages in use) is written to ``guests-left.json`` in the run
+        directory and logged when not nothing."""
+        left: dict[str, Any] = {}
+        for name, g in reversed(list(self.guests.items())):
             with contextlib.suppress(Exception):
                 g.host.close()
+                if g.ready:
+                    left[name] = g.host.leftovers(self.run.tag)
+                    if any(left[name].values()):
+                        log.warning("guest %s: the run %s left %s", name, self.run.tag, left[name])
             with contextlib.suppress(Exception):
                 g.stop()
         self.guests = {}
         self.tracker.release_all()
+        if left:
+            with contextlib.suppress(OSError):
+                (self.run.run_dir / "guests-left.json").write_text(json.dumps(left, indent=1) + "\n")

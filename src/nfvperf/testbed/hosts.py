@@ -22,6 +22,7 @@ from nfvperf.dut.base import dut_class
 from nfvperf.host.preflight import Binary
 from nfvperf.host.remote_preflight import needs_dict
 from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.dut.l3fwd import find_l3fwd
 from nfvperf.host.remote_preflight import local_checks
 import argparse
 import json
@@ -436,7 +437,15 @@ def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
             if missing:
                 problems.append(f"topology.dut {topology.dut}: the DUT host {dname} is a guest "
                                 f"whose image has no {', '.join(missing)} (it holds "
-                                f"{', '.join(sorted(roots))}): use dut: testpmd on it")
+                                f"{', '.join(sorted(roots))}): rebuild the image (nfvperf image "
+                                f"build; hosts.{dname}.guest.image: leave it out for the newest) "
+                                f"or use a DUT it holds")
+        if topology.dut == "l3fwd":
+            try:
+                find_l3fwd()
+            except FileNotFoundError as e:
+                problems.append(f"topology.dut l3fwd: the DUT host {dname} is a guest that runs "
+                                f"this checkout's l3fwd build, which is missing: {e}")
     return problems + guest_problems(spec)
 
 

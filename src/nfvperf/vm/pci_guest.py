@@ -54,11 +54,14 @@ from .guest import SHELL_READY, GuestShell, ShellGuest
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 import json
 from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.dut.l3fwd import find_l3fwd
 import shutil
 from nfvperf.host.base import Host
 
 #: where the overlay puts this host's tgen and socat in the guest
 GUEST_TGEN = "/usr/bin/nfvperf-tgen"
+#: and this checkout's l3fwd build, when there is one (``dut: l3fwd`` on a guest DUT host)
+GUEST_L3FWD = "/usr/bin/nfvperf-l3fwd"
 GUEST_SOCAT = "/usr/bin/socat"
 GUEST_INIT = "/nfvperf-pci-init"
 #: the guest's work directory (tgen's control socket, process output)
@@ -77,7 +80,7 @@ mkdir -p /dev/hugepages /var/run /tmp /run/nfvperf
 mount -t hugetlbfs hugetlbfs /dev/hugepages
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts     # ptys for interactive processes
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
-for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev; do
+for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev tun; do
   insmod /lib/modules/$m.ko || log "insmod $m failed"
 done
 NICS=""
@@ -132,11 +135,15 @@ def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
     return out
 
 
-def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path) -> Path:
-    """The guest's initramfs: the image's, then an archive with this init, tgen and socat (the
-    kernel unpacks concatenated archives in order).  Written to ``out``; returns it."""
+def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
+            l3fwd: Optional[Path] = None) -> Path:
+    """The guest's initramfs: the image's, then an archive with this init, tgen and socat (and
+    l3fwd when given; the kernel unpacks concatenated archives in order).  Written to ``out``;
+    returns it."""
     files = {GUEST_TGEN.lstrip("/"): Path(tgen), GUEST_SOCAT.lstrip("/"): Path(socat)}
-    files.update(host_closure([tgen, socat]))
+    if l3fwd is not None:
+        files[GUEST_L3FWD.lstrip("/")] = Path(l3fwd)
+    files.update(host_closure(list(files.values())))
     pmd = ""
     with contextlib.suppress(OSError, ValueError):
         pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
@@ -256,7 +263,10 @@ class PciGuest(ShellGuest):
                              "control socket with it)")
         if self.image is None:
             self.image = vm_image.build(self.cache_dir)
-        overlay(self.image, tgen, Path(socat), self.initrd)
+        l3fwd: Optional[str] = None
+        with contextlib.suppress(FileNotFoundError):      # not built: no l3fwd in the guest
+            l3fwd = find_l3fwd()
+        overlay(self.image, tgen, Path(socat), self.initrd, l3fwd=Path(l3fwd) if l3fwd else None)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
         for sock in (self.rpc_sock, self.tty_sock):
             with contextlib.suppress(FileNotFoundError):
@@ -589,6 +599,24 @@ class GuestPciHost:
                 self.guest.shell_line(f"kill -9 {p} 2>/dev/null; true")
         return {"host": self.name, "processes": pids, "dry_run": dry_run}
 
+    def leftovers(self, tag: str) -> dict[str, Any]:
+        """What a run ``tag`` left in the guest: processes whose environment carries its
+        ``NFVPERF_TAG``, files named after it where runs put theirs (the work directory,
+        hugetlbfs, DPDK's runtime directory, /tmp), and 2 MB hugepages still in use (a DPDK
+        process or file holding them)."""
+        q = shlex.quote(tag)
+        rc, out = self.guest.shell_line(
+            "for p in /proc/[0-9]*; do grep -q " + shlex.quote(f"NFVPERF_TAG={tag}")
+            + " $p/environ 2>/dev/null && echo P=${p#/proc/}; done; for f in "
+            f"{GUEST_WORK}/*{q}* /dev/hugepages/*{q}* /var/run/dpdk/*{q}* /tmp/*{q}*; do "
+            "[ -e \"$f\" ] && echo F=$f; done; grep -E '^HugePages_(Total|Free):' /proc/meminfo")
+        words = out.split()
+        pages = {w.rstrip(":"): int(n) for w, n in zip(words, words[1:])
+                 if w.startswith("HugePages_") and n.isdigit()}
+        return {"processes": [int(w[2:]) for w in words if w.startswith("P=") and w[2:].isdigit()],
+                "files": [w[2:] for w in words if w.startswith("F=")],
+                "hugepages_in_use": pages.get("HugePages_Total", 0) - pages.get("HugePages_Free", 0)}
+
     def close(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(OSError):
@@ -718,4 +746,4 @@ def _conforms(h: GuestPciHost) -> "Any":
 
 
 __all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "overlay", "host_closure", "GUEST_TGEN",
-           "PCI_INIT"]
+           "GUEST_L3FWD", "PCI_INIT"]
