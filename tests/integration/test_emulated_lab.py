@@ -45,19 +45,11 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_runs import REPO, export, nfvperf, run_suite  # noqa: E402
+from test_pci_emulated import guest_image  # noqa: E402,F401  (the fixture: the image, built once)
 
 TESTBED = REPO / "testbeds" / "emulated-lab.yaml"
 SUITE = REPO / "suites" / "lab-emulated.yaml"
 PCI = ["0000:00:04.0", "0000:00:05.0"]
-
-
-@pytest.fixture(scope="module")
-def guest_image():
-    from nfvperf.vm import image
-    try:
-        return image.build()
-    except image.ImageError as e:
-        pytest.skip(f"cannot build the guest image: {e}")
 
 
 def _need() -> None:
@@ -78,7 +70,9 @@ def _topology(env: dict, dut: str) -> dict:
                 if t.get("environment") and t["environment"]["dut"]["dut"] == dut)
 
 
-def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check, guest_image):
+@pytest.mark.usefixtures("guest_image")
+def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check):
+    from nfvperf.host.netns import list_netns
     _need()
     v = nfvperf("validate", str(SUITE), "--testbed", str(TESTBED), timeout=120)
     assert v.returncode == 0 and "testbed emulated-lab" in v.stdout and "2 of 2" in v.stdout, \
@@ -117,6 +111,7 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check, guest_ima
     for i, addr in enumerate(PCI):
         port = ovs["ports"][f"phy{i}"]
         assert port["kind"] == "dpdk" and port["dpdk-devargs"] == addr, port
+        assert port["n_rxq"] == "2", port               # 2 RX queues per NIC, one per PMD
 
     # l3fwd and tgen on -a <pci>, no --no-pci
     l3 = _topology(env, "l3fwd")
@@ -125,9 +120,19 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check, guest_ima
         assert "--no-pci" not in argv and f"-a {PCI[0]} -a {PCI[1]}" in line, line
     assert l3["dut"]["argv"][0] == "/usr/bin/nfvperf-l3fwd", l3["dut"]["argv"][:3]
 
-    # nothing left in either guest (written just before each powered off) ...
+    # the NICs: 2 queue pairs each with RSS, on multi-queue taps in the run's namespace
     tag = exp["run"]["tag"]
     run_dir = tmp_path / "out" / "runs" / tag
+    for guest in ("tester", "dut"):
+        qemu = (run_dir / f"qemu-{guest}.log").read_text().splitlines()[0]
+        assert f"ip netns exec {tag}-lab " in qemu, qemu
+        for i in (0, 1):
+            assert f"tap,id=net{i},ifname={tag}c{i}{guest[0]},script=no,downscript=no,vhost=off," \
+                   "queues=2" in qemu, qemu
+            dev = next(w for w in qemu.split() if w.startswith(f"virtio-net-pci,netdev=net{i},"))
+            assert f"addr={4 + i:#x}" in dev and "mq=on,rss=on" in dev, dev
+
+    # nothing left in either guest (written just before each powered off) ...
     left = json.loads((run_dir / "guests-left.json").read_text())
     assert set(left) == {"tester", "dut"}, left
     for guest, what in left.items():
@@ -135,6 +140,7 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check, guest_ima
     # ... nor on this machine (and leak_check: processes, hugepage files, DPDK dirs by tag)
     stray = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img")]
     assert not stray, f"left behind by the run: {stray}"
+    assert not [n for n in list_netns() if tag in n], "the cables' namespace is left"
 
 
 def _counts_equal_at_both_ends(name: str, trials: list) -> None:

@@ -86,6 +86,21 @@ def test_guest_cabling_is_guest_to_guest_and_complete():
     assert "hosts.tester" in msg and "drop ssh:" in msg
 
 
+def test_multi_queue_guests_are_cabled_guest_to_guest():
+    tb = validate_testbed(_bed(tester={"role": "tester", "guest": {"nics": 2, "queues": 2}}))
+    assert tb.hosts["tester"].guest.queues == 2 and tb.hosts["dut"].guest.queues == 1
+    msg = _refused(_bed(tester={"role": "tester", "guest": {"nics": 2, "queues": 9}}))
+    assert "hosts.tester.guest.queues" in msg
+    here = {"name": "emu-host", "links": [{"tester": f"tester.p{i}", "dut": f"dut.v{i}"}
+                                          for i in (0, 1)],
+            "hosts": {"tester": {"role": "tester", "guest": {"nics": 2, "queues": 2}},
+                      "dut": {"role": "dut", "local": True,
+                              "nics": [{"name": f"v{i}", "vhost": True} for i in (0, 1)]}}}
+    msg = _refused(here)
+    assert "hosts.tester.guest.queues: 2, but its NICs are cabled to this machine's vhost NICs" \
+        in msg and "leave queues: 1" in msg, msg
+
+
 def test_guest_memory_must_leave_room_for_its_kernel():
     msg = _refused(_bed(dut={"role": "dut", "guest": {"nics": 2, "memory_mb": 512,
                                                       "hugepages_mb": 512}}))

@@ -608,10 +608,8 @@ class L3fwd(SnapshotCounters, DutAdapter):
         if not self.remote:
             hp.remove_leftovers(self.file_prefix)
             return
+        hp.remove_prefix_on(self.host, self.file_prefix)
         with contextlib.suppress(Exception):          # the host may be gone
-            for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
-                self.host.remove(f)
-            self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
             for f in self.rule_files.values():
                 if f.get("host_path"):
                     self.host.remove(f["host_path"])

@@ -98,6 +98,8 @@ PACKAGES = [
     "openvswitch-common", "openvswitch-switch", "openvswitch-switch-dpdk", "librte-vhost23",
     "librte-dmadev23", "libbpf1", "libxdp1", "libevent-2.1-7", "libunbound8", "libnettle8",
     "libhogweed6", "libgmp10", "libcap-ng0",
+    # libgcc_s: glibc dlopens it for pthread_cancel (a DPDK process's exit); no DT_NEEDED names it
+    "libgcc-s1",
 ]
 
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
@@ -106,8 +108,9 @@ PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
 ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3", "usr/sbin/ethtool",
               "usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "usr/sbin/ovsdb-server",
               "usr/bin/ovs-vsctl", "usr/bin/ovs-appctl", "usr/bin/ovs-ofctl", "usr/bin/ovsdb-tool"]
-#: data files the image carries besides the programs (the OVS database schema)
-DATA_FILES = ["usr/share/openvswitch/vswitch.ovsschema"]
+#: files the image carries besides the programs and their closure (the OVS database schema, a
+#: library loaded at run time)
+DATA_FILES = ["usr/share/openvswitch/vswitch.ovsschema", "usr/lib/x86_64-linux-gnu/libgcc_s.so.1"]
 #: what a TCP guest runs (nfvperf.vm.guest refuses an image whose manifest lacks one of them)
 TCP_TOOLS = ["usr/bin/iperf3", "usr/sbin/ethtool"]
 # virtio for the vhost-user NICs; iavf (Intel 700/800-series VFs) and ixgbe (82599/X5x0 VFs) for

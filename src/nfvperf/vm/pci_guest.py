@@ -173,8 +173,11 @@ class PciGuest(ShellGuest):
 
     ``PciGuest(run, tracker, sockets=[s0, s1], name="tester", vcpus=2, memory_mb=1024,
     guest_hugepages_mb=512, image=None, accel="auto", tgen=None, socat=None,
-    stream_server=None)``; ``stream_server`` True/False: the sockets are cables to another
-    PciGuest's NICs (QEMU ``-netdev stream``), the guest started with True first."""
+    stream_server=None, taps=None, queues=1, netns=None)``; ``stream_server`` True/False: the
+    sockets are cables to another PciGuest's NICs (QEMU ``-netdev stream``), the guest started
+    with True first; ``taps``: instead, each NIC is the tap of that name (``queues`` queue pairs,
+    virtio-net-pci ``mq=on``) which QEMU creates in ``netns``, where the caller cables it
+    (:class:`nfvperf.testbed.guests.TapCables`)."""
 
     name = "vm-pci"
     __test__ = False
@@ -188,7 +191,8 @@ class PciGuest(ShellGuest):
                  image: Optional[vm_image.ImageInfo] = None, accel: str = "auto",
                  tgen: Optional[Path] = None, socat: Optional[Path] = None,
                  cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None,
-                 stream_server: Optional[bool] = None):
+                 stream_server: Optional[bool] = None, taps: Optional[Sequence[str]] = None,
+                 queues: int = 1, netns: Optional[str] = None):
         if len(sockets) != self.nics:
             raise ValueError(f"sockets: the PCI guest has {self.nics} emulated NICs, one "
                              f"vhost-user socket each; got {len(sockets)}")
@@ -203,6 +207,11 @@ class PciGuest(ShellGuest):
         # None: the NICs are vhost-user (a backend on this host); True/False: each socket is a
         # cable to another guest's NIC (QEMU's stream netdev), this guest listening or connecting
         self.stream_server = stream_server
+        if taps is not None and len(taps) != self.nics:
+            raise ValueError(f"taps: one per NIC ({self.nics}), got {len(taps)}")
+        self.taps = list(taps) if taps is not None else None
+        self.tap_queues = int(queues)
+        self.netns = netns
         self.tgen_path = tgen
         self.socat_path = socat
         self.rpc_sock = run.run_dir / f"vm-{name}-rpc.sock"
@@ -212,6 +221,9 @@ class PciGuest(ShellGuest):
         self.shell: Optional[GuestShell] = None
         self.guest_nics: list[str] = []
         self._host: Optional[GuestPciHost] = None
+
+    def serves_sockets(self) -> bool:
+        return self.server and self.taps is None
 
     def pci_addresses(self) -> list[str]:
         """The NICs' addresses in the guest, in socket order."""
@@ -239,13 +251,23 @@ class PciGuest(ShellGuest):
     def argv(self) -> list[str]:
         a = super().argv()
         a[a.index("-initrd") + 1] = str(self.initrd)
-        if self.stream_server is not None:
-            for i, p in enumerate(self.vhost_ports):
+        if self.taps is not None or self.stream_server is not None:
+            for i, p in enumerate(self.vhost_ports):       # no vhost-user: QEMU's own cables
                 c = a.index(next(x for x in a if x.startswith(f"socket,id=vhu{i},")))
                 del a[c - 1:c + 1]
                 n = a.index(next(x for x in a if x.startswith(f"type=vhost-user,id=net{i},")))
-                a[n] = (f"stream,id=net{i},server={'on' if self.stream_server else 'off'},"
-                        f"addr.type=unix,addr.path={p.socket}")
+                if self.taps is None:
+                    a[n] = (f"stream,id=net{i},server={'on' if self.stream_server else 'off'},"
+                            f"addr.type=unix,addr.path={p.socket}")
+                    continue
+                a[n] = (f"tap,id=net{i},ifname={self.taps[i]},script=no,downscript=no,vhost=off,"
+                        f"queues={self.tap_queues}")
+                if self.tap_queues > 1:
+                    # under TCG the NICs have no MSI-X (vectors=0, nic_device): DPDK polls
+                    # rss=on: QEMU hashes each frame to a queue pair (a NIC's RSS; DPDK's
+                    # virtio PMD refuses an RSS configuration without it)
+                    a[n + 2] += ",mq=on,rss=on" + ("" if self.accel == "tcg" else
+                                                   f",vectors={2 * self.tap_queues + 2}")
         # the third serial port (the guest's ttyS2): tgen's JSON-RPC, relayed by socat
         # the fourth (ttyS3): an interactive process's terminal (the testpmd DUT's console)
         return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
