@@ -22,7 +22,6 @@ from nfvperf.dut.base import dut_class
 from nfvperf.host.preflight import Binary
 from nfvperf.host.remote_preflight import needs_dict
 from nfvperf.tg.tgen import find_tgen_binary
-from nfvperf.dut.l3fwd import find_l3fwd
 from nfvperf.host.remote_preflight import local_checks
 import argparse
 import json
@@ -440,12 +439,7 @@ def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
                                 f"{', '.join(sorted(roots))}): rebuild the image (nfvperf image "
                                 f"build; hosts.{dname}.guest.image: leave it out for the newest) "
                                 f"or use a DUT it holds")
-        if topology.dut == "l3fwd":
-            try:
-                find_l3fwd()
-            except FileNotFoundError as e:
-                problems.append(f"topology.dut l3fwd: the DUT host {dname} is a guest that runs "
-                                f"this checkout's l3fwd build, which is missing: {e}")
+
     return problems + guest_problems(spec)
 
 
