@@ -19,7 +19,8 @@ ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.ge
 
 SUITE = {
     "name": "e2e-study",
-    "topology": {"kind": "p-ovs-p", "port_kind": "pci", "pci": ["0000:01:00.0", "0000:01:00.1"]},
+    "topology": {"kind": "p-ovs-p", "port_kind": "pci",     # [tg0, dut0, tg1, dut1]
+                 "pci": ["0000:01:00.0", "0000:01:00.1", "0000:02:00.0", "0000:02:00.1"]},
     "traffic": {"frame_sizes": [64, 512]},
     "profile": "quick",
     "tests": [

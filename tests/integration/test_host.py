@@ -185,9 +185,10 @@ def test_preflight_results_and_error():
     assert "apt-get install nope" in str(ei.value)
     # a PCI address that does not exist is a required failure with a fix
     from nfvperf.topo.spec import TopologySpec
-    spec = TopologySpec(kind="p2p", dut="testpmd", port_kind="pci", pci=["0000:ff:1f.7", "0000:ff:1f.6"])
+    spec = TopologySpec(kind="p2p", dut="testpmd", port_kind="pci",      # [tg0, dut0, tg1, dut1]
+                        pci=["0000:ff:1f.7", "0000:ff:1f.6", "0000:ff:1f.5", "0000:ff:1f.4"])
     pci = [c for c in tpf.run_checks(spec) if c.name.startswith("pci:")]
-    assert len(pci) == 2 and all(c.status == "fail" and c.required and c.fix for c in pci)
+    assert len(pci) == 4 and all(c.status == "fail" and c.required and c.fix for c in pci)
     assert tpf.main(["--json"]) in (0, 1)
 
 

@@ -211,3 +211,24 @@ def test_per_size_params() -> None:
                                     {"method": "throughput", "name": "b", "per_size": {64: {"max_load_pct": 0}}}]))
     assert probs[0].startswith("tests[0].per_size.128: not one of this test's frame sizes [64, 1518]")
     assert probs[1].startswith("tests[1].per_size.64.max_load_pct: got 0")
+
+
+def test_pci_pairs_must_be_the_ports() -> None:
+    """``topology.pci`` is read as [tg0, dut0, tg1, dut1, ...]: a list that is not one pair per
+    port is refused naming both fields and the fixes (issue 29: seed 000 said ``ports: 4`` with
+    four addresses, two pairs)."""
+    four = ["0000:05:00.0", "0000:05:00.1", "0000:85:00.0", "0000:85:00.1"]
+    (msg,) = _problems(_suite(topology={"kind": "p-ovs-p", "ports": 4, "port_kind": "pci",
+                                        "pci": four}))
+    assert "topology.ports: 4, but topology.pci gives 4 address(es)" in msg, msg
+    assert "2 pair(s)" in msg and "give 8 addresses" in msg and "--testbed" in msg, msg
+    (msg,) = _problems(_suite(topology={"kind": "p-ovs-p", "ports": 2, "port_kind": "pci",
+                                        "pci": four[:3]}))
+    assert "gives 3 address(es)" in msg and "one left over" in msg, msg
+    # a test that lowers ports under the suite's list is refused too, naming the test
+    probs = _problems(_suite(topology={"kind": "p-ovs-p", "ports": 2, "port_kind": "pci",
+                                       "pci": four},
+                             tests=[{"method": "throughput", "topology": {"ports": 4}}]))
+    assert any("topology.ports: 4, but topology.pci gives 4" in p for p in probs), probs
+    validate_suite(_suite(topology={"kind": "p-ovs-p", "ports": 2, "port_kind": "pci",
+                                    "pci": four}))          # two pairs, two ports: fine

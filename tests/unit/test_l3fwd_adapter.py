@@ -14,7 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf.config import SuiteError, validate_suite
-from nfvperf.dut.base import DUT_REGISTRY, KernelIf, MemifEnd, PciNic, PortRef, VhostBackend, dut_class
+from nfvperf.dut.base import DUT_REGISTRY, DutFailure, KernelIf, MemifEnd, PciNic, PortRef, VhostBackend, \
+    dut_class
 from nfvperf.dut.l3fwd import L3fwd, L3fwdSpec, rx_queues_per_port
 from nfvperf.dut.l3fwd_routes import (EM_MAX_ENTRIES, AddressPlan, RouteError, check_routes,
                                       em_rule_lines, em_rules, lpm_rules)
@@ -341,3 +342,68 @@ def test_cpus_place_the_lcores_on_given_cpus():
         spec(l3fwd={"cpus": "x"})
     with pytest.raises(ValueError, match=r"topology\.l3fwd\.cpus: .* af_xdp"):
         L3fwd.fit_traffic(spec(port_kind="af_xdp", l3fwd={"cpus": "0,1"}), Traffic())
+
+
+# ------------------------------------------------------------------------------ on a testbed's DUT host
+class _RemoteHost:
+    """A DUT host reached over SSH or a guest's shell, as far as l3fwd uses it."""
+
+    remote, name, work_dir = True, "vm:dut", "/run/nfvperf"
+
+    def __init__(self, files=("/usr/bin/nfvperf-l3fwd",), answer=""):
+        self.files, self.answer = set(files), answer
+        self.put_calls: list = []
+        self.lines: list = []
+
+    def exists(self, p):
+        return str(p) in self.files
+
+    def mkdir(self, p):
+        self.files.add(str(p))
+
+    def rmtree(self, p):
+        self.files = {f for f in self.files if not f.startswith(str(p))}
+
+    def put(self, local, remote):
+        self.put_calls.append((Path(local).read_text(), str(remote)))
+        self.files.add(str(remote))
+
+    def run(self, argv, check=True, timeout=30.0, **kw):
+        import subprocess
+        self.lines.append(argv[-1])
+        return subprocess.CompletedProcess(argv, 0, self.answer, "")
+
+
+def test_l3fwd_on_a_remote_dut_host_takes_its_binary_routes_and_telemetry_there(tmp_path):
+    """On a testbed's DUT host (a guest here) l3fwd is the host's build, its route files are
+    copied to the host's work directory and named there, and its counters are read with socat
+    on that host (HostTelemetry: the greeting then the answer, one JSON object each)."""
+    from nfvperf.host.dpdk_telemetry import HostTelemetry
+    run = RunContext(run_dir=tmp_path / "run")
+    host = _RemoteHost()
+    d = L3fwd(run, ResourceTracker(run), cpus=(1,), spec=spec(port_kind="pci"), host=host)
+    for i, a in enumerate(("0000:00:04.0", "0000:00:05.0")):
+        d.add_port(PortRef(f"phy{i}", PciNic(), pci=a))
+    d.port_ids = d.dpdk_port_ids()
+    d.rule_files = d.write_rules()
+    argv = d.argv()
+    assert argv[0] == "/usr/bin/nfvperf-l3fwd" and "--no-pci" not in argv
+    there = f"/run/nfvperf/{run.tag}/l3fwd-dut-lpm-v4.cfg"
+    assert f"--rule_ipv4={there}" in argv and (Path(d.rule_files["v4"]["path"]).read_text(), there) \
+        in host.put_calls
+    with pytest.raises(DutFailure, match=r"no l3fwd on vm:dut \(looked for /usr/bin/nfvperf-l3fwd"):
+        L3fwd(run, ResourceTracker(run), cpus=(1,), spec=spec(port_kind="pci"),
+              host=_RemoteHost(files=())).binary()
+    host.answer = ('{"version": "DPDK 22.11.11", "pid": 7, "max_output_len": 16384}\n'
+                   '{"/ethdev/stats": {"ipackets": 5, "opackets": 4, "imissed": 1}}')
+    t = HostTelemetry(host, "/var/run/dpdk/x/dpdk_telemetry.v2")
+    assert t.connect()["version"] == "DPDK 22.11.11"
+    c = ethdev_counters(t.command("/ethdev/stats,0"))
+    assert (c["rx_packets"], c["tx_packets"], c["rx_dropped"]) == (5, 4, 1)
+    assert "UNIX-CONNECT:/var/run/dpdk/x/dpdk_telemetry.v2,type=5" in host.lines[-1]
+    assert "printf %s /ethdev/stats,0 |" in host.lines[-1]
+    d.tracker.release_all()                   # the run's directory on the host goes with it
+    assert not [f for f in host.files if run.tag in f], host.files
+    host.answer = "socat: E connect: No such file or directory"
+    with pytest.raises(TelemetryError, match="no answer"):
+        t.command("/ethdev/stats,0")

@@ -105,6 +105,22 @@ def test_qemu_command_line(tmp_path):
         sj = " ".join(s.argv())
         assert "vhost-user" not in sj and "id=vhu0" not in sj
         assert f"stream,id=net1,server=off,addr.type=unix,addr.path={tmp_path / 'l1.sock'}" in sj
+        # multi-queue cables: each NIC the tap QEMU makes (in the run's netns), mq=on
+        t = P.PciGuest(run, tr, sockets=[tmp_path / "l0.sock", tmp_path / "l1.sock"], image=img,
+                       name="mq", taps=["tapa", "tapb"], queues=2, netns="ns1")
+        t.accel = "tcg"
+        ta = t.argv()
+        tj = " ".join(ta)
+        assert "vhost-user" not in tj and "id=vhu0" not in tj and "stream," not in tj
+        assert "tap,id=net1,ifname=tapb,script=no,downscript=no,vhost=off,queues=2" in tj
+        dev = next(x for x in ta if x.startswith("virtio-net-pci,netdev=net0,"))
+        assert dev.endswith(",addr=0x4,vectors=0,mq=on,rss=on"), dev
+        assert t.netns == "ns1"
+        t.accel = "kvm"
+        assert any(x.endswith(",addr=0x5,mq=on,rss=on,vectors=6") for x in t.argv())
+        with pytest.raises(ValueError, match="taps: one per NIC"):
+            P.PciGuest(run, tr, sockets=[tmp_path / "a.sock", tmp_path / "b.sock"], image=img,
+                       taps=["x"])
         with pytest.raises(ValueError, match="one vhost-user socket each; got 1"):
             P.PciGuest(run, tr, sockets=[tmp_path / "a.sock"], image=img)
         with pytest.raises(ValueError, match="guest_hugepages_mb"):

@@ -28,6 +28,7 @@ last :meth:`clear_counters` (a snapshot).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -39,7 +40,9 @@ from pydantic import Field, model_validator
 
 from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import CoreRequest, CoreRequestError, format_cpulist, parse_cpulist
-from nfvperf.host.dpdk_telemetry import DpdkTelemetry, TelemetryError, ethdev_counters, socket_path
+from nfvperf.host.dpdk_telemetry import DpdkTelemetry, HostTelemetry, TelemetryError, ethdev_counters, \
+    socket_path
+from nfvperf.host.proc import LOCAL
 from nfvperf.host.preflight import Needs, check_tool
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
@@ -54,6 +57,9 @@ REPO = Path(__file__).resolve().parents[3]
 #: where scripts/build-l3fwd.sh builds it
 BUILD_PATH = REPO / "build" / "l3fwd" / "l3fwd"
 ENV = "NFVPERF_L3FWD"
+#: where l3fwd is looked for on a testbed's DUT host (a guest of the testbed gets this checkout's
+#: build there at boot: nfvperf.vm.pci_guest.GUEST_L3FWD)
+REMOTE_PATHS = ("/usr/bin/nfvperf-l3fwd", "/usr/local/bin/l3fwd", "/usr/local/bin/dpdk-l3fwd")
 BUILD_FIX = ("make build (scripts/build-l3fwd.sh builds it from dpdk-doc's "
              "/usr/share/dpdk/examples/l3fwd into build/l3fwd/), or set NFVPERF_L3FWD")
 #: l3fwd's lines once every lcore runs (or has no queue to poll)
@@ -211,6 +217,8 @@ class L3fwd(SnapshotCounters, DutAdapter):
     #: veth (af_packet/af_xdp vdevs in the DUT namespace), vhost-user (net_vhost as client of the
     #: generator's virtio-user), memif (net_memif server), real NICs
     port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
+    #: runs on a testbed's DUT host (``host=``: over SSH, or in a QEMU guest of the testbed)
+    runs_remote = True
     tracker: ResourceTracker        # required here (the base class allows None)
 
     # -- what the class declares ---------------------------------------------------------------
@@ -328,6 +336,10 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self._launched = False                  # launch() done, await_ready() not yet
         self._launch_out = ""                   # its console output up to the link check
         self.telemetry: Optional[DpdkTelemetry] = None
+        # where it runs (LOCAL, or a testbed's DUT host: its rule files, telemetry socket and
+        # hugepage files are on that host, reached through self.host)
+        self.host: Any = options.get("host") or LOCAL
+        self.remote = bool(getattr(self.host, "remote", False))
         self.port_ids: list[int] = []           # DPDK port id of each add_port index
         self.port_macs: list[str] = []
         self.rule_files: dict[str, Any] = {}
@@ -411,10 +423,29 @@ class L3fwd(SnapshotCounters, DutAdapter):
                     f.write(ln + "\n")
                     n += 1
             files[ver] = {"path": str(path), "rules": n}
+            if self.remote:             # l3fwd reads them on its host
+                root = f"{self.host.work_dir}/{self.run.tag}"
+                there = f"{root}/{path.name}"
+                if ("dir", f"{self.host.name}:{root}") not in self.tracker.items():
+                    self.tracker.add("dir", f"{self.host.name}:{root}",
+                                     functools.partial(self.host.rmtree, root))
+                self.host.mkdir(root)
+                self.host.put(path, there)
+                files[ver]["host_path"] = there
         return files
 
+    def binary(self) -> str:
+        """l3fwd's path on the host it runs on."""
+        if not self.remote:
+            return find_l3fwd()
+        for cand in REMOTE_PATHS:
+            if self.host.exists(cand):
+                return cand
+        raise DutFailure(f"{self.proc_name}: no l3fwd on {self.host.name} (looked for "
+                         f"{', '.join(REMOTE_PATHS)}): install a build of DPDK's l3fwd example there")
+
     def argv(self) -> list[str]:
-        eal = [find_l3fwd(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
+        eal = [self.binary(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
                "--file-prefix", self.file_prefix, "--log-level", "lib.eal:notice"]
         eal += eal_port_options(self.ports)
         for i, p in enumerate(self.ports):
@@ -424,14 +455,17 @@ class L3fwd(SnapshotCounters, DutAdapter):
                "--config", "".join(f"({p},{q},{c})" for p, q, c in self.lcore_config()),
                "--parse-ptype", f"--rx-queue-size={self.opts.rxd}",
                f"--tx-queue-size={self.opts.txd}",
-               f"--rule_ipv4={self.rule_files['v4']['path']}",
-               f"--rule_ipv6={self.rule_files['v6']['path']}"]
+               f"--rule_ipv4={self.rule_file('v4')}", f"--rule_ipv6={self.rule_file('v6')}"]
         if self.mode == "em" and self.ip_version == 6:
             app.append("--ipv6")       # l3fwd fills one exact-match hash: IPv4's, or with this IPv6's
         for i, mac in enumerate(self.eth_peers[:len(self.ports)]):
             if mac:
                 app.append(f"--eth-dest={ids[i]},{mac}")
         return eal + app
+
+    def rule_file(self, ver: str) -> str:
+        f = self.rule_files[ver]
+        return str(f.get("host_path") or f["path"])
 
     # -- life cycle ----------------------------------------------------------------------------
     def _attach_port(self, port: PortRef) -> None:
@@ -461,7 +495,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.port_ids = self.dpdk_port_ids()
         self.rule_files = self.write_rules()
         self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
-                            interactive=True)
+                            interactive=True, host=self.host)
         # registered before the process so it runs after the process is gone (LIFO)
         self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
         self.proc.start()
@@ -486,7 +520,8 @@ class L3fwd(SnapshotCounters, DutAdapter):
             except ProcessError as e:
                 raise DutFailure(str(e)) from None
         self.offload_notes = re.findall(r"nfvperf-l3fwd: (port \d+: [^\r\n]*)", out)
-        self.telemetry = DpdkTelemetry(socket_path(self.file_prefix))
+        self.telemetry = HostTelemetry(self.host, socket_path(self.file_prefix)) if self.remote \
+            else DpdkTelemetry(socket_path(self.file_prefix))
         try:
             greeting = self.telemetry.connect(wait_s=10.0)
             self.rte_version = str(greeting.get("version", ""))
@@ -570,7 +605,14 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self._launched = False
 
     def _remove_files(self) -> None:
-        hp.remove_leftovers(self.file_prefix)
+        if not self.remote:
+            hp.remove_leftovers(self.file_prefix)
+            return
+        hp.remove_prefix_on(self.host, self.file_prefix)
+        with contextlib.suppress(Exception):          # the host may be gone
+            for f in self.rule_files.values():
+                if f.get("host_path"):
+                    self.host.remove(f["host_path"])
 
     def version(self) -> str:
         return self.rte_version

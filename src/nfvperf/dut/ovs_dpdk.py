@@ -1078,7 +1078,9 @@ class OvsDpdk(DutAdapter):
     def dump_ports(self, bridge: Optional[str] = None) -> dict[str, dict[str, int]]:
         """Live port counters (``ovs-ofctl dump-ports``), keyed by port name ("LOCAL" for the bridge)."""
         bridge = bridge or self.bridges[0]
-        out = self.ofctl("dump-ports", bridge)
+        # port numbers, not names: ovs-ofctl prints names when its output is a terminal (a
+        # testbed guest's shell runs on a serial port)
+        out = self.ofctl("dump-ports", bridge, "--no-names")
         by_of = {p.ofport: p.name for p in self.ovs_ports.values() if p.bridge == bridge}
         res: dict[str, dict[str, int]] = {}
         for of, stats in parse_dump_ports(out).items():

@@ -355,10 +355,7 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         if not self.remote:
             hp.remove_leftovers(self.file_prefix)
             return
-        with contextlib.suppress(Exception):          # the host may be gone
-            for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
-                self.host.remove(f)
-            self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
+        hp.remove_prefix_on(self.host, self.file_prefix)
 
     def version(self) -> str:
         return self.rte_version

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import socket
 import time
 from pathlib import Path
@@ -101,6 +102,60 @@ class DpdkTelemetry:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class HostTelemetry(DpdkTelemetry):
+    """The telemetry socket of a DPDK process on another host (a testbed host over SSH, a guest):
+    each command is one ``socat`` there (``UNIX-CONNECT:<path>,type=5``, SOCK_SEQPACKET), whose
+    output is the greeting then the answer.  Same interface as :class:`DpdkTelemetry`."""
+
+    def __init__(self, host: Any, path: "str | Path", timeout_s: float = 5.0):
+        super().__init__(path, timeout_s)
+        self.host = host
+
+    def _ask(self, cmd: str) -> list[Any]:
+        """The JSON objects socat printed for ``cmd`` ("" : the greeting alone)."""
+        line = f"printf %s {shlex.quote(cmd)} | socat -t 1 - UNIX-CONNECT:{self.path},type=5"
+        try:
+            cp = self.host.run(["sh", "-c", line], check=False, timeout=self.timeout_s + 10)
+        except Exception as e:      # noqa: BLE001 - the host's own errors (SSH, guest shell)
+            raise TelemetryError(f"DPDK telemetry {self.path} on {self.host.name}: {e}") from None
+        out, objs, i = cp.stdout.strip(), [], 0
+        dec = json.JSONDecoder()
+        while i < len(out):
+            try:
+                obj, i = dec.raw_decode(out, i)
+            except ValueError:
+                break
+            objs.append(obj)
+            while i < len(out) and out[i].isspace():
+                i += 1
+        if not objs:
+            raise TelemetryError(f"DPDK telemetry {self.path} on {self.host.name}: no answer "
+                                 f"({cp.returncode}): {(cp.stdout + cp.stderr).strip()[-200:]}")
+        return objs
+
+    def connect(self, wait_s: float = 0.0) -> dict[str, Any]:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.info = self._ask("")[0]
+                return dict(self.info)
+            except TelemetryError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def command(self, cmd: str) -> Any:
+        objs = self._ask(cmd)
+        key = cmd.split(",", 1)[0]
+        reply = objs[-1]
+        if not isinstance(reply, dict) or key not in reply:
+            raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: unexpected answer {reply!r:.200}")
+        return reply[key]
+
+    def close(self) -> None:
+        """Nothing held open."""
 
 
 def ethdev_counters(stats: dict[str, Any]) -> dict[str, int]:

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from .run import TAG_RE
 
@@ -229,6 +229,15 @@ def remove_leftovers(tag: Optional[str] = None, spare_tags: Iterable[str] = (),
             shutil.rmtree(d, ignore_errors=True)
         removed.append(str(d))
     return removed
+
+
+def remove_prefix_on(host: Any, file_prefix: str) -> None:
+    """A DPDK process's hugepage files and runtime directory (``--file-prefix``) on ``host``, a
+    testbed host reached over SSH or a guest's shell (nothing raised: the host may be gone)."""
+    with contextlib.suppress(Exception):
+        for f in host.glob("/dev/hugepages", f"{file_prefix}*"):
+            host.remove(f)
+        host.rmtree(f"/var/run/dpdk/{file_prefix}")
 
 
 def snapshot_files() -> list[str]:

@@ -18,10 +18,15 @@ the guest's own ``/sys/bus/pci``.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import shutil
+import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from nfvperf.dut.base import DutFailure
+from nfvperf.host.netns import create_netns, link_exists, link_stats, run_in_netns, set_link
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.vm import image as vm_image
@@ -30,6 +35,8 @@ from nfvperf.vm.qemu import QEMU
 
 from .spec import GUEST_DRIVER, HostSpec, TestbedSpec
 from .standin import TESTPMD, VhostStandIn
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "GUEST_TGEN"]
 
@@ -106,7 +113,8 @@ def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
     :data:`GUEST_TGEN`), hugepages reserved in the guest."""
     rows = []
     for b in binaries:
-        cands = [GUEST_TGEN] if b.name == "tgen" else list(b.candidates) or [f"/usr/bin/{b.name}"]
+        cands = [GUEST_TGEN] if b.name == "tgen" else \
+            list(b.candidates) or [f"/usr/bin/{b.name}", f"/usr/sbin/{b.name}"]
         found = next((c for c in cands if host.exists(c)), None)
         if found:
             rows.append({"name": f"binary:{b.name}", "status": "ok", "detail": found,
@@ -115,8 +123,9 @@ def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
             rows.append({"name": f"binary:{b.name}", "status": "fail", "required": True,
                          "detail": f"hosts.{name}: the guest image has no {b.name} (looked for "
                                    f"{', '.join(cands)})",
-                         "fix": "the guest image holds dpdk-testpmd and this host's tgen: use "
-                                "dut: testpmd on a guest DUT host"})
+                         "fix": "the guest image holds dpdk-testpmd, OVS-DPDK, this host's tgen "
+                                "and l3fwd build: rebuild it (nfvperf image build) or use one of "
+                                "those DUTs"})
     try:
         pages = int(host.read_text("/proc/sys/vm/nr_hugepages").strip() or 0)
     except (OSError, ValueError):
@@ -131,6 +140,63 @@ def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
     return rows
 
 
+class TapCables:
+    """Multi-queue cables between guests (a ``guest.queues`` > 1): each guest NIC is a
+    multi-queue tap that its QEMU creates in one network namespace of the run (``<tag>-lab``, no
+    IPv6, nothing else in it), and the two taps of a link are joined by ``tc`` ``mirred``
+    redirects both ways: a wire, no bridge, no learning, no frame of this machine's own.  The tap
+    spreads what it carries over its queues by flow hash, as a NIC's RSS does.  A tap drops
+    what its guest has not read once its queue is full: the taps queue :data:`QUEUE_LEN` frames
+    (more than a trial of the emulated lab sends), and :meth:`stats` says what each dropped."""
+
+    #: frames a tap holds for its guest (the kernel's default is 1000)
+    QUEUE_LEN = 20000
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker):
+        self.run, self.tracker = run, tracker
+        self.ns = run.netns("lab")
+        self.joined: list[str] = []
+
+    def tap(self, link: int, side: str) -> str:
+        return self.run.ifname(f"c{link}{side[0]}")
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Each joined tap's kernel counters (``tx_dropped``: frames its guest did not take)."""
+        out = {}
+        for t in self.joined:
+            with contextlib.suppress(Exception):
+                out[t] = link_stats(t, self.ns)
+        return out
+
+    def create(self) -> str:
+        create_netns(self.ns, self.tracker)
+        for conf in ("all", "default"):     # the taps come up without IPv6 (no RS, no MLD)
+            run_in_netns(self.ns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{conf}.disable_ipv6=1"],
+                         check=False)
+        return self.ns
+
+    def join(self, a: str, b: str, timeout_s: float = 30.0) -> None:
+        """Once QEMU has made taps ``a`` and ``b``: up, and each one's ingress redirected to the
+        other's egress."""
+        deadline = time.monotonic() + timeout_s
+        while not (link_exists(a, self.ns) and link_exists(b, self.ns)):
+            if time.monotonic() > deadline:
+                raise DutFailure(f"tap {a} or {b} did not appear in netns {self.ns} within "
+                                 f"{timeout_s:.0f} s (QEMU's log in {self.run.run_dir})")
+            time.sleep(0.1)
+        self.joined += [a, b]
+        for x, y in ((a, b), (b, a)):
+            set_link(x, self.ns, state="up", txqlen=self.QUEUE_LEN)
+            # a plain FIFO: the default qdisc (fq_codel) drops what waits more than 5 ms, as a
+            # frame for a guest that QEMU under TCG has not scheduled yet does
+            run_in_netns(self.ns, ["tc", "qdisc", "replace", "dev", x, "root", "pfifo", "limit",
+                                   str(self.QUEUE_LEN)])
+            run_in_netns(self.ns, ["tc", "qdisc", "add", "dev", x, "ingress"])
+            run_in_netns(self.ns, ["tc", "filter", "add", "dev", x, "parent", "ffff:", "protocol",
+                                   "all", "u32", "match", "u32", "0", "0", "action", "mirred",
+                                   "egress", "redirect", "dev", y])
+
+
 class TestbedGuests:
     """The guests of one testbed for one run: :meth:`boot` (tester guests first, then the DUT's,
     then each waited for and its NICs bound), ``hosts`` (name -> GuestPciHost), :meth:`stop`.
@@ -143,6 +209,8 @@ class TestbedGuests:
         self.run = run
         self.tracker = tracker or ResourceTracker(run)
         self.guests: dict[str, PciGuest] = {}
+        #: multi-queue cables (None: QEMU stream sockets, one queue pair per NIC)
+        self.taps: Optional[TapCables] = None
 
     def cable(self, link: int) -> Path:
         """The socket QEMU cables link ``link`` on (the tester's guest listens)."""
@@ -173,19 +241,34 @@ class TestbedGuests:
         here: list[Path] = []                   # cables to this machine: vhost-user sockets
         standin: Optional[VhostStandIn] = None
         try:
+            if any(h.guest.queues > 1 for _, h in self.spec.guests() if h.guest is not None):
+                self.taps = TapCables(self.run, self.tracker)
+                self.taps.create()
             for name, h in self.spec.guests():
                 g = h.guest
                 assert g is not None
                 cls = PciGuest.with_nics(g.nics)
                 local = self.cabled_here(name, h)
+                taps = None
+                if self.taps is not None and not local:
+                    taps = [self.taps.tap(i, "tester" if self.spec.links[i].tester.startswith(
+                        f"{name}.") else "dut") for i in self._links(name, h)]
                 guest = cls(self.run, self.tracker, sockets=self._sockets(name, h), name=name,
                             vcpus=g.vcpus, memory_mb=g.memory_mb, guest_hugepages_mb=g.hugepages_mb,
                             image=guest_image(name, h), accel=g.accel,
-                            stream_server=None if local else h.role == "tester")
+                            # (with taps no QEMU connects to another's socket)
+                            stream_server=None if local else (taps is not None or
+                                                              h.role == "tester"),
+                            taps=taps, queues=g.queues,
+                            netns=self.taps.ns if taps is not None and self.taps else None)
                 self.guests[name] = guest
                 guest.start(wait=False)         # testers listen on the cables, DUTs plug in
                 if local:
                     here += self._sockets(name, h)
+            if self.taps is not None:
+                for i in range(len(self.spec.links)):
+                    if not self.spec.host_cable(i):
+                        self.taps.join(self.taps.tap(i, "tester"), self.taps.tap(i, "dut"))
             if here:
                 # QEMU boots once each vhost-user NIC has a backend: a stand-in holds them until
                 # the guests are up, the run's DUT connects later (nfvperf.testbed.standin)
@@ -216,11 +299,26 @@ class TestbedGuests:
         return {n: g.host for n, g in self.guests.items()}
 
     def stop(self) -> None:
-        """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies)."""
-        for g in reversed(list(self.guests.values())):
+        """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies).
+        Before each guest powers off, what the run left in it (:meth:`GuestPciHost.leftovers`:
+        its processes, files, hugepages in use) is written to ``guests-left.json`` in the run
+        directory and logged when not nothing."""
+        left: dict[str, Any] = {}
+        if self.taps is not None:       # the cables' counters, while their QEMUs still run
+            with contextlib.suppress(OSError):
+                (self.run.run_dir / "cables.json").write_text(
+                    json.dumps(self.taps.stats(), indent=1) + "\n")
+        for name, g in reversed(list(self.guests.items())):
             with contextlib.suppress(Exception):
                 g.host.close()
+                if g.ready:
+                    left[name] = g.host.leftovers(self.run.tag)
+                    if any(left[name].values()):
+                        log.warning("guest %s: the run %s left %s", name, self.run.tag, left[name])
             with contextlib.suppress(Exception):
                 g.stop()
         self.guests = {}
         self.tracker.release_all()
+        if left:
+            with contextlib.suppress(OSError):
+                (self.run.run_dir / "guests-left.json").write_text(json.dumps(left, indent=1) + "\n")

@@ -436,7 +436,10 @@ def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
             if missing:
                 problems.append(f"topology.dut {topology.dut}: the DUT host {dname} is a guest "
                                 f"whose image has no {', '.join(missing)} (it holds "
-                                f"{', '.join(sorted(roots))}): use dut: testpmd on it")
+                                f"{', '.join(sorted(roots))}): rebuild the image (nfvperf image "
+                                f"build; hosts.{dname}.guest.image: leave it out for the newest) "
+                                f"or use a DUT it holds")
+
     return problems + guest_problems(spec)
 
 

@@ -145,6 +145,9 @@ class GuestSpec(_Strict):
     image: Optional[str] = Field(None, description="a guest image directory (nfvperf image build "
                                  "--cache-dir DIR); default: the newest one nfvperf built")
     accel: Literal["auto", "kvm", "tcg"] = "auto"
+    queues: int = Field(1, ge=1, le=8, description="queue pairs of each emulated NIC "
+                        "(virtio-net-pci mq=on; > 1: its cables to other guests are multi-queue "
+                        "taps joined in the run's network namespace)")
 
     @model_validator(mode="after")
     def _memory(self) -> "GuestSpec":
@@ -313,6 +316,10 @@ class TestbedSpec(_Strict):
                 problems.append(f"hosts.{name}.guest: some NICs are cabled to guests, some to "
                                 f"this machine's vhost NICs; a guest's NICs are cabled one way: "
                                 f"all to guests or all to this machine")
+            elif kinds == {True} and h.guest.queues > 1:
+                problems.append(f"hosts.{name}.guest.queues: {h.guest.queues}, but its NICs are "
+                                f"cabled to this machine's vhost NICs (one queue pair each); "
+                                f"multi-queue NICs are cabled guest to guest: leave queues: 1")
             for n in h.nics:
                 idx = used.get(f"{name}.{n.name}", [])
                 if not idx:

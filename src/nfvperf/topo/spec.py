@@ -150,6 +150,20 @@ class TopologyBase(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _pci_pairs_are_the_ports(self) -> "TopologyBase":
+        """``pci:`` is read as generator/DUT pairs [tg0, dut0, tg1, dut1, ...]: one pair per port."""
+        n = len(self.pci)
+        if n and (n % 2 or n // 2 != self.ports):
+            raise ValueError(
+                f"topology.ports: {self.ports}, but topology.pci gives {n} address(es), read as "
+                f"generator/DUT pairs [tg0, dut0, tg1, dut1, ...]: {n // 2} pair(s)"
+                + (" and one left over" if n % 2 else "") + f"; give {2 * self.ports} addresses "
+                "(the generator's NIC then the DUT's, per cable), or ports: the pairs you give, or "
+                "leave pci: out and give the NICs in a testbed file (--testbed; "
+                "testbeds/two-server-lab.example.yaml)")
+        return self
+
+    @model_validator(mode="after")
     def _kind_accepts(self) -> "TopologyBase":
         """What the topology kind refuses in this spec (``Topology.spec_refusal``, e.g. a bond
         of one member), with the field and the fix."""

@@ -1,8 +1,10 @@
 """Reproducible guest image for the VM VNF: a kernel plus an initramfs, made from Debian packages.
 
-The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd, iperf3 and ethtool with the
-shared libraries they need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped),
-the uio/uio_pci_generic, vfio/vfio-pci and virtio-net kernel modules, and an /init script with two
+The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd, iperf3, ethtool and
+OVS-DPDK (ovs-vswitchd-dpdk, ovsdb-server, ovs-vsctl/-appctl/-ofctl, ovsdb-tool and the vswitch
+schema: a testbed's DUT guest, :mod:`nfvperf.testbed.guests`) with the shared libraries they
+need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the tun,
+uio/uio_pci_generic, vfio/vfio-pci and virtio-net kernel modules, and an /init script with two
 modes (kernel command line ``nfvperf.mode=``):
 
 * ``vnf`` (default): bind the virtio-net devices to uio_pci_generic and any other Ethernet device
@@ -42,7 +44,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 # Bump when anything below changes what ends up in the image.
-RECIPE_VERSION = "2"     # 2: ethtool, virtio-net modules, nfvperf.mode=tcp
+RECIPE_VERSION = "3"     # 2: ethtool, virtio-net modules, nfvperf.mode=tcp; 3: OVS-DPDK
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("NFVPERF_IMAGE_CACHE",
                                         str(Path.home() / ".cache" / "nfvperf" / "images")))
@@ -92,12 +94,23 @@ PACKAGES = [
     "iperf3", "libiperf0", "libsctp1", "libssl3",
     # ethtool for the TCP guests' TSO and multi-queue settings (ethtool -K / -L)
     "ethtool", "libmnl0",
+    # OVS-DPDK for a DUT guest of a testbed (dut: ovs-dpdk on its PCI NICs, nfvperf.testbed.guests)
+    "openvswitch-common", "openvswitch-switch", "openvswitch-switch-dpdk", "librte-vhost23",
+    "librte-dmadev23", "libbpf1", "libxdp1", "libevent-2.1-7", "libunbound8", "libnettle8",
+    "libhogweed6", "libgmp10", "libcap-ng0",
+    # libgcc_s: glibc dlopens it for pthread_cancel (a DPDK process's exit); no DT_NEEDED names it
+    "libgcc-s1",
 ]
 
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
 # Files the guest must have; their ELF closure is added automatically.
-ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3", "usr/sbin/ethtool"]
+ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3", "usr/sbin/ethtool",
+              "usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "usr/sbin/ovsdb-server",
+              "usr/bin/ovs-vsctl", "usr/bin/ovs-appctl", "usr/bin/ovs-ofctl", "usr/bin/ovsdb-tool"]
+#: files the image carries besides the programs and their closure (the OVS database schema, a
+#: library loaded at run time)
+DATA_FILES = ["usr/share/openvswitch/vswitch.ovsschema", "usr/lib/x86_64-linux-gnu/libgcc_s.so.1"]
 #: what a TCP guest runs (nfvperf.vm.guest refuses an image whose manifest lacks one of them)
 TCP_TOOLS = ["usr/bin/iperf3", "usr/sbin/ethtool"]
 # virtio for the vhost-user NICs; iavf (Intel 700/800-series VFs) and ixgbe (82599/X5x0 VFs) for
@@ -115,7 +128,9 @@ KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_gener
                   "kernel/drivers/virtio/virtio_pci_legacy_dev.ko",
                   "kernel/drivers/virtio/virtio_pci_modern_dev.ko",
                   "kernel/drivers/virtio/virtio_pci.ko", "kernel/net/core/failover.ko",
-                  "kernel/drivers/net/net_failover.ko", "kernel/drivers/net/virtio_net.ko"]
+                  "kernel/drivers/net/net_failover.ko", "kernel/drivers/net/virtio_net.ko",
+                  # tun: OVS-DPDK's bridge-local (internal) ports are taps
+                  "kernel/drivers/net/tun.ko"]
 BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "sleep", "ls",
                    "stty", "poweroff", "reboot", "grep", "sed", "tr", "cut", "seq", "wc", "dmesg",
                    "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename",
@@ -578,7 +593,7 @@ def _recipe_text() -> str:
     # The builder's own source is part of the recipe: any change to it makes a new image.
     src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     return json.dumps({"recipe": RECIPE_VERSION, "builder_sha256": src, "init": INIT_SCRIPT, "roots": ROOT_FILES,
-                       "pmds": ROOT_PMDS, "modules": KERNEL_MODULES,
+                       "pmds": ROOT_PMDS, "modules": KERNEL_MODULES, "data": DATA_FILES,
                        "applets": BUSYBOX_APPLETS}, sort_keys=True)
 
 
@@ -611,7 +626,7 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
     for name in sorted(debs):
         if name == kpkg:
             continue
-        tree.update(_extract_deb(debs[name], want=lambda p: not p.startswith(
+        tree.update(_extract_deb(debs[name], want=lambda p: p in DATA_FILES or not p.startswith(
             ("usr/share/", "etc/", "usr/lib/python3", "usr/include/"))))
     # Kernel: vmlinuz and the few modules.
     kfiles = _extract_deb(debs[kpkg], want=lambda p: p.startswith("boot/vmlinuz-") or (
@@ -636,6 +651,10 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
     keep = _closure(tree, roots, lib_dirs)
 
     img: Dict[str, _Entry] = {p: tree[p] for p in keep}
+    for p in DATA_FILES:
+        if p not in tree:
+            raise ImageError(f"not in the packages: /{p}")
+        img[p] = tree[p]
     img["usr/bin/busybox"] = tree["usr/bin/busybox"]
     img["usr/bin/busybox"].mode = 0o755
     for a in BUSYBOX_APPLETS:

@@ -54,11 +54,14 @@ from .guest import SHELL_READY, GuestShell, ShellGuest
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 import json
 from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.dut.l3fwd import find_l3fwd
 import shutil
 from nfvperf.host.base import Host
 
 #: where the overlay puts this host's tgen and socat in the guest
 GUEST_TGEN = "/usr/bin/nfvperf-tgen"
+#: and this checkout's l3fwd build, when there is one (``dut: l3fwd`` on a guest DUT host)
+GUEST_L3FWD = "/usr/bin/nfvperf-l3fwd"
 GUEST_SOCAT = "/usr/bin/socat"
 GUEST_INIT = "/nfvperf-pci-init"
 #: the guest's work directory (tgen's control socket, process output)
@@ -77,7 +80,7 @@ mkdir -p /dev/hugepages /var/run /tmp /run/nfvperf
 mount -t hugetlbfs hugetlbfs /dev/hugepages
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts     # ptys for interactive processes
 log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
-for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev; do
+for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev tun; do
   insmod /lib/modules/$m.ko || log "insmod $m failed"
 done
 NICS=""
@@ -132,11 +135,15 @@ def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
     return out
 
 
-def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path) -> Path:
-    """The guest's initramfs: the image's, then an archive with this init, tgen and socat (the
-    kernel unpacks concatenated archives in order).  Written to ``out``; returns it."""
+def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
+            l3fwd: Optional[Path] = None) -> Path:
+    """The guest's initramfs: the image's, then an archive with this init, tgen and socat (and
+    l3fwd when given; the kernel unpacks concatenated archives in order).  Written to ``out``;
+    returns it."""
     files = {GUEST_TGEN.lstrip("/"): Path(tgen), GUEST_SOCAT.lstrip("/"): Path(socat)}
-    files.update(host_closure([tgen, socat]))
+    if l3fwd is not None:
+        files[GUEST_L3FWD.lstrip("/")] = Path(l3fwd)
+    files.update(host_closure(list(files.values())))
     pmd = ""
     with contextlib.suppress(OSError, ValueError):
         pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
@@ -166,8 +173,11 @@ class PciGuest(ShellGuest):
 
     ``PciGuest(run, tracker, sockets=[s0, s1], name="tester", vcpus=2, memory_mb=1024,
     guest_hugepages_mb=512, image=None, accel="auto", tgen=None, socat=None,
-    stream_server=None)``; ``stream_server`` True/False: the sockets are cables to another
-    PciGuest's NICs (QEMU ``-netdev stream``), the guest started with True first."""
+    stream_server=None, taps=None, queues=1, netns=None)``; ``stream_server`` True/False: the
+    sockets are cables to another PciGuest's NICs (QEMU ``-netdev stream``), the guest started
+    with True first; ``taps``: instead, each NIC is the tap of that name (``queues`` queue pairs,
+    virtio-net-pci ``mq=on``) which QEMU creates in ``netns``, where the caller cables it
+    (:class:`nfvperf.testbed.guests.TapCables`)."""
 
     name = "vm-pci"
     __test__ = False
@@ -181,7 +191,8 @@ class PciGuest(ShellGuest):
                  image: Optional[vm_image.ImageInfo] = None, accel: str = "auto",
                  tgen: Optional[Path] = None, socat: Optional[Path] = None,
                  cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None,
-                 stream_server: Optional[bool] = None):
+                 stream_server: Optional[bool] = None, taps: Optional[Sequence[str]] = None,
+                 queues: int = 1, netns: Optional[str] = None):
         if len(sockets) != self.nics:
             raise ValueError(f"sockets: the PCI guest has {self.nics} emulated NICs, one "
                              f"vhost-user socket each; got {len(sockets)}")
@@ -196,6 +207,11 @@ class PciGuest(ShellGuest):
         # None: the NICs are vhost-user (a backend on this host); True/False: each socket is a
         # cable to another guest's NIC (QEMU's stream netdev), this guest listening or connecting
         self.stream_server = stream_server
+        if taps is not None and len(taps) != self.nics:
+            raise ValueError(f"taps: one per NIC ({self.nics}), got {len(taps)}")
+        self.taps = list(taps) if taps is not None else None
+        self.tap_queues = int(queues)
+        self.netns = netns
         self.tgen_path = tgen
         self.socat_path = socat
         self.rpc_sock = run.run_dir / f"vm-{name}-rpc.sock"
@@ -205,6 +221,9 @@ class PciGuest(ShellGuest):
         self.shell: Optional[GuestShell] = None
         self.guest_nics: list[str] = []
         self._host: Optional[GuestPciHost] = None
+
+    def serves_sockets(self) -> bool:
+        return self.server and self.taps is None
 
     def pci_addresses(self) -> list[str]:
         """The NICs' addresses in the guest, in socket order."""
@@ -232,13 +251,23 @@ class PciGuest(ShellGuest):
     def argv(self) -> list[str]:
         a = super().argv()
         a[a.index("-initrd") + 1] = str(self.initrd)
-        if self.stream_server is not None:
-            for i, p in enumerate(self.vhost_ports):
+        if self.taps is not None or self.stream_server is not None:
+            for i, p in enumerate(self.vhost_ports):       # no vhost-user: QEMU's own cables
                 c = a.index(next(x for x in a if x.startswith(f"socket,id=vhu{i},")))
                 del a[c - 1:c + 1]
                 n = a.index(next(x for x in a if x.startswith(f"type=vhost-user,id=net{i},")))
-                a[n] = (f"stream,id=net{i},server={'on' if self.stream_server else 'off'},"
-                        f"addr.type=unix,addr.path={p.socket}")
+                if self.taps is None:
+                    a[n] = (f"stream,id=net{i},server={'on' if self.stream_server else 'off'},"
+                            f"addr.type=unix,addr.path={p.socket}")
+                    continue
+                a[n] = (f"tap,id=net{i},ifname={self.taps[i]},script=no,downscript=no,vhost=off,"
+                        f"queues={self.tap_queues}")
+                if self.tap_queues > 1:
+                    # under TCG the NICs have no MSI-X (vectors=0, nic_device): DPDK polls
+                    # rss=on: QEMU hashes each frame to a queue pair (a NIC's RSS; DPDK's
+                    # virtio PMD refuses an RSS configuration without it)
+                    a[n + 2] += ",mq=on,rss=on" + ("" if self.accel == "tcg" else
+                                                   f",vectors={2 * self.tap_queues + 2}")
         # the third serial port (the guest's ttyS2): tgen's JSON-RPC, relayed by socat
         # the fourth (ttyS3): an interactive process's terminal (the testpmd DUT's console)
         return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
@@ -256,7 +285,10 @@ class PciGuest(ShellGuest):
                              "control socket with it)")
         if self.image is None:
             self.image = vm_image.build(self.cache_dir)
-        overlay(self.image, tgen, Path(socat), self.initrd)
+        l3fwd: Optional[str] = None
+        with contextlib.suppress(FileNotFoundError):      # not built: no l3fwd in the guest
+            l3fwd = find_l3fwd()
+        overlay(self.image, tgen, Path(socat), self.initrd, l3fwd=Path(l3fwd) if l3fwd else None)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
         for sock in (self.rpc_sock, self.tty_sock):
             with contextlib.suppress(FileNotFoundError):
@@ -589,6 +621,24 @@ class GuestPciHost:
                 self.guest.shell_line(f"kill -9 {p} 2>/dev/null; true")
         return {"host": self.name, "processes": pids, "dry_run": dry_run}
 
+    def leftovers(self, tag: str) -> dict[str, Any]:
+        """What a run ``tag`` left in the guest: processes whose environment carries its
+        ``NFVPERF_TAG``, files named after it where runs put theirs (the work directory,
+        hugetlbfs, DPDK's runtime directory, /tmp), and 2 MB hugepages still in use (a DPDK
+        process or file holding them)."""
+        q = shlex.quote(tag)
+        rc, out = self.guest.shell_line(
+            "for p in /proc/[0-9]*; do grep -q " + shlex.quote(f"NFVPERF_TAG={tag}")
+            + " $p/environ 2>/dev/null && echo P=${p#/proc/}; done; for f in "
+            f"{GUEST_WORK}/*{q}* /dev/hugepages/*{q}* /var/run/dpdk/*{q}* /tmp/*{q}*; do "
+            "[ -e \"$f\" ] && echo F=$f; done; grep -E '^HugePages_(Total|Free):' /proc/meminfo")
+        words = out.split()
+        pages = {w.rstrip(":"): int(n) for w, n in zip(words, words[1:])
+                 if w.startswith("HugePages_") and n.isdigit()}
+        return {"processes": [int(w[2:]) for w in words if w.startswith("P=") and w[2:].isdigit()],
+                "files": [w[2:] for w in words if w.startswith("F=")],
+                "hugepages_in_use": pages.get("HugePages_Total", 0) - pages.get("HugePages_Free", 0)}
+
     def close(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(OSError):
@@ -718,4 +768,4 @@ def _conforms(h: GuestPciHost) -> "Any":
 
 
 __all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "overlay", "host_closure", "GUEST_TGEN",
-           "PCI_INIT"]
+           "GUEST_L3FWD", "PCI_INIT"]

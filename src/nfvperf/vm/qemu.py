@@ -288,6 +288,8 @@ class VmVnf(DutAdapter):
         self.proc: Optional[Process] = None
         self.console: Optional[_Console] = None
         self.ready = False
+        #: the network namespace QEMU runs in (its tap NICs are there; None: this machine's)
+        self.netns: Optional[str] = None
         self.port_macs: list[str] = []
         self.guest_dpdk = ""
         self.boot_s: Optional[float] = None
@@ -373,6 +375,10 @@ class VmVnf(DutAdapter):
             a += ["-chardev", chardev, "-netdev", netdev, "-device", dev]
         return a + sriov.vfio_device_args(self.vf_pci)
 
+    def serves_sockets(self) -> bool:
+        """QEMU creates its NICs' sockets (vhost-user or stream servers)."""
+        return self.server
+
     def mq_props(self) -> str:
         """The multi-queue properties of a NIC with ``queues`` > 1: an MSI-X vector per queue,
         one for the config, one spare."""
@@ -434,7 +440,8 @@ class VmVnf(DutAdapter):
         for f in (self.console_log, self.testpmd_log):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
-        self.proc = Process(f"qemu-{self.vnf_name}", self.argv(), self.run, self.tracker)
+        self.proc = Process(f"qemu-{self.vnf_name}", self.argv(), self.run, self.tracker,
+                            netns=self.netns)
         self._t_start = time.monotonic()
         self.proc.start()
         if self.cpus:
@@ -443,7 +450,7 @@ class VmVnf(DutAdapter):
                 os.sched_setaffinity(self.proc.pid, set(self.cpus))
         self.tracker.add("dut", f"vm-{self.vnf_name}", self.stop)
         self.started = True
-        if self.server and self.vhost_ports:
+        if self.serves_sockets() and self.vhost_ports:
             # QEMU creates the first NIC's socket and waits there for the switch.
             first = self.vhost_ports[0]
             self._wait_for(lambda: self._socket(first).exists(), 30,
