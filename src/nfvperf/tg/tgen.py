@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
+from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
 from nfvperf.trial import (
     MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
@@ -708,7 +709,8 @@ class TgenMeasurer(Measurer):
                  stream_params: Optional[list[dict]] = None,
                  learning_wait_s: Optional[float] = None, learning_frames: int = 3,
                  rx_groups: Optional[Sequence[Sequence[int]]] = None,
-                 topology_environment: Optional[Callable[[], dict]] = None):
+                 topology_environment: Optional[Callable[[], dict]] = None,
+                 dut_telemetry: Optional[Callable[[], dict]] = None):
         if not pairs:
             raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
         self.proc = proc
@@ -727,6 +729,10 @@ class TgenMeasurer(Measurer):
                 seen[p] = i
         self.dut_counters = dut_counters
         self.dut_alive = dut_alive
+        #: the DUT's telemetry, read before and after every trial (outside its measured interval);
+        #: None: the trials store the generator's side only (``telemetry_enabled`` off)
+        self.dut_telemetry = TelemetryProbe(dut_telemetry) if dut_telemetry is not None else None
+        self.telemetry_enabled = True
         self.stream_params = stream_params
         self.learning_wait_s = learning_wait_s
         self.learning_frames = learning_frames
@@ -886,6 +892,8 @@ class TgenMeasurer(Measurer):
         the trial stores its own deltas: DUT counters are cumulative (OVS PMD statistics since
         the topology came up, port counters since start)."""
         self._dut_before, self._dut_before_error = None, None
+        if self.dut_telemetry is not None and self.telemetry_enabled:
+            self.dut_telemetry.before()
         if self.dut_counters is None:
             return
         try:
@@ -1024,9 +1032,13 @@ class TgenMeasurer(Measurer):
         tg_counters = {f"port{p.get('id')}": {"stats": p.get("stats", {}),
                                                "xstats": p.get("xstats", {})} for p in ports}
         dut = self._dut_trial_counters()
+        dut_tel = (self.dut_telemetry.after() if self.dut_telemetry is not None and self.telemetry_enabled
+                   else {"available": NA})
+        gen_tel = generator_telemetry(raw, sum(s.sent for s in streams), expected, sum(not_sent.values()),
+                                      _opt_float(raw.get("tsc_hz_dpdk")) or _opt_float(raw.get("tsc_hz")))
         lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
             else None
-        return TrialResult(
+        res = TrialResult(
             duration_s=float(duration_s), load_pps=float(load_pps),
             sent=sum(s.sent for s in streams), received=sum(s.received for s in streams),
             expected=expected, effective_duration_s=eff, streams=streams, latency=lat,
@@ -1040,7 +1052,12 @@ class TgenMeasurer(Measurer):
                    "tsc_hz": raw.get("tsc_hz"), "tsc_hz_dpdk": raw.get("tsc_hz_dpdk"),
                    "tx_not_sent": sum(not_sent.values()),
                    "misrouted": misrouted, "notes": notes,
-                   "backpressure": bool(pushed_back)})
+                   "backpressure": bool(pushed_back)},
+            telemetry={"dut": dut_tel, "generator": gen_tel})
+        res.telemetry["loss"] = loss_account({"expected": res.expected, "sent": res.sent,
+                                              "received": res.received, "telemetry": res.telemetry,
+                                              "extra": {"misrouted": misrouted}})
+        return res
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         profile = self._need_profile()
