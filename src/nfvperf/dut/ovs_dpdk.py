@@ -1240,7 +1240,8 @@ class OvsDpdk(DutAdapter):
 
     def telemetry(self) -> dict[str, Any]:
         """PMD counters, datapath flows and port counters (:mod:`nfvperf.dut.ovs_telemetry`)."""
-        return ovs_reading(self.name, self.counters(), self.appctl("dpctl/show"))
+        return ovs_reading(self.name, self.counters(), self.appctl("dpctl/show"),
+                           self.appctl("coverage/show"))
 
     def pmd_rxq(self) -> str:
         return self.appctl("dpif-netdev/pmd-rxq-show")

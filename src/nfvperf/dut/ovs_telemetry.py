@@ -18,11 +18,11 @@ from nfvperf.tg.telemetry import NA, PMD_FIELDS, dut_reading
 PMD_KEYS = {"packets_received": "packets", "packet_recirculations": "recirculations",
             "phwol_hits": "phwol_hits", "simple_match_hits": "simple_match_hits", "emc_hits": "emc_hits",
             "smc_hits": "smc_hits", "megaflow_hits": "megaflow_hits",
-            "miss_with_success_upcall": "upcalls", "miss_with_failed_upcall": "lost",
+            "miss_with_success_upcall": "upcalls", "miss_with_failed_upcall": "failed_upcalls",
             "processing_cycles": "busy_cycles", "idle_cycles": "idle_cycles"}
 #: the port counters dump-ports has (live)
 OVS_PORT_OFFERS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
-OVS_OFFERS = frozenset({"pmds", "datapath_flows", *OVS_PORT_OFFERS})
+OVS_OFFERS = frozenset({"pmds", "datapath_flows", "drops", *OVS_PORT_OFFERS})
 
 
 def pmd_reading(pmd_stats: Mapping[str, Any]) -> Any:
@@ -46,7 +46,23 @@ def datapath_flows(dpctl_show: str) -> Any:
     return sum(found) if found else NA
 
 
-def ovs_reading(adapter: str, counters: Mapping[str, Any], dpctl_show: str) -> dict[str, Any]:
-    """The reading of an OVS adapter from its ``counters()`` (ports, pmd) and ``dpctl/show``."""
+def drop_counters(coverage_show: str) -> Any:
+    """OVS's drop counters (``datapath_drop_*``, ``drop_action_*``: OVS ≥ 2.13) from
+    ``ovs-appctl coverage/show``, by name with their totals; coverage/show lists only counters
+    that were hit, so a missing one is 0.  NA when the output is not coverage/show's.
+
+    The PMD threads add to these counters in batches, so a drop in the last moments before the
+    reading after a trial may count in the next trial (the drain between them is the margin)."""
+    if "total:" not in (coverage_show or "") and "never hit" not in (coverage_show or ""):
+        return NA
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^((?:datapath_drop|drop_action)_\w+)\s+.*?total:\s*(\d+)", coverage_show, re.M)}
+
+
+def ovs_reading(adapter: str, counters: Mapping[str, Any], dpctl_show: str,
+                coverage_show: str = "") -> dict[str, Any]:
+    """The reading of an OVS adapter from its ``counters()`` (ports, pmd), ``dpctl/show`` and
+    ``coverage/show``."""
     return dut_reading(adapter, counters.get("ports") or {}, pmds=pmd_reading(counters.get("pmd") or {}),
-                       datapath_flows=datapath_flows(dpctl_show), port_offers=OVS_PORT_OFFERS)
+                       datapath_flows=datapath_flows(dpctl_show), drops=drop_counters(coverage_show),
+                       port_offers=OVS_PORT_OFFERS)

@@ -13,6 +13,7 @@ A DUT reading::
     {"adapter": "ovs-dpdk",
      "pmds": {"pmd core 1": {packets, simple_match_hits, emc_hits, ...}} | NA,
      "datapath_flows": int | NA,                  # a gauge: the delta keeps before and after
+     "drops": {reason: n} | NA,                   # frames the DUT dropped inside (OVS: datapath_drop_*)
      "ports": {name: {rx_packets, tx_packets, rx_dropped, tx_dropped, rx_missed, ...}},
      "vnfs": {vnf name: {"ports": {...}}}}        # (the topology adds its VNFs' readings)
 
@@ -30,11 +31,15 @@ NA = "not available"
 
 #: per-PMD counters (pmd-stats-show, OVS 3.x names made plain)
 PMD_FIELDS = ("packets", "recirculations", "phwol_hits", "simple_match_hits", "emc_hits", "smc_hits",
-              "megaflow_hits", "upcalls", "lost", "busy_cycles", "idle_cycles")
-#: the datapath stages a packet's lookup ends at, in the order OVS tries them; "upcalls" are misses
-PATH_FIELDS = ("phwol_hits", "simple_match_hits", "emc_hits", "smc_hits", "megaflow_hits", "upcalls", "lost")
+              "megaflow_hits", "upcalls", "failed_upcalls", "busy_cycles", "idle_cycles")
+#: the datapath stages a packet's lookup ends at, in the order OVS tries them; the two upcall
+#: counters are the misses (a failed upcall, e.g. the datapath's flow limit reached, still
+#: forwards the packet by the slow path but installs no flow)
+PATH_FIELDS = ("phwol_hits", "simple_match_hits", "emc_hits", "smc_hits", "megaflow_hits", "upcalls",
+               "failed_upcalls")
 PATH_NAMES = {"phwol_hits": "HW offload", "simple_match_hits": "simple match", "emc_hits": "EMC",
-              "smc_hits": "SMC", "megaflow_hits": "megaflow", "upcalls": "upcalls", "lost": "failed upcalls"}
+              "smc_hits": "SMC", "megaflow_hits": "megaflow", "upcalls": "upcalls",
+              "failed_upcalls": "failed upcalls"}
 #: per-port counters; ``rx_dropped`` includes ``rx_missed`` and ``rx_nombuf`` where a DUT has them
 PORT_FIELDS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_missed", "rx_nombuf",
                "rx_errors", "tx_errors", "tx_retries")
@@ -54,10 +59,11 @@ def port_reading(counters: Mapping[str, Any], offers: Sequence[str] = PORT_FIELD
 
 
 def dut_reading(adapter: str, ports: Mapping[str, Mapping[str, Any]], *, pmds: Any = NA,
-                datapath_flows: Any = NA, port_offers: Sequence[str] = PORT_FIELDS,
+                datapath_flows: Any = NA, drops: Any = NA, port_offers: Sequence[str] = PORT_FIELDS,
                 extra: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """A DUT reading (module docstring) from port counters and, where the DUT has them, PMDs."""
-    out: dict[str, Any] = {"adapter": adapter, "pmds": pmds, "datapath_flows": datapath_flows,
+    """A DUT reading (module docstring) from port counters and, where the DUT has them, PMDs,
+    datapath flows and drop counters."""
+    out: dict[str, Any] = {"adapter": adapter, "pmds": pmds, "datapath_flows": datapath_flows, "drops": drops,
                            "ports": {str(n): port_reading(c, port_offers) for n, c in ports.items()}}
     out.update(extra or {})
     return out
@@ -136,12 +142,13 @@ class TelemetryProbe:
 
 # --------------------------------------------------------------------------------- generator
 def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_sent_at_tx: int,
-                        tsc_hz: Optional[float] = None) -> dict[str, Any]:
+                        held_back: bool = False) -> dict[str, Any]:
     """The generator's side of a trial from tgen's ``trial.result`` (PROTOCOL.md §6): frames it
     did not send (``not_sent``: intended − sent, of which ``not_sent_at_tx`` its ports dropped at
-    TX), TX ring full / no free mbuf events, the pacer's worst lateness, and per port the RX
-    frames it missed (``imissed``, ``rx_nombuf``, ``ierrors``).  tgen does not report how busy
-    its lcores were: :data:`NA`."""
+    TX; ``held_back``: because the DUT's ring was full, tgen's backpressure), TX ring full / no
+    free mbuf events, the pacer's worst lateness, and per port the RX frames it missed
+    (``imissed``, ``rx_nombuf``, ``ierrors``).  tgen does not report how busy its lcores were:
+    :data:`NA`."""
     streams = raw.get("streams") or []
     ports = {}
     for p in raw.get("ports") or []:
@@ -155,14 +162,15 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
             "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in streams),
             "pacer_late_max_ns": float(raw.get("pacer_late_max_ns") or 0.0),
             "effective_duration_s": float(raw.get("effective_duration_s") or 0.0),
-            "tsc_hz": tsc_hz if tsc_hz else NA,
-            "lcore_busy": NA, "ports": ports}
+            "held_back": bool(held_back), "lcore_busy": NA, "ports": ports}
 
 
 # ------------------------------------------------------------------------------ loss account
 #: the places a frame can be lost, in the order along its path
-LOSS_PLACES = ("not_sent", "dut_rx", "dut_inside", "dut_tx", "vnf", "generator_rx", "misrouted")
-LOSS_NAMES = {"not_sent": "not sent by the generator", "dut_rx": "missed at the DUT's RX",
+LOSS_PLACES = ("not_sent", "dut_rx_full", "dut_rx", "dut_inside", "dut_tx", "vnf", "generator_rx", "misrouted")
+LOSS_NAMES = {"not_sent": "not sent by the generator",
+              "dut_rx_full": "held back by the DUT's full RX ring (not taken from the generator)",
+              "dut_rx": "missed at the DUT's RX",
               "dut_inside": "dropped inside the DUT", "dut_tx": "dropped at the DUT's TX",
               "vnf": "dropped by the VNFs", "generator_rx": "missed at the generator's RX",
               "misrouted": "arrived on the wrong generator port", "unaccounted": "unaccounted"}
@@ -179,12 +187,11 @@ def _sum_ports(ports: Any, field: str) -> tuple[Any, dict[str, int]]:
     return sum(have.values()), {n: v for n, v in have.items() if v}
 
 
-def _pmd_lost(pmds: Any) -> Any:
-    if not isinstance(pmds, dict) or not pmds:
-        return NA
-    vals = [c.get("lost") for c in pmds.values() if isinstance(c, dict)]
-    have = [int(v) for v in vals if available(v)]
-    return sum(have) if have else NA
+def _drops(drops: Any) -> tuple[Any, dict[str, int]]:
+    if not isinstance(drops, dict):
+        return NA, {}
+    have = {k: int(v) for k, v in drops.items() if available(v) and v}
+    return sum(have.values()), have
 
 
 def loss_account(trial: Mapping[str, Any]) -> Optional[dict[str, Any]]:
@@ -205,9 +212,13 @@ def loss_account(trial: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     parts: dict[str, Any] = {}
     ports: dict[str, dict[str, int]] = {}
     sent = int(trial.get("sent") or 0)
-    parts["not_sent"] = max(0, expected - sent)
+    # a vhost-user/memif DUT that does not empty its RX ring holds the generator back: the
+    # frames it did not take are the DUT's loss at its RX (tgen's `backpressure`), not the generator's
+    held = bool((trial.get("extra") or {}).get("backpressure"))
+    parts["not_sent"] = 0 if held else max(0, expected - sent)
+    parts["dut_rx_full"] = max(0, expected - sent) if held else 0
     parts["dut_rx"], ports["dut_rx"] = _sum_ports(dut.get("ports"), "rx_dropped")
-    parts["dut_inside"] = _pmd_lost(dut.get("pmds"))
+    parts["dut_inside"], ports["dut_inside"] = _drops(dut.get("drops"))
     parts["dut_tx"], ports["dut_tx"] = _sum_ports(dut.get("ports"), "tx_dropped")
     vnf_total: Any = NA
     for name, v in (dut.get("vnfs") or {}).items():
@@ -215,7 +226,9 @@ def loss_account(trial: Mapping[str, Any]) -> Optional[dict[str, Any]]:
             n, per = _sum_ports((v or {}).get("ports"), f)
             if available(n):
                 vnf_total = (vnf_total if available(vnf_total) else 0) + n
-                ports.setdefault("vnf", {}).update({f"{name}:{p}": c for p, c in per.items()})
+                at = ports.setdefault("vnf", {})
+                for p, c in per.items():
+                    at[f"{name}:{p}"] = at.get(f"{name}:{p}", 0) + c
     parts["vnf"] = vnf_total if dut.get("vnfs") else 0
     gm, gper = _sum_ports(gen.get("ports"), "rx_missed")
     gn, nper = _sum_ports(gen.get("ports"), "rx_nombuf")
@@ -237,6 +250,7 @@ def loss_text(acc: Optional[Mapping[str, Any]], top: int = 3) -> str:
     items = [(k, int(v)) for k, v in parts.items() if available(v) and v]
     items.append(("unaccounted", int(acc.get("unaccounted") or 0)))
     items = sorted((kv for kv in items if kv[1]), key=lambda kv: -kv[1])
+    items = [kv for kv in items if kv[1] * 200 >= lost] or items[:1]     # parts of 0.5 % and more
     bits = []
     for k, v in items[:top]:
         where = (acc.get("ports") or {}).get(k) or {}
@@ -244,7 +258,7 @@ def loss_text(acc: Optional[Mapping[str, Any]], top: int = 3) -> str:
         bits.append(f"{100.0 * v / lost:.0f} % {LOSS_NAMES.get(k, k)}" + (f" ({at})" if at else ""))
     na = [LOSS_NAMES[k] for k, v in parts.items() if not available(v)]
     text = f"{lost:,} lost: " + (", ".join(bits) if bits else "nothing located")
-    if acc.get("excess"):
+    if int(acc.get("excess") or 0) * 1000 > lost:
         text += f"; counters exceed the loss by {int(acc['excess']):,} (they also count non-test frames)"
     if na:
         text += "; not available: " + ", ".join(na)
@@ -252,20 +266,17 @@ def loss_text(acc: Optional[Mapping[str, Any]], top: int = 3) -> str:
 
 
 # ------------------------------------------------------------------------------ PMD summary
-def pmd_summary(tel: Mapping[str, Any], effective_s: float = 0.0) -> Optional[dict[str, Any]]:
+def pmd_summary(tel: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     """The DUT's PMDs over a trial: packets, each lookup stage's share of the packets, processing
-    cycles per packet, and the busiest PMD's busy share (processing cycles over the traffic's
-    cycles when the TSC rate and the traffic's duration are known, else over the PMD's own
-    busy + idle cycles of the read window).  None when the DUT has no PMD telemetry."""
+    cycles per packet, and the busiest PMD's busy share (processing cycles over processing + idle
+    cycles, as OVS's pmd-perf-show counts them: the time the PMD ran, not the time it was
+    descheduled).  None when the DUT has no PMD telemetry."""
     dut = tel.get("dut") if isinstance(tel.get("dut"), dict) else {}
     pmds = dut.get("pmds")
     if not isinstance(pmds, dict) or not pmds:
         return None
     tot: dict[str, int] = {}
     busiest: tuple[float, str] = (-1.0, "")
-    gen = tel.get("generator") or {}
-    hz = gen.get("tsc_hz") if available(gen.get("tsc_hz")) else None
-    eff = effective_s or (gen.get("effective_duration_s") if available(gen.get("effective_duration_s")) else 0)
     for name, c in pmds.items():
         if not isinstance(c, dict):
             continue
@@ -273,12 +284,9 @@ def pmd_summary(tel: Mapping[str, Any], effective_s: float = 0.0) -> Optional[di
             if available(c.get(k)):
                 tot[k] = tot.get(k, 0) + int(c[k])
         busy, idle = c.get("busy_cycles"), c.get("idle_cycles")
-        if available(busy) and hz and eff:
-            share = min(1.0, float(busy) / (float(hz) * float(eff)))
-        elif available(busy) and available(idle) and (busy + idle) > 0:
-            share = float(busy) / float(busy + idle)
-        else:
+        if not (available(busy) and available(idle) and (busy + idle) > 0):
             continue
+        share = float(busy) / float(busy + idle)
         busiest = max(busiest, (share, name))
     pk = tot.get("packets", 0)
     out: dict[str, Any] = {"packets": pk, "pmds": len(pmds)}
@@ -299,7 +307,7 @@ def pmd_text(s: Optional[Mapping[str, Any]]) -> str:
     if isinstance(b, dict):
         bits.append(f"{b['pmd'].replace('pmd', 'PMD')} {100 * b['busy_share']:.0f} % busy")
     if available(s.get("cycles_per_packet")):
-        bits.append(f"{s['cycles_per_packet']:.0f} cycles/packet")
+        bits.append(f"{s['cycles_per_packet']:,.0f} cycles/packet")
     shares = sorted(((v, k) for k, v in (s.get("path_shares") or {}).items() if v >= 0.01), reverse=True)
     bits += [f"{100 * v:.0f} % {PATH_NAMES[k]}" for v, k in shares[:3]]
     if available(s.get("datapath_flows")):
@@ -311,8 +319,8 @@ def generator_cause(tel: Mapping[str, Any]) -> Optional[str]:
     """What held the generator back in a trial (None: it offered the load): frames not sent,
     TX ring full, no free mbuf, a late pacer."""
     gen = tel.get("generator") if isinstance(tel.get("generator"), dict) else None
-    if not gen:
-        return None
+    if not gen or gen.get("held_back"):
+        return None     # (a DUT that held the generator back bound the trial, not the generator)
     intended = int(gen.get("intended") or 0)
     ns = int(gen.get("not_sent") or 0)
     if intended <= 0 or ns < 0.001 * intended:
@@ -346,7 +354,7 @@ def explain_trial(trial: Mapping[str, Any], label: str = "") -> str:
     dut = tel.get("dut") or {}
     if isinstance(dut, dict) and dut.get("error"):
         return f"{lab}: DUT telemetry failed ({dut['error']})"
-    s = pmd_summary(tel, float(trial.get("effective_duration_s") or 0.0))
+    s = pmd_summary(tel)
     if s is not None:
         return f"{lab}: {pmd_text(s)}"
     adapter = dut.get("adapter") if isinstance(dut, dict) else None

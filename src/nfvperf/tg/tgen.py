@@ -1035,7 +1035,7 @@ class TgenMeasurer(Measurer):
         dut_tel = (self.dut_telemetry.after() if self.dut_telemetry is not None and self.telemetry_enabled
                    else {"available": NA})
         gen_tel = generator_telemetry(raw, sum(s.sent for s in streams), expected, sum(not_sent.values()),
-                                      _opt_float(raw.get("tsc_hz_dpdk")) or _opt_float(raw.get("tsc_hz")))
+                                      held_back=bool(pushed_back))
         lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
             else None
         res = TrialResult(
@@ -1056,7 +1056,8 @@ class TgenMeasurer(Measurer):
             telemetry={"dut": dut_tel, "generator": gen_tel})
         res.telemetry["loss"] = loss_account({"expected": res.expected, "sent": res.sent,
                                               "received": res.received, "telemetry": res.telemetry,
-                                              "extra": {"misrouted": misrouted}})
+                                              "extra": {"misrouted": misrouted,
+                                                        "backpressure": bool(pushed_back)}})
         return res
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
