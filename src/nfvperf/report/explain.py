@@ -148,7 +148,8 @@ METRIC_NAMES = {**{f"share:{k}": f"{PATH_NAMES[k]} hits" if k.endswith("_hits") 
                    for k in PATH_FIELDS},
                 "share:pmd_busy": "PMD busy", "cycles_per_packet": "cycles/packet",
                 "datapath_flows": "datapath flows", "share:not_sent": "frames not sent",
-                "share:loss_dut_rx": "lost at DUT RX", "share:loss_dut_rx_full": "held back by DUT RX", "share:loss_dut_inside": "lost inside DUT",
+                "share:loss_dut_rx": "lost at DUT RX",
+                "share:loss_dut_rx_full": "held back by DUT RX", "share:loss_dut_inside": "lost inside DUT",
                 "share:loss_dut_tx": "lost at DUT TX", "share:loss_vnf": "lost in VNFs",
                 "share:loss_generator_rx": "missed at generator RX"}
 
@@ -251,7 +252,7 @@ def comparison_table(tests: list[Any]) -> Optional[Table]:
                  "Beside each unit's ratio to its study's baseline, the figures of the DUT's and the "
                  "generator's telemetry that differ most between the two (medians over the trials "
                  "that made each result; shares are of the packets the PMDs handled, of the frames "
-                 "intended, or of the frames lost). OVS ≥ 2.16 sends flows whose rules match only in_port down its \"simple "
-                 "match\" path, which skips the EMC and the classifier, so the flow count stops "
-                 "mattering there (docs/telemetry.md).",
+                 "intended, or of the frames lost). OVS ≥ 2.16 sends flows whose rules match only "
+                 "in_port down its \"simple match\" path, which skips the EMC and the classifier, "
+                 "so the flow count stops mattering there (docs/telemetry.md).",
                  ["Study", "Frame B", "ratio", "what differs most"], rows, key="explained")

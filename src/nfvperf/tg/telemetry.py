@@ -24,7 +24,7 @@ The generator's part (:func:`generator_telemetry`) comes from tgen's own trial r
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeGuard, Union
 
 #: the value of a counter the DUT (or generator) cannot report: never 0
 NA = "not available"
@@ -47,9 +47,15 @@ PORT_FIELDS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_misse
 GAUGES = ("datapath_flows",)
 
 
-def available(v: Any) -> bool:
+def available(v: Any) -> TypeGuard[Union[int, float]]:
     """A counter the reader could report (an int or float, not :data:`NA` or missing)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def section(d: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``d[key]`` when it is a dict (a telemetry part), else {} (missing, NA, an error)."""
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 def port_reading(counters: Mapping[str, Any], offers: Sequence[str] = PORT_FIELDS) -> dict[str, Any]:
@@ -207,8 +213,8 @@ def loss_account(trial: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     if lost <= 0:
         return None
     tel = trial.get("telemetry") or {}
-    dut = tel.get("dut") if isinstance(tel.get("dut"), dict) else {}
-    gen = tel.get("generator") if isinstance(tel.get("generator"), dict) else {}
+    dut = section(tel, "dut")
+    gen = section(tel, "generator")
     parts: dict[str, Any] = {}
     ports: dict[str, dict[str, int]] = {}
     sent = int(trial.get("sent") or 0)
@@ -271,7 +277,7 @@ def pmd_summary(tel: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     cycles per packet, and the busiest PMD's busy share (processing cycles over processing + idle
     cycles, as OVS's pmd-perf-show counts them: the time the PMD ran, not the time it was
     descheduled).  None when the DUT has no PMD telemetry."""
-    dut = tel.get("dut") if isinstance(tel.get("dut"), dict) else {}
+    dut = section(tel, "dut")
     pmds = dut.get("pmds")
     if not isinstance(pmds, dict) or not pmds:
         return None
@@ -293,8 +299,7 @@ def pmd_summary(tel: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     out["path_shares"] = {k: tot[k] / pk for k in PATH_FIELDS if k in tot and pk}
     out["cycles_per_packet"] = tot["busy_cycles"] / pk if pk and "busy_cycles" in tot else NA
     out["busiest"] = {"pmd": busiest[1], "busy_share": busiest[0]} if busiest[0] >= 0 else NA
-    out["datapath_flows"] = (dut.get("datapath_flows") or {}).get("after", NA) \
-        if isinstance(dut.get("datapath_flows"), dict) else NA
+    out["datapath_flows"] = section(dut, "datapath_flows").get("after", NA)
     return out
 
 
@@ -318,7 +323,7 @@ def pmd_text(s: Optional[Mapping[str, Any]]) -> str:
 def generator_cause(tel: Mapping[str, Any]) -> Optional[str]:
     """What held the generator back in a trial (None: it offered the load): frames not sent,
     TX ring full, no free mbuf, a late pacer."""
-    gen = tel.get("generator") if isinstance(tel.get("generator"), dict) else None
+    gen = section(tel, "generator")
     if not gen or gen.get("held_back"):
         return None     # (a DUT that held the generator back bound the trial, not the generator)
     intended = int(gen.get("intended") or 0)
@@ -351,11 +356,10 @@ def explain_trial(trial: Mapping[str, Any], label: str = "") -> str:
     if cause:
         return f"harness-bound: {cause}"
     lab = label if label and label != "—" else "DUT-bound"
-    dut = tel.get("dut") or {}
-    if isinstance(dut, dict) and dut.get("error"):
+    dut = section(tel, "dut")
+    if dut.get("error"):
         return f"{lab}: DUT telemetry failed ({dut['error']})"
     s = pmd_summary(tel)
     if s is not None:
         return f"{lab}: {pmd_text(s)}"
-    adapter = dut.get("adapter") if isinstance(dut, dict) else None
-    return f"{lab}: PMD telemetry not available ({adapter or 'DUT'})"
+    return f"{lab}: PMD telemetry not available ({dut.get('adapter') or 'DUT'})"

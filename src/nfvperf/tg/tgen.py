@@ -1032,10 +1032,6 @@ class TgenMeasurer(Measurer):
         tg_counters = {f"port{p.get('id')}": {"stats": p.get("stats", {}),
                                                "xstats": p.get("xstats", {})} for p in ports}
         dut = self._dut_trial_counters()
-        dut_tel = (self.dut_telemetry.after() if self.dut_telemetry is not None and self.telemetry_enabled
-                   else {"available": NA})
-        gen_tel = generator_telemetry(raw, sum(s.sent for s in streams), expected, sum(not_sent.values()),
-                                      held_back=bool(pushed_back))
         lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
             else None
         res = TrialResult(
@@ -1052,13 +1048,22 @@ class TgenMeasurer(Measurer):
                    "tsc_hz": raw.get("tsc_hz"), "tsc_hz_dpdk": raw.get("tsc_hz_dpdk"),
                    "tx_not_sent": sum(not_sent.values()),
                    "misrouted": misrouted, "notes": notes,
-                   "backpressure": bool(pushed_back)},
-            telemetry={"dut": dut_tel, "generator": gen_tel})
-        res.telemetry["loss"] = loss_account({"expected": res.expected, "sent": res.sent,
-                                              "received": res.received, "telemetry": res.telemetry,
-                                              "extra": {"misrouted": misrouted,
-                                                        "backpressure": bool(pushed_back)}})
+                   "backpressure": bool(pushed_back)})
+        res.telemetry = self._trial_telemetry(raw, res, sum(not_sent.values()))
         return res
+
+    def _trial_telemetry(self, raw: dict, res: TrialResult, not_sent_at_tx: int) -> dict[str, Any]:
+        """The trial's telemetry (``nfvperf.tg.telemetry``): the DUT's difference of the readings
+        before and after it, the generator's own counts, and the loss account."""
+        dut = (self.dut_telemetry.after() if self.dut_telemetry is not None and self.telemetry_enabled
+               else {"available": NA})
+        held = bool(res.extra.get("backpressure"))
+        tel: dict[str, Any] = {"dut": dut, "generator": generator_telemetry(raw, res.sent, res.expected,
+                                                                            not_sent_at_tx, held_back=held)}
+        tel["loss"] = loss_account({"expected": res.expected, "sent": res.sent, "received": res.received,
+                                    "telemetry": tel, "extra": {"misrouted": res.extra.get("misrouted"),
+                                                                "backpressure": held}})
+        return tel
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         profile = self._need_profile()
