@@ -133,3 +133,22 @@ def test_a_trial_the_generator_cannot_offer_is_harness_bound(run_ctx) -> None:
     assert "of frames not sent" in line, line
     acc = loss_account(tr.to_dict())
     assert acc["parts"]["not_sent"] == gen["not_sent"]
+
+
+def test_loss_over_time_intervals_add_up_to_the_trial(run_ctx) -> None:
+    """Item 5: tgen's frames sent and received per 100 ms interval (PROTOCOL.md §6 `intervals`),
+    from the start of the traffic through the drain, add up to the trial's counts."""
+    spec = TopologySpec(kind="p-ovs-p", ports=2, port_kind="vhost", ovs={"socket_mem_mb": 512})
+    with build(spec, run_ctx) as topo:
+        m = topo.measurer()
+        m.set_profile(TrafficProfile(frame_size_b=64, flows_per_port=1, learning=False, drain_s=0.3,
+                                     latency=False, link_speed_bps=40e9))
+        tr = m.measure(1.0, 100_000)
+    iv = tr.telemetry["generator"]["intervals"]
+    assert iv["interval_ms"] == pytest.approx(100, rel=0.01), iv
+    assert 10 <= len(iv["sent"]) <= 16, iv           # 1 s of traffic + 0.3 s drain (+ a late tick)
+    assert sum(iv["sent"]) == tr.sent + tr.extra["tx_not_sent"], (iv, tr.sent)
+    assert sum(iv["received"]) == tr.received
+    assert [s - r for s, r in zip(iv["sent"], iv["received"])] == iv["lost"]
+    # steady traffic: every full interval of the traffic carries about a tenth of it
+    assert all(abs(s - 20_000) < 4_000 for s in iv["sent"][1:9]), iv["sent"]

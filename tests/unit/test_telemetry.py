@@ -288,7 +288,10 @@ def _stored_study(store: Store) -> int:
                              params={}, traffic=prof, topology={"kind": "p-ovs-p", "port_kind": "vhost"},
                              study={"name": "flows", "axes": {"flows": flows}, "baseline": flows == 1})
         for load, recv in ((fps, 2000), (fps * 1.1, 1900)):
-            tr = TrialResult(duration_s=1, load_pps=load, sent=2000, received=recv, expected=2000, telemetry=tel)
+            gen = dict(tel["generator"], intervals={"interval_ms": 100.0, "sent": [1000, 1000],
+                                                    "received": [1000, recv - 1000], "lost": [0, 2000 - recv]})
+            tr = TrialResult(duration_s=1, load_pps=load, sent=2000, received=recv, expected=2000,
+                             telemetry=dict(tel, generator=gen))
             store.add_trial(t.id, tr, {"phase": "search"})
         store.add_result(t.id, "throughput", {"throughput_pps": fps}, value_pps=fps)
         store.finish_test(t.id, "passed")
@@ -314,4 +317,5 @@ def test_report_prints_the_bound_loss_and_comparison_lines(tmp_path):
     assert "flows=100000 vs flows=1: EMC hits 2 % vs 99 %" in text and "180 cycles/packet" in text
     html = render_html(run)
     assert "flows=100000 vs flows=1: EMC hits 2 % vs 99 %" in html and "310 cycles/packet" in html
+    assert "Loss over time" in html              # the trials carry tgen's intervals (loss over time)
     store.close()

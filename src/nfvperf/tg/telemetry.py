@@ -153,8 +153,8 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
     did not send (``not_sent``: intended − sent, of which ``not_sent_at_tx`` its ports dropped at
     TX; ``held_back``: because the DUT's ring was full, tgen's backpressure), TX ring full / no
     free mbuf events, the pacer's worst lateness, and per port the RX frames it missed
-    (``imissed``, ``rx_nombuf``, ``ierrors``).  tgen does not report how busy its lcores were:
-    :data:`NA`."""
+    (``imissed``, ``rx_nombuf``, ``ierrors``), and the frames sent, received and lost per interval
+    (``intervals``: loss over time).  tgen does not report how busy its lcores were: :data:`NA`."""
     streams = raw.get("streams") or []
     ports = {}
     for p in raw.get("ports") or []:
@@ -168,7 +168,9 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
             "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in streams),
             "pacer_late_max_ns": float(raw.get("pacer_late_max_ns") or 0.0),
             "effective_duration_s": float(raw.get("effective_duration_s") or 0.0),
-            "held_back": bool(held_back), "lcore_busy": NA, "ports": ports}
+            "held_back": bool(held_back), "lcore_busy": NA, "ports": ports,
+            # loss over time: tgen's frames sent/received/lost per interval (PROTOCOL.md §6)
+            "intervals": raw.get("intervals") if isinstance(raw.get("intervals"), dict) else NA}
 
 
 # ------------------------------------------------------------------------------ loss account
