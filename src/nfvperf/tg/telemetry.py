@@ -174,8 +174,7 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
 
 
 # ------------------------------------------------------------------------------ loss account
-#: the places a frame can be lost, in the order along its path
-LOSS_PLACES = ("not_sent", "dut_rx_full", "dut_rx", "dut_inside", "dut_tx", "vnf", "generator_rx", "misrouted")
+#: the places a frame can be lost, in the order along its path, and how a report names them
 LOSS_NAMES = {"not_sent": "not sent by the generator",
               "dut_rx_full": "held back by the DUT's full RX ring (not taken from the generator)",
               "dut_rx": "missed at the DUT's RX",
