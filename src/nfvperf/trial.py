@@ -142,6 +142,10 @@ class TrialResult:
     non_test_rx: int = 0               # frames received without a signature (ARP, LLDP, ...)
     pacer_late_max_ns: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: what the DUT and the generator counted during this trial (``nfvperf.tg.telemetry``: "dut" =
+    #: the difference of the DUT's readings before and after the trial, "generator" = tgen's own
+    #: counts) and where its lost frames went ("loss"); {} when the measurer reads none
+    telemetry: dict[str, Any] = field(default_factory=dict)
 
     @property
     def loss_ratio(self) -> float:

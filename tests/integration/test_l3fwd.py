@@ -134,8 +134,8 @@ def test_two_lcores_on_vhost_send_on_two_queues_the_generator_opened(tmp_path: P
                                      link_speed_bps=1e9, drain_s=0.3, learning_s=0.2))
         r = m.measure(1.0, 5000)
         assert r.sent > 0 and r.received == r.sent, (r.sent, r.received)
-        assert dut.telemetry is not None
-        q = {i: dut.telemetry.command(f"/ethdev/stats,{i}")["q_opackets"][:2] for i in (0, 1)}
+        assert dut.dpdk_telemetry is not None
+        q = {i: dut.dpdk_telemetry.command(f"/ethdev/stats,{i}")["q_opackets"][:2] for i in (0, 1)}
         # lcore 0 polls port 0 and sends to port 1 on TX queue 0; lcore 1 the other way on queue 1
         assert q[1][0] >= r.sent // 2 and q[0][1] >= r.sent // 2, q
 

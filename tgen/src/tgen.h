@@ -9,6 +9,7 @@
 #include "seq.h"
 #include "hist.h"
 #include "trialcfg.h"
+#include "ivals.h"
 
 #define TGEN_VERSION "1"
 #define MAX_PORTS 32
@@ -137,6 +138,8 @@ struct trial {
     uint64_t watchdog_tsc;      /* force stop if TX is still busy then */
     int port_used[MAX_PORTS];
     struct port_txc txc0[MAX_PORTS];   /* TX counters just before the running phase */
+    double interval_s;          /* loss over time (ivals.h): 0 = off */
+    ivals_t *ivals;             /* allocated when the traffic starts */
     json_t *result;
 };
 

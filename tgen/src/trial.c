@@ -76,6 +76,7 @@ static void trial_free(struct trial *t)
     free(t->sid_map);
     free(t->rx_slot);
     free(t->rx_tag);
+    free(t->ivals);
     if (t->result) json_decref(t->result);
     free(t);
 }
@@ -162,6 +163,8 @@ static void begin_running(struct trial *t)
         if (e > sched_end) sched_end = e;
     }
     t->watchdog_tsc = sched_end + trial_watchdog_slack(sched_end - start, g_tsc_hz);
+    if (t->interval_s > 0 && (t->ivals = malloc(sizeof(*t->ivals))) != NULL)
+        ivals_start(t->ivals, (uint64_t)(t->interval_s * (double)g_tsc_hz), start);
     set_phase(PH_RUNNING);
 }
 
@@ -179,6 +182,7 @@ static struct trial *trial_alloc(const trialcfg_t *tc, unsigned n, rpc_err_t *e)
     t->learning_frames = tc->learning_frames;
     t->learning_wait_s = tc->learning_wait_s;
     t->drain_s = tc->drain_s;
+    t->interval_s = tc->interval_s;
     t->duration_s = tc->duration_s;
     t->ts = aligned_alloc(RTE_CACHE_LINE_SIZE, ((sizeof(struct tx_stream) * n + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE) * RTE_CACHE_LINE_SIZE);
     t->sid_map = malloc(sizeof(int32_t) * MAX_STREAM_ID);
@@ -349,12 +353,34 @@ void trial_stop(void)
 
 static json_t *build_result(struct trial *t);
 
+/* frames the trial's streams sent and received so far (read while the workers run: each count is
+ * one aligned 64-bit word) */
+static void trial_counts(const struct trial *t, uint64_t *sent, uint64_t *recv)
+{
+    *sent = *recv = 0;
+    for (unsigned i = 0; i < t->nstreams; i++) {
+        *sent += t->ts[i].sent;
+        for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].acct) *recv += g_workers[w].acct[i].received;
+    }
+}
+
+/* loss over time: close the intervals that ended by now (ivals.h) */
+static void trial_sample(struct trial *t, uint64_t now, int last)
+{
+    if (!t->ivals || (!last && now < t->ivals->next_cyc)) return;
+    uint64_t s, r;
+    trial_counts(t, &s, &r);
+    if (last) ivals_finish(t->ivals, now, s, r);
+    else ivals_tick(t->ivals, now, s, r);
+}
+
 void trial_tick(void)
 {
     struct trial *t = cur;
     if (!t) return;
     int ph = g_phase;
     uint64_t now = rte_rdtsc();
+    if (ph == PH_RUNNING || ph == PH_DRAINING) trial_sample(t, now, 0);
     if (ph == PH_LEARNING && now >= t->learn_end_tsc) {
         begin_running(t);
     } else if (ph == PH_RUNNING) {
@@ -375,6 +401,7 @@ void trial_tick(void)
         set_phase(PH_DONE);
         wait_workers(PH_DONE);
         rte_smp_rmb();
+        trial_sample(t, now, 1);
         t->result = build_result(t);
     }
 }
@@ -388,10 +415,7 @@ json_t *trial_status(void)
     uint64_t sent = 0, recv = 0;
     if (cur) {
         el = (double)(rte_rdtsc() - cur->begin_tsc) / (double)g_tsc_hz;
-        for (unsigned i = 0; i < cur->nstreams; i++) {
-            sent += cur->ts[i].sent;
-            for (unsigned w = 0; w < g_nworkers; w++) if (g_workers[w].acct) recv += g_workers[w].acct[i].received;
-        }
+        trial_counts(cur, &sent, &recv);
     }
     json_object_set_new(o, "elapsed_s", json_real(ph == PH_IDLE ? 0 : el));
     json_object_set_new(o, "sent", json_integer((json_int_t)sent));
@@ -604,6 +628,8 @@ static json_t *build_result(struct trial *t)
     }
     json_object_set_new(o, "ports", pl);
     json_object_set_new(o, "tx_not_sent", json_integer((json_int_t)not_sent));
+    json_t *iv = t->ivals ? ivals_json(t->ivals, g_tsc_hz) : NULL;
+    json_object_set_new(o, "intervals", iv ? iv : json_null());
     return o;
 }
 

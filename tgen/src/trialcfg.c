@@ -8,7 +8,7 @@
 #define EFAIL(c, ...) do { e->code = (c); snprintf(e->msg, sizeof(e->msg), __VA_ARGS__); return -1; } while (0)
 
 static const char *trial_keys[] = { "streams", "duration_s", "frames", "pps", "mode", "burst_frames", "bursts",
-    "burst_interval_s", "segments", "learning", "learning_frames", "learning_wait_s", "drain_s", "latency", NULL };
+    "burst_interval_s", "segments", "learning", "learning_frames", "learning_wait_s", "drain_s", "latency", "interval_ms", NULL };
 
 static int get_num(json_t *p, const char *k, double *v, int *present, rpc_err_t *e)
 {
@@ -69,7 +69,8 @@ int trialcfg_stream_ids(json_t *p, int (*exists)(unsigned id), uint16_t *ids, un
     return 0;
 }
 
-/* learning, learning_frames, learning_wait_s, drain_s, latency (defaults: off, 3, 2 s, 2 s, on) */
+/* learning, learning_frames, learning_wait_s, drain_s, latency, interval_ms (defaults: off, 3, 2 s,
+ * 2 s, on, 100 ms) */
 static int parse_options(json_t *p, trialcfg_t *tc, rpc_err_t *e)
 {
     double v;
@@ -78,6 +79,7 @@ static int parse_options(json_t *p, trialcfg_t *tc, rpc_err_t *e)
     tc->learning_frames = 3;
     tc->learning_wait_s = 2.0;
     tc->drain_s = 2.0;
+    tc->interval_s = 0.1;
     tc->latency = 1;
     if (get_flag(p, "learning", &tc->learning, e) || get_flag(p, "latency", &tc->latency, e)) return -1;
     if (get_num(p, "learning_frames", &v, &pr, e)) return -1;
@@ -86,6 +88,11 @@ static int parse_options(json_t *p, trialcfg_t *tc, rpc_err_t *e)
     if (pr) { if (v < 0 || v > 3600) EFAIL(-32602, "learning_wait_s: must be 0..3600"); tc->learning_wait_s = v; }
     if (get_num(p, "drain_s", &v, &pr, e)) return -1;
     if (pr) { if (v < 0 || v > 3600) EFAIL(-32602, "drain_s: must be 0..3600"); tc->drain_s = v; }
+    if (get_num(p, "interval_ms", &v, &pr, e)) return -1;
+    if (pr) {
+        if (v != 0 && (v < 1 || v > 60000)) EFAIL(-32602, "interval_ms: must be 0 (off) or 1..60000");
+        tc->interval_s = v / 1e3;
+    }
     return 0;
 }
 

@@ -30,6 +30,7 @@ typedef struct {
     int learning, latency;
     unsigned learning_frames;
     double learning_wait_s, drain_s;
+    double interval_s;             /* loss over time: sample every this long (0 = off; ivals.h) */
     double duration_s;             /* sum of the timed segments (refined by trial_intended_duration) */
     double pps_over;               /* trial-level "pps" override, 0 = none */
     const char *rate_field;        /* field a line-rate refusal names: "segments", "pps" or "rate" */

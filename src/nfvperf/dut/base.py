@@ -12,6 +12,7 @@ Life cycle::
     dut.start()
     dut.program([Flow(0, 1), Flow(1, 0)])   # or program(None) = cross-connect port pairs
     dut.counters(); dut.alive()    # alive() raises DutFailure when the process died
+    dut.telemetry()                # one reading (nfvperf.tg.telemetry); what it lacks is "not available"
     dut.stop()                     # idempotent; also registered with the tracker
 
 ``counters()`` returns ``{"ports": {name: {rx_packets, tx_packets, rx_bytes, tx_bytes,
@@ -34,6 +35,7 @@ from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
+from nfvperf.tg.telemetry import dut_reading
 from nfvperf.trial import DutFailure, Unsupported
 
 from .port_end import KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
@@ -205,6 +207,11 @@ class DutAdapter(abc.ABC):
     in_place: ClassVar[frozenset[str]] = frozenset()
     #: the adapter builds OVS bonds of a side's ports (``ovs.bond_mode``, seed 003)
     builds_bonds: ClassVar[bool] = False
+    #: what :meth:`telemetry` reports (names of :mod:`nfvperf.tg.telemetry`: ``pmds``,
+    #: ``datapath_flows`` and the port counters of ``PORT_FIELDS`` it has); everything else reads
+    #: "not available".  Default: the port counters every adapter's ``counters()`` has.
+    telemetry_offers: ClassVar[frozenset[str]] = frozenset(
+        {"rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors"})
 
     @classmethod
     def options(cls, spec: TopologyView) -> Optional[BaseModel]:
@@ -339,6 +346,15 @@ class DutAdapter(abc.ABC):
     @abc.abstractmethod
     def counters(self) -> dict[str, object]:
         """The DUT's own counters: {"ports": {name: {...}}, ...}."""
+
+    def telemetry(self) -> dict[str, object]:
+        """One telemetry reading (:mod:`nfvperf.tg.telemetry`: PMDs, datapath flows, per-port
+        counters; cumulative), read before and after each trial.  Default: the port counters of
+        :meth:`counters` that :attr:`telemetry_offers` names; PMDs and datapath flows "not
+        available".  An adapter with more overrides it and declares it in ``telemetry_offers``."""
+        ports = self.counters().get("ports") or {}
+        return dut_reading(self.name, ports if isinstance(ports, dict) else {},
+                           port_offers=tuple(self.telemetry_offers))
 
     @abc.abstractmethod
     def alive(self) -> None:

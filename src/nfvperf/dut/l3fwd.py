@@ -34,7 +34,7 @@ import os
 import re
 import signal
 from pathlib import Path
-from typing import Any, Literal, Optional, Protocol, Sequence
+from typing import Any, ClassVar, Literal, Optional, Protocol, Sequence
 
 from pydantic import Field, model_validator
 
@@ -211,6 +211,8 @@ class L3fwd(SnapshotCounters, DutAdapter):
     """DPDK's l3fwd routing between the emulated (or real) PHY ports of p2p."""
 
     name = "l3fwd"
+    #: ethdev counters of its ports (DPDK telemetry ``/ethdev/stats``), with missed and no-mbuf drops
+    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers | {"rx_missed", "rx_nombuf"}
     role = "dut"
     options_key = "l3fwd"
     options_model = L3fwdSpec
@@ -335,7 +337,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.proc: Optional[Process] = None
         self._launched = False                  # launch() done, await_ready() not yet
         self._launch_out = ""                   # its console output up to the link check
-        self.telemetry: Optional[DpdkTelemetry] = None
+        self.dpdk_telemetry: Optional[DpdkTelemetry] = None
         # where it runs (LOCAL, or a testbed's DUT host: its rule files, telemetry socket and
         # hugepage files are on that host, reached through self.host)
         self.host: Any = options.get("host") or LOCAL
@@ -520,10 +522,10 @@ class L3fwd(SnapshotCounters, DutAdapter):
             except ProcessError as e:
                 raise DutFailure(str(e)) from None
         self.offload_notes = re.findall(r"nfvperf-l3fwd: (port \d+: [^\r\n]*)", out)
-        self.telemetry = HostTelemetry(self.host, socket_path(self.file_prefix)) if self.remote \
+        self.dpdk_telemetry = HostTelemetry(self.host, socket_path(self.file_prefix)) if self.remote \
             else DpdkTelemetry(socket_path(self.file_prefix))
         try:
-            greeting = self.telemetry.connect(wait_s=10.0)
+            greeting = self.dpdk_telemetry.connect(wait_s=10.0)
             self.rte_version = str(greeting.get("version", ""))
             self.port_macs = self._read_port_macs()
         except TelemetryError as e:
@@ -533,9 +535,9 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self._trim_rule_files()
 
     def _read_port_macs(self) -> list[str]:
-        assert self.telemetry is not None
-        names = {int(i): self.telemetry.command(f"/ethdev/info,{i}")
-                 for i in self.telemetry.command("/ethdev/list")}
+        assert self.dpdk_telemetry is not None
+        names = {int(i): self.dpdk_telemetry.command(f"/ethdev/info,{i}")
+                 for i in self.dpdk_telemetry.command("/ethdev/list")}
         macs = []
         for i, p in enumerate(self.ports):
             info = names.get(self.port_ids[i])
@@ -574,13 +576,13 @@ class L3fwd(SnapshotCounters, DutAdapter):
 
     def raw_port_stats(self) -> dict[int, dict[str, int]]:
         """Counters of each port (add_port index) since l3fwd started."""
-        if self.telemetry is None:
+        if self.dpdk_telemetry is None:
             raise DutFailure(f"{self.proc_name} not started")
         self.alive()
         out = {}
         try:
             for i in range(len(self.ports)):
-                out[i] = ethdev_counters(self.telemetry.command(f"/ethdev/stats,{self.port_ids[i]}"))
+                out[i] = ethdev_counters(self.dpdk_telemetry.command(f"/ethdev/stats,{self.port_ids[i]}"))
         except TelemetryError as e:
             self.alive()
             raise DutFailure(f"{self.proc_name}: counters: {e}") from None
@@ -594,9 +596,9 @@ class L3fwd(SnapshotCounters, DutAdapter):
     def stop(self) -> None:
         if self.proc is None:
             return
-        if self.telemetry is not None:
-            self.telemetry.close()
-            self.telemetry = None
+        if self.dpdk_telemetry is not None:
+            self.dpdk_telemetry.close()
+            self.dpdk_telemetry = None
         # SIGINT: l3fwd stops its lcores, closes its ports (vhost/memif disconnect) and exits
         self.proc.stop(timeout=10.0, sig=signal.SIGINT)
         self._remove_files()

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import logging
 import platform
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, ClassVar, Literal, Optional, Sequence
 
 from pydantic import Field
 
@@ -39,6 +39,8 @@ class LinuxBridgeSpec(AdapterOptions):
 @register_dut("linux-bridge")
 class LinuxBridge(DutAdapter):
     name = "linux-bridge"
+    #: the kernel counters of its veth ends (IFLA_STATS64); no polling threads, no flow cache
+    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers
     options_key = "linux_bridge"
     options_model = LinuxBridgeSpec
     port_kinds = ("af_packet", "af_xdp")      # bridges kernel interfaces (veth), not PCI NICs

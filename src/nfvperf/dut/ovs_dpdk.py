@@ -31,6 +31,7 @@ from pydantic import Field, field_validator, model_validator
 
 from nfvperf.dut.base import AdapterOptions, DutAdapter, Flow, PortRef, TopologyView, cross_connect, \
     register_dut
+from nfvperf.dut.ovs_telemetry import OVS_OFFERS, ovs_reading
 from nfvperf.dut.ovs_rules import RuleInstall, RuleInstallError, install_rules, install_timeout_s
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Check, Needs
@@ -302,6 +303,8 @@ class OvsDpdk(DutAdapter):
     """
 
     builds_bonds = True
+    #: PMD counters, datapath flows, live port counters (dut/ovs_telemetry.py)
+    telemetry_offers: ClassVar[frozenset[str]] = OVS_OFFERS
 
     name = "ovs-dpdk"
     runs_remote = True
@@ -1236,6 +1239,11 @@ class OvsDpdk(DutAdapter):
             for name, st in self.dump_ports(br).items():
                 ports[name if name != "LOCAL" else br] = st
         return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
+
+    def telemetry(self) -> dict[str, Any]:
+        """PMD counters, datapath flows and port counters (:mod:`nfvperf.dut.ovs_telemetry`)."""
+        return ovs_reading(self.name, self.counters(), self.appctl("dpctl/show"),
+                           self.appctl("coverage/show"))
 
     def pmd_rxq(self) -> str:
         return self.appctl("dpif-netdev/pmd-rxq-show")

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
+from nfvperf.dut.ovs_telemetry import OVS_OFFERS
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary, Check, Needs
 
@@ -62,6 +63,8 @@ class OvsSystem(OvsDpdk):
     builds_bonds = False     # nfvperf builds bonds on OVS-DPDK's vhost-user ports only
 
     name = "ovs-system"
+    #: no PMD threads on the kernel datapath
+    telemetry_offers: ClassVar[frozenset[str]] = OVS_OFFERS - {"pmds"}
     datapath_type = "system"
     runs_remote = False        # loads the kernel module on this machine
     binaries = (VSWITCHD_SYSTEM, OVSDB_SERVER)

@@ -21,7 +21,7 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, ClassVar, Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
@@ -170,6 +170,8 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
 
     role = "dut"
     binaries = (TESTPMD,)
+    #: ethdev counters of its ports (``show port stats``), with missed and no-mbuf drops
+    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers | {"rx_missed", "rx_nombuf"}
     tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod

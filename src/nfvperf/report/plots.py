@@ -22,6 +22,7 @@ from nfvperf.report.extract import resolved_tests
 from nfvperf.report.polling import MARK, mark_overlaps
 from nfvperf.report.study import study_reports
 from nfvperf.methods.capacity import METRIC_TITLES
+from nfvperf.report.explain import result_trials
 
 
 def _png(fig: Any) -> str:
@@ -114,6 +115,33 @@ def loss_vs_load(run: Any) -> Optional[str]:
     ax.set_title("Loss vs offered load (every trial)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+    return _png(fig)
+
+
+def loss_over_time(run: Any) -> Optional[str]:
+    """Frames lost per interval inside the trial that located each result's loss (tgen's
+    ``intervals``, 100 ms by default): a burst at the start (learning, a stalled host) or steady."""
+    series = []
+    for t in resolved_tests(run):
+        made, above = result_trials(t)
+        trial = above if above is not None else (made[len(made) // 2] if made else None)
+        iv = ((trial or {}).get("telemetry") or {}).get("generator", {}).get("intervals")
+        if trial is not None and isinstance(iv, dict) and iv.get("lost"):
+            step = float(iv.get("interval_ms") or 100) / 1e3
+            series.append((f"{t.name} {t.frame_size_b or 'IMIX'} B @ {trial['load_pps']:,.0f} fps",
+                           [step * (i + 1) for i in range(len(iv["lost"]))], iv["lost"], iv.get("sent") or []))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, x, lost, sent in series[:8]:
+        pct = [100.0 * lo / s if s else 0.0 for lo, s in zip(lost, sent)] if sent else lost
+        ax.plot(x, pct, "o-", ms=3, label=label, alpha=0.8)
+    ax.set_xlabel("time since the traffic started (s; the drain follows the traffic)")
+    ax.set_ylabel("lost per interval (% of the frames sent in it)")
+    ax.set_title("Loss over time (the trial that located each result's loss)")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
     return _png(fig)
 
 
@@ -399,6 +427,7 @@ def all_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str
     net = net_wanted(run, net_of_harness)
     plots: list[tuple[str, Callable[[Any], Optional[str]]]] = [
         ("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
+        ("Loss over time", loss_over_time),
         ("Latency percentiles" + (" (net of harness self-latency)" if net else ""),
          lambda r: latency_percentiles(r, net)),
         ("Latency histogram" + (HISTOGRAM_GROSS if net else ""), lambda r: latency_histogram(r, net))]

@@ -20,6 +20,7 @@ from nfvperf.report.table import THROUGHPUT_METHODS, Table, is_latency, is_loss_
 from nfvperf.store.db import run_liveness
 from nfvperf.units import directions, switching_ops_pps
 from nfvperf.report.extract import resolved_tests, walk
+from nfvperf.report.explain import comparison_table, why_table
 from nfvperf.report.facts import run_facts
 from nfvperf.report.polling import MARK, mark_overlaps, overlap_note, overlap_of, run_note
 from nfvperf.dut.base import dut_class
@@ -122,6 +123,7 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
     tables += _throughput_tables(tests, ndir, ports, traffic, sw, env, net_of_harness)
     tables += _latency_tables(tests, ndir, ports, traffic, env, net_of_harness)
     notes += ceiling_notes(tables, env, net_of_harness, asked_net)
+    tables += [t for t in (why_table(all_tests, env), comparison_table(all_tests)) if t is not None]
     tables += _loss_tables(tests)
     tables += _other_tables(tests)
     tables += rule_install_tables(env)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
+from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
 from nfvperf.trial import (
     MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
@@ -708,7 +709,8 @@ class TgenMeasurer(Measurer):
                  stream_params: Optional[list[dict]] = None,
                  learning_wait_s: Optional[float] = None, learning_frames: int = 3,
                  rx_groups: Optional[Sequence[Sequence[int]]] = None,
-                 topology_environment: Optional[Callable[[], dict]] = None):
+                 topology_environment: Optional[Callable[[], dict]] = None,
+                 dut_telemetry: Optional[Callable[[], dict]] = None):
         if not pairs:
             raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
         self.proc = proc
@@ -727,6 +729,10 @@ class TgenMeasurer(Measurer):
                 seen[p] = i
         self.dut_counters = dut_counters
         self.dut_alive = dut_alive
+        #: the DUT's telemetry, read before and after every trial (outside its measured interval);
+        #: None: the trials store the generator's side only (``telemetry_enabled`` off)
+        self.dut_telemetry = TelemetryProbe(dut_telemetry) if dut_telemetry is not None else None
+        self.telemetry_enabled = True
         self.stream_params = stream_params
         self.learning_wait_s = learning_wait_s
         self.learning_frames = learning_frames
@@ -886,6 +892,8 @@ class TgenMeasurer(Measurer):
         the trial stores its own deltas: DUT counters are cumulative (OVS PMD statistics since
         the topology came up, port counters since start)."""
         self._dut_before, self._dut_before_error = None, None
+        if self.dut_telemetry is not None and self.telemetry_enabled:
+            self.dut_telemetry.before()
         if self.dut_counters is None:
             return
         try:
@@ -1026,7 +1034,7 @@ class TgenMeasurer(Measurer):
         dut = self._dut_trial_counters()
         lat = merge_latency(s.latency for s in streams) if (self.profile and self.profile.latency) \
             else None
-        return TrialResult(
+        res = TrialResult(
             duration_s=float(duration_s), load_pps=float(load_pps),
             sent=sum(s.sent for s in streams), received=sum(s.received for s in streams),
             expected=expected, effective_duration_s=eff, streams=streams, latency=lat,
@@ -1041,6 +1049,21 @@ class TgenMeasurer(Measurer):
                    "tx_not_sent": sum(not_sent.values()),
                    "misrouted": misrouted, "notes": notes,
                    "backpressure": bool(pushed_back)})
+        res.telemetry = self._trial_telemetry(raw, res, sum(not_sent.values()))
+        return res
+
+    def _trial_telemetry(self, raw: dict, res: TrialResult, not_sent_at_tx: int) -> dict[str, Any]:
+        """The trial's telemetry (``nfvperf.tg.telemetry``): the DUT's difference of the readings
+        before and after it, the generator's own counts, and the loss account."""
+        dut = (self.dut_telemetry.after() if self.dut_telemetry is not None and self.telemetry_enabled
+               else {"available": NA})
+        held = bool(res.extra.get("backpressure"))
+        tel: dict[str, Any] = {"dut": dut, "generator": generator_telemetry(raw, res.sent, res.expected,
+                                                                            not_sent_at_tx, held_back=held)}
+        tel["loss"] = loss_account({"expected": res.expected, "sent": res.sent, "received": res.received,
+                                    "telemetry": tel, "extra": {"misrouted": res.extra.get("misrouted"),
+                                                                "backpressure": held}})
+        return tel
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         profile = self._need_profile()

@@ -526,7 +526,8 @@ class Topology:
         """A TgenMeasurer over this topology's ports, wired to the DUT's alive()/counters()."""
         if self.tgen is None:
             raise TopologyError("the generator is not running (topology not brought up?)")
-        kwargs: dict[str, Any] = dict(dut_counters=self.dut_counters, dut_alive=self.dut_alive)
+        kwargs: dict[str, Any] = dict(dut_counters=self.dut_counters, dut_alive=self.dut_alive,
+                                      dut_telemetry=self.dut_telemetry if self.dut is not None else None)
         sp = self.stream_params()
         if sp is not None:
             kwargs["stream_params"] = sp
@@ -688,6 +689,15 @@ class Topology:
             # keyed by each VNF's own name (vnf0, vnf1, ...); the class-level ``name``
             # ("testpmd-vnf", "vm-vnf") is the same for all of them
             out["vnfs"] = {getattr(v, "vnf_name", None) or f"vnf{i}": v.counters()
+                           for i, v in enumerate(self.vnfs)}
+        return out
+
+    def dut_telemetry(self) -> dict[str, object]:
+        """One telemetry reading of the DUT (:meth:`DutAdapter.telemetry`) with its VNFs' readings
+        under ``vnfs`` (keyed like :meth:`dut_counters`), read before and after every trial."""
+        out: dict[str, Any] = dict(self.dut.telemetry()) if self.dut is not None else {}
+        if self.vnfs:
+            out["vnfs"] = {getattr(v, "vnf_name", None) or f"vnf{i}": v.telemetry()
                            for i, v in enumerate(self.vnfs)}
         return out
 
