@@ -31,12 +31,23 @@ test-c: tgen
 # busy-polls); the other integration tests, whose DUTs and generator busy-poll and are pinned,
 # run one at a time.  The two -m expressions are complements: every test runs in one of them
 # (tests/unit/test_integration_passes.py checks both this and the marks).
+# Each pass writes its skips to $(SKIP_DIR) (tests/skipcheck.py's pytest hooks); the last step
+# fails on any skip not listed, with its reason, in tests/expected_skips.txt.  Under CI (CI=true)
+# the serial pass checks for leaks strictly: it runs alone, so anything left behind is its own.
 PYTEST_WORKERS ?= 2
+SKIP_DIR ?= build/pytest-skips
+LEAK_STRICT ?= $(if $(filter true 1,$(CI)),1,)
 
 test-py:
-	$(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests/unit tests/e2e
-	$(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile -m "no_polling" $(PYTEST_ARGS) tests/integration
-	$(PY) -m pytest -q -rs --durations=15 -m "not no_polling" $(PYTEST_ARGS) tests/integration
+	rm -rf $(SKIP_DIR)
+	NFVPERF_SKIP_REPORT=$(SKIP_DIR)/unit-e2e.jsonl \
+	  $(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests/unit tests/e2e
+	NFVPERF_SKIP_REPORT=$(SKIP_DIR)/integration-no-polling.jsonl \
+	  $(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile -m "no_polling" $(PYTEST_ARGS) tests/integration
+	NFVPERF_SKIP_REPORT=$(SKIP_DIR)/integration-serial.jsonl NFVPERF_LEAK_STRICT=$(LEAK_STRICT) \
+	  $(PY) -m pytest -q -rs --durations=15 -m "not no_polling" $(PYTEST_ARGS) tests/integration
+	$(PY) tests/skipcheck.py tests/expected_skips.txt \
+	  $(SKIP_DIR)/unit-e2e.jsonl $(SKIP_DIR)/integration-no-polling.jsonl $(SKIP_DIR)/integration-serial.jsonl
 
 # Sets up everything and runs a real benchmark on the embedded default topology.
 demo: deps build

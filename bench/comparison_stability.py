@@ -19,7 +19,13 @@ steadiness around each run.  Goals on a 2-vCPU host: interleaved max/min ≤ 1.0
 ≤ 10 %, an interleaved study ≤ 5 minutes.  Needs root, tgen built and OVS-DPDK (as make demo).
 Takes about 9.5–11.5 minutes with the defaults: an interleaved run of 30 rounds of 0.5 s trials
 took about 65 s on a quiet 2-vCPU host (20 rounds: 46 s; 10 rounds of 1 s trials: 37 s, when the
-whole bench took 8–10 minutes).  ``--runs``, ``--rounds``, ``--trial-s``.
+whole bench took 8–10 minutes).  ``--runs``, ``--rounds``, ``--trial-s``; ``--quick``: one run of
+each way, 3 rounds of 0.2 s trials and a coarse sequential search with 0.3 s trials (the shape of
+the output, for ``make test``; its ratios mean nothing).
+
+JSON keys: sequential_ratios, interleaved_ratios, interleaved_intervals, interleaved_ci_width_pct,
+interleaved_max_over_min, sequential_max_over_min, interleaved_study_s, rounds, round_trial_s,
+host_cpu_steadiness, goals
 """
 from __future__ import annotations
 
@@ -40,9 +46,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def suite_file(d: Path, interleaved: bool, rounds: int, trial_s: float) -> Path:
+def suite_file(d: Path, interleaved: bool, rounds: int, trial_s: float, quick: bool = False) -> Path:
     data = yaml.safe_load((REPO / "suites" / "compare-flows.yaml").read_text())
     study = data["tests"][0]["study"]
+    if quick:
+        data["profile"] = {"name": "custom", "trial_s": 0.3, "drain_s": 0.1, "settle_s": 0.0, "learning_s": 0.1}
+        data["tests"][0]["resolution_pct"] = 10
     if interleaved:
         study.update(rounds=rounds, round_trial_s=trial_s)
     else:
@@ -96,7 +105,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=30, help="interleaved rounds per run (default 30)")
     ap.add_argument("--trial-s", type=float, default=0.5, help="seconds per round trial (default 0.5)")
+    ap.add_argument("--quick", action="store_true", help="1 run, 3 rounds of 0.2 s: for make test")
     a = ap.parse_args()
+    if a.quick:
+        a.runs, a.rounds, a.trial_s = 1, 3, 0.2
+        os.environ["NFVPERF_STEADINESS_S"] = "0.2"     # the runs' CPU steadiness probes (2 s each)
     if os.geteuid() != 0:
         print("comparison_stability needs root (OVS-DPDK, hugepages, network namespaces)", file=sys.stderr)
         return 2
@@ -107,7 +120,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nfvperf-cmp-") as tmp:
         d = Path(tmp)
         db = d / "cmp.db"
-        files = {False: suite_file(d, False, a.rounds, a.trial_s), True: suite_file(d, True, a.rounds, a.trial_s)}
+        files = {i: suite_file(d, i, a.rounds, a.trial_s, a.quick) for i in (False, True)}
         for i in range(a.runs):
             for interleaved in (False, True):
                 rid, wall, log = run(files[interleaved], db, d / "out")

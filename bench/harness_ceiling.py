@@ -50,7 +50,13 @@ after (nfvperf.host.steadiness).  Floors: vhost >= 8 Mpps at 64 B, ratio >= 0.9.
 Prints a table and, as its LAST line, one JSON object (``vhost_mpps``, ``vhost_ratio_vs_testpmd``,
 ``af_packet_mpps``, ... at 64 B; ``per_kind`` with everything).  Needs root.  Defaults: 10 rounds,
 0.3 s + 0.5 s chunks over 2 set-ups (``BENCH_ROUNDS``, ``BENCH_WARM_S``, ``BENCH_SAMPLE_S``,
-``BENCH_BUILDS``): under a minute per kind and size, ~6 minutes for all.
+``BENCH_BUILDS``): under a minute per kind and size, ~6 minutes for all.  ``--quick``: 64 B, one
+round of 0.1 s + 0.2 s chunks on one set-up per kind (the shape of the output in seconds, for
+``make test``; its figures mean nothing).  Exits 1 when a kind or size failed (its ``error`` is in
+``per_kind``).
+
+JSON keys: tgen, tgen_b, host_cpus, forwarder_lcores, generator_lcores, load_avg_1m_start, sample_s,
+rounds, per_kind, cpu_steadiness_pct, cpu_steadiness_probes_pct, wall_s, load_avg_1m_end
 """
 from __future__ import annotations
 
@@ -76,12 +82,13 @@ from nfvperf.topo.ports.veth import kernel_mac  # noqa: E402
 CPUS = os.cpu_count() or 1
 FWD_LCORES = "0@0,1@0"
 GEN_LCORES = "0@1,1@1" if CPUS >= 2 else "0@0,1@0"
-SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "64,1518").split(","))
-WARM_S = float(os.environ.get("BENCH_WARM_S", "0.3"))
-SAMPLE_S = float(os.environ.get("BENCH_SAMPLE_S", "0.5"))
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
+QUICK = "--quick" in sys.argv[1:]
+SIZES = (64,) if QUICK else tuple(int(x) for x in os.environ.get("BENCH_SIZES", "64,1518").split(","))
+WARM_S = 0.1 if QUICK else float(os.environ.get("BENCH_WARM_S", "0.3"))
+SAMPLE_S = 0.2 if QUICK else float(os.environ.get("BENCH_SAMPLE_S", "0.5"))
+ROUNDS = 1 if QUICK else int(os.environ.get("BENCH_ROUNDS", "10"))
 # set-ups per kind and size, the generators moved one path on in each (measure_duet)
-BUILDS = int(os.environ.get("BENCH_BUILDS", "2"))
+BUILDS = 1 if QUICK else int(os.environ.get("BENCH_BUILDS", "2"))
 KINDS = tuple(os.environ.get("BENCH_KINDS", "af_packet,af_xdp,vhost,memif").split(","))
 VHOST_EAL = ("--single-file-segments",)
 XDP_MODES: dict[str, Any] = {}     # veth -> the XDP mode its AF_XDP program ran in
@@ -482,7 +489,7 @@ def main() -> int:
         res["vhost_floor_8mpps_ok"] = res["vhost_mpps"] >= 8.0
         res["vhost_ratio_floor_0.9_ok"] = (res.get("vhost_ratio_vs_testpmd") or 0) >= 0.9
     print(json.dumps(res, separators=(",", ":")))
-    return 0
+    return 1 if any("error" in r for per in res["per_kind"].values() for r in per.values()) else 0
 
 
 if __name__ == "__main__":

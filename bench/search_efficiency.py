@@ -17,7 +17,11 @@ The simulated DUT never sleeps, so this takes seconds.
 
 ``--strategy NAME`` runs our search with another named load-selection strategy
 (nfvperf.search.mlr.STRATEGIES; the JSON then says which); ``--strategies`` adds one row per
-named strategy to both tables (the JSON stays about the default).
+named strategy to both tables (the JSON stays about the default).  ``--quick``: 2 seeds x 2
+capacities (the shape of the output, for ``make test``).
+
+JSON keys: bench, dut, goals, runs_per_search, ours_trial_s, ours_err_pct, binary_trial_s,
+binary_err_pct, trial_s_ratio_ours_vs_binary, err_ratio_ours_vs_binary
 """
 from __future__ import annotations
 
@@ -102,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="our search's load-selection strategy (default: default)")
     ap.add_argument("--strategies", action="store_true",
                     help="also one row per named strategy")
+    ap.add_argument("--quick", action="store_true", help="2 seeds x 2 capacities: seconds, for make test")
     args = ap.parse_args(argv)
+    seeds, fractions = (SEEDS[:2], CAP_FRACTIONS[3:5]) if args.quick else (SEEDS, CAP_FRACTIONS)
     searches = [("ours (mlr)", functools.partial(run_ours, strategy=args.strategy))]
     if HAVE_MLRSEARCH:
         searches.append(("MLRsearch 1.2.1", run_mlrsearch))
@@ -115,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in searches:
         st = stats.setdefault(name, {"secs": [], "trials": [], "err_ndr": [], "err_pdr": [],
                                      "over_ndr": [], "over_pdr": [], "cpu": []})
-        for frac in CAP_FRACTIONS:
-            for seed in SEEDS:
+        for frac in fractions:
+            for seed in seeds:
                 m = dut(frac, seed)
                 tr = truth(m)
                 c0 = time.process_time()
@@ -131,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                     st[f"over_{g}"].append(1.0 if v is not None and v > tr[g] * 1.005 else 0.0)
     wall = time.monotonic() - t0
     mean = statistics.fmean
-    print(f"Search efficiency on the Poisson sim DUT ({wall:.0f} s wall): {len(SEEDS)} seeds x "
-          f"{len(CAP_FRACTIONS)} capacities, goals CSIT NDR/PDR (1 s, sum 21 s, exceed 50 %, "
+    print(f"Search efficiency on the Poisson sim DUT ({wall:.0f} s wall): {len(seeds)} seeds x "
+          f"{len(fractions)} capacities, goals CSIT NDR/PDR (1 s, sum 21 s, exceed 50 %, "
           f"width 0.5 %)")
     nw = max(18, max(len(n) + 1 for n, _ in searches))
     hdr = f"{'search':<{nw}}{'trial s (mean)':>15}{'trial s (max)':>14}{'trials':>8}" \
@@ -151,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     hard: dict[str, list[float]] = {}
     hard_err: dict[str, list[float]] = {}
     for name, fn in searches:
-        for frac in CAP_FRACTIONS:
+        for frac in fractions:
             m = dut(frac, 1)
             m.loss_model = "threshold"
             C = m.capacity_pps()
@@ -159,14 +165,14 @@ def main(argv: list[str] | None = None) -> int:
             hard.setdefault(name, []).append(secs)
             e = [abs((res.get("ndr") or 0) - C) / C, abs((res.get("pdr") or 0) - C / 0.995) / (C / 0.995)]
             hard_err.setdefault(name, []).append(sum(e) / 2)
-    print(f"Hard-limit DUT (loses iff load > C), {len(CAP_FRACTIONS)} capacities:")
+    print(f"Hard-limit DUT (loses iff load > C), {len(fractions)} capacities:")
     for name in hard:
         print(f"{name:<{nw}}{mean(hard[name]):>15.1f}{max(hard[name]):>14.1f}{'':>8}"
               f"{'':>11}{'':>11}{'':>12}   mean err {mean(hard_err[name]) * 100:.3f} %")
     print(f"(bench wall time {time.monotonic() - t0:.1f} s; the simulated DUT never sleeps)")
     ours = summary["ours (mlr)"]
     out = {"bench": "search_efficiency", "dut": "sim poisson", "goals": "csit_ndr_pdr",
-           "runs_per_search": len(SEEDS) * len(CAP_FRACTIONS),
+           "runs_per_search": len(seeds) * len(fractions),
            "ours_trial_s": round(ours["trial_s"], 2), "ours_err_pct": round(ours["err"] * 100, 4)}
     if args.strategy != "default":
         out["ours_strategy"] = args.strategy

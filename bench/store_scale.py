@@ -24,13 +24,17 @@ Peak RSS is the child's ``VmHWM`` (read from /proc while it runs); CPU seconds a
 user + system time (``wait4``), which other work on the machine does not inflate as it does the
 wall time; the site's own build time (``seconds`` of ``nfvperf site --json``) is shown too.
 
-Prints a table and, as its LAST line, one JSON object.  Not part of ``make test``.  The stores
-take ~3 GB each; the PostgreSQL cluster runs as ``nobody`` on a Unix socket with fsync off
-(the writes are not what is measured).  Needs the postgresql package for the PostgreSQL part
-(skipped, and said so in the JSON, without it).
+Prints a table and, as its LAST line, one JSON object.  ``make test`` runs it with ``--quick``
+(20 runs, ~3,000 trials: every step, the site's trend pages on the first back end only).  The stores take ~3 GB each; the PostgreSQL
+cluster runs as ``nobody`` on a Unix socket with fsync off (the writes are not what is measured),
+in a directory of its own that ``nobody`` owns (the work directory is root's, mode 0700: initdb
+cannot reach it).  Needs the postgresql package for the PostgreSQL part (skipped, and said so in
+the JSON, without it); a cluster that is installed but does not start fails the bench.
 
-    PYTHONPATH=src python3 bench/store_scale.py [--runs 10000] [--trials 1000000]
+    PYTHONPATH=src python3 bench/store_scale.py [--runs 10000] [--trials 1000000] [--quick]
         [--backends sqlite,postgresql] [--workdir DIR (kept; a store already filled is reused)]
+
+JSON keys: runs, trials_target, backends, note
 """
 from __future__ import annotations
 
@@ -253,7 +257,9 @@ def pg_binary(name: str) -> Optional[str]:
 
 
 class PgCluster:
-    """A throw-away cluster in ``base`` (kept across bench runs with --workdir), Unix socket only."""
+    """A throw-away cluster in ``base`` (kept across bench runs with --workdir), Unix socket only.
+    As root, ``base`` is given to ``nobody``, who runs the server: it must be reachable by
+    ``nobody`` (:meth:`start` checks, and names the directory when it is not)."""
 
     def __init__(self, base: Path):
         self.base, self.data = base, base / "pgdata"
@@ -273,9 +279,14 @@ class PgCluster:
         self.base.mkdir(parents=True, exist_ok=True)
         if self.prefix:
             shutil.chown(self.base, user="nobody")
+            if subprocess.run(self.prefix + ["test", "-w", str(self.base)]).returncode != 0:
+                raise SystemExit(f"PostgreSQL: {self.base} is not reachable by the user nobody, who runs the "
+                                 "server: give --workdir a directory whose parents others may enter (mode o+x)")
         if not self.data.exists():
-            subprocess.run(self.prefix + [self.initdb, "-D", str(self.data), "-A", "trust", "-U", "nfvperf",
-                                          "--no-sync", "-E", "UTF8"], check=True, capture_output=True, timeout=300)
+            p = subprocess.run(self.prefix + [self.initdb, "-D", str(self.data), "-A", "trust", "-U", "nfvperf",
+                                              "--no-sync", "-E", "UTF8"], capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise SystemExit(f"PostgreSQL: initdb -D {self.data} failed (rc {p.returncode}): {p.stderr[-1500:]}")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -336,7 +347,7 @@ def timed(args: list[str], timeout: float = 1800) -> dict[str, Any]:
     return res
 
 
-def measure(url: str, work: Path, seeds: list[dict[str, Any]], runs: int) -> dict[str, Any]:
+def measure(url: str, work: Path, seeds: list[dict[str, Any]], runs: int, trend_pages: bool = True) -> dict[str, Any]:
     site = work / f"site-{url.split(':')[0].split('+')[0]}"
     shutil.rmtree(site, ignore_errors=True)
     m: dict[str, Any] = {}
@@ -350,7 +361,8 @@ def measure(url: str, work: Path, seeds: list[dict[str, Any]], runs: int) -> dic
     add_one_run(url, seeds, runs)
     m["site_index_after_one_run"] = timed(["site", str(site), "--only", "index", "--db", url, "--json"])
     m["site_index_unchanged"] = timed(["site", str(site), "--only", "index", "--db", url, "--json"])
-    m["site_trend_pages_all_series"] = timed(["site", str(site), "--only", "trends", "--db", url, "--json"])
+    if trend_pages:         # --quick: on the first back end only (CPU-heavy, the same code on both)
+        m["site_trend_pages_all_series"] = timed(["site", str(site), "--only", "trends", "--db", url, "--json"])
     _check(m, runs)
     for v in m.values():
         v.pop("stdout", None)
@@ -368,7 +380,7 @@ def _check(m: dict[str, Any], runs: int) -> None:
         m["trend_one_series"]["changes"] = [(c["run"], c["kind"], round(c["ratio"], 3))
                                             for s in doc["series"] for c in s["changes"]]
     for k in ("site_index_first", "site_index_after_one_run", "site_index_unchanged", "site_trend_pages_all_series"):
-        if m[k]["rc"] == 0:
+        if k in m and m[k]["rc"] == 0:
             rep = json.loads(m[k]["stdout"])
             m[k]["written"] = len(rep["written"])
             m[k]["build_s"] = rep.get("seconds")
@@ -390,6 +402,9 @@ def table(results: dict[str, Any]) -> None:
     for key, title in ROWS:
         cells = []
         for b in backends:
+            if key not in results[b]["measured"]:
+                cells.append("—")
+                continue
             r = results[b]["measured"][key]
             build = f" [{r['build_s']:.2f}]" if r.get("build_s") is not None else ""
             cells.append(f"{r['s']:>7.2f} ({r['cpu_s']:>6.2f}){build} {r['rss_mib']:>5.0f} MiB"
@@ -403,7 +418,11 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=1000000)
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--workdir", help="keep the seed, the stores and the sites here (reused when filled)")
+    ap.add_argument("--quick", action="store_true", help="20 runs, ~3,000 trials: seconds, for make test")
     args = ap.parse_args()
+    if args.quick:
+        args.runs, args.trials = 20, 3000
+        ENV["NFVPERF_STEADINESS_S"] = "0.1"     # the seed runs' CPU steadiness probes: not measured here
     work = Path(args.workdir or tempfile.mkdtemp(prefix="nfvperf-scale-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     print(f"store_scale: {args.runs:,} runs, ~{args.trials:,} trials; work dir {work}", flush=True)
@@ -416,7 +435,9 @@ def main() -> int:
             if backend == "sqlite":
                 url = "sqlite:///" + str(work / "scale.db")
             elif backend == "postgresql":
-                pg = PgCluster(work / "pg")
+                # without --workdir, the cluster's own temporary directory (the work directory
+                # is root's, mode 0700, and nobody runs the server)
+                pg = PgCluster(work / "pg" if args.workdir else Path(tempfile.mkdtemp(prefix="nfvperf-scale-pg-")))
                 why = pg.missing()
                 if why:
                     results[backend] = {"skipped": why}
@@ -429,10 +450,13 @@ def main() -> int:
             print(f"{backend}: filling {url}", flush=True)
             store = fill(url, seeds, args.runs, args.trials)
             print(f"{backend}: {store}", flush=True)
-            results[backend] = {"store": store, "measured": measure(url, work, seeds, args.runs)}
+            results[backend] = {"store": store, "measured": measure(url, work, seeds, args.runs,
+                                                                    trend_pages=not (args.quick and results))}
         finally:
             if pg is not None:
                 pg.stop()
+                if not args.workdir:
+                    shutil.rmtree(pg.base, ignore_errors=True)
         if not args.workdir:
             (work / "scale.db").unlink(missing_ok=True)
     table(results)

@@ -30,7 +30,11 @@ A/B: ``BENCH_TGEN_B=/path/to/other/tgen`` runs that build in every round right a
 64:7/570:4/1518:1). ``BENCH_TGEN_A`` replaces the first build (default: the repository's
 tgen/build). Prints one line per run and, as its LAST line, one JSON object: ``ns_per_frame`` and
 ``net_ns_per_frame`` per build and "mode size" (median of rounds), the net figures' min/max over
-rounds, and with two builds the B/A ratios. Needs root.
+rounds, and with two builds the B/A ratios. Needs root.  ``--quick``: one round of 0.2 s at 64 B
+(the shape of the output, for ``make test``).
+
+JSON keys: builds, rounds, duration_s, load_avg_1m, ns_per_frame, fixed_cpu_s, net_ns_per_frame,
+net_ns_per_frame_min_max
 """
 from __future__ import annotations
 
@@ -47,9 +51,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from nfvperf.tg.tgen import find_tgen_binary  # noqa: E402
 
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
-DURATION_S = float(os.environ.get("BENCH_DURATION_S", "1.5"))
-SIZES = tuple(os.environ.get("BENCH_SIZES", "64,1518").split(","))
+QUICK = "--quick" in sys.argv[1:]       # one round of 0.2 s at 64 B, for make test
+ROUNDS = 1 if QUICK else int(os.environ.get("BENCH_ROUNDS", "3"))
+DURATION_S = 0.2 if QUICK else float(os.environ.get("BENCH_DURATION_S", "1.5"))
+SIZES = ("64",) if QUICK else tuple(os.environ.get("BENCH_SIZES", "64,1518").split(","))
 IMIX = "64:7/570:4/1518:1"     # BENCH_SIZES token "imix": the classic 7:4:1 IMIX
 LCORES = "0@1,1@1" if (os.cpu_count() or 1) >= 2 else "0@0,1@0"
 

@@ -9,14 +9,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+# every pass of `make test` writes its skips for tests/skipcheck.py (the hooks live there)
+from skipcheck import pytest_configure, pytest_runtest_logreport  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """A fresh SQLite results store (file) for one test."""
-    return "sqlite:///" + str(tmp_path / "results.db")
 
 
 def _free_port() -> int:
@@ -40,7 +36,10 @@ def _pg_binary(name: str):
 def pg_url():
     """A throw-away PostgreSQL cluster (initdb + pg_ctl as an unprivileged user, Unix socket only).
 
-    Skips with the reason when the server binaries are missing or it cannot start.
+    Skips with the reason when the server binaries or psycopg are not installed; a cluster that
+    is installed but does not start fails the tests that need it (an error to see, not a skip).
+    ``$NFVPERF_TEST_PGDATA`` (tests only) puts the data directory elsewhere, e.g. where initdb
+    cannot write, to see that failure.
     """
     initdb, pg_ctl = _pg_binary("initdb"), _pg_binary("pg_ctl")
     if not initdb or not pg_ctl:
@@ -57,7 +56,7 @@ def pg_url():
         shutil.chown(base, user="nobody")
         prefix = ["runuser", "-u", "nobody", "--"]
     port = _free_port()
-    data = base / "data"
+    data = Path(os.environ.get("NFVPERF_TEST_PGDATA") or base / "data")
     try:
         subprocess.run(prefix + [initdb, "-D", str(data), "-A", "trust", "-U", "nfvperf", "--no-sync",
                                  "-E", "UTF8"], check=True, capture_output=True, timeout=120)
@@ -67,7 +66,8 @@ def pg_url():
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
         log = (base / "log").read_text() if (base / "log").exists() else ""
         shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"could not start a PostgreSQL cluster: {e} {getattr(e, 'stderr', b'')!r} {log[-500:]}")
+        pytest.fail(f"PostgreSQL is installed but its cluster did not start: {e} "
+                    f"{getattr(e, 'stderr', b'')!r} {log[-500:]}", pytrace=False)
     try:
         yield f"postgresql+psycopg://nfvperf@/postgres?host={base}&port={port}"
     finally:

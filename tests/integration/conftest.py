@@ -8,7 +8,8 @@
   DPDK runtime dirs before the test and asserts the same listing after it.  The machine may be
   shared with other test sessions, so by default the listing is restricted to the *watched* tags
   (``leak_check.watch(tag)``; ``run_ctx`` does it for you) or, with nothing watched, to resources
-  carrying any nfvperf run tag.  ``NFVPERF_LEAK_STRICT=1`` compares everything (CI: one session).
+  carrying any nfvperf run tag.  ``NFVPERF_LEAK_STRICT=1`` compares everything: `make test` sets
+  it for its serial pass under CI (``CI=true``), where that pass runs alone.
 * ``raw_port``: a factory of AF_PACKET sockets on a root-namespace interface (send signed test
   frames, count them back) for tests that need frames before/without tgen.
 """

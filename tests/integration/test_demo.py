@@ -76,10 +76,8 @@ def test_demo_measures_both_topologies_and_writes_reports(tmp_path, leak_check) 
     m = re.search(rf"study flows-1-vs-100k \[mrr\]: MRR.*?\n(.*?)\n\s*MRR \(forwarding rate at overload\); {ROUNDS} "
                   r"interleaved rounds", out, re.S)
     assert m, f"no interleaved comparison in the demo output:\n{out[-4000:]}"
-    cell = re.search(rf"│ flows=100000 .*?│ +{ROUNDS}/{ROUNDS} │\s*(\S.*?)\s*│", m.group(1))
-    assert cell and (re.match(rf"\d\.\d\d× \(\d\.\d\d–\d\.\d\d, 95 % CI, {ROUNDS} rounds\)", cell.group(1))
-                     or cell.group(1).startswith("no difference measured (±")), m.group(1)
     _rounds_stored(tmp_path / "demo.db", proc.stdout + proc.stderr)
+    _comparison_agrees(tmp_path / "demo.db", m.group(1))
     _comparison_explained(out, tmp_path / "demo.db")
     htmls = [Path(r).read_text() for r in re.findall(r"HTML report: (\S+)", out)]
     assert any("Study flows-1-vs-100k: mrr over interleaved rounds, paired ratios" in h for h in htmls)
@@ -160,3 +158,43 @@ def _rounds_stored(db: Path, log: str) -> None:
     ratio = summ[f"{STUDY}[flows=100000]"]["ratios"]["mrr"]
     assert ratio["n"] == ROUNDS and ratio["lo"] <= ratio["median"] <= ratio["hi"], ratio
     con.close()
+
+
+def _comparison_agrees(db: Path, table: str) -> None:
+    """The printed and stored ratio are the one the stored rounds give, whichever comparison the
+    study makes: each round's figure of the non-baseline unit over the baseline's figure of the
+    same round, recomputed here from the per-round rows, their median, and an interval of two
+    order statistics symmetric about it.  An inverted ratio, a ratio of unpaired rounds or a
+    summary of other figures fails here (a format check and ``lo <= median <= hi`` would not)."""
+    import statistics
+
+    con = sqlite3.connect(db)
+    tests = {tid: (name, json.loads(study)) for tid, name, study in
+             con.execute("select id, name, study from tests where name like ?", (f"{STUDY}[%",))}
+    base = [tid for tid, (_, st) in tests.items() if st.get("baseline")]
+    other = [tid for tid in tests if tid not in base]
+    assert len(base) == 1 and len(other) == 1, tests
+    figs: dict[int, dict[int, float]] = {tid: {} for tid in tests}
+    for tid, data in con.execute(f"select test_id, data from results where kind = 'round' and test_id in "
+                                 f"({','.join(map(str, tests))})"):
+        d = json.loads(data)
+        figs[tid][d["round"]] = d["figures"]["mrr"]["value_pps"]
+    (summ,) = [json.loads(d) for (d,) in con.execute("select data from results where kind = 'rounds' and "
+                                                       "test_id = ?", (other[0],))]
+    con.close()
+    ratios = sorted(figs[other[0]][r] / figs[base[0]][r] for r in range(1, ROUNDS + 1))
+    med = statistics.median(ratios)
+    stored = summ["ratios"]["mrr"]
+    assert stored["n"] == ROUNDS and abs(stored["median"] - med) <= 1e-9 * med, (stored, med, ratios)
+    lo, hi = stored["lo"], stored["hi"]
+    # the interval's ends are order statistics k and n-1-k of these ratios (not the extremes)
+    assert any(ratios[k] == lo and ratios[ROUNDS - 1 - k] == hi for k in range(1, ROUNDS // 2)), (stored, ratios)
+    # the printed cell of the non-baseline unit says the same figures
+    label = tests[other[0]][0][len(STUDY) + 1:-1]
+    cell = re.search(rf"│ {re.escape(label)} .*?│ +{ROUNDS}/{ROUNDS} │\s*(\S.*?)\s*│", table)
+    assert cell, (label, table)
+    if lo <= 1.0 <= hi:
+        half = max(abs(lo - 1.0), abs(hi - 1.0)) * 100
+        assert cell.group(1) == f"no difference measured (±{half:.1f} %)", (cell.group(1), ratios)
+    else:
+        assert cell.group(1) == f"{med:.2f}× ({lo:.2f}–{hi:.2f}, 95 % CI, {ROUNDS} rounds)", (cell.group(1), ratios)

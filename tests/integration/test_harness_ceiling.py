@@ -34,10 +34,31 @@ def _needs_testpmd():
         pytest.skip("dpdk-testpmd not installed")
 
 
+LINE_64B_1G = 1e9 / ((64 + 20) * 8)      # 1,488,095 fps: the suite's nominal 1G at 64 B
+
+
 def _check_point(p: dict) -> None:
-    assert p["fps"] > 0, p
+    """A measured ceiling, not just a positive number: its figures are the search's trials' (the
+    best zero-loss load of the trace, the forwarding rate a trial got back), below what was
+    offered and the line rate, and a path of tgen through testpmd io forwards more than a trickle."""
+    trials = p["trials"]
+    assert trials and all(t["sent"] > 0 for t in trials), p
+    ok_loads = [t["load_pps"] for t in trials if t["ok"]]
+    assert p["zero_loss_fps"] == max(ok_loads, default=0.0), p
+    assert all(t["received"] == t["sent"] for t in trials if t["ok"]), trials
+    assert abs(p["line_rate_fps"] - LINE_64B_1G) < 1, p
+    assert 0 < p["forwarding_fps"] <= p["offered_max_fps"] * 1.001 <= p["line_rate_fps"] * 1.001, p
+    assert p["fps"] == max(p["zero_loss_fps"], p["forwarding_fps"]), p
+    assert p["fps"] > 10_000, f"the harness path forwarded only {p['fps']:,.0f} fps: {p}"
     sl = p["self_latency_ns"]
     assert 0 < sl["min"] <= sl["p50"] <= sl["p99"], sl
+
+
+def _baseline(suite, out, tag) -> dict:
+    p = nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "measuring tgen through testpmd io" in p.stderr or "from the cache" in p.stderr, p.stderr
+    return {"res": json.loads(p.stdout.strip().splitlines()[-1]), "stderr": p.stderr}
 
 
 def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
@@ -46,27 +67,29 @@ def test_baseline_measures_and_caches(tmp_path, leak_check) -> None:
     out = tmp_path / "out"
     tag = "nfv" + secrets.token_hex(3)
     leak_check.watch(tag)
-    p = nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
-    assert p.returncode == 0, p.stdout + p.stderr
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert res["port_kind"] == "af_packet" and res["cached"] is False and "error" not in res
-    _check_point(res["per_size"]["64"])
-    assert "measuring tgen through testpmd io" in p.stderr
-    if res["per_size"]["64"].get("unsteady"):
-        # the host was slow for the whole search (its recheck carried > 1.25x): not cached
+    b = _baseline(suite, out, tag)
+    if b["res"]["per_size"]["64"].get("unsteady"):
+        # the host was slow for the whole search (its recheck carried > 1.25x): not cached, so
+        # the next call measures again; that one (retried once, here) must be cached
         assert not (out / "harness-ceiling.json").exists() or not json.loads(
             (out / "harness-ceiling.json").read_text())["entries"]
-        assert "is not cached" in p.stderr
-        return
+        assert "is not cached" in b["stderr"]
+        print("[harness ceiling] unsteady host: measuring once more")
+        b = _baseline(suite, out, tag)
+        assert not b["res"]["per_size"]["64"].get("unsteady"), "the host was unsteady in two searches in a row"
+    res = b["res"]
+    assert res["port_kind"] == "af_packet" and res["cached"] is False and "error" not in res
+    assert "measuring tgen through testpmd io" in b["stderr"]
+    _check_point(res["per_size"]["64"])
     cache = json.loads((out / "harness-ceiling.json").read_text())["entries"]
     (key,) = cache
     assert "|af_packet|1000000000|1500|" in key and key.endswith("|64")
+    assert cache[key]["fps"] == res["per_size"]["64"]["fps"], cache
     # again: from the cache, nothing measured
-    p2 = nfvperf("baseline", str(suite), "--size", "64", "--out", str(out), "--json", "--tag", tag)
-    assert p2.returncode == 0, p2.stderr
-    res2 = json.loads(p2.stdout.strip().splitlines()[-1])
+    b2 = _baseline(suite, out, tag)
+    res2 = b2["res"]
     assert res2["cached"] is True and res2["per_size"]["64"]["fps"] == res["per_size"]["64"]["fps"]
-    assert "from the cache" in p2.stderr
+    assert "from the cache" in b2["stderr"] and "measuring tgen through testpmd io" not in b2["stderr"]
 
 
 def test_run_records_the_ceiling_and_reports_it(tmp_path, leak_check) -> None:
@@ -82,5 +105,12 @@ def test_run_records_the_ceiling_and_reports_it(tmp_path, leak_check) -> None:
     assert r.returncode == 0, r.stderr
     assert "harness ceiling fps" in r.stdout
     row = next(ln for ln in r.stdout.splitlines() if re.match(r"^[│|\s]*64\s", ln))
-    assert f"{round(hc['per_size']['64']['fps']):,}" in row
-    assert "harness-bound" in row or "DUT-bound" in row or "near line rate" in row
+    ceiling = hc["per_size"]["64"]
+    assert f"{round(ceiling['fps']):,}" in row
+    # the label the throughput earns against this ceiling (over 90 % of it: bound by the harness,
+    # or by the nominal line rate when the ceiling is only that), worked out here from the row
+    thr = float(re.match(r"^[│|\s]*64\s*[│|]\s*([\d,.]+)", row).group(1).replace(",", ""))
+    want = ("DUT-bound" if thr <= 0.9 * ceiling["fps"] else
+            "near line rate" if ceiling["at_line_rate"] else "harness-bound")
+    labels = [lb for lb in ("harness-bound", "DUT-bound", "near line rate") if lb in row]
+    assert labels == [want], (thr, ceiling["fps"], row)

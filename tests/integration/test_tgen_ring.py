@@ -48,7 +48,9 @@ def check_tsc_calibrated(reply: dict) -> None:
     assert abs(hz / dpdk - 1) < 0.01, (hz, dpdk)
     assert cal["method"] == "CLOCK_MONOTONIC_RAW", cal
     assert cal["samples"] >= 3 and cal["windows"] >= 2 and 0.1 <= cal["window_s"] < 0.6, cal
-    assert cal["spread_ppm"] <= 100 and cal["took_s"] <= 0.7, cal
+    # an attempt takes one window (~0.3 s); a loaded host may make tgen try again (a spread above
+    # its 100 ppm limit): each attempt within 0.7 s, not the whole calibration
+    assert cal["spread_ppm"] <= 100 and 1 <= cal["attempts"] and cal["took_s"] <= 0.7 * cal["attempts"], cal
     assert cal["correction_ppm"] == pytest.approx((hz / dpdk - 1) * 1e6, abs=0.01), cal
 
 
@@ -75,8 +77,19 @@ def test_frame_count_trial_exact(ring_tgen):
     _clean(ring_tgen)
     sid = ring_tgen.rpc("stream.add", port=0, rx_port=0, size_b=64, rate={"pps": 200000})["stream_id"]
     n = 100003
-    ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2)
-    res = wait_result(ring_tgen)
+    for attempt in (1, 2):
+        ring_tgen.rpc("trial.start", streams=[sid], frames=n, drain_s=0.2)
+        res = wait_result(ring_tgen)
+        eff = res["effective_duration_s"]
+        # the rate was kept: n frames at 200 kpps take ~0.5 s.  Never faster; slower only where
+        # the pacer says it fell behind (a loaded host took its CPU), and then once more
+        assert eff > 0.45, eff
+        if eff < 0.6:
+            break
+        assert eff <= n / 200000 + res["pacer_late_max_ns"] / 1e9 + 0.05, res
+        print(f"[frame count trial] {eff:.3f} s, pacer late by up to {res['pacer_late_max_ns'] / 1e6:.0f} ms: "
+              + ("once more" if attempt == 1 else "twice in a row"))
+    assert 0.45 < eff < 0.6, f"the rate was not kept in two trials: {eff} s"
     (s,) = res["streams"]
     assert s["sent"] == n and s["received"] == n
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["reordered"] == 0 and s["seq_gaps"] == 0
@@ -85,8 +98,6 @@ def test_frame_count_trial_exact(ring_tgen):
     assert port0["opackets"] == n and port0["ipackets"] == n
     # (net_ring counts packets only, no bytes: byte counts are checked over veth)
     assert res["non_test_rx"] == 0
-    # the rate was kept: n frames at 200 kpps take ~0.5 s
-    assert 0.45 < res["effective_duration_s"] < 0.6, res["effective_duration_s"]
     # a frame-count trial's duration_s is the intended one, frames / rate (was 0.0)
     assert res["duration_s"] == pytest.approx(n / 200000), res["duration_s"]
     assert s["misrouted"] == 0 and res["misrouted"] == 0 and port0_misrouted(res) == 0

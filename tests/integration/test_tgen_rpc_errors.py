@@ -88,8 +88,13 @@ def test_rate_above_line_rate_names_it(tg):
     with pytest.raises(TgenError) as ei:
         tg.rpc("stream.add", port=0, size_b=64, rate={"pps": 15_000_000})   # 10G line = 14.88 M
     assert "rate" in str(ei.value) and ei.value.code == -32602
+    assert tg.rpc("stream.list") == [], "the refused stream was added all the same"
+    # just below the line: accepted, and stored with the asked rate and size (not clamped, not
+    # replaced by a default)
     ok = tg.rpc("stream.add", port=0, size_b=64, rate={"pps": 14_000_000})
-    assert ok["stream_id"] >= 0
+    (st,) = tg.rpc("stream.list")
+    assert st["id"] == ok["stream_id"] and st["port"] == 0, st
+    assert st["rate_pps"] == 14_000_000 and st["size_b"] == 64, st
     tg.rpc("stream.remove", all=True)
 
 

@@ -12,7 +12,6 @@ Then everything is stopped and nothing of the run is left (QEMU, sockets, hugepa
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -23,18 +22,11 @@ HAVE_QEMU = shutil.which("qemu-system-x86_64") is not None
 HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None
 
 
-def _kvm_or_tcg_ok() -> bool:
-    return os.path.exists("/dev/kvm") or os.environ.get("NFVPERF_VM_ACCEL") == "tcg"
-
-
 @pytest.fixture(scope="module")
 def guest_image():
     from nfvperf.vm import image
     t0 = time.monotonic()
-    try:
-        info = image.build()
-    except image.ImageError as e:
-        pytest.skip(f"cannot build the guest image: {e}")
+    info = image.build()          # an ImageError fails the tests: it is nfvperf's own
     took = time.monotonic() - t0
     print(f"\n[vm image] {'cached' if info.cached else 'built'} {info.key} in {took:.1f} s: "
           f"{info.size_b / 1e6:.1f} MB, kernel {info.kernel_release}, dpdk {info.dpdk_version}, "
@@ -57,8 +49,6 @@ def _host_testpmd(run, tracker, role: str, sock: Path, mode: str, lcores: str, c
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_QEMU, reason="qemu-system-x86_64 not installed")
 @pytest.mark.skipif(not HAVE_TESTPMD, reason="dpdk-testpmd not installed")
-@pytest.mark.skipif(not _kvm_or_tcg_ok(), reason="/dev/kvm absent (set NFVPERF_VM_ACCEL=tcg to "
-                                                 "run the guest emulated)")
 @pytest.mark.parametrize("order", ["server-late-backends", "server-backends-first", "client"])
 def test_vm_vnf_forwards_and_cleans_up(run_ctx, guest_image, order):
     """server-late-backends: QEMU listens, then the backends connect, then wait_ready();

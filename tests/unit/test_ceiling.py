@@ -115,12 +115,22 @@ def test_a_cached_entry_of_an_older_method_is_measured_again(tmp_path, monkeypat
     from nfvperf.topo import ceiling as tc
     spec = TopologySpec(kind="p2p", dut="testpmd", tgen_lcores="0@0,1@1")
     cache = CeilingCache(tmp_path / "c.json")
-    cache.put(ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 64), {"fps": 5.0})
+    key = ceiling_key("h", spec.port_kind, 10e9, 1500, "0@0,1@1", 64)
     monkeypatch.setattr(tc, "measure_sizes", lambda cspec, run, todo, **kw: {
         s: {"fps": 7.0} for s in todo})
-    out = tc.harness_ceiling(spec, RunContext(run_dir=tmp_path / "r"), {64: TrafficProfile(frame_size_b=64)},
-                             cache=cache, hostname="h")
-    assert out["per_size"]["64"]["fps"] == 7.0 and out["cached"] is False
+
+    def ceiling() -> dict:
+        return tc.harness_ceiling(spec, RunContext(run_dir=tmp_path / "r"), {64: TrafficProfile(frame_size_b=64)},
+                                  cache=cache, hostname="h")
+    # the method before this one, and an entry from before entries said their method
+    for older in ({"method": tc.CEILING_METHOD - 1, "fps": 5.0}, {"fps": 5.0}):
+        cache.put(key, older)
+        out = ceiling()
+        assert out["per_size"]["64"]["fps"] == 7.0 and out["cached"] is False, (older, out)
+    # while an entry of this method is reused (what the older ones were refused)
+    cache.put(key, {"method": tc.CEILING_METHOD, "fps": 5.0})
+    out = ceiling()
+    assert out["per_size"]["64"]["fps"] == 5.0 and out["cached"] is True, out
 
 
 class _LossyForwarder:
@@ -399,7 +409,8 @@ def test_a_ceiling_measured_at_a_higher_link_speed_answers_a_lower_one(tmp_path,
     # the nearest faster entry wins, and an entry of an older method is not read
     cache.put(ceiling_key("h", spec.port_kind, 25e9, 1500, "0@0,1@1", 64), {"method": tc.CEILING_METHOD,
                                                                             "fps": 4e6, "zero_loss_fps": 1e6})
-    cache.put(ceiling_key("h", spec.port_kind, 20e9, 1500, "0@0,1@1", 64), {"fps": 1.0})
+    cache.put(ceiling_key("h", spec.port_kind, 20e9, 1500, "0@0,1@1", 64), {"method": tc.CEILING_METHOD - 1,
+                                                                            "fps": 1.0, "zero_loss_fps": 1.0})
     got = tc.harness_ceiling(spec, run, {64: p10[64]}, cache=cache, hostname="h")["per_size"]["64"]
     assert got["fps"] == 4e6 and got["derived_from"]["link_speed_bps"] == 25e9
     # --refresh-ceiling measures

@@ -156,8 +156,12 @@ def test_every_round_is_stored_with_its_round_and_position(tmp_path):
     env = run.environment
     info = env["rounds"][0]
     assert info["rounds"] == 6 and info["seed"] == 5 and len(info["orders"]) == 6
-    for order in info["orders"]:
-        assert sorted(order) == sorted(t.name + " 64 B" for t in run.tests) or len(order) == 2
+    # each round's order is the seed's permutation of the two units, and their stored positions
+    labels = [t.name + " 64 B" for t in run.tests]
+    assert info["orders"] == [[labels[i] for i in o] for o in round_orders(2, 6, 5)], info["orders"]
+    for r, order in enumerate(info["orders"], 1):
+        pos = {t.name + " 64 B": x["position"] for t in run.tests for x in round_rows(t) if x["round"] == r}
+        assert [pos[lb] for lb in order] == [1, 2], (r, order, pos)
     for t in run.tests:
         rows = round_rows(t)
         assert [x["round"] for x in rows] == [1, 2, 3, 4, 5, 6]

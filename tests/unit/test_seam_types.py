@@ -20,6 +20,10 @@ SEAMS = ["trial.py", "search/*.py", "dut/base.py", "topo/base.py", "host/proc.py
 #: the counts (issue 18, 2026-11-26); they reached 0 and must stay there
 ANY_CEILING = 0           # 109 -> 102 (methods/common.py) -> 27 (search, host, trial, topo/base)
 #                           -> 1 (DutAdapter.options) -> 0 (options_as: each adapter's own model)
+#: ``Any`` in the seams' class attributes (issue 31: not counted before), 2026-11-28: the JSON-shaped
+#: records a trial carries as they came (TrialResult.tg_counters, dut_counters, extra) and
+#: dut.base.Flow.match; they may shrink, not grow
+ANY_ATTR_CEILING = 4
 SPEC_GETATTR_CEILING = 0  # 46 -> 36 (topo/base, port kinds) -> 28 (the declared TopologySpec: OVS
 #                           topologies, p2p) -> 0 (TopologyView and the adapters' typed sections)
 #: ``getattr(`` on a name ending in ``spec`` (``spec``, ``self.spec``, ``topo_spec``, ``cspec``),
@@ -31,8 +35,18 @@ def _mentions_any(node: ast.AST | None) -> bool:
     if node is None:
         return False
     return any((isinstance(n, ast.Name) and n.id == "Any")
+               or (isinstance(n, ast.Attribute) and n.attr == "Any")          # typing.Any, t.Any
                or (isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(r"\bAny\b", n.value))
                for n in ast.walk(node))
+
+
+def any_in_class_attributes(path: Path) -> list[str]:
+    """``file:line class attribute`` for every class attribute (a dataclass field, a model field,
+    a declared attribute) annotated with ``Any``: a seam's data is part of its signature."""
+    return [f"{path.relative_to(PKG)}:{st.lineno} {node.name} {st.target.id}"
+            for node in ast.walk(ast.parse(path.read_text(), str(path))) if isinstance(node, ast.ClassDef)
+            for st in node.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+            and _mentions_any(st.annotation)]
 
 
 def any_in_signatures(path: Path) -> list[str]:
@@ -55,12 +69,17 @@ def seam_files() -> list[Path]:
 
 def test_the_counter_sees_any_in_a_signature(tmp_path) -> None:
     f = tmp_path / "m.py"
-    f.write_text("from typing import Any\ndef f(a: int, b: Any, *kw: 'dict[str, Any]') -> Any: ...\n"
-                 "def g(a: int) -> int: ...\n")
+    f.write_text("import typing\nfrom typing import Any\n"
+                 "def f(a: int, b: Any, *kw: 'dict[str, Any]') -> Any: ...\n"
+                 "def g(a: int) -> int: ...\n"
+                 "def h(c: typing.Any, d: 'typing.Optional[int]') -> 'typing.Any': ...\n"
+                 "class C:\n    x: int\n    y: typing.Any = None\n    z: 'dict[str, Any]'\n"
+                 "    def m(self, e: Any) -> None: ...\n")
     PKG_saved = globals()["PKG"]
     globals()["PKG"] = tmp_path
     try:
-        assert [s.split()[-1] for s in any_in_signatures(f)] == ["b", "kw", "return"]
+        assert sorted(s.split()[-1] for s in any_in_signatures(f)) == ["b", "c", "e", "kw", "return", "return"]
+        assert [s.split()[-2:] for s in any_in_class_attributes(f)] == [["C", "y"], ["C", "z"]]
     finally:
         globals()["PKG"] = PKG_saved
 
@@ -69,6 +88,12 @@ def test_any_in_seam_signatures_does_not_grow() -> None:
     found = [s for f in seam_files() for s in any_in_signatures(f)]
     assert len(found) <= ANY_CEILING, (f"{len(found)} Any in seam signatures (ceiling {ANY_CEILING}): type "
                                        "the new ones:\n" + "\n".join(found))
+
+
+def test_any_in_seam_class_attributes_does_not_grow() -> None:
+    found = [s for f in seam_files() for s in any_in_class_attributes(f)]
+    assert len(found) <= ANY_ATTR_CEILING, (f"{len(found)} Any in seam class attributes (ceiling "
+                                            f"{ANY_ATTR_CEILING}): type the new ones:\n" + "\n".join(found))
 
 
 def test_the_counter_sees_getattr_on_a_spec() -> None:

@@ -429,16 +429,43 @@ def test_a_missing_build_path_is_a_dut_failure_naming_the_field(tmp_path):
         dut._vswitchd()
 
 
-def test_a_store_that_cannot_be_migrated_is_refused_with_the_way_to_migrate(tmp_path, monkeypatch, capsys):
-    import nfvperf.store
-    from nfvperf.cli import main
-    from sqlalchemy.exc import OperationalError
-    db = tmp_path / "old.db"
-    Store(str(db)).close()
+def test_a_store_that_cannot_be_migrated_is_refused_with_the_way_to_migrate(pg_url, capsys):
+    """A real store of the older schema (no ``tests.study``) on PostgreSQL, opened by a role that
+    may only read it: Store() cannot add the column, and trend refuses with the way to migrate;
+    opened by its owner (as the message says), it is migrated in place and the reader's trend
+    works.  (SQLite cannot stand in: root writes a read-only file all the same.)"""
+    import secrets
 
-    def read_only(*a: Any, **kw: Any) -> Any:
-        raise OperationalError("ALTER TABLE tests ADD COLUMN study JSON", {}, Exception("permission denied"))
-    monkeypatch.setattr(nfvperf.store, "Store", read_only)
-    assert main(["trend", "--db", str(db)]) == 2
-    err = capsys.readouterr().err
-    assert "older schema is migrated in place" in err and "migrate it once with write access" in err
+    from sqlalchemy import create_engine, inspect, text
+
+    from nfvperf.cli import main
+    name, reader = "old" + secrets.token_hex(4), "reader" + secrets.token_hex(4)
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"create database {name}"))
+        c.execute(text(f"create role {reader} login"))
+    owner_url = pg_url.replace("/postgres?", f"/{name}?")
+    reader_url = owner_url.replace("nfvperf@", f"{reader}@")
+    try:
+        Store(owner_url).close()
+        old = create_engine(owner_url)
+        with old.begin() as c:
+            c.execute(text("alter table tests drop column study"))     # the schema before studies
+            c.execute(text(f"grant select on all tables in schema public to {reader}"))
+        assert main(["trend", "--db", reader_url]) == 2
+        err = capsys.readouterr().err
+        assert "older schema is migrated in place" in err and "migrate it once with write access" in err, err
+        assert "must be owner" in err or "permission denied" in err, err     # PostgreSQL's refusal
+        assert "study" not in {col["name"] for col in inspect(old).get_columns("tests")}
+        assert main(["history", "--db", owner_url]) == 0          # the way the message gives
+        assert "study" in {col["name"] for col in inspect(old).get_columns("tests")}
+        with old.begin() as c:
+            c.execute(text(f"grant select on all tables in schema public to {reader}"))
+        capsys.readouterr()
+        assert main(["trend", "--db", reader_url]) == 0, capsys.readouterr().err
+        old.dispose()
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f"drop database if exists {name} with (force)"))
+            c.execute(text(f"drop role if exists {reader}"))
+        admin.dispose()

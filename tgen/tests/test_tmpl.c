@@ -202,7 +202,7 @@ static void run(const char *what, tmpl_cfg_t c, unsigned size)
             CHECK(g16(p + 12) == 0x0800, "%s: outer ethertype", what);
             CHECK(rfc1071(p + 14, 20) == 0, "%s: outer IPv4 checksum", what);
             CHECK(g16(p + 16) == n - 14, "%s: outer IP length", what);
-            CHECK(p + 23 && p[23] == 17, "%s: outer proto UDP", what);
+            CHECK(p[23] == 17, "%s: outer proto UDP", what);
             CHECK(g16(p + 36) == 4789, "%s: outer UDP dst 4789", what);
             CHECK(g16(p + 34) == 49152 + flows[fi] % 16384, "%s: outer UDP src port entropy", what);
             CHECK(g16(p + 38) == n - 34, "%s: outer UDP length", what);
