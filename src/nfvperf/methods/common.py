@@ -67,10 +67,6 @@ class MethodInfo:
         return self.result.from_dict(data)
 
 
-#: what method modules subclass (the historical name of :class:`MethodResult`)
-ResultBase = MethodResult
-
-
 class Recorder(Protocol):
     """What a method reports each trial to (the runner's recorder; tests pass their own).  A
     recorder may also have ``progress(fraction, message)``."""

@@ -256,8 +256,7 @@ class RunLoop:
         if self.group_tg == "iperf3" and not runs_on_iperf3(test.method):
             raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                               "(--tg iperf3 runs only the tcp method)")
-        entry = REGISTRY[test.method]
-        run_fn = entry[1] if isinstance(entry, tuple) else entry.run
+        run_fn = REGISTRY[test.method].run
         params = self.reuse.params(test, size, topo_spec)
         if params is not test.params_for(size):
             self.store.update_test_params(test_id, params_dump(params))

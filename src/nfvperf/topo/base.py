@@ -444,12 +444,6 @@ class Topology:
         return pk.create(self, n, dut_netns=dut_netns, tg_netns=tg_netns,
                          mtu=self.spec_mtu() if mtu is None else mtu)
 
-    def add_veth_ports(self, n: int, dut_netns: Optional[str] = None, tg_netns: Optional[str] = None,
-                       driver: Optional[str] = None, mtu: int = 1500) -> list[HostPort]:
-        """``n`` emulated PHY ports: veth ``<tag>p<i>`` (generator) <-> ``<tag>d<i>`` (DUT)."""
-        driver = driver or ("af_xdp" if self.spec.port_kind == "af_xdp" else "af_packet")
-        return self.add_ports(n, dut_netns, tg_netns, mtu, kind=driver)
-
     def add_ports_from_spec(self, dut_netns: Optional[str] = None) -> list[HostPort]:
         """The spec's ports of the spec's kind (``ports``; pci: one per address pair)."""
         pk = self.port_kind()
