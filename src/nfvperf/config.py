@@ -469,12 +469,6 @@ def method_registry() -> dict[str, Any]:
     return dict(REGISTRY)
 
 
-def _params_model(entry: Any) -> Optional[type[BaseModel]]:
-    if isinstance(entry, tuple):
-        return entry[0]
-    return getattr(entry, "params", None) or getattr(entry, "Params", None)
-
-
 def read_yaml(path: Union[str, Path]) -> dict[str, Any]:
     p = Path(path)
     try:
@@ -552,7 +546,7 @@ def _validate_test(i: int, entry: Any, spec: Optional[SuiteSpec], registry: dict
     topology = _test_topology(where, entry, spec, problems)
     params_raw = {k: v for k, v in entry.items() if k not in ENGINE_TEST_KEYS}
     params: Any = params_raw
-    model = _params_model(registry[method]) if registry else None
+    model = registry[method].params if registry else None
     if model is not None and "name" in getattr(model, "model_fields", {}) and "name" in entry:
         params_raw["name"] = name
     if model is not None and spec is not None:
