@@ -433,7 +433,9 @@ static int setup_workers(const struct opts *op)
             g_workers[w].does_tx = 1;
         }
         g_ports[p].rx_lcore = RXG_NOT_POLLED;
+        for (unsigned q = 0; q < MAX_QUEUES; q++) g_ports[p].rxq_worker[q] = -1;
         for (unsigned q = 0; q < g_ports[p].rxq && g_ports[p].rx_poll; q++) {
+            g_ports[p].rxq_worker[q] = (int)rxs[ri % nrx];
             struct worker *w = &g_workers[rxs[ri++ % nrx]];
             w->rxq[w->nrxq].port = (uint16_t)p;
             w->rxq[w->nrxq].queue = (uint16_t)q;

@@ -191,6 +191,13 @@ json_t *port_list_json(void)
         json_object_set_new(o, "rx", json_boolean(pt->rx_poll));
         json_object_set_new(o, "tx_reuse", json_boolean(pt->tx_reuse > 0));
         json_object_set_new(o, "prefetch", json_boolean(pt->remote));
+        /* the worker lcore of each TX queue and of each polled RX queue */
+        json_t *tl = json_array(), *rl = json_array();
+        for (unsigned q = 0; q < pt->txq; q++) json_array_append_new(tl, json_integer(g_workers[pt->tx_lcore[q]].lcore));
+        for (unsigned q = 0; q < pt->rxq; q++)
+            if (pt->rxq_worker[q] >= 0) json_array_append_new(rl, json_integer(g_workers[pt->rxq_worker[q]].lcore));
+        json_object_set_new(o, "tx_lcores", tl);
+        json_object_set_new(o, "rx_lcores", rl);
         json_array_append_new(a, o);
     }
     return a;

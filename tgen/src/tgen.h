@@ -34,6 +34,7 @@ struct port {
     int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+    int rxq_worker[MAX_QUEUES]; /* worker index polling each rx queue, -1 = none (rx=0) */
     int remote;             /* another agent writes its RX mbufs and reads its TX mbufs (a vhost backend,
                              * a NIC, the kernel into AF_XDP's umem, a zero-copy memif server): the
                              * data path prefetches their lines a burst at a time.  Not for PMDs that

@@ -36,7 +36,7 @@ from nfvperf.host.preflight import Needs
 from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.trial import Measurer
+from nfvperf.trial import Measurer, MeasurerError
 
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
@@ -477,11 +477,21 @@ class Topology:
         assert plan is not None
         return plan.dpdk_lcores("tgen")
 
+    def tgen_workers(self) -> int:
+        """tgen's worker lcores when ``topology.tgen_cores`` gives them (the CPUs the plan resolved
+        for it: N, or 2N with tgen_ht): each port gets that many TX and RX queues and each
+        direction that many sub-streams (docs/tgen.md); 1 otherwise (one queue per port)."""
+        if self.spec.tgen_cores is None:
+            return 1
+        plan = self.tg_plan or self.plan
+        cpus = plan.cpus("tgen") if plan is not None else []
+        return max(1, len(cpus) or int(self.spec.tgen_cores))
+
     def tgen_port_specs(self) -> list[PortSpec]:
         out = []
         txq = self.dut.tx_queues() if self.dut is not None else 1
         for i, p in enumerate(self.ports):
-            out.append(p.tg_port_spec(i, dut_tx_queues=txq))
+            out.append(p.tg_port_spec(i, dut_tx_queues=txq, workers=self.tgen_workers()))
         return out
 
     def start_tgen(self) -> None:
@@ -503,7 +513,16 @@ class Topology:
         proc = TgenProcess(specs, self.tgen_lcores(), **kwargs)
         assert self.tracker is not None
         self.tracker.add("tgen", self.run.tag, proc.stop)
-        proc.start()
+        try:
+            proc.start()
+        except MeasurerError as e:
+            if self.spec.tgen_cores is not None and "but the device allows at most" in str(e):
+                raise TopologyError(
+                    f"topology.tgen_cores: {self.spec.tgen_cores} gives tgen "
+                    f"{self.tgen_workers()} workers (CPUs {self.tgen_lcores()}), one TX and one RX "
+                    f"queue each per port, but a generator port has fewer queues ({e}); lower "
+                    "topology.tgen_cores or give the NIC more queues") from e
+            raise
         self.tgen = proc
         if any(k.wait_link for k in kinds):
             self.wait_tgen_links()
@@ -533,7 +552,10 @@ class Topology:
         groups = self.rx_groups()
         if groups:
             kwargs["rx_groups"] = groups
-        m = TgenMeasurer(self.tgen, self.tg_pairs(), topology_environment=self.environment, **kwargs)
+        # a direction over tgen_cores cores: one sub-stream per TX queue (multi-queue kinds)
+        cores = self.tgen_workers() if self.port_kind_class().tg_multiqueue else 1
+        m = TgenMeasurer(self.tgen, self.tg_pairs(), topology_environment=self.environment,
+                         cores=cores, **kwargs)
         if self.dut is not None:
             m.reset_hook = self.reset_dut     # RFC 6201 reset trials
         self._measurer = m
