@@ -503,6 +503,10 @@ class Topology:
         kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag,
                                       binary=self.tgen_binary, hugepages=self.tgen_hugepages,
                                       extra_eal=extra_eal)
+        if self.tgen_workers() > 1 and self.rx_groups():
+            # a receive group (a bond's members) is polled by one lcore (tgen/PROTOCOL.md §4):
+            # with tgen_cores the TX side is split, every RX queue goes to the first worker
+            kwargs["extra_args"] = ["--rx-lcores", "1"]
         if self.tg_netns and "netns" in inspect.signature(TgenProcess).parameters:
             kwargs["netns"] = self.tg_netns
         if self.tg_host.remote:
