@@ -144,6 +144,8 @@ class UnitPlan:
     skip: Optional[str] = None                                # why it is skipped (None: it runs)
     changes: list[FitChange] = field(default_factory=list)    # --fit-host: what its topology got
     measurer: str = "sim"                                     # sim | tgen | iperf3 (unit_measurer)
+    #: it runs, but its DUT/VNF polling would share the generator's CPUs (Fit.sharing_note)
+    shares: Optional[str] = None
 
     @property
     def runs(self) -> bool:
@@ -207,6 +209,7 @@ class RunPlan:
                 "measurers": {m: sum(1 for u in self.running if u.measurer == m)
                               for m in dict.fromkeys(u.measurer for u in self.running)},
                 "skipped": [{"unit": u.label, "reason": u.skip} for u in self.skipped],
+                "sharing": [{"unit": u.label, "shares": u.shares} for u in self.running if u.shares],
                 "fitted": self.fitted()}
 
 
@@ -227,7 +230,7 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
     if fit_host:
         assert host is not None
         suite, fit_of = fitted_suite(suite, host, tg)
-    unfit: dict[str, Optional[str]] = {}
+    unfit: dict[str, Fit] = {}
     unbuildable: dict[tuple[str, str], list[str]] = {}
     units = []
     for test, size in test_units(suite):
@@ -244,10 +247,12 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
                     reasons.append(f"does not fit this host even fitted: {fit.problem}")
             else:
                 if key not in unfit:
-                    unfit[key] = fit_topology(spec, host, start_tgen=tg == "tgen").unfit_reason()
-                why = unfit[key]
+                    unfit[key] = fit_topology(spec, host, start_tgen=tg == "tgen")
+                why = unfit[key].unfit_reason()
                 if why:
                     reasons.append(why)
+                elif builds and u.measurer == "tgen":
+                    u.shares = unfit[key].sharing_note()
             if builds:
                 if (key, u.measurer) not in unbuildable:
                     unbuildable[(key, u.measurer)] = build_problems(spec, u.measurer, host)
@@ -330,6 +335,13 @@ def plan_text(plan: RunPlan) -> list[str]:
         lines.append(f"  fitted to host ({host}): " + ("nothing to change" if not rows else
                                                      f"{len(rows)} change(s)"))
         lines += [f"    {r['text']} [{len(r['units'])} unit(s)]" for r in rows]
+    by_share: dict[str, list[UnitPlan]] = {}
+    for u in plan.running:
+        if u.shares:
+            by_share.setdefault(u.shares, []).append(u)
+    for why, units in by_share.items():
+        lines.append(f"  sharing the generator's CPUs ({len(units)} unit(s), results marked †): {why}")
+        lines += _wrapped(compact_units(units), "      ")
     by_reason: dict[str, list[UnitPlan]] = {}
     for u in plan.skipped:
         by_reason.setdefault(str(u.skip), []).append(u)

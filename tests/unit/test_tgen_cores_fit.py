@@ -1,0 +1,77 @@
+"""The generator's cores in the plan (issue 27): ``--fit-host`` shrinks a DUT rather than put its
+polling on the generator's CPU (fit rule 4; seed 002's l3fwd-vs-OVS on 2 CPUs printed l3fwd at
+0.21x OVS with both DUTs' second core on tgen's CPU), then the generator's own ``tgen_cores``;
+``nfvperf validate`` runs such units as given and says which would share."""
+from __future__ import annotations
+
+import pytest
+
+from nfvperf.config import validate_suite
+from nfvperf.fit import HostFacts, _topology, fit_topology
+from nfvperf.host.cpu import CpuTopology
+from nfvperf.host.polling_overlap import generator_overlap
+from nfvperf.plan import plan_run, plan_text
+from nfvperf.topo.spec import TopologySpec
+
+
+def host(cores: int) -> HostFacts:
+    return HostFacts(CpuTopology.from_siblings({c: [c] for c in range(cores)}), 16384)
+
+
+def overlap(spec: TopologySpec, h: HostFacts) -> dict:
+    plan = _topology(spec, True).plan_cpus(h.cpus)
+    return generator_overlap({"pinning": {"roles": plan.roles}}) or {}
+
+
+L3FWD2 = TopologySpec(kind="p2p", dut="l3fwd", port_kind="vhost", l3fwd={"cores": 2})
+
+
+def test_tgen_cores_fit_shrinks_the_dut_off_the_generators_cpu() -> None:
+    h = host(2)
+    assert overlap(L3FWD2, h) == {"cpus": [0], "roles": ["dut"]}      # as given: shared
+    fit = fit_topology(L3FWD2, h)
+    assert fit.fits_as_given and fit.unfit_reason() is None           # it still runs as given
+    assert [(c.field, c.old, c.new, c.sharing) for c in fit.changes] == [("l3fwd.cores", 2, 1, True)]
+    note = fit.sharing_note()
+    assert note is not None and "topology.l3fwd.cores 2" in note and "CPU 0" in note
+    assert "--fit-host would change l3fwd.cores 2→1" in note
+    assert fit.spec.l3fwd.cores == 1 and overlap(fit.spec, h) == {}   # fitted: apart
+    # a host with room: no sharing, nothing to change
+    assert fit_topology(L3FWD2, host(4)).changes == [] and fit_topology(L3FWD2, host(4)).shares is None
+    # no generator on the host (--tg sim / iperf3): nothing to say
+    assert fit_topology(L3FWD2, h, start_tgen=False).shares is None
+
+
+def test_tgen_cores_fit_gives_up_a_generator_core_when_the_dut_has_one() -> None:
+    spec = TopologySpec(kind="p-ovs-p", port_kind="vhost", tgen_cores=2)
+    fit = fit_topology(spec, host(2))
+    assert [(c.field, c.old, c.new) for c in fit.changes] == [("tgen_cores", 2, 1)]
+    assert fit.spec.tgen_cores == 1 and overlap(fit.spec, host(2)) == {}
+    # one core each and one CPU: nothing left to lower, said
+    f = fit_topology(TopologySpec(kind="p-ovs-p", port_kind="vhost", ovs={"pmd_cores": 1}), host(1))
+    assert f.shares and "no core count to lower" in (f.sharing_note() or "")
+
+
+SEED002 = {"name": "s2", "profile": "quick", "traffic": {"frame_sizes": [64]},
+           "topology": {"kind": "p2p", "dut": "l3fwd", "port_kind": "vhost", "l3fwd": {"cores": 2}},
+           "tests": [{"method": "throughput", "resolution_pct": 10}]}
+
+
+@pytest.fixture
+def no_build_checks(monkeypatch):
+    monkeypatch.setattr("nfvperf.plan.build_problems", lambda spec, tg, host: [])
+
+
+def test_tgen_cores_validate_says_which_units_share(no_build_checks) -> None:
+    suite = validate_suite(SEED002)
+    plan = plan_run(suite, "tgen", host=host(2))
+    assert not plan.skipped and plan.running[0].shares
+    lines = plan_text(plan)
+    assert any(x.startswith("  sharing the generator's CPUs (1 unit(s)") and "l3fwd.cores 2→1" in x
+               for x in lines), lines
+    assert plan.record()["sharing"][0]["unit"] == plan.running[0].label
+    fitted = plan_run(suite, "tgen", host=host(2), fit_host=True)
+    assert [c.text() for c in fitted.running[0].changes][0].startswith("l3fwd.cores 2→1")
+    assert not any("sharing the generator" in x for x in plan_text(fitted))
+    # the simulated DUT shares no CPU with anything
+    assert not plan_run(suite, "sim", host=host(2)).running[0].shares
