@@ -162,6 +162,8 @@ class RunPlan:
     units: list[UnitPlan]
     host: Optional[HostFacts] = None
     on_testbed: bool = False
+    #: what a line-rate trial needs of the generator, per topology (generator_need)
+    generator: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_unit = {(id(u.test), u.size): u for u in self.units}
@@ -210,16 +212,20 @@ class RunPlan:
                               for m in dict.fromkeys(u.measurer for u in self.running)},
                 "skipped": [{"unit": u.label, "reason": u.skip} for u in self.skipped],
                 "sharing": [{"unit": u.label, "shares": u.shares} for u in self.running if u.shares],
+                "generator_cores": self.generator,
                 "fitted": self.fitted()}
 
 
 def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[HostFacts] = None,
-             on_testbed: bool = False, builds: Optional[bool] = None) -> RunPlan:
+             on_testbed: bool = False, builds: Optional[bool] = None,
+             core_rate: Optional[dict[str, Any]] = None) -> RunPlan:
     """The plan of ``nfvperf run SUITE --tg tg [--fit-host]`` on this host (``host``: its facts,
     read when needed).  With ``fit_host`` the plan's ``suite`` is the fitted suite.  ``builds``:
     the run builds nfvperf's topologies on this host (default: ``--tg tgen`` or ``iperf3``, no
     testbed); only then are the host and the builds judged (a caller that brings its own
-    measurers, such as a test, builds what it likes)."""
+    measurers, such as a test, builds what it likes).  ``core_rate``: tgen's per-core self-test
+    (:func:`nfvperf.tg.tgen_cores.core_rate`): then the plan says what line rate needs of the
+    generator (:func:`generator_need`)."""
     if tg not in MEASURERS:
         raise ValueError(f"--tg {tg!r}: allowed {', '.join(MEASURERS)}")
     if builds is None:
@@ -259,7 +265,60 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
                 reasons += unbuildable[(key, u.measurer)]
             u.skip = "; ".join(reasons) or None
         units.append(u)
-    return RunPlan(suite, tg, fit_host, units, host, on_testbed)
+    plan = RunPlan(suite, tg, fit_host, units, host, on_testbed)
+    if tg == "tgen" and not on_testbed:
+        plan.generator = generator_need(plan, core_rate)
+    return plan
+
+
+def generator_need(plan: RunPlan, core_rate: Optional[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per topology of the running tgen units: the generator cores a line-rate trial at its
+    smallest frame needs, what the topology gives and whether the host has them
+    (:func:`nfvperf.tg.tgen_cores.line_rate_need`); without a measured per-core rate, why not."""
+    from nfvperf.tg.tgen_cores import line_rate_need
+    from nfvperf.topo.ports import port_kind_class
+    from nfvperf.units import directions
+    fps = (core_rate or {}).get("fps")
+    groups: dict[tuple[str, float], dict[str, Any]] = {}
+    for u in plan.running:
+        if u.measurer != "tgen" or u.size is None:
+            continue
+        spec = u.test.topology or plan.suite.spec.topology
+        speed = float(u.test.traffic.link_speed_bps)
+        g = groups.setdefault((spec_key(spec), speed), {"spec": spec, "size": u.size, "units": 0,
+                                                        "tx": directions(u.test.traffic, spec.ports)})
+        g["size"] = min(g["size"], u.size)
+        g["units"] += 1
+    out = []
+    for (_, speed), g in groups.items():
+        spec = g["spec"]
+        row: dict[str, Any] = {"kind": spec.kind, "port_kind": spec.port_kind, "link_speed_bps": speed,
+                               "frame_size_b": g["size"], "units": g["units"]}
+        if not fps:
+            why = (core_rate or {}).get("error") or ("tgen's per-core self-test has not run (it runs, "
+                                                     "as root, at `nfvperf validate` or `run`)")
+            row["text"] = f"generator cores for line rate: unknown ({why})"
+            out.append(row)
+            continue
+        workers = int(spec.tgen_cores or 1) * (2 if spec.tgen_cores and spec.tgen_ht else 1)
+        free = None
+        if plan.host is not None:
+            try:
+                roles = topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"),
+                                                        start_tgen=True).plan_cpus(plan.host.cpus).roles
+                busy = {c for r, cs in roles.items() if r != "tgen" for c in cs}
+                free = len([c for c in plan.host.cpus.allowed if c not in busy])
+            except (HostTooSmall, TopologyError):
+                free = None
+        given = (f"topology.tgen_cores: {spec.tgen_cores}" + (", tgen_ht" if spec.tgen_ht else "")
+                 if spec.tgen_cores else "one worker: topology.tgen_cores not set")
+        need = line_rate_need(speed, g["size"], g["tx"], float(fps), workers,
+                              split=port_kind_class(spec.port_kind).tg_multiqueue, free_cpus=free,
+                              field=given)
+        row.update(need, per_core_fps=float(fps),
+                   measured_at=(core_rate or {}).get("measured_at"))
+        out.append(row)
+    return out
 
 
 def fitted_suite(suite: Suite, host: HostFacts, tg: str) -> tuple[Suite, dict[int, Fit]]:
@@ -335,6 +394,8 @@ def plan_text(plan: RunPlan) -> list[str]:
         lines.append(f"  fitted to host ({host}): " + ("nothing to change" if not rows else
                                                      f"{len(rows)} change(s)"))
         lines += [f"    {r['text']} [{len(r['units'])} unit(s)]" for r in rows]
+    for g in plan.generator:
+        lines.append(f"  generator ({g['kind']} on {g['port_kind']}, {g['units']} unit(s)): {g['text']}")
     by_share: dict[str, list[UnitPlan]] = {}
     for u in plan.running:
         if u.shares:

@@ -90,3 +90,13 @@ def test_tgen_cores_frame_count_and_burst_split(mq_tgen):
     assert r.streams[0].sent == 10_002 == r.expected and r.streams[0].lost == 0   # ceil(10001/2) x 2
     b = m.measure_burst(5_000, 200_000, drain_s=0.2)
     assert b.streams[0].sent == 5_000 and b.streams[0].received == 5_000
+
+
+def test_tgen_cores_selftest_is_measured_once_and_cached(tmp_path):
+    from nfvperf.tg.tgen_cores import CACHE_FILE, core_rate
+    first = core_rate(tmp_path)
+    assert first is not None and first.get("error") is None, first
+    assert first["cached"] is False and first["fps"] > 1e5, first
+    again = core_rate(tmp_path)
+    assert again is not None and again["cached"] is True and again["fps"] == first["fps"]
+    assert (tmp_path / CACHE_FILE).exists()

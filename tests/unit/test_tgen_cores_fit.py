@@ -75,3 +75,35 @@ def test_tgen_cores_validate_says_which_units_share(no_build_checks) -> None:
     assert not any("sharing the generator" in x for x in plan_text(fitted))
     # the simulated DUT shares no CPU with anything
     assert not plan_run(suite, "sim", host=host(2)).running[0].shares
+
+
+# -- what line rate needs of the generator --------------------------------------------------------
+
+def test_tgen_cores_line_rate_need() -> None:
+    from nfvperf.tg.tgen_cores import line_rate_need
+    n = line_rate_need(100e9, 64, 4, 25e6, 1, free_cpus=3)
+    assert n["cores_needed"] == 24 and n["cores_per_port"] == 6 and not n["enough"]
+    assert n["bound_fps_per_port"] == pytest.approx(6.25e6)
+    assert "needs 24 generator core(s) (6 per port)" in n["text"] and "3 CPU(s) no DUT polls on" in n["text"]
+    assert "results above ~6.2 Mfps per port will be harness-bound" in n["text"]
+    assert line_rate_need(100e9, 64, 4, 25e6, 24)["enough"]
+    # a kind with one TX queue per port: a port never gets more than one core
+    one = line_rate_need(100e9, 64, 2, 25e6, 8, split=False)
+    assert one["bound_fps_per_port"] == pytest.approx(25e6) and "one core per port at most" in one["text"]
+
+
+def test_tgen_cores_validate_says_what_line_rate_needs(no_build_checks) -> None:
+    data = dict(SEED002, traffic={"frame_sizes": [64, 128], "link_speed": "25G"},
+                topology={"kind": "p2p", "dut": "testpmd", "port_kind": "pci",
+                          "pci": ["0000:01:00.0", "0000:01:00.1", "0000:02:00.0", "0000:02:00.1"],
+                          "tgen_cores": 2})
+    plan = plan_run(validate_suite(data), "tgen", host=host(8), core_rate={"fps": 10e6, "measured_at": "t"})
+    (g,) = plan.generator
+    # 2 transmitting ports x 37.2 Mfps at 64 B over 10 Mfps per core: 8 cores, 4 per port; 2 given
+    assert (g["frame_size_b"], g["cores_needed"], g["cores_per_port"], g["workers"]) == (64, 8, 4, 2)
+    assert "topology.tgen_cores: 2" in g["text"] and "above ~10.0 Mfps per port" in g["text"]
+    assert any(x.startswith("  generator (p2p on pci, 2 unit(s)): line rate 2 transmitting port(s) x 25G")
+               for x in plan_text(plan))
+    assert plan.record()["generator_cores"][0]["cores_needed"] == 8
+    unknown = plan_run(validate_suite(data), "tgen", host=host(8))
+    assert "unknown (tgen's per-core self-test has not run" in unknown.generator[0]["text"]
