@@ -225,13 +225,18 @@ static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
     if (k) rte_mempool_put_bulk(pool, run, k);
 }
 
+/* rx_account's parse (rxgroup.h): frame i of the burst's mbufs */
+static inline int rx_mbuf_sig(void *ctx, unsigned i, tgsig_t *sg)
+{
+    struct rte_mbuf *b = ((struct rte_mbuf **)ctx)[i];
+    return sig_parse_inline(rte_pktmbuf_mtod(b, const uint8_t *), b->data_len, sg);
+}
+
 static unsigned do_rx(struct worker *w, struct trial *t, int ph)
 {
     struct rte_mbuf *m[BURST];
-    tgsig_t sig[BURST];
-    uint8_t ok[BURST];
     int32_t ti[BURST];             /* each frame's trial stream when accounted, else -1 */
-    _Static_assert(BURST <= RXACCT_MAX_BURST, "rx_account_burst takes at most RXACCT_MAX_BURST frames");
+    _Static_assert(BURST <= RXACCT_MAX_BURST, "rx_account takes at most RXACCT_MAX_BURST frames a burst");
     unsigned total = 0;
     int acct = t && (ph == PH_LEARNING || ph == PH_RUNNING || ph == PH_DRAINING);
     rxacct_t ra = { w->acct, w->misrouted, w->rx_by_slot, w->misrouted_port, &w->non_test, &w->late_rx,
@@ -250,10 +255,8 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
              * port's producer on another core: fetched in parallel, not 4 at a time) */
             if (w->rxq[q].prefetch)
                 for (uint16_t i = 0; i < n; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
-            for (uint16_t i = 0; i < n; i++)
-                ok[i] = (uint8_t)sig_parse_inline(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sig[i]);
-            /* the accounting itself (rxgroup.h): the same function the C tests call */
-            rx_account_burst(&rt, &ra, acct, w->rxq[q].port, sig, ok, n, now_ns, ti);
+            /* the accounting itself (rxgroup.h): the function the C tests call */
+            rx_account(&rt, &ra, acct, w->rxq[q].port, now_ns, n, rx_mbuf_sig, m, ti);
             /* a frame of the stream's one length, in one segment where TX builds its frames:
              * its payload past the signature is the template's (zero), unless the DUT wrote it */
             if (tag)
