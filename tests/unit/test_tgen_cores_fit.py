@@ -107,3 +107,16 @@ def test_tgen_cores_validate_says_what_line_rate_needs(no_build_checks) -> None:
     assert plan.record()["generator_cores"][0]["cores_needed"] == 8
     unknown = plan_run(validate_suite(data), "tgen", host=host(8))
     assert "unknown (tgen's per-core self-test has not run" in unknown.generator[0]["text"]
+
+
+def test_tgen_cores_report_names_the_cores() -> None:
+    from types import SimpleNamespace
+
+    from nfvperf.report.facts import generator_text
+    run = SimpleNamespace(tg="tgen")
+    env = {"measurer": {"tgen_version": "1", "lcores": "0@0,1@0,2@1",
+                        "ports": [{"id": 0, "tx_lcores": [1, 2]}, {"id": 1, "tx_lcores": [1, 2]}]}}
+    assert generator_text(run, env) == ("tgen, version 1, lcores 0@0,1@0,2@1, each direction over 2 "
+                                        "cores (TX queues on lcores 1,2)")
+    one = {"measurer": {"lcores": "0@0,1@0", "ports": [{"id": 0, "tx_lcores": [1]}]}}
+    assert generator_text(run, one) == "tgen, lcores 0@0,1@0"
