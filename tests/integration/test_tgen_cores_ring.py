@@ -35,6 +35,9 @@ def test_tgen_cores_ports_list_names_queue_lcores(mq_tgen):
     ports = mq_tgen.rpc("ports.list")
     assert [(p["txq"], p["rxq"], p["tx_lcores"], p["rx_lcores"]) for p in ports] == \
         [(2, 2, [1, 2], [1, 2])] * 2
+    # NUMA and NIC features: the port's socket and the pool's, the TX offloads offered, none used
+    assert all(p["socket"] in (-1, 0) and p["pool_socket"] == 0 for p in ports), ports
+    assert all(p["tx_offloads_offered"] == ["MULTI_SEGS"] and p["tx_offloads_used"] == [] for p in ports), ports
 
 
 def test_tgen_cores_two_sub_streams_every_frame_accounted(mq_tgen):

@@ -95,6 +95,8 @@ int ports_init(char *err, size_t errlen)
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;
+        pt->tx_offload_capa = info.tx_offload_capa;
+        pt->socket = rte_eth_dev_socket_id(id);
         rte_eth_dev_get_name_by_port(id, pt->name);
         if (pt->rxq > info.max_rx_queues || pt->txq > info.max_tx_queues) {
             snprintf(err, errlen, "--port %u: rxq=%u txq=%u, but the device allows at most %u/%u", p, pt->rxq, pt->txq,
@@ -198,6 +200,17 @@ json_t *port_list_json(void)
             if (pt->rxq_worker[q] >= 0) json_array_append_new(rl, json_integer(g_workers[pt->rxq_worker[q]].lcore));
         json_object_set_new(o, "tx_lcores", tl);
         json_object_set_new(o, "rx_lcores", rl);
+        /* NUMA: the port's socket and the mbuf pool's (one pool, on the main lcore's socket) */
+        json_object_set_new(o, "socket", json_integer(pt->socket));
+        json_object_set_new(o, "pool_socket", json_integer(g_pool ? g_pool->socket_id : -1));
+        /* TX offloads the port offers; tgen uses none (docs/tgen.md: its checksums are written
+         * per frame in software, and a TX queue sends mbufs of two pools, which MBUF_FAST_FREE
+         * forbids) */
+        json_t *off = json_array();
+        for (unsigned b = 0; b < 64; b++)
+            if (pt->tx_offload_capa & (1ULL << b)) json_array_append_new(off, json_string(rte_eth_dev_tx_offload_name(1ULL << b)));
+        json_object_set_new(o, "tx_offloads_offered", off);
+        json_object_set_new(o, "tx_offloads_used", json_array());
         json_array_append_new(a, o);
     }
     return a;

@@ -44,6 +44,8 @@ struct port {
                              * (worker.c): --port tx_reuse=, by default where another core copies the
                              * frames out (virtio: the vhost backend) */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
+    uint64_t tx_offload_capa;   /* the TX offloads the port offers (none is used: ports.list) */
+    int socket;             /* the port's NUMA socket (-1 unknown) */
 };
 
 /* a port's TX counters at one instant: the PMD's (rte_eth_stats) and, for af_packet/af_xdp, the

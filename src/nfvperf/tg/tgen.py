@@ -1230,7 +1230,8 @@ class TgenMeasurer(Measurer):
             "lcores": self.proc.lcores, "lcore_cpus": {str(k): sorted(v) for k, v in lc.items()},
             "ports": [{k: p.get(k) for k in ("id", "name", "driver", "mac", "link_up",
                                             "link_speed_bps", "speed_bps", "rxq", "txq", "mtu",
-                                            "tx_lcores", "rx_lcores")}
+                                            "tx_lcores", "rx_lcores", "socket", "pool_socket",
+                                            "tx_offloads_offered", "tx_offloads_used")}
                       for p in ports],
             "pairs": self.pairs,
             "rx_groups": self.rx_groups,
