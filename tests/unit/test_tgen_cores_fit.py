@@ -120,3 +120,51 @@ def test_tgen_cores_report_names_the_cores() -> None:
                                         "cores (TX queues on lcores 1,2)")
     one = {"measurer": {"lcores": "0@0,1@0", "ports": [{"id": 0, "tx_lcores": [1]}]}}
     assert generator_text(run, one) == "tgen, lcores 0@0,1@0"
+
+
+def test_tgen_cores_more_than_a_nic_has_queues_names_the_field(monkeypatch) -> None:
+    """tgen refuses a port opened with more queues than the device has; the run says which field
+    asked for them and the fix."""
+    import nfvperf.topo.base as base
+    from nfvperf.host.run import ResourceTracker
+    from nfvperf.topo.errors import TopologyError
+    from nfvperf.tg.tgen import PortSpec
+    from nfvperf.trial import MeasurerError
+
+    class NicWithOneQueue:
+        def __init__(self, specs, lcores, **kw):
+            self.specs, self.lcores = specs, lcores
+
+        def start(self):
+            raise MeasurerError("tgen did not start: --port 0: rxq=2 txq=2, but the device allows "
+                                "at most 1/1")
+
+        def stop(self):
+            return 0
+
+    monkeypatch.setattr(base, "TgenProcess", NicWithOneQueue)
+    spec = TopologySpec(kind="p2p", dut="testpmd", port_kind="pci", tgen_cores=2,
+                        pci=["0000:01:00.0", "0000:01:00.1", "0000:02:00.0", "0000:02:00.1"])
+    t = _topology(spec, True)
+    t.plan = t.plan_cpus(host(6).cpus)
+    t.tracker = ResourceTracker(t.run)
+    monkeypatch.setattr(t, "tgen_port_specs", lambda: [PortSpec("0000:01:00.0", tx_queues=2, rx_queues=2)])
+    assert t.tgen_workers() == 2
+    with pytest.raises(TopologyError, match=r"topology.tgen_cores: 2 gives tgen 2 workers .* allows at "
+                       r"most 1/1.*lower topology.tgen_cores or give the NIC more queues"):
+        t.start_tgen()
+
+
+def test_tgen_cores_multiqueue_port_specs() -> None:
+    """One TX and one RX queue per worker on the kinds that have them (pci, vhost: virtio-user
+    queues=N); one queue on the others (af_packet here)."""
+    from pathlib import Path
+
+    from nfvperf.topo.ports import HostPort
+    pci = HostPort(index=0, kind="pci", tg_pci="0000:01:00.0").tg_port_spec(0, workers=2)
+    assert (pci.devargs, pci.tx_queues, pci.rx_queues) == ("0000:01:00.0", 2, 2)
+    vhu = HostPort(index=0, kind="vhost", socket=Path("/tmp/x.sock")).tg_port_spec(0, workers=2)
+    assert "queues=2" in vhu.devargs and (vhu.tx_queues, vhu.rx_queues) == (2, 2)
+    afp = HostPort(index=0, kind="veth", tg_ifname="x").tg_port_spec(0, workers=2)
+    assert "qpairs=1" in afp.devargs and (afp.tx_queues, afp.rx_queues) == (1, 1)
+    assert HostPort(index=0, kind="pci", tg_pci="0000:01:00.0").tg_port_spec(0).tx_queues == 1

@@ -523,7 +523,7 @@ class Topology:
             if self.spec.tgen_cores is not None and "but the device allows at most" in str(e):
                 raise TopologyError(
                     f"topology.tgen_cores: {self.spec.tgen_cores} gives tgen "
-                    f"{self.tgen_workers()} workers (CPUs {self.tgen_lcores()}), one TX and one RX "
+                    f"{self.tgen_workers()} workers (EAL lcores {self.tgen_lcores()}), one TX and one RX "
                     f"queue each per port, but a generator port has fewer queues ({e}); lower "
                     "topology.tgen_cores or give the NIC more queues") from e
             raise
