@@ -79,10 +79,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     testbed = _validate_testbed(args, suite)
     # tgen's per-core self-test (cached next to the results, like the harness ceiling): what a
     # line-rate trial needs of the generator (docs/tgen.md)
-    from nfvperf.tg.tgen_cores import core_rate
-    rate = core_rate(Path("results")) if args.tg == "tgen" and testbed is None else None
     plan = plan_run(suite, args.tg, fit_host=args.fit_host, on_testbed=testbed is not None,
-                    core_rate=rate)
+                    rate_dir=Path("results"))
     if args.json:
         print(json.dumps(dict(plan.record(), suite=str(path), **(
             {"testbed": testbed} if testbed else {})), indent=2, default=str))

@@ -26,7 +26,10 @@ A run goes on past its skipped units and fails only when nothing ran.
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.config import Suite
@@ -35,7 +38,11 @@ from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_
 from nfvperf.topo.measurers import tso_refusal
 from nfvperf.tg.sim import SimMeasurer
 from nfvperf.tg.iperf3 import Iperf3Measurer
-from nfvperf.tg.tgen import TgenMeasurer
+from nfvperf.store.ceiling import CeilingCache, ceiling_key
+from nfvperf.tg.tgen import TgenMeasurer, find_tgen_binary
+from nfvperf.tg.tgen_cores import binary_id, line_rate_need, measure_core_rate
+from nfvperf.topo.ports import port_kind_class
+from nfvperf.units import directions
 import nfvperf.topo as topo
 from nfvperf.topo.base import HostTooSmall, TopologyError
 from nfvperf.topo.preflight import run_checks
@@ -218,14 +225,15 @@ class RunPlan:
 
 def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[HostFacts] = None,
              on_testbed: bool = False, builds: Optional[bool] = None,
-             core_rate: Optional[dict[str, Any]] = None) -> RunPlan:
+             core_rate: Optional[dict[str, Any]] = None, rate_dir: Optional[Path] = None) -> RunPlan:
     """The plan of ``nfvperf run SUITE --tg tg [--fit-host]`` on this host (``host``: its facts,
     read when needed).  With ``fit_host`` the plan's ``suite`` is the fitted suite.  ``builds``:
     the run builds nfvperf's topologies on this host (default: ``--tg tgen`` or ``iperf3``, no
     testbed); only then are the host and the builds judged (a caller that brings its own
     measurers, such as a test, builds what it likes).  ``core_rate``: tgen's per-core self-test
     (:func:`nfvperf.tg.tgen_cores.core_rate`): then the plan says what line rate needs of the
-    generator (:func:`generator_need`)."""
+    generator (:func:`generator_need`); ``rate_dir``: where it is cached, measured there when the
+    run builds with tgen and no ``core_rate`` is given (:func:`generator_core_rate`)."""
     if tg not in MEASURERS:
         raise ValueError(f"--tg {tg!r}: allowed {', '.join(MEASURERS)}")
     if builds is None:
@@ -266,18 +274,45 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
             u.skip = "; ".join(reasons) or None
         units.append(u)
     plan = RunPlan(suite, tg, fit_host, units, host, on_testbed)
+    if core_rate is None and rate_dir is not None and builds and tg == "tgen":
+        core_rate = generator_core_rate(rate_dir)
     if tg == "tgen" and not on_testbed:
         plan.generator = generator_need(plan, core_rate)
     return plan
+
+
+#: tgen's per-core self-test, cached next to the results store (like the harness ceiling's file)
+CORE_RATE_FILE = "tgen-core-rate.json"
+
+
+def generator_core_rate(out_dir: Path, binary: Optional[Path] = None, measure: bool = True
+                        ) -> Optional[dict[str, Any]]:
+    """The cached per-core rate of this host's tgen (``{"fps", "measured_at", ...}``), measured
+    now when missing or stale and ``measure`` (root and the binary needed); None when unknown."""
+    try:
+        if binary is None:
+            binary = find_tgen_binary()
+        bid = binary_id(Path(binary))
+    except Exception:  # noqa: BLE001 - no binary: no rate
+        return None
+    cache = CeilingCache(Path(out_dir) / CORE_RATE_FILE)
+    # (the harness ceiling's key fields: the self-test's "port kind", no speed or MTU, the build)
+    key = ceiling_key(socket.gethostname(), "net_null-selftest", 0, 0, bid, 64)
+    hit = cache.get(key)
+    if hit is not None or not measure or os.geteuid() != 0:
+        return dict(hit, cached=True) if hit is not None else None
+    try:
+        fps = measure_core_rate(Path(binary))
+    except Exception as e:  # noqa: BLE001 - a failed self-test must not stop a run
+        return {"fps": None, "error": f"{type(e).__name__}: {e}"}
+    return dict(cache.put(key, {"fps": fps, "method": "net_null 64 B, one worker, 0.5 s"}),
+                cached=False)
 
 
 def generator_need(plan: RunPlan, core_rate: Optional[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per topology of the running tgen units: the generator cores a line-rate trial at its
     smallest frame needs, what the topology gives and whether the host has them
     (:func:`nfvperf.tg.tgen_cores.line_rate_need`); without a measured per-core rate, why not."""
-    from nfvperf.tg.tgen_cores import line_rate_need
-    from nfvperf.topo.ports import port_kind_class
-    from nfvperf.units import directions
     fps = (core_rate or {}).get("fps")
     groups: dict[tuple[str, float], dict[str, Any]] = {}
     for u in plan.running:

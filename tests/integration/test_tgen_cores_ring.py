@@ -96,7 +96,7 @@ def test_tgen_cores_frame_count_and_burst_split(mq_tgen):
 
 
 def test_tgen_cores_selftest_is_measured_once_and_cached(tmp_path):
-    from nfvperf.tg.tgen_cores import CACHE_FILE, core_rate
+    from nfvperf.plan import CORE_RATE_FILE as CACHE_FILE, generator_core_rate as core_rate
     first = core_rate(tmp_path)
     assert first is not None and first.get("error") is None, first
     assert first["cached"] is False and first["fps"] > 1e5, first

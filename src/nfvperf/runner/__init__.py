@@ -39,7 +39,6 @@ from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.preflight import PreflightError
 from nfvperf.host.run import RunContext
 from nfvperf.methods import REGISTRY, runs_on_iperf3
-from nfvperf.tg.tgen_cores import core_rate
 from nfvperf.plan import RunPlan, plan_run, test_units, unit_label
 from nfvperf.report.extract import headline_of_run
 from nfvperf.rounds import RoundsRun
@@ -347,9 +346,8 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
              log: Callable[[str], None] | None, measurer_factory: Optional[MeasurerFactory], exiting: bool,
              ceiling: Optional[CeilingOptions], uid: Optional[str] = None, testbed: Optional[TestbedSpec] = None,
              testbed_lock: Optional[dict[str, Any]] = None, fit_host: bool = False) -> RunOutcome:
-    builds = tg != "sim" and testbed is None and measurer_factory is None
-    plan = plan_run(suite, tg, fit_host=fit_host, on_testbed=testbed is not None, builds=builds,
-                    core_rate=core_rate(out_dir) if builds and tg == "tgen" else None)
+    plan = plan_run(suite, tg, fit_host=fit_host, on_testbed=testbed is not None, rate_dir=out_dir,
+                    builds=tg != "sim" and testbed is None and measurer_factory is None)
     suite = plan.suite
     run, run_dir, env = create_run(suite, store, tg, out_dir, uid=uid, testbed=testbed, testbed_lock=testbed_lock)
     record_plan(store, run, env, plan)

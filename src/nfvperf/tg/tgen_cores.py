@@ -4,31 +4,27 @@ tgen's per-core rate is measured by a short self-test (:func:`measure_core_rate`
 64 B frames, TX only on ``net_null``, latency off, 0.5 s: frame build, pacing, mbuf get and the
 PMD's free, without a NIC's or a vhost ring's costs, so an upper bound of what one core sends on a
 real port) and cached like the harness ceiling (``<results>/tgen-core-rate.json``, 24 h, per host
-and tgen build).  :func:`line_rate_need` turns it, the link speed, the smallest frame and the
-transmitting ports into the generator cores a line-rate trial needs, and says what the topology
-gives (``topology.tgen_cores``, one worker without it) and what above which rate results will be
-harness-bound; ``nfvperf validate`` and ``nfvperf run`` print it before anything is built.
+and tgen build: :func:`nfvperf.plan.generator_core_rate`).  :func:`line_rate_need` turns it, the
+link speed, the smallest frame and the transmitting ports into the generator cores a line-rate
+trial needs, and says what the topology gives (``topology.tgen_cores``, one worker without it) and
+above which rate results will be harness-bound; ``nfvperf validate`` and ``nfvperf run`` print
+it before anything is built.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from nfvperf.store.ceiling import CeilingCache, ceiling_key
-
-CACHE_FILE = "tgen-core-rate.json"
 SELFTEST_S = 0.5
-#: the self-test's key fields (ceiling_key's): the "port kind" it ran on, no link speed
-_KIND = "net_null-selftest"
 
 
-def _binary_id(binary: Path) -> str:
+def binary_id(binary: Path) -> str:
+    """A tgen build's identity for the cache: name, mtime and size."""
     st = binary.stat()
     return f"{binary.name}-{int(st.st_mtime)}-{st.st_size}"
 
@@ -51,30 +47,6 @@ def measure_core_rate(binary: Path, duration_s: float = SELFTEST_S) -> float:
     s = json.loads(p.stdout.strip().splitlines()[-1])["streams"][0]
     eff = float(s.get("effective_duration_s") or duration_s)
     return float(s["sent"]) / eff
-
-
-def core_rate(out_dir: Path, binary: Optional[Path] = None, measure: bool = True
-              ) -> Optional[dict[str, Any]]:
-    """The cached per-core rate of this host's tgen (``{"fps", "measured_at", ...}``), measured
-    now when missing or stale and ``measure`` (root and the binary needed); None when unknown."""
-    try:
-        if binary is None:
-            from nfvperf.tg.tgen import find_tgen_binary
-            binary = find_tgen_binary()
-        bid = _binary_id(Path(binary))
-    except Exception:  # noqa: BLE001 - no binary: no rate
-        return None
-    cache = CeilingCache(Path(out_dir) / CACHE_FILE)
-    key = ceiling_key(socket.gethostname(), _KIND, 0, 0, bid, 64)
-    hit = cache.get(key)
-    if hit is not None or not measure or os.geteuid() != 0:
-        return dict(hit, cached=True) if hit is not None else None
-    try:
-        fps = measure_core_rate(Path(binary))
-    except Exception as e:  # noqa: BLE001 - a failed self-test must not stop a run
-        return {"fps": None, "error": f"{type(e).__name__}: {e}"}
-    return dict(cache.put(key, {"fps": fps, "method": "net_null 64 B, one worker, 0.5 s"}),
-                cached=False)
 
 
 def line_rate_need(link_speed_bps: float, frame_size_b: int, tx_ports: int, per_core_fps: float,
