@@ -168,3 +168,12 @@ def test_tgen_cores_multiqueue_port_specs() -> None:
     afp = HostPort(index=0, kind="veth", tg_ifname="x").tg_port_spec(0, workers=2)
     assert "qpairs=1" in afp.devargs and (afp.tx_queues, afp.rx_queues) == (1, 1)
     assert HostPort(index=0, kind="pci", tg_pci="0000:01:00.0").tg_port_spec(0).tx_queues == 1
+
+
+def test_tgen_cores_from_a_raw_lcores_string() -> None:
+    """tgen_lcores with 2 worker lcores (what the harness ceiling runs with) splits the same way."""
+    t = _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_lcores="0@0,1@0,2@1"), True)
+    assert t.tgen_workers() == 2
+    assert _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_lcores="0@0,1@1"),
+                     True).tgen_workers() == 1
+    assert _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost"), True).tgen_workers() == 1

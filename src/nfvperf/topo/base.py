@@ -49,7 +49,7 @@ from nfvperf.host import preflight as pf
 from nfvperf.topo.preflight import run_checks
 from .host_cpus import HostCpuHints, plan_host, read_host_topology
 from nfvperf.tg.tgen import TgenProcess
-from nfvperf.tg.tgen import TgenMeasurer
+from nfvperf.tg.tgen import TgenMeasurer, _lcore_cpus
 from .inplace import in_place_difference, restart_reason
 from .inplace import restart_fields
 from .ports import port_kind_names
@@ -478,9 +478,13 @@ class Topology:
         return plan.dpdk_lcores("tgen")
 
     def tgen_workers(self) -> int:
-        """tgen's worker lcores when ``topology.tgen_cores`` gives them (the CPUs the plan resolved
-        for it: N, or 2N with tgen_ht): each port gets that many TX and RX queues and each
-        direction that many sub-streams (docs/tgen.md); 1 otherwise (one queue per port)."""
+        """tgen's worker lcores when the spec gives them: ``topology.tgen_cores`` (the CPUs the plan
+        resolved for it: N, or 2N with tgen_ht) or ``tgen_lcores`` (every EAL lcore but the main
+        one; the harness ceiling measures with the run's lcores this way).  Each port of a
+        multi-queue kind gets that many TX and RX queues and each direction that many sub-streams
+        (docs/tgen.md); 1 otherwise (one queue per port)."""
+        if self.spec.tgen_lcores:
+            return max(1, len(_lcore_cpus(str(self.spec.tgen_lcores))) - 1)
         if self.spec.tgen_cores is None:
             return 1
         plan = self.tg_plan or self.plan
@@ -520,12 +524,13 @@ class Topology:
         try:
             proc.start()
         except MeasurerError as e:
-            if self.spec.tgen_cores is not None and "but the device allows at most" in str(e):
+            if self.tgen_workers() > 1 and "but the device allows at most" in str(e):
+                field = ("topology.tgen_cores", self.spec.tgen_cores) if self.spec.tgen_cores else \
+                    ("topology.tgen_lcores", repr(self.spec.tgen_lcores))
                 raise TopologyError(
-                    f"topology.tgen_cores: {self.spec.tgen_cores} gives tgen "
-                    f"{self.tgen_workers()} workers (EAL lcores {self.tgen_lcores()}), one TX and one RX "
-                    f"queue each per port, but a generator port has fewer queues ({e}); lower "
-                    "topology.tgen_cores or give the NIC more queues") from e
+                    f"{field[0]}: {field[1]} gives tgen {self.tgen_workers()} workers (EAL lcores "
+                    f"{self.tgen_lcores()}), one TX and one RX queue each per port, but a generator "
+                    f"port has fewer queues ({e}); lower {field[0]} or give the NIC more queues") from e
             raise
         self.tgen = proc
         if any(k.wait_link for k in kinds):
