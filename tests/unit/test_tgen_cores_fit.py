@@ -172,8 +172,30 @@ def test_tgen_cores_multiqueue_port_specs() -> None:
 
 def test_tgen_cores_from_a_raw_lcores_string() -> None:
     """tgen_lcores with 2 worker lcores (what the harness ceiling runs with) splits the same way."""
-    t = _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_lcores="0@0,1@0,2@1"), True)
+    t = _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_lcores="0@0,1@0,2@1",
+                               testpmd={"queues": 2}), True)
     assert t.tgen_workers() == 2
     assert _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_lcores="0@0,1@1"),
                      True).tgen_workers() == 1
     assert _topology(TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost"), True).tgen_workers() == 1
+
+
+def test_tgen_cores_on_vhost_needs_a_forwarder_that_polls_every_queue() -> None:
+    """tgen sends each sub-stream on its own vhost queue pair: testpmd or l3fwd polling fewer RX
+    queues would never see the others' frames (measured before this check: testpmd with 1 queue
+    'lost' exactly half of a tgen_cores: 2 trial).  Refused, naming both fields; OVS polls every
+    enabled queue."""
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match=r"tgen_cores 2 makes tgen send on 2 queues of each vhost "
+                       r"port, but testpmd.queues is 1.*give testpmd: \{queues: 2\}"):
+        TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_cores=2)
+    with pytest.raises(ValidationError, match=r"tgen_lcores '0@0,1@0,2@1' .* l3fwd.queues is 1"):
+        TopologySpec(kind="p2p", dut="l3fwd", port_kind="vhost", tgen_lcores="0@0,1@0,2@1")
+    TopologySpec(kind="p2p", dut="testpmd", port_kind="vhost", tgen_cores=2, testpmd={"queues": 2})
+    TopologySpec(kind="p-ovs-p", port_kind="vhost", tgen_cores=2)
+    TopologySpec(kind="p2p", dut="testpmd", port_kind="af_packet", tgen_cores=2)   # one queue per port
+    # the harness ceiling (testpmd io) polls as many queues as the run's generator sends on
+    from nfvperf.topo.ceiling import ceiling_spec
+    spec = TopologySpec(kind="p-ovs-p", port_kind="vhost", tgen_cores=2)
+    assert ceiling_spec(spec, "0@0,1@0,2@1").testpmd.queues == 2
+    assert ceiling_spec(spec, "0@0,1@1").testpmd.queues == 1

@@ -49,7 +49,7 @@ from nfvperf.host import preflight as pf
 from nfvperf.topo.preflight import run_checks
 from .host_cpus import HostCpuHints, plan_host, read_host_topology
 from nfvperf.tg.tgen import TgenProcess
-from nfvperf.tg.tgen import TgenMeasurer, _lcore_cpus
+from nfvperf.tg.tgen import TgenMeasurer
 from .inplace import in_place_difference, restart_reason
 from .inplace import restart_fields
 from .ports import port_kind_names
@@ -484,7 +484,7 @@ class Topology:
         multi-queue kind gets that many TX and RX queues and each direction that many sub-streams
         (docs/tgen.md); 1 otherwise (one queue per port)."""
         if self.spec.tgen_lcores:
-            return max(1, len(_lcore_cpus(str(self.spec.tgen_lcores))) - 1)
+            return self.spec.tgen_worker_count()
         if self.spec.tgen_cores is None:
             return 1
         plan = self.tg_plan or self.plan
