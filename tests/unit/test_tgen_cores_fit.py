@@ -87,6 +87,8 @@ def test_tgen_cores_line_rate_need() -> None:
     assert "needs 24 generator core(s) (6 per port)" in n["text"] and "3 CPU(s) no DUT polls on" in n["text"]
     assert "results above ~6.2 Mfps per port will be harness-bound" in n["text"]
     assert line_rate_need(100e9, 64, 4, 25e6, 24)["enough"]
+    crowded = line_rate_need(10e9, 64, 2, 30e6, 2, free_cpus=1)
+    assert crowded["enough"] and "but only 1 CPU(s) are free of the DUT's polling" in crowded["text"]
     # a kind with one TX queue per port: a port never gets more than one core
     one = line_rate_need(100e9, 64, 2, 25e6, 8, split=False)
     assert one["bound_fps_per_port"] == pytest.approx(25e6) and "one core per port at most" in one["text"]

@@ -73,6 +73,9 @@ def line_rate_need(link_speed_bps: float, frame_size_b: int, tx_ports: int, per_
                                         if free_cpus is not None else ""))
     if workers >= need:
         text += f"; the topology gives {workers} ({field}): enough"
+        if free_cpus is not None and workers > free_cpus:
+            text += (f", but only {free_cpus} CPU(s) are free of the DUT's polling: generator and DUT "
+                     "share CPUs (results marked †)")
     else:
         text += (f"; the topology gives {workers} ({field}): "
                  f"results above ~{bound / 1e6:.1f} Mfps per port will be harness-bound")
