@@ -46,6 +46,8 @@ struct port {
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
     uint64_t tx_offload_capa;   /* the TX offloads the port offers (none is used: ports.list) */
     int socket;             /* the port's NUMA socket (-1 unknown) */
+    struct rte_mempool *rx_pool;   /* its RX queues' mbufs: a pool on the port's socket when that is
+                                    * not the main lcore's, else g_pool (ports_init) */
 };
 
 /* a port's TX counters at one instant: the PMD's (rte_eth_stats) and, for af_packet/af_xdp, the
