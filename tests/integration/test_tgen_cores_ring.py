@@ -11,24 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from nfvperf.tg.tgen import PortSpec, TgenMeasurer
+from nfvperf.tg.tgen import TgenMeasurer
 from nfvperf.tg.tgen_split import tgen_percentile
 from nfvperf.trial import TrafficProfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
-from tgen_fixtures import start_tgen, tag, until_generator_on_time
+from tgen_fixtures import ring_tgen_process, until_generator_on_time
 
 pytestmark = pytest.mark.root
 
 
 @pytest.fixture(scope="module")
 def mq_tgen(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("tgen-cores")
-    ports = [PortSpec("net_ring0", tx_queues=2, rx_queues=2), PortSpec("net_ring1", tx_queues=2, rx_queues=2)]
-    proc = start_tgen(ports, run_dir, tag(), lcores="0@0,1@0,2@1")
-    yield proc
-    rc = proc.stop()
-    assert rc == 0, f"tgen exit status {rc}: {proc.log_tail()}"
+    yield from ring_tgen_process(tmp_path_factory.mktemp("tgen-cores"), queues=2, lcores="0@0,1@0,2@1")
 
 
 def test_tgen_cores_ports_list_names_queue_lcores(mq_tgen):
