@@ -77,7 +77,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from nfvperf.runner import test_units
     from nfvperf.study import describe, summaries
     testbed = _validate_testbed(args, suite)
-    plan = plan_run(suite, args.tg, fit_host=args.fit_host, on_testbed=testbed is not None)
+    # tgen's per-core self-test (cached next to the results, like the harness ceiling): what a
+    # line-rate trial needs of the generator (docs/tgen.md)
+    plan = plan_run(suite, args.tg, fit_host=args.fit_host, on_testbed=testbed is not None,
+                    rate_dir=Path("results"))
     if args.json:
         print(json.dumps(dict(plan.record(), suite=str(path), **(
             {"testbed": testbed} if testbed else {})), indent=2, default=str))

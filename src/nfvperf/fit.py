@@ -18,7 +18,16 @@ The rules, in this order (each named in its change's ``why``):
    the largest first and one core at a time, until the topology's own CPU plan
    (:meth:`nfvperf.topo.base.Topology.plan_cpus`, the code that builds it) resolves them on the
    host.  A count is never lowered below 1; when that is not enough the topology does not fit.
-4. **Hugepage memory.** What the topology's DPDK processes take (generator, DUT, VNFs: the
+4. **The generator's cores.** With the generator on this host (``--tg tgen``), no DUT or VNF
+   polling core may be one of the generator's polling CPUs: a DUT that time-slices with the
+   generator measures neither (seed 002's l3fwd-vs-OVS on 2 CPUs put both DUTs' second core on
+   the generator's CPU and printed l3fwd at 0.21x OVS).  The DUT's and VNFs' core counts are
+   lowered, the largest first, until the plan keeps them off the generator's CPUs (a count never
+   below 1; a role given as a mask cannot be lowered), then ``tgen_cores`` when the DUT is down to
+   one core.  Unlike the rules above this is not a
+   reason to skip a unit: without ``--fit-host`` it runs as given, and ``nfvperf validate`` says
+   which units would share (:attr:`Fit.shares`); these changes carry ``sharing``.
+5. **Hugepage memory.** What the topology's DPDK processes take (generator, DUT, VNFs: the
    topology's own :meth:`~nfvperf.topo.base.Topology.hugepage_demand_mb`) must stay within
    half of the host's RAM (:data:`HUGEPAGE_RAM_SHARE`); the OVS socket memory is lowered to fit
    (whole 256 MB, at least :data:`MIN_SOCKET_MEM_MB`).
@@ -34,6 +43,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.host.cpu import CpuTopology, cpu_mask, format_cpulist
+from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.topo.spec import TopologySpec
 import nfvperf.topo as topo
 from nfvperf.topo.base import HostTooSmall
@@ -100,6 +110,8 @@ class FitChange:
     old: Any
     new: Any
     why: str
+    #: made only to keep a DUT's polling off the generator's CPUs (rule 4): not a reason to skip
+    sharing: bool = False
 
     def text(self) -> str:
         """'ovs.ht true→false (no SMT: ...)'."""
@@ -107,7 +119,7 @@ class FitChange:
 
     def to_dict(self) -> dict[str, Any]:
         return {"field": self.field, "from": self.old, "to": self.new, "why": self.why,
-                "text": self.text()}
+                "text": self.text(), "sharing": self.sharing}
 
 
 @dataclass
@@ -118,10 +130,23 @@ class Fit:
     spec: TopologySpec
     changes: list[FitChange] = field(default_factory=list)
     problem: Optional[str] = None
+    #: the spec as given would put a DUT's or VNF's polling on the generator's CPUs: which roles
+    #: and CPUs (rule 4; None: it would not, or the generator is not on this host)
+    shares: Optional[str] = None
 
     @property
     def fits_as_given(self) -> bool:
-        return not self.changes and self.problem is None
+        return not [c for c in self.changes if not c.sharing] and self.problem is None
+
+    def sharing_note(self) -> Optional[str]:
+        """'dut (topology.l3fwd.cores 2) would poll on CPU 0, the generator's; --fit-host would
+        change l3fwd.cores 2→1' (None: no sharing)."""
+        if not self.shares:
+            return None
+        fix = [c.text() for c in self.changes if c.sharing]
+        return self.shares + ("; --fit-host would change " + ", ".join(fix) if fix else
+                              "; no core count to lower (give the DUT's cores as a count, or a "
+                              "larger host)")
 
     def unfit_reason(self) -> Optional[str]:
         """Why the spec as given cannot run on the host (None: it fits), with what
@@ -129,10 +154,11 @@ class Fit:
         if self.fits_as_given:
             return None
         out = "does not fit this host"
-        if self.changes:
-            out += ("; --fit-host would change " + ", ".join(c.text() for c in self.changes))
+        unfit = [c for c in self.changes if not c.sharing]
+        if unfit:
+            out += ("; --fit-host would change " + ", ".join(c.text() for c in unfit))
         if self.problem:
-            out += ("; even then " if self.changes else ": ") + self.problem
+            out += ("; even then " if unfit else ": ") + self.problem
         return out
 
 
@@ -248,6 +274,53 @@ def _fit_cores(d: dict[str, Any], start_tgen: bool, host: HostFacts) -> tuple[li
     return changes, problem
 
 
+def _generator_sharing(topo: Any, host: HostFacts) -> Optional[tuple[list[int], list[str]]]:
+    """(CPUs, roles) where the topology's plan puts a DUT's or VNF's polling on the generator's
+    polling CPUs; None when it does not (or the plan does not resolve)."""
+    try:
+        plan = topo.plan_cpus(host.cpus)
+    except HostTooSmall:
+        return None
+    over = generator_overlap({"pinning": {"roles": plan.roles}})
+    return (list(over["cpus"]), list(over["roles"])) if over else None
+
+
+def _fit_sharing(d: dict[str, Any], start_tgen: bool, host: HostFacts
+                 ) -> tuple[list[FitChange], Optional[str]]:
+    """Rule 4: lower the DUT's / VNFs' core counts until none polls on the generator's CPUs.
+    Returns the changes and what the spec as given would share (None: nothing)."""
+    if not start_tgen:
+        return [], None
+    first = _generator_sharing(_topology(TopologySpec.model_validate(d), start_tgen), host)
+    if first is None:
+        return [], None
+    cpus, roles = first
+    t0 = _topology(TopologySpec.model_validate(d), start_tgen)
+    reqs = t0.core_requests()
+    named = [f"{r} ({reqs[r].field} {reqs[r].cores})" if r in reqs else r for r in roles]
+    shares = (f"{', '.join(named)} would busy-poll on CPU {format_cpulist(cpus)}, the generator's "
+              "polling CPU: the DUT and the generator would time-slice")
+    before: dict[str, int] = {}
+    for _ in range(256):
+        t = _topology(TopologySpec.model_validate(d), start_tgen)
+        over = _generator_sharing(t, host)
+        if over is None:
+            break
+        reqs = t.core_requests()
+        counts = {_rel(req.field): int(req.cores) for role, req in reqs.items()
+                  if role in over[1] and int(req.cores) > 1}
+        if not counts and "tgen" in reqs and int(reqs["tgen"].cores) > 1:
+            # the DUT is down to one core: the generator gives one of its own up
+            counts = {_rel(reqs["tgen"].field): int(reqs["tgen"].cores)}
+        if not counts:
+            break
+        f, n = max(counts.items(), key=lambda x: x[1])
+        before.setdefault(f, n)
+        _set(d, f, n - 1)
+    why = f"a DUT's polling would otherwise share the generator's CPU {format_cpulist(cpus)}"
+    return [FitChange(f, n, _get(d, f), why, sharing=True) for f, n in before.items()], shares
+
+
 def _fit_memory(d: dict[str, Any], start_tgen: bool, host: HostFacts) -> tuple[list[FitChange], Optional[str]]:
     topo = _topology(TopologySpec.model_validate(d), start_tgen)
     demand, limit = int(topo.hugepage_demand_mb()), host.hugepage_limit_mb
@@ -284,11 +357,14 @@ def fit_topology(spec: TopologySpec, host: HostFacts, start_tgen: bool = True) -
     changes += _fit_numa(d, topo, host)
     more, problem = _fit_cores(d, start_tgen, host)
     changes += more
+    shares = None
     if problem is None:
+        more, shares = _fit_sharing(d, start_tgen, host)
+        changes += more
         more, problem = _fit_memory(d, start_tgen, host)
         changes += more
     fitted = TopologySpec.model_validate(d) if changes else spec
-    return Fit(fitted, _merged(changes), problem)
+    return Fit(fitted, _merged(changes), problem, shares)
 
 
 def _merged(changes: list[FitChange]) -> list[FitChange]:
@@ -296,7 +372,8 @@ def _merged(changes: list[FitChange]) -> list[FitChange]:
     out: dict[str, FitChange] = {}
     for c in changes:
         old = out.get(c.field)
-        out[c.field] = c if old is None else FitChange(c.field, old.old, c.new, f"{old.why}; {c.why}")
+        out[c.field] = c if old is None else FitChange(c.field, old.old, c.new, f"{old.why}; {c.why}",
+                                                       sharing=old.sharing and c.sharing)
     return list(out.values())
 
 

@@ -26,7 +26,10 @@ A run goes on past its skipped units and fails only when nothing ran.
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.config import Suite
@@ -35,7 +38,11 @@ from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_
 from nfvperf.topo.measurers import tso_refusal
 from nfvperf.tg.sim import SimMeasurer
 from nfvperf.tg.iperf3 import Iperf3Measurer
-from nfvperf.tg.tgen import TgenMeasurer
+from nfvperf.store.ceiling import CeilingCache, ceiling_key
+from nfvperf.tg.tgen import TgenMeasurer, find_tgen_binary
+from nfvperf.tg.tgen_cores import binary_id, line_rate_need, measure_core_rate
+from nfvperf.topo.ports import port_kind_class
+from nfvperf.units import directions
 import nfvperf.topo as topo
 from nfvperf.topo.base import HostTooSmall, TopologyError
 from nfvperf.topo.preflight import run_checks
@@ -144,6 +151,8 @@ class UnitPlan:
     skip: Optional[str] = None                                # why it is skipped (None: it runs)
     changes: list[FitChange] = field(default_factory=list)    # --fit-host: what its topology got
     measurer: str = "sim"                                     # sim | tgen | iperf3 (unit_measurer)
+    #: it runs, but its DUT/VNF polling would share the generator's CPUs (Fit.sharing_note)
+    shares: Optional[str] = None
 
     @property
     def runs(self) -> bool:
@@ -160,6 +169,8 @@ class RunPlan:
     units: list[UnitPlan]
     host: Optional[HostFacts] = None
     on_testbed: bool = False
+    #: what a line-rate trial needs of the generator, per topology (generator_need)
+    generator: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_unit = {(id(u.test), u.size): u for u in self.units}
@@ -207,16 +218,22 @@ class RunPlan:
                 "measurers": {m: sum(1 for u in self.running if u.measurer == m)
                               for m in dict.fromkeys(u.measurer for u in self.running)},
                 "skipped": [{"unit": u.label, "reason": u.skip} for u in self.skipped],
+                "sharing": [{"unit": u.label, "shares": u.shares} for u in self.running if u.shares],
+                "generator_cores": self.generator,
                 "fitted": self.fitted()}
 
 
 def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[HostFacts] = None,
-             on_testbed: bool = False, builds: Optional[bool] = None) -> RunPlan:
+             on_testbed: bool = False, builds: Optional[bool] = None,
+             core_rate: Optional[dict[str, Any]] = None, rate_dir: Optional[Path] = None) -> RunPlan:
     """The plan of ``nfvperf run SUITE --tg tg [--fit-host]`` on this host (``host``: its facts,
     read when needed).  With ``fit_host`` the plan's ``suite`` is the fitted suite.  ``builds``:
     the run builds nfvperf's topologies on this host (default: ``--tg tgen`` or ``iperf3``, no
     testbed); only then are the host and the builds judged (a caller that brings its own
-    measurers, such as a test, builds what it likes)."""
+    measurers, such as a test, builds what it likes).  ``core_rate``: tgen's per-core self-test
+    (:func:`nfvperf.tg.tgen_cores.core_rate`): then the plan says what line rate needs of the
+    generator (:func:`generator_need`); ``rate_dir``: where it is cached, measured there when the
+    run builds with tgen and no ``core_rate`` is given (:func:`generator_core_rate`)."""
     if tg not in MEASURERS:
         raise ValueError(f"--tg {tg!r}: allowed {', '.join(MEASURERS)}")
     if builds is None:
@@ -227,7 +244,7 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
     if fit_host:
         assert host is not None
         suite, fit_of = fitted_suite(suite, host, tg)
-    unfit: dict[str, Optional[str]] = {}
+    unfit: dict[str, Fit] = {}
     unbuildable: dict[tuple[str, str], list[str]] = {}
     units = []
     for test, size in test_units(suite):
@@ -244,17 +261,99 @@ def plan_run(suite: Suite, tg: str, *, fit_host: bool = False, host: Optional[Ho
                     reasons.append(f"does not fit this host even fitted: {fit.problem}")
             else:
                 if key not in unfit:
-                    unfit[key] = fit_topology(spec, host, start_tgen=tg == "tgen").unfit_reason()
-                why = unfit[key]
+                    unfit[key] = fit_topology(spec, host, start_tgen=tg == "tgen")
+                why = unfit[key].unfit_reason()
                 if why:
                     reasons.append(why)
+                elif builds and u.measurer == "tgen":
+                    u.shares = unfit[key].sharing_note()
             if builds:
                 if (key, u.measurer) not in unbuildable:
                     unbuildable[(key, u.measurer)] = build_problems(spec, u.measurer, host)
                 reasons += unbuildable[(key, u.measurer)]
             u.skip = "; ".join(reasons) or None
         units.append(u)
-    return RunPlan(suite, tg, fit_host, units, host, on_testbed)
+    plan = RunPlan(suite, tg, fit_host, units, host, on_testbed)
+    if core_rate is None and rate_dir is not None and builds and tg == "tgen":
+        core_rate = generator_core_rate(rate_dir)
+    if tg == "tgen" and not on_testbed:
+        plan.generator = generator_need(plan, core_rate)
+    return plan
+
+
+#: tgen's per-core self-test, cached next to the results store (like the harness ceiling's file)
+CORE_RATE_FILE = "tgen-core-rate.json"
+
+
+def generator_core_rate(out_dir: Path, binary: Optional[Path] = None, measure: bool = True
+                        ) -> Optional[dict[str, Any]]:
+    """The cached per-core rate of this host's tgen (``{"fps", "measured_at", ...}``), measured
+    now when missing or stale and ``measure`` (root and the binary needed); None when unknown."""
+    try:
+        if binary is None:
+            binary = find_tgen_binary()
+        bid = binary_id(Path(binary))
+    except Exception:  # noqa: BLE001 - no binary: no rate
+        return None
+    cache = CeilingCache(Path(out_dir) / CORE_RATE_FILE)
+    # (the harness ceiling's key fields: the self-test's "port kind", no speed or MTU, the build)
+    key = ceiling_key(socket.gethostname(), "net_null-selftest", 0, 0, bid, 64)
+    hit = cache.get(key)
+    if hit is not None or not measure or os.geteuid() != 0:
+        return dict(hit, cached=True) if hit is not None else None
+    try:
+        fps = measure_core_rate(Path(binary))
+    except Exception as e:  # noqa: BLE001 - a failed self-test must not stop a run
+        return {"fps": None, "error": f"{type(e).__name__}: {e}"}
+    return dict(cache.put(key, {"fps": fps, "method": "net_null 64 B, one worker, 0.5 s"}),
+                cached=False)
+
+
+def generator_need(plan: RunPlan, core_rate: Optional[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per topology of the running tgen units: the generator cores a line-rate trial at its
+    smallest frame needs, what the topology gives and whether the host has them
+    (:func:`nfvperf.tg.tgen_cores.line_rate_need`); without a measured per-core rate, why not."""
+    fps = (core_rate or {}).get("fps")
+    groups: dict[tuple[str, float], dict[str, Any]] = {}
+    for u in plan.running:
+        if u.measurer != "tgen" or u.size is None:
+            continue
+        spec = u.test.topology or plan.suite.spec.topology
+        speed = float(u.test.traffic.link_speed_bps)
+        g = groups.setdefault((spec_key(spec), speed), {"spec": spec, "size": u.size, "units": 0,
+                                                        "tx": directions(u.test.traffic, spec.ports)})
+        g["size"] = min(g["size"], u.size)
+        g["units"] += 1
+    out = []
+    for (_, speed), g in groups.items():
+        spec = g["spec"]
+        row: dict[str, Any] = {"kind": spec.kind, "port_kind": spec.port_kind, "link_speed_bps": speed,
+                               "frame_size_b": g["size"], "units": g["units"]}
+        if not fps:
+            why = (core_rate or {}).get("error") or ("tgen's per-core self-test has not run (it runs, "
+                                                     "as root, at `nfvperf validate` or `run`)")
+            row["text"] = f"generator cores for line rate: unknown ({why})"
+            out.append(row)
+            continue
+        workers = int(spec.tgen_cores or 1) * (2 if spec.tgen_cores and spec.tgen_ht else 1)
+        free = None
+        if plan.host is not None:
+            try:
+                roles = topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"),
+                                                        start_tgen=True).plan_cpus(plan.host.cpus).roles
+                busy = {c for r, cs in roles.items() if r != "tgen" for c in cs}
+                free = len([c for c in plan.host.cpus.allowed if c not in busy])
+            except (HostTooSmall, TopologyError):
+                free = None
+        given = (f"topology.tgen_cores: {spec.tgen_cores}" + (", tgen_ht" if spec.tgen_ht else "")
+                 if spec.tgen_cores else "one worker: topology.tgen_cores not set")
+        need = line_rate_need(speed, g["size"], g["tx"], float(fps), workers,
+                              split=port_kind_class(spec.port_kind).tg_multiqueue, free_cpus=free,
+                              field=given)
+        row.update(need, per_core_fps=float(fps),
+                   measured_at=(core_rate or {}).get("measured_at"))
+        out.append(row)
+    return out
 
 
 def fitted_suite(suite: Suite, host: HostFacts, tg: str) -> tuple[Suite, dict[int, Fit]]:
@@ -330,6 +429,15 @@ def plan_text(plan: RunPlan) -> list[str]:
         lines.append(f"  fitted to host ({host}): " + ("nothing to change" if not rows else
                                                      f"{len(rows)} change(s)"))
         lines += [f"    {r['text']} [{len(r['units'])} unit(s)]" for r in rows]
+    for g in plan.generator:
+        lines.append(f"  generator ({g['kind']} on {g['port_kind']}, {g['units']} unit(s)): {g['text']}")
+    by_share: dict[str, list[UnitPlan]] = {}
+    for u in plan.running:
+        if u.shares:
+            by_share.setdefault(u.shares, []).append(u)
+    for why, units in by_share.items():
+        lines.append(f"  sharing the generator's CPUs ({len(units)} unit(s), results marked †): {why}")
+        lines += _wrapped(compact_units(units), "      ")
     by_reason: dict[str, list[UnitPlan]] = {}
     for u in plan.skipped:
         by_reason.setdefault(str(u.skip), []).append(u)

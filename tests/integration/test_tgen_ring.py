@@ -14,18 +14,14 @@ from nfvperf.trial import Segment, TrafficProfile
 from nfvperf.tg.tgen import PortSpec, TgenMeasurer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # tgen_fixtures, whatever the import mode
-from tgen_fixtures import start_tgen, tag, until_generator_on_time, wait_result
+from tgen_fixtures import ring_tgen_process, start_tgen, tag, until_generator_on_time, wait_result
 
 pytestmark = pytest.mark.root
 
 
 @pytest.fixture(scope="module")
 def ring_tgen(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("tgen-ring")
-    proc = start_tgen([PortSpec("net_ring0"), PortSpec("net_ring1")], run_dir, tag())
-    yield proc
-    rc = proc.stop()
-    assert rc == 0, f"tgen exit status {rc}: {proc.log_tail()}"
+    yield from ring_tgen_process(tmp_path_factory.mktemp("tgen-ring"))
 
 
 def _clean(proc):

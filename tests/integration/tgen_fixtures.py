@@ -59,6 +59,16 @@ def start_tgen(ports: list[PortSpec], run_dir: Path, t: Optional[str] = None,
                        binary=tgen_binary_or_skip(), hugepages=hugepages, **kw).start()
 
 
+def ring_tgen_process(run_dir: Path, queues: int = 1, lcores: str = "0@0,1@0") -> Iterator[TgenProcess]:
+    """A module fixture's body: tgen on two net_ring loopback ports (``queues`` TX and RX queues
+    each), stopped after the module with exit status 0."""
+    ports = [PortSpec(f"net_ring{i}", tx_queues=queues, rx_queues=queues) for i in range(2)]
+    proc = start_tgen(ports, run_dir, tag(), lcores=lcores)
+    yield proc
+    rc = proc.stop()
+    assert rc == 0, f"tgen exit status {rc}: {proc.log_tail()}"
+
+
 def until_generator_on_time(run, attempts: int = 3):
     """Run ``run()`` (-> TrialResult) again while the trial is invalid only because the generator
     could not keep its schedule (sent < 99.9 % of intended, stretched, stopped): on a busy shared

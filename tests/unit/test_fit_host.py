@@ -36,12 +36,12 @@ def test_ht_off_where_the_host_has_no_smt() -> None:
 
 def test_core_counts_lowered_to_what_the_cpu_plan_resolves() -> None:
     s = spec(kind="p-ovs-p", ovs={"pmd_cores": 4})
-    fit = fit_topology(s, host(2))
+    fit = fit_topology(s, host(2), start_tgen=False)
     assert [(c.field, c.old, c.new) for c in fit.changes] == [("ovs.pmd_cores", 4, 2)]
     assert "2 physical cores" in fit.changes[0].why
     assert fit_topology(s, host(8)).fits_as_given
     # HT and cores together (seed 004: 4 cores with their siblings on a 2-core host without SMT)
-    fit = fit_topology(spec(kind="pvp", ovs={"pmd_cores": 4, "ht": True}), host(2))
+    fit = fit_topology(spec(kind="pvp", ovs={"pmd_cores": 4, "ht": True}), host(2), start_tgen=False)
     assert {(c.field, c.old, c.new) for c in fit.changes} == {("ovs.ht", True, False), ("ovs.pmd_cores", 4, 2)}
 
 
@@ -109,7 +109,7 @@ def test_a_topology_without_the_ovs_dut_keeps_its_ovs_section() -> None:
 
 
 def test_the_unfit_reason_names_each_option_and_the_fix() -> None:
-    fit = fit_topology(spec(kind="pvp", ovs={"pmd_cores": 4, "ht": True}), host(2))
+    fit = fit_topology(spec(kind="pvp", ovs={"pmd_cores": 4, "ht": True}), host(2), start_tgen=False)
     why = fit.unfit_reason()
     assert why is not None and why.startswith("does not fit this host; --fit-host would change ")
     assert "ovs.ht true→false (no SMT" in why and "ovs.pmd_cores 4→2" in why

@@ -65,7 +65,8 @@ def test_unfit_units_are_skipped_naming_what_fit_host_would_change(no_build_chec
     plan = plan_run(_suite(), "tgen", host=SMALL)
     skipped = {u.label: u.skip for u in plan.skipped}
     assert set(skipped) == {"pmd[pmd_cores=4] 64 B", "pmd[pmd_cores=4] 128 B", "ht 64 B"}
-    assert "--fit-host would change ovs.pmd_cores 4→2" in skipped["pmd[pmd_cores=4] 64 B"]
+    # 2 cores would resolve, but the second would be the generator's CPU: 1 (fit rule 4)
+    assert "--fit-host would change ovs.pmd_cores 4→1" in skipped["pmd[pmd_cores=4] 64 B"]
     assert "ovs.ht true→false (no SMT" in skipped["ht 64 B"]
     assert [u.label for u in plan.running] == ["pmd[pmd_cores=1] 64 B", "pmd[pmd_cores=1] 128 B"]
     assert not plan.fitted()
@@ -76,12 +77,12 @@ def test_fit_host_runs_every_unit_on_its_fitted_topology(no_build_checks) -> Non
     plan = plan_run(suite, "tgen", host=SMALL, fit_host=True)
     assert not plan.skipped and plan.suite is not suite
     four = [u for u in plan.units if u.label.startswith("pmd[pmd_cores=4]")]
-    assert all(u.test.topology.ovs.pmd_cores == 2 for u in four)
+    assert all(u.test.topology.ovs.pmd_cores == 1 for u in four)
     assert all([c.text() for c in u.changes] == [four[0].changes[0].text()] for u in four)
     rows = {r["field"]: r for r in plan.fitted()}
     assert rows["ovs.pmd_cores"]["units"] == ["pmd[pmd_cores=4] 64 B", "pmd[pmd_cores=4] 128 B"]
     assert rows["ovs.ht"]["units"] == ["ht 64 B"] and rows["ovs.ht"]["to"] is False
-    assert "ovs.pmd_cores 4→2" in plan.fitted_summary() and "[2 units]" in plan.fitted_summary()
+    assert "ovs.pmd_cores 4→1" in plan.fitted_summary() and "[2 units]" in plan.fitted_summary()
     # the suite given is untouched; the unit that fitted as given has no change
     assert suite.tests[1].topology.ovs.pmd_cores == 4
     assert not plan.unit(*[(u.test, u.size) for u in plan.units][0]).changes
@@ -145,7 +146,7 @@ def test_validate_text_counts_reasons_and_units(no_build_checks) -> None:
     assert compact_units(plan.skipped) == ["pmd[pmd_cores=4] 64/128 B", "ht 64 B"]
     fitted = plan_text(plan_run(_suite(), "tgen", host=SMALL, fit_host=True))
     assert fitted[0].endswith("5 of 5 test unit(s) run, 0 skipped")
-    assert any("ovs.pmd_cores 4→2" in line and "[2 unit(s)]" in line for line in fitted)
+    assert any("ovs.pmd_cores 4→1" in line and "[2 unit(s)]" in line for line in fitted)
     nothing = plan_text(plan_run(validate_suite(dict(CORES, tests=CORES["tests"][1:])), "tgen", host=SMALL))
     assert "nothing would run, so `nfvperf run` would fail" in nothing[0]
 
@@ -186,7 +187,7 @@ def test_run_stores_the_plans_skips_and_goes_on(monkeypatch, tmp_path, no_build_
                                                              ("pmd[pmd_cores=4]", 64), ("pmd[pmd_cores=4]", 128),
                                                              ("ht", 64)]
     big = by[("pmd[pmd_cores=4]", 64)]
-    assert big.status == "skipped" and "--fit-host would change ovs.pmd_cores 4→2" in big.reason
+    assert big.status == "skipped" and "--fit-host would change ovs.pmd_cores 4→1" in big.reason
     assert not big.results and by[("pmd[pmd_cores=1]", 64)].status == "passed"
     plan = run.environment["plan"]
     assert plan["tg"] == "tgen" and [s["unit"] for s in plan["skipped"]] == out.skipped_tests

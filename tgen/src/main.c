@@ -427,14 +427,26 @@ static int setup_workers(const struct opts *op)
         return 2;
     unsigned ti = 0, ri = 0;
     for (unsigned p = 0; p < g_nports; p++) {
+        /* the workers on the port's NUMA socket first: a port's queues go to those when there are
+         * any (one socket, or a port of unknown socket: every worker, as listed) */
+        unsigned etx[MAX_WORKERS], erx[MAX_WORKERS], netx = 0, nerx = 0;
+        int sock = rte_eth_dev_socket_id((uint16_t)p);
+        for (unsigned i = 0; i < ntx; i++)
+            if (sock < 0 || (int)rte_lcore_to_socket_id(g_workers[txs[i]].lcore) == sock) etx[netx++] = txs[i];
+        for (unsigned i = 0; i < nrx; i++)
+            if (sock < 0 || (int)rte_lcore_to_socket_id(g_workers[rxs[i]].lcore) == sock) erx[nerx++] = rxs[i];
+        if (!netx) { memcpy(etx, txs, sizeof(txs[0]) * ntx); netx = ntx; }
+        if (!nerx) { memcpy(erx, rxs, sizeof(rxs[0]) * nrx); nerx = nrx; }
         for (unsigned q = 0; q < g_ports[p].txq; q++) {
-            unsigned w = txs[ti++ % ntx];
+            unsigned w = etx[ti++ % netx];
             g_ports[p].tx_lcore[q] = (int)w;
             g_workers[w].does_tx = 1;
         }
         g_ports[p].rx_lcore = RXG_NOT_POLLED;
+        for (unsigned q = 0; q < MAX_QUEUES; q++) g_ports[p].rxq_worker[q] = -1;
         for (unsigned q = 0; q < g_ports[p].rxq && g_ports[p].rx_poll; q++) {
-            struct worker *w = &g_workers[rxs[ri++ % nrx]];
+            g_ports[p].rxq_worker[q] = (int)erx[ri % nerx];
+            struct worker *w = &g_workers[erx[ri++ % nerx]];
             w->rxq[w->nrxq].port = (uint16_t)p;
             w->rxq[w->nrxq].queue = (uint16_t)q;
             w->nrxq++;

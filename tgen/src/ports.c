@@ -51,6 +51,37 @@ static void txpool_create(size_t n, unsigned room)
     g_txpool = mp;
 }
 
+/* one RX pool per NUMA socket of the ports (the NIC fills its RX ring in its own socket's
+ * memory): ports on the main lcore's socket, or of unknown socket, use g_pool; a port on another
+ * socket gets a pool there, sized for the RX rings of that socket's ports (g_pool when it cannot
+ * be created, said on stderr).  TX takes from g_pool / g_txpool as before. */
+static void rx_pools_create(unsigned room)
+{
+    int main_sock = (int)rte_socket_id();
+    for (unsigned p = 0; p < g_nports; p++) {
+        struct port *pt = &g_ports[p];
+        int sock = rte_eth_dev_socket_id((uint16_t)p);
+        pt->socket = sock;
+        pt->rx_pool = g_pool;
+        if (sock < 0 || sock == main_sock) continue;
+        for (unsigned o = 0; o < p; o++)
+            if (g_ports[o].socket == sock && g_ports[o].rx_pool != g_pool) { pt->rx_pool = g_ports[o].rx_pool; break; }
+        if (pt->rx_pool != g_pool) continue;
+        size_t n = 4096 + (size_t)rte_lcore_count() * 512;
+        for (unsigned o = 0; o < g_nports; o++)
+            if (rte_eth_dev_socket_id((uint16_t)o) == sock) n += (size_t)g_ports[o].rxq * (g_ports[o].rxd + BURST);
+        char name[32];
+        snprintf(name, sizeof(name), "tgen_pool_s%d", sock);
+        struct rte_mempool *mp = rte_pktmbuf_pool_create(name, (unsigned)n, 256, 0, (uint16_t)room, sock);
+        if (!mp) {
+            fprintf(stderr, "tgen: port %u is on NUMA socket %d, but no mbuf pool could be made there (%s): "
+                    "its RX uses the pool on socket %d\n", p, sock, rte_strerror(rte_errno), main_sock);
+            continue;
+        }
+        pt->rx_pool = mp;
+    }
+}
+
 int ports_init(char *err, size_t errlen)
 {
     unsigned max_frame = 0;
@@ -74,6 +105,7 @@ int ports_init(char *err, size_t errlen)
             return -1;
         }
     }
+    rx_pools_create(room);
 #ifndef TGEN_NO_TXPOOL
     if (!g_txpool) txpool_create(need_tx + 4096 + (size_t)rte_lcore_count() * 512, room);
 #else
@@ -95,6 +127,7 @@ int ports_init(char *err, size_t errlen)
         /* the kernel interface's own TX counters say what it really sent (af_packet, af_xdp; a tap's
          * or a PCI NIC's interface counters mean something else or nothing) */
         pt->if_index = (strstr(pt->driver, "af_packet") || strstr(pt->driver, "af_xdp")) ? info.if_index : 0;
+        pt->tx_offload_capa = info.tx_offload_capa;
         rte_eth_dev_get_name_by_port(id, pt->name);
         if (pt->rxq > info.max_rx_queues || pt->txq > info.max_tx_queues) {
             snprintf(err, errlen, "--port %u: rxq=%u txq=%u, but the device allows at most %u/%u", p, pt->rxq, pt->txq,
@@ -118,7 +151,7 @@ int ports_init(char *err, size_t errlen)
         pt->rxd = rxd;
         pt->txd = txd;
         for (unsigned q = 0; q < pt->rxq; q++) {
-            rc = rte_eth_rx_queue_setup(id, (uint16_t)q, rxd, rte_eth_dev_socket_id(id), NULL, g_pool);
+            rc = rte_eth_rx_queue_setup(id, (uint16_t)q, rxd, rte_eth_dev_socket_id(id), NULL, pt->rx_pool);
             if (rc) { snprintf(err, errlen, "port %u: rx queue %u setup failed: %s", p, q, rte_strerror(-rc)); return -1; }
         }
         for (unsigned q = 0; q < pt->txq; q++) {
@@ -191,6 +224,24 @@ json_t *port_list_json(void)
         json_object_set_new(o, "rx", json_boolean(pt->rx_poll));
         json_object_set_new(o, "tx_reuse", json_boolean(pt->tx_reuse > 0));
         json_object_set_new(o, "prefetch", json_boolean(pt->remote));
+        /* the worker lcore of each TX queue and of each polled RX queue */
+        json_t *tl = json_array(), *rl = json_array();
+        for (unsigned q = 0; q < pt->txq; q++) json_array_append_new(tl, json_integer(g_workers[pt->tx_lcore[q]].lcore));
+        for (unsigned q = 0; q < pt->rxq; q++)
+            if (pt->rxq_worker[q] >= 0) json_array_append_new(rl, json_integer(g_workers[pt->rxq_worker[q]].lcore));
+        json_object_set_new(o, "tx_lcores", tl);
+        json_object_set_new(o, "rx_lcores", rl);
+        /* NUMA: the port's socket and its RX pool's (rx_pools_create) */
+        json_object_set_new(o, "socket", json_integer(pt->socket));
+        json_object_set_new(o, "pool_socket", json_integer(pt->rx_pool ? pt->rx_pool->socket_id : -1));
+        /* TX offloads the port offers; tgen uses none (docs/tgen.md: its checksums are written
+         * per frame in software, and a TX queue sends mbufs of two pools, which MBUF_FAST_FREE
+         * forbids) */
+        json_t *off = json_array();
+        for (unsigned b = 0; b < 64; b++)
+            if (pt->tx_offload_capa & (1ULL << b)) json_array_append_new(off, json_string(rte_eth_dev_tx_offload_name(1ULL << b)));
+        json_object_set_new(o, "tx_offloads_offered", off);
+        json_object_set_new(o, "tx_offloads_used", json_array());
         json_array_append_new(a, o);
     }
     return a;

@@ -35,6 +35,7 @@ struct port {
     int rx_lcore;           /* the lcore polling all its RX queues; RXG_NOT_POLLED / RXG_SPLIT (rxgroup.h) */
     int started;
     int tx_lcore[MAX_QUEUES];   /* worker index owning each tx queue */
+    int rxq_worker[MAX_QUEUES]; /* worker index polling each rx queue, -1 = none (rx=0) */
     int remote;             /* another agent writes its RX mbufs and reads its TX mbufs (a vhost backend,
                              * a NIC, the kernel into AF_XDP's umem, a zero-copy memif server): the
                              * data path prefetches their lines a burst at a time.  Not for PMDs that
@@ -44,6 +45,10 @@ struct port {
                              * (worker.c): --port tx_reuse=, by default where another core copies the
                              * frames out (virtio: the vhost backend) */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
+    uint64_t tx_offload_capa;   /* the TX offloads the port offers (none is used: ports.list) */
+    int socket;             /* the port's NUMA socket (-1 unknown) */
+    struct rte_mempool *rx_pool;   /* its RX queues' mbufs: a pool on the port's socket when that is
+                                    * not the main lcore's, else g_pool (ports_init) */
 };
 
 /* a port's TX counters at one instant: the PMD's (rte_eth_stats) and, for af_packet/af_xdp, the

@@ -225,13 +225,23 @@ static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
     if (k) rte_mempool_put_bulk(pool, run, k);
 }
 
+/* rx_account's parse (rxgroup.h): frame i of the burst's mbufs */
+static inline int rx_mbuf_sig(void *ctx, unsigned i, tgsig_t *sg)
+{
+    struct rte_mbuf *b = ((struct rte_mbuf **)ctx)[i];
+    return sig_parse_inline(rte_pktmbuf_mtod(b, const uint8_t *), b->data_len, sg);
+}
+
 static unsigned do_rx(struct worker *w, struct trial *t, int ph)
 {
     struct rte_mbuf *m[BURST];
-    seqacct_frame_t fr[BURST];     /* the burst's accounted test frames, in arrival order */
-    int32_t fti[BURST];            /* and each one's trial stream */
+    int32_t ti[BURST];             /* each frame's trial stream when accounted, else -1 */
+    _Static_assert(BURST <= RXACCT_MAX_BURST, "rx_account takes at most RXACCT_MAX_BURST frames a burst");
     unsigned total = 0;
     int acct = t && (ph == PH_LEARNING || ph == PH_RUNNING || ph == PH_DRAINING);
+    rxacct_t ra = { w->acct, w->misrouted, w->rx_by_slot, w->misrouted_port, &w->non_test, &w->late_rx,
+                    &w->foreign_rx };
+    rxtrial_t rt = { t ? t->sid_map : NULL, t ? t->rx_slot : NULL };
     for (unsigned q = 0; q < w->nrxq; q++) {
         uint16_t n = rte_eth_rx_burst(w->rxq[q].port, w->rxq[q].queue, m, BURST);
         if (!n) continue;
@@ -241,53 +251,22 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
         if (tag) memset(tag, 0, n * sizeof(tag[0]));
         if (t && (acct || ph == PH_DONE)) {
             uint64_t now_ns = tsc_to_ns(rte_rdtsc());
-            uint16_t port = w->rxq[q].port;
-            unsigned nf = 0;
-            uint64_t *cnt = NULL, ncnt = 0;
             /* the whole burst's signatures asked for at once (the lines were written by the
              * port's producer on another core: fetched in parallel, not 4 at a time) */
             if (w->rxq[q].prefetch)
                 for (uint16_t i = 0; i < n; i++) rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
-            for (uint16_t i = 0; i < n; i++) {
-                tgsig_t sg;
-                if (!sig_parse_inline(rte_pktmbuf_mtod(m[i], const uint8_t *), m[i]->data_len, &sg)) {
-                    if (acct) w->non_test++;
-                    continue;
+            /* the accounting itself (rxgroup.h): the function the C tests call */
+            rx_account(&rt, &ra, acct, w->rxq[q].port, now_ns, n, rx_mbuf_sig, m, ti);
+            /* a frame of the stream's one length, in one segment where TX builds its frames:
+             * its payload past the signature is the template's (zero), unless the DUT wrote it */
+            if (tag)
+                for (uint16_t i = 0; i < n; i++) {
+                    if (ti[i] < 0) continue;
+                    uint64_t rtag = t->rx_tag[ti[i]];
+                    if (rtag && (uint32_t)rtag == m[i]->data_len && m[i]->nb_segs == 1 &&
+                        m[i]->data_off == RTE_PKTMBUF_HEADROOM)
+                        tag[i] = rtag;
                 }
-                int32_t ti = t->sid_map[sg.stream_id];
-                int slot = 0;
-                switch (rx_classify(ti, acct, t->rx_slot, port, &slot)) {
-                case RX_FOREIGN: w->foreign_rx++; continue;
-                case RX_LATE: w->late_rx++; continue;
-                case RX_MISROUTED: w->misrouted[ti]++; w->misrouted_port[port]++; continue;
-                case RX_ACCOUNT: break;
-                }
-                /* a frame of the stream's one length, in one segment where TX builds its frames:
-                 * its payload past the signature is the template's (zero), unless the DUT wrote it */
-                uint64_t rt = t->rx_tag[ti];
-                if (tag && rt && (uint32_t)rt == m[i]->data_len && m[i]->nb_segs == 1 &&
-                    m[i]->data_off == RTE_PKTMBUF_HEADROOM)
-                    tag[i] = rt;
-                /* per-port counts: consecutive frames of one stream and port add up in a register */
-                uint64_t *c = &w->rx_by_slot[(size_t)ti * MAX_RX_GROUP + (unsigned)slot];
-                if (c != cnt) { if (cnt) *cnt += ncnt; cnt = c; ncnt = 0; }
-                ncnt++;
-                uint64_t lat = (now_ns - sg.tx_ns48) & ((1ULL << sg.ts_bits) - 1);
-                fr[nf].seq = sg.seq;
-                fr[nf].tx_ns = now_ns - lat;
-                fr[nf].delay_ns = (int64_t)lat;
-                fti[nf++] = ti;
-            }
-            if (cnt) *cnt += ncnt;
-            /* one sequence state per stream on this lcore, whichever port of the group the frame
-             * came back on (a group is polled by one lcore: rxgroup.h); each stream's frames in
-             * arrival order, a run of one stream's frames at a time */
-            for (unsigned j = 0; j < nf;) {
-                unsigned e = j + 1;
-                while (e < nf && fti[e] == fti[j]) e++;
-                seqacct_add_n(&w->acct[fti[j]], fr + j, e - j);
-                j = e;
-            }
         }
         rx_free(m, n, tag);
     }

@@ -58,6 +58,12 @@ def generator_text(run: Any, env: dict[str, Any]) -> str:
         bits.append(f"version {m['tgen_version']}")
     if m.get("lcores"):
         bits.append(f"lcores {m['lcores']}")
+    # a direction over several cores (tgen_cores): each port's TX queues on their worker lcores
+    tx = [p.get("tx_lcores") or [] for p in m.get("ports") or [] if isinstance(p, dict)]
+    if any(len(x) > 1 for x in tx):
+        lcs = sorted({int(c) for x in tx for c in x})
+        bits.append(f"each direction over {max(len(x) for x in tx)} cores (TX queues on lcores "
+                    f"{','.join(map(str, lcs))})")
     return ", ".join(bits)
 
 

@@ -345,7 +345,7 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
              log: Callable[[str], None] | None, measurer_factory: Optional[MeasurerFactory], exiting: bool,
              ceiling: Optional[CeilingOptions], uid: Optional[str] = None, testbed: Optional[TestbedSpec] = None,
              testbed_lock: Optional[dict[str, Any]] = None, fit_host: bool = False) -> RunOutcome:
-    plan = plan_run(suite, tg, fit_host=fit_host, on_testbed=testbed is not None,
+    plan = plan_run(suite, tg, fit_host=fit_host, on_testbed=testbed is not None, rate_dir=out_dir,
                     builds=tg != "sim" and testbed is None and measurer_factory is None)
     suite = plan.suite
     run, run_dir, env = create_run(suite, store, tg, out_dir, uid=uid, testbed=testbed, testbed_lock=testbed_lock)
@@ -364,6 +364,8 @@ def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progres
     if plan.fit_host:
         say(f"fitted to host ({plan.host.describe() if plan.host else 'this host'}): "
             + (plan.fitted_summary() or "nothing to change"))
+    for g in plan.generator:       # what line rate needs of the generator (tgen_cores)
+        say(f"generator ({g['kind']} on {g['port_kind']}): {g['text']}")
     if plan.skipped:
         say(f"{len(plan.skipped)} of {len(units)} test unit(s) will be skipped (reasons below and in "
             f"the report; `nfvperf validate` with the same options lists them)")

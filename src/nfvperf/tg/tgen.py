@@ -26,6 +26,7 @@ from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
+from nfvperf.tg.tgen_split import flow_slices, merge_streams, split_frames, split_stream
 from nfvperf.trial import (
     MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
@@ -710,7 +711,8 @@ class TgenMeasurer(Measurer):
                  learning_wait_s: Optional[float] = None, learning_frames: int = 3,
                  rx_groups: Optional[Sequence[Sequence[int]]] = None,
                  topology_environment: Optional[Callable[[], dict]] = None,
-                 dut_telemetry: Optional[Callable[[], dict]] = None):
+                 dut_telemetry: Optional[Callable[[], dict]] = None,
+                 cores: int = 1):
         if not pairs:
             raise ValueError("TgenMeasurer needs at least one (tx_port, rx_port) pair")
         self.proc = proc
@@ -736,9 +738,18 @@ class TgenMeasurer(Measurer):
         self.stream_params = stream_params
         self.learning_wait_s = learning_wait_s
         self.learning_frames = learning_frames
+        if int(cores) < 1:
+            raise ValueError(f"cores: {cores} must be >= 1 (generator cores per direction)")
+        #: generator cores (TX queues / worker lcores) each direction is split over (tgen_split)
+        self.cores = int(cores)
         self.profile: Optional[TrafficProfile] = None
         self.stream_ids: list[int] = []
         self.directions: list[tuple[int, int]] = []
+        #: sub-streams per direction (1: no split), each direction's positions in stream_ids, and
+        #: what the split used (notes, each direction's TX/RX lcores): set_profile
+        self.split_n = 1
+        self.split_groups: list[list[int]] = []
+        self.split_info: dict[str, Any] = {}
         self.last_raw: Optional[dict[str, Any]] = None
         self._dut_before: Optional[dict[str, Any]] = None
         self._dut_before_error: Optional[str] = None
@@ -803,15 +814,60 @@ class TgenMeasurer(Measurer):
     def set_profile(self, profile: TrafficProfile) -> None:
         self.proc.rpc("stream.remove", all=True)
         self.stream_ids = []
+        self.split_groups = []
         self.directions = self.directions_for(profile)
         self.profile = profile
+        objs = [self.stream_object(profile, i, tx, rx) for i, (tx, rx) in enumerate(self.directions)]
+        # every direction is split the same way (tgen's trial-level rate is per stream)
+        flows = min(int(o.get("flows", 1)) for o in objs)
+        self.split_n = len(flow_slices(flows, self.cores))
         try:
-            for i, (tx, rx) in enumerate(self.directions):
-                r = self.proc.call("stream.add", self.stream_object(profile, i, tx, rx))
-                self.stream_ids.append(int(r["stream_id"]))
+            for o in objs:
+                group = []
+                for sub in (split_stream(o, self.split_n) if self.split_n > 1 else [o]):
+                    r = self.proc.call("stream.add", sub)
+                    group.append(len(self.stream_ids))
+                    self.stream_ids.append(int(r["stream_id"]))
+                self.split_groups.append(group)
+            self.split_info = self._split_record(objs, flows)
         except BaseException:
             self.profile = None
             raise
+
+    @staticmethod
+    def split_base_name(name: str) -> str:
+        """A direction's name from a sub-stream's (``p0->p1#1`` -> ``p0->p1``)."""
+        return re.sub(r"#\d+$", "", name)
+
+    def _split_record(self, objs: list[dict], flows: int) -> dict[str, Any]:
+        """Which lcores each direction uses (tgen's stream.list txq and ports.list tx_lcores /
+        rx_lcores) and what the split could not do, for the result (``extra["tgen_cores"]``)."""
+        notes: list[str] = []
+        if self.cores > 1 and self.split_n < self.cores:
+            notes.append(f"{flows} flow(s) per direction cannot be split over {self.cores} "
+                         f"generator cores: each direction uses {self.split_n} core(s) "
+                         "(give more flows to use them all)")
+        try:
+            txq = {int(s["id"]): int(s.get("txq", 0)) for s in self.proc.rpc("stream.list")}
+            ports = {int(p["id"]): p for p in self.proc.rpc("ports.list")}
+        except (MeasurerError, KeyError, TypeError, ValueError):
+            return {"cores": self.cores, "sub_streams": self.split_n, "notes": notes}
+        lc = _lcore_cpus(getattr(self.proc, "lcores", "") or "")
+        dirs: dict[str, Any] = {}
+        for o, group, (tx, rx) in zip(objs, self.split_groups, self.directions):
+            tx_l = ports.get(tx, {}).get("tx_lcores") or []
+            queues = [txq.get(self.stream_ids[j], 0) for j in group]
+            lcores = [int(tx_l[q]) for q in queues if q < len(tx_l)]
+            if len(set(queues)) < len(queues):
+                notes.append(f"{o.get('name')}: port {tx} has {ports.get(tx, {}).get('txq')} TX "
+                             f"queue(s) for {len(queues)} sub-streams: some share a queue and core")
+            rx_l = sorted({int(x) for x in ports.get(rx, {}).get("rx_lcores") or []})
+            dirs[str(o.get("name"))] = {
+                "sub_streams": len(group), "tx_queues": queues, "tx_lcores": lcores,
+                "tx_cpus": sorted({c for x in lcores for c in lc.get(x, ())}),
+                "rx_lcores": rx_l, "rx_cpus": sorted({c for x in rx_l for c in lc.get(x, ())})}
+        return {"cores": self.cores, "sub_streams": self.split_n, "directions": dirs,
+                "notes": notes}
 
     # -- trials -----------------------------------------------------------------------------
     def _need_profile(self) -> TrafficProfile:
@@ -1018,6 +1074,12 @@ class TgenMeasurer(Measurer):
         if pushed_back:
             notes.append("backpressure: the DUT's ring was full and held the generator back; the "
                          "frames it did not take at the offered load count as lost: " + "; ".join(pushed_back))
+        if self.split_n > 1 and len(self.split_groups) * self.split_n == len(streams):
+            # one result per direction from its sub-streams (tgen_split: sums, histogram merged)
+            streams = [merge_streams(self.split_base_name(streams[g[0]].name),
+                                     [streams[j] for j in g]) for g in self.split_groups]
+        if self.split_info.get("notes"):
+            notes += [f"tgen_cores: {n}" for n in self.split_info["notes"]]
         eff = float(raw.get("effective_duration_s") or 0.0)
         if stretched(eff, duration_s) and not pushed_back:
             # (held back by the DUT, the generator stops at its time limit: that is the DUT's loss)
@@ -1047,7 +1109,7 @@ class TgenMeasurer(Measurer):
                    "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in raw.get("streams") or []),
                    "tsc_hz": raw.get("tsc_hz"), "tsc_hz_dpdk": raw.get("tsc_hz_dpdk"),
                    "tx_not_sent": sum(not_sent.values()),
-                   "misrouted": misrouted, "notes": notes,
+                   "misrouted": misrouted, "notes": notes, "tgen_cores": self.split_info or None,
                    "backpressure": bool(pushed_back)})
         res.telemetry = self._trial_telemetry(raw, res, sum(not_sent.values()))
         return res
@@ -1070,31 +1132,34 @@ class TgenMeasurer(Measurer):
         if duration_s <= 0 or load_pps <= 0:
             raise ValueError("measure() needs duration_s > 0 and load_pps > 0")
         trial = self._trial_base(profile)
-        trial.update(duration_s=float(duration_s), pps=float(load_pps))
+        n = self.split_n        # a split direction: each sub-stream 1/n of the rate (tgen_split)
+        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
         raw = self._run(trial, duration_s)
-        exp = [int(round(load_pps * duration_s))] * len(self.stream_ids)
+        exp = [int(round(load_pps / n * duration_s))] * len(self.stream_ids)
         return self._convert(raw, duration_s, load_pps, exp)
 
     def measure_frames(self, frames: int, load_pps: float) -> TrialResult:
         """A constant-load trial of exactly ``frames`` frames per stream."""
         profile = self._need_profile()
         trial = self._trial_base(profile)
-        trial.update(frames=int(frames), pps=float(load_pps))
+        n = self.split_n
+        trial.update(frames=split_frames(frames, n), pps=float(load_pps) / n)
         dur = frames / load_pps
         raw = self._run(trial, dur)
-        return self._convert(raw, dur, load_pps, [int(frames)] * len(self.stream_ids))
+        return self._convert(raw, dur, load_pps, [split_frames(frames, n)] * len(self.stream_ids))
 
     def measure_segments(self, segments: list[Segment]) -> TrialResult:
         profile = self._need_profile()
         if not segments:
             raise ValueError("measure_segments() needs at least one segment")
         trial = self._trial_base(profile)
-        trial["segments"] = [{"duration_s": float(s.duration_s), "pps": float(s.load_pps)}
+        n = self.split_n
+        trial["segments"] = [{"duration_s": float(s.duration_s), "pps": float(s.load_pps) / n}
                              for s in segments]
         total = sum(s.duration_s for s in segments)
-        frames = sum(int(round(s.load_pps * s.duration_s)) for s in segments)
+        frames = sum(int(round(s.load_pps / n * s.duration_s)) for s in segments)
         raw = self._run(trial, total)
-        res = self._convert(raw, total, frames / total if total else 0.0,
+        res = self._convert(raw, total, frames * n / total if total else 0.0,
                             [frames] * len(self.stream_ids))
         res.extra["segments"] = [{"duration_s": s.duration_s, "load_pps": s.load_pps}
                                  for s in segments]
@@ -1104,10 +1169,13 @@ class TgenMeasurer(Measurer):
                       ) -> TrialResult:
         profile = self._need_profile()
         trial = self._trial_base(profile, drain_s=drain_s)
-        trial.update(mode="burst", burst_frames=int(burst_frames), bursts=1, pps=float(burst_pps))
+        n = self.split_n
+        trial.update(mode="burst", burst_frames=split_frames(burst_frames, n), bursts=1,
+                     pps=float(burst_pps) / n)
         dur = burst_frames / burst_pps
         raw = self._run(trial, dur)
-        res = self._convert(raw, dur, burst_pps, [int(burst_frames)] * len(self.stream_ids))
+        res = self._convert(raw, dur, burst_pps,
+                            [split_frames(burst_frames, n)] * len(self.stream_ids))
         res.extra["burst_frames"] = int(burst_frames)
         return res
 
@@ -1141,7 +1209,8 @@ class TgenMeasurer(Measurer):
             return state["timer"] is None or state["done"]
 
         trial = self._trial_base(profile)
-        trial.update(duration_s=float(duration_s), pps=float(load_pps))
+        n = self.split_n
+        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
         try:
             raw = self._run(trial, duration_s, on_running=on_running, dut_checks=dut_checks)
         finally:
@@ -1152,7 +1221,7 @@ class TgenMeasurer(Measurer):
         if state["timer"] is None:
             raise MeasurerError("tgen: the trial ended before the reset could be triggered")
         res = self._convert(raw, duration_s, load_pps,
-                            [int(round(load_pps * duration_s))] * len(self.stream_ids))
+                            [int(round(load_pps / n * duration_s))] * len(self.stream_ids))
         res.extra["reset_at_s"] = reset_at_s
         return res
 
@@ -1183,10 +1252,14 @@ class TgenMeasurer(Measurer):
             "netns": self.proc.netns,
             "lcores": self.proc.lcores, "lcore_cpus": {str(k): sorted(v) for k, v in lc.items()},
             "ports": [{k: p.get(k) for k in ("id", "name", "driver", "mac", "link_up",
-                                            "link_speed_bps", "speed_bps", "rxq", "txq", "mtu")}
+                                            "link_speed_bps", "speed_bps", "rxq", "txq", "mtu",
+                                            "tx_lcores", "rx_lcores", "socket", "pool_socket",
+                                            "tx_offloads_offered", "tx_offloads_used")}
                       for p in ports],
             "pairs": self.pairs,
             "rx_groups": self.rx_groups,
+            # each direction's sub-streams and the lcores/CPUs they ran on (tgen_cores)
+            "tgen_cores": self.split_info or None,
             # shared: two lcores on one CPU, or a worker on the control lcore's CPU, or fewer
             # host CPUs than lcores
             "cores_shared": (len(cpus) != len(set(cpus))

@@ -36,7 +36,7 @@ from nfvperf.host.preflight import Needs
 from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
-from nfvperf.trial import Measurer
+from nfvperf.trial import Measurer, MeasurerError
 
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
@@ -471,11 +471,25 @@ class Topology:
         assert plan is not None
         return plan.dpdk_lcores("tgen")
 
+    def tgen_workers(self) -> int:
+        """tgen's worker lcores when the spec gives them: ``topology.tgen_cores`` (the CPUs the plan
+        resolved for it: N, or 2N with tgen_ht) or ``tgen_lcores`` (every EAL lcore but the main
+        one; the harness ceiling measures with the run's lcores this way).  Each port of a
+        multi-queue kind gets that many TX and RX queues and each direction that many sub-streams
+        (docs/tgen.md); 1 otherwise (one queue per port)."""
+        if self.spec.tgen_lcores:
+            return self.spec.tgen_worker_count()
+        if self.spec.tgen_cores is None:
+            return 1
+        plan = self.tg_plan or self.plan
+        cpus = plan.cpus("tgen") if plan is not None else []
+        return max(1, len(cpus) or int(self.spec.tgen_cores))
+
     def tgen_port_specs(self) -> list[PortSpec]:
         out = []
         txq = self.dut.tx_queues() if self.dut is not None else 1
         for i, p in enumerate(self.ports):
-            out.append(p.tg_port_spec(i, dut_tx_queues=txq))
+            out.append(p.tg_port_spec(i, dut_tx_queues=txq, workers=self.tgen_workers()))
         return out
 
     def start_tgen(self) -> None:
@@ -487,6 +501,10 @@ class Topology:
         kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag,
                                       binary=self.tgen_binary, hugepages=self.tgen_hugepages,
                                       extra_eal=extra_eal)
+        if self.tgen_workers() > 1 and self.rx_groups():
+            # a receive group (a bond's members) is polled by one lcore (tgen/PROTOCOL.md §4):
+            # with tgen_cores the TX side is split, every RX queue goes to the first worker
+            kwargs["extra_args"] = ["--rx-lcores", "1"]
         if self.tg_netns and "netns" in inspect.signature(TgenProcess).parameters:
             kwargs["netns"] = self.tg_netns
         if self.tg_host.remote:
@@ -497,7 +515,17 @@ class Topology:
         proc = TgenProcess(specs, self.tgen_lcores(), **kwargs)
         assert self.tracker is not None
         self.tracker.add("tgen", self.run.tag, proc.stop)
-        proc.start()
+        try:
+            proc.start()
+        except MeasurerError as e:
+            if self.tgen_workers() > 1 and "but the device allows at most" in str(e):
+                field = ("topology.tgen_cores", self.spec.tgen_cores) if self.spec.tgen_cores else \
+                    ("topology.tgen_lcores", repr(self.spec.tgen_lcores))
+                raise TopologyError(
+                    f"{field[0]}: {field[1]} gives tgen {self.tgen_workers()} workers (EAL lcores "
+                    f"{self.tgen_lcores()}), one TX and one RX queue each per port, but a generator "
+                    f"port has fewer queues ({e}); lower {field[0]} or give the NIC more queues") from e
+            raise
         self.tgen = proc
         if any(k.wait_link for k in kinds):
             self.wait_tgen_links()
@@ -528,7 +556,10 @@ class Topology:
         groups = self.rx_groups()
         if groups:
             kwargs["rx_groups"] = groups
-        m = TgenMeasurer(self.tgen, self.tg_pairs(), topology_environment=self.environment, **kwargs)
+        # a direction over tgen_cores cores: one sub-stream per TX queue (multi-queue kinds)
+        cores = self.tgen_workers() if self.port_kind_class().tg_multiqueue else 1
+        m = TgenMeasurer(self.tgen, self.tg_pairs(), topology_environment=self.environment,
+                         cores=cores, **kwargs)
         if self.dut is not None:
             m.reset_hook = self.reset_dut     # RFC 6201 reset trials
         self._measurer = m

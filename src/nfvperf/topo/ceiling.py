@@ -40,7 +40,7 @@ from nfvperf.search.validity import check_valid, generator_shortfall
 from nfvperf.store.ceiling import CeilingCache, ceiling_key, utc_iso
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .spec import TopologySpec
+from .spec import TopologySpec, tgen_worker_count
 from nfvperf.topo import build
 from nfvperf.store.ceiling import CACHE_FILE
 
@@ -64,6 +64,10 @@ def ceiling_spec(spec: TopologySpec, tgen_lcores: Optional[str] = None) -> Topol
     lc = tgen_lcores or spec.tgen_lcores
     if lc:
         d["tgen_lcores"] = lc
+    workers = tgen_worker_count(None, False, lc)
+    if workers > 1 and spec.port_kind == "vhost":
+        # tgen splits each direction over its workers' queue pairs (tgen_cores): testpmd polls them all
+        d["testpmd"]["queues"] = workers
     return TopologySpec.model_validate(d)
 
 

@@ -119,7 +119,8 @@ class P2P(Topology):
         dut = self.dut
         txq = dut.tx_queues() if dut is not None else 1
         peer = int(getattr(dut, "peer_queues", lambda: 1)())
-        return [p.tg_port_spec(i, dut_tx_queues=txq, dut_peer_queues=peer)
+        return [p.tg_port_spec(i, dut_tx_queues=txq, dut_peer_queues=peer,
+                               workers=self.tgen_workers())
                 for i, p in enumerate(self.ports)]
 
     def stream_params(self) -> Optional[list[dict[str, Any]]]:

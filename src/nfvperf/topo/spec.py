@@ -31,6 +31,7 @@ from nfvperf.vm.guest import VmSpec
 from .ports import port_kind_class, port_kind_names
 from nfvperf.topo.registry import REGISTRY, registered_kinds, topology_class
 from nfvperf.validation import deep_merge
+from nfvperf.tg.tgen import _lcore_cpus
 
 
 class _Strict(BaseModel):
@@ -118,6 +119,14 @@ def _require_one_of(v: str, names: list[str]) -> None:
                                   {"expected": _one_of(names)})
 
 
+def tgen_worker_count(tgen_cores: Optional[int], tgen_ht: bool, tgen_lcores: Optional[str]) -> int:
+    """tgen's worker lcores: every lcore but the main one of ``tgen_lcores``, else ``tgen_cores``
+    (x 2 with ``tgen_ht``); 1 when neither says."""
+    if tgen_lcores:
+        return max(1, len(_lcore_cpus(str(tgen_lcores))) - 1)
+    return int(tgen_cores or 1) * (2 if tgen_cores and tgen_ht else 1)
+
+
 class TopologyBase(_Strict):
     """The fields every topology has; :class:`TopologySpec` adds the adapters' sections."""
 
@@ -147,6 +156,28 @@ class TopologyBase(_Strict):
                              f"({self.tgen_lcores!r}), not both")
         if self.tgen_ht and self.tgen_cores is None:
             raise ValueError("tgen_ht: true applies to tgen_cores; give tgen_cores")
+        return self
+
+    def tgen_worker_count(self) -> int:
+        """tgen's worker lcores as the spec gives them (:func:`tgen_worker_count`)."""
+        return tgen_worker_count(self.tgen_cores, self.tgen_ht, self.tgen_lcores)
+
+    @model_validator(mode="after")
+    def _dut_polls_every_tgen_queue(self) -> "TopologyBase":
+        """On vhost ports each tgen worker sends on its own queue pair of the port (tgen_cores):
+        a forwarder that polls fewer RX queues never sees the frames of the others, and they
+        would count as its loss."""
+        workers = self.tgen_worker_count()
+        if workers <= 1 or self.port_kind != "vhost" or self.dut not in ("testpmd", "l3fwd"):
+            return self
+        queues = int(getattr(getattr(self, self.dut, None), "queues", 1) or 1)
+        if queues < workers:
+            given = (f"tgen_lcores {self.tgen_lcores!r}" if self.tgen_lcores else
+                     f"tgen_cores {self.tgen_cores}" + (" with tgen_ht" if self.tgen_ht else ""))
+            raise ValueError(f"{given} makes tgen send on {workers} queues of each vhost port, but "
+                             f"{self.dut}.queues is {queues}: {self.dut} would poll only {queues} of "
+                             f"them and the frames on the others would count as its loss; give "
+                             f"{self.dut}: {{queues: {workers}}} (or more)")
         return self
 
     @model_validator(mode="after")

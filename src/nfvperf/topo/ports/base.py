@@ -70,16 +70,18 @@ class HostPort:
         return self.tg_portref().dpdk_devargs(i, queues)
 
     def tg_port_spec(self, dpdk_index: Optional[int] = None, dut_tx_queues: int = 1,
-                     dut_peer_queues: int = 1) -> "PortSpec":
+                     dut_peer_queues: int = 1, workers: int = 1) -> "PortSpec":
         """tgen's PortSpec of the generator end; ``dut_tx_queues``: how many TX queues the DUT
         sends on (``DutAdapter.tx_queues()``), for kinds whose rings pair up (memif);
         ``dut_peer_queues``: the queue pairs the DUT needs its peer to offer
         (``DutAdapter.peer_queues()``), for kinds whose queue pairs the generator's end creates
-        (vhost: virtio-user ``queues=``)."""
+        (vhost: virtio-user ``queues=``); ``workers``: tgen's worker lcores with
+        ``topology.tgen_cores`` (one TX and one RX queue each, on kinds with ``tg_multiqueue``)."""
         kind = self._kind()
-        pairs = kind.tg_queue_pairs(dut_peer_queues)
-        return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu,
-                        rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs), rxd=kind.tg_rxd,
+        workers = max(1, int(workers)) if kind.tg_multiqueue else 1
+        pairs = max(kind.tg_queue_pairs(dut_peer_queues), workers if kind.family == "vhost" else 1)
+        return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu, tx_queues=workers,
+                        rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs, workers), rxd=kind.tg_rxd,
                         mac=kind.tg_wire_mac(self), prefetch=kind.tg_prefetch)
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +121,9 @@ class PortKind:
     kernel_refusal: ClassVar[str] = ""
     #: ports come up asynchronously: wait for the generator's links before the first trial
     wait_link: ClassVar[bool] = False
+    #: the generator's end can open one TX and one RX queue per tgen worker (topology.tgen_cores:
+    #: docs/tgen.md "A direction over several cores"); kinds without it keep one queue each
+    tg_multiqueue: ClassVar[bool] = False
 
     def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
         """What the running path of ``port`` turned out to be (read back after bring-up, stored

@@ -34,6 +34,8 @@ class Pci(PortKind):
     #: wait for the generator's links before the first trial: a NIC's link comes up after its
     #: port starts, and a vhost-user cable to a guest's NIC once the guest's end is driven
     wait_link = True
+    #: a NIC offers several queue pairs (RSS): topology.tgen_cores gives tgen one per worker
+    tg_multiqueue = True
 
     @classmethod
     def port_count(cls, spec: TopologyBase) -> int:

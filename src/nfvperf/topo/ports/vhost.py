@@ -34,6 +34,7 @@ class Vhost(PortKind):
                       "ovs-dpdk) can attach them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
     tg_rxd = 4096
+    tg_multiqueue = True
 
     @classmethod
     def tg_queue_pairs(cls, dut_peer_queues: int) -> int:
