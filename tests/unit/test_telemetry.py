@@ -229,6 +229,14 @@ def test_harness_bound_line_names_the_generators_cause():
     line = explain_trial({"telemetry": {"dut": {}, "generator": gen}}, "DUT-bound")
     assert line.startswith("harness-bound: tgen: 3.0 % of frames not sent, TX ring full 50 times")
     assert "lcore busy share not available" in line
+    # a tgen that reports its workers: the busiest TX lcore's share, RX-only lcores left out
+    gen = generator_telemetry({"streams": [{"tx_retries": 0}], "workers": [
+        {"lcore": 1, "tx": True, "rx": True, "busy_share": 0.62}, {"lcore": 2, "tx": True, "rx": False, "busy_share": 0.998},
+        {"lcore": 3, "tx": False, "rx": True, "busy_share": 1.0}, {"lcore": 4, "tx": True, "busy_share": None}]},
+        sent=970, expected=1000, not_sent_at_tx=0)
+    assert gen["lcore_busy"] == 0.998 and set(gen["lcores"]) == {"lcore 1", "lcore 2", "lcore 3"}
+    assert explain_trial({"telemetry": {"dut": {}, "generator": gen}}, "—") == \
+        "harness-bound: tgen: 3.0 % of frames not sent, TX lcore 100 % busy"
     # held back by a full DUT ring: the DUT's bound, not the generator's
     held = generator_telemetry({"streams": []}, sent=970, expected=1000, not_sent_at_tx=0, held_back=True)
     tel = _pmd_tel(970, 100, 0, emc_hits=970)

@@ -118,6 +118,10 @@ struct worker {
     uint64_t *misrouted;    /* one per trial stream: its frames that arrived on a port outside its receive group */
     uint64_t *rx_by_slot;   /* MAX_RX_GROUP per trial stream: its test frames accounted on each port of its group */
     uint64_t misrouted_port[MAX_PORTS];   /* test frames of trial streams received on the wrong port, by port */
+    /* how busy the lcore was while the trial's traffic ran (PH_RUNNING): TSC cycles of the run
+     * loop's iterations, and of those that moved a frame (sent or received one), as OVS counts a
+     * PMD's busy cycles.  One clock read per iteration; reset at trial.start */
+    uint64_t run_cyc, busy_cyc;
     volatile int seen_phase;
     volatile int tx_done;
 } __rte_cache_aligned;

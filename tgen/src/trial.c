@@ -93,6 +93,7 @@ static void workers_free_trial_state(void)
         free(w->rx_by_slot); w->rx_by_slot = NULL;
         memset(w->misrouted_port, 0, sizeof(w->misrouted_port));
         w->non_test = w->late_rx = w->foreign_rx = 0;
+        w->run_cyc = w->busy_cyc = 0;
     }
 }
 
@@ -614,6 +615,19 @@ static json_t *build_result(struct trial *t)
     json_object_set_new(o, "learning", json_boolean(t->learning));
     json_object_set_new(o, "drain_s", json_real(t->drain_s));
     json_object_set_new(o, "streams", ss);
+    json_t *wl = json_array();
+    for (unsigned w = 0; w < g_nworkers; w++) {
+        const struct worker *wk = &g_workers[w];
+        json_t *x = json_object();
+        json_object_set_new(x, "lcore", json_integer(wk->lcore));
+        json_object_set_new(x, "tx", json_boolean(wk->does_tx && wk->ntx));
+        json_object_set_new(x, "rx", json_boolean(wk->does_rx && wk->nrxq));
+        json_object_set_new(x, "running_s", json_real(cyc_to_ns(wk->run_cyc) / 1e9));
+        json_object_set_new(x, "busy_share", wk->run_cyc ? json_real((double)wk->busy_cyc / (double)wk->run_cyc)
+                                                          : json_null());
+        json_array_append_new(wl, x);
+    }
+    json_object_set_new(o, "workers", wl);
     json_t *pl = json_array();
     uint64_t not_sent = 0;
     for (unsigned q = 0; q < g_nports; q++) {

@@ -176,20 +176,24 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
     if (finished && ts->npend == 0) ts->done = 1;
 }
 
-static void do_tx(struct worker *w, struct trial *t)
+static uint64_t do_tx(struct worker *w, struct trial *t)
 {
     uint64_t now = rte_rdtsc();
-    if (now < t->start_tsc) return;
+    if (now < t->start_tsc) return 0;
     int all = 1;
+    uint64_t moved = 0;
     int stop = __atomic_load_n(&t->stop, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < w->ntx; i++) {
         struct tx_stream *ts = w->tx[i];
         if (ts->done) continue;
         if (stop) { tx_drop_pending(ts); ts->done = 1; continue; }
+        uint64_t sent0 = ts->sent;
         tx_one_stream(t, ts, i ? 0 : now);   /* 0: the stream reads the clock if it builds a burst */
+        moved += ts->sent - sent0;
         if (!ts->done) all = 0;
     }
     if (all) __atomic_store_n(&w->tx_done, 1, __ATOMIC_RELEASE);
+    return moved;
 }
 
 /* Give a received burst back: rte_pktmbuf_free_bulk's work, inlined (a direct, single-segment
@@ -276,12 +280,24 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
 int worker_main(void *arg)
 {
     struct worker *w = arg;
+    uint64_t last = 0;      /* the clock at the previous running iteration's end (0: none) */
     while (!__atomic_load_n(&g_quit, __ATOMIC_ACQUIRE)) {
         int ph = __atomic_load_n(&g_phase, __ATOMIC_ACQUIRE);
         struct trial *t = g_trial;
         __atomic_store_n(&w->seen_phase, ph, __ATOMIC_RELEASE);
-        if (ph == PH_RUNNING && t && w->does_tx && !w->tx_done) do_tx(w, t);
+        uint64_t moved = 0;
+        if (ph == PH_RUNNING && t && w->does_tx && !w->tx_done) moved = do_tx(w, t);
         unsigned got = w->does_rx ? do_rx(w, ph == PH_IDLE ? NULL : t, ph) : 0;
+        if (ph == PH_RUNNING) {     /* busy share: each iteration's cycles, and those that moved frames */
+            uint64_t now = rte_rdtsc();
+            if (last) {
+                w->run_cyc += now - last;
+                if (moved || got) w->busy_cyc += now - last;
+            }
+            last = now;
+        } else {
+            last = 0;
+        }
         int tx_busy = ph == PH_RUNNING && w->does_tx && !w->tx_done;
         if (got == 0 && (ph == PH_IDLE || ph == PH_DONE || (w->nrxq == 0 && !tx_busy)))
             rte_delay_us_sleep(1000);   /* nothing to poll: do not burn a shared CPU */

@@ -154,8 +154,14 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
     TX; ``held_back``: because the DUT's ring was full, tgen's backpressure), TX ring full / no
     free mbuf events, the pacer's worst lateness, and per port the RX frames it missed
     (``imissed``, ``rx_nombuf``, ``ierrors``), and the frames sent, received and lost per interval
-    (``intervals``: loss over time).  tgen does not report how busy its lcores were: :data:`NA`."""
+    (``intervals``: loss over time), and how busy its worker lcores were while the traffic ran
+    (``lcores``: ``{"lcore N": {"busy_share", "tx", "rx"}}``; ``lcore_busy``: the busiest TX
+    lcore's share; :data:`NA` from a tgen that does not report it)."""
     streams = raw.get("streams") or []
+    lcores = {f"lcore {w.get('lcore')}": {"busy_share": w["busy_share"], "tx": bool(w.get("tx")),
+                                          "rx": bool(w.get("rx"))}
+              for w in raw.get("workers") or [] if isinstance(w.get("busy_share"), (int, float))}
+    tx_busy = [float(v["busy_share"]) for v in lcores.values() if v["tx"]]
     ports = {}
     for p in raw.get("ports") or []:
         st = p.get("stats") or {}
@@ -168,7 +174,8 @@ def generator_telemetry(raw: Mapping[str, Any], sent: int, expected: int, not_se
             "tx_nombuf": sum(int(s.get("tx_nombuf") or 0) for s in streams),
             "pacer_late_max_ns": float(raw.get("pacer_late_max_ns") or 0.0),
             "effective_duration_s": float(raw.get("effective_duration_s") or 0.0),
-            "held_back": bool(held_back), "lcore_busy": NA, "ports": ports,
+            "held_back": bool(held_back), "lcore_busy": max(tx_busy) if tx_busy else NA,
+            "lcores": lcores or NA, "ports": ports,
             # loss over time: tgen's frames sent/received/lost per interval (PROTOCOL.md §6)
             "intervals": raw.get("intervals") if isinstance(raw.get("intervals"), dict) else NA}
 
