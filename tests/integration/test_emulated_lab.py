@@ -8,6 +8,12 @@ NIC to NIC by QEMU, run the shape of every seed lab end to end the way a user do
                       |  multi-queue taps joined by tc mirred in <tag>-lab  |
     DUT guest:    OVS-DPDK, 2 PMD threads, type=dpdk ports dpdk-devargs=0000:00:04.0 / 00:05.0
                   then l3fwd -a 0000:00:04.0 -a 0000:00:05.0 (LPM)
+    both guests:  sshd on a management NIC (0000:00:0c.0, the kernel's virtio-net) whose tap
+                  is in <tag>-lab; nfvperf logs in as to a server (SshHost), once per guest
+
+The guests are reached as a real lab's hosts are: every process, file and tgen's control socket
+goes through nfvperf's SSH host (paramiko, the agent's ``guard`` and ``relay``); the serial shell
+only binds the NICs at boot and takes the leftover check before power-off.
 
 One run, two topologies (seed 000's PHY-OVS-PHY at 64 B, then the l3fwd PHY-PHY baseline), both
 ``port_kind: pci``; the guests boot once.  Asserted, from the stored run:
@@ -15,6 +21,9 @@ One run, two topologies (seed 000's PHY-OVS-PHY at 64 B, then the l3fwd PHY-PHY 
 * both tests passed with a throughput result; the hosts are the guests (``vm:tester``,
   ``vm:dut``), each guest's preflight found its programs (tgen; OVS-DPDK's ovs-vswitchd-dpdk and
   ovsdb-server in the image) and its NICs bound;
+* the guests were SSH hosts (``via: ssh`` at their management addresses, 10.254.<i>.2 in the
+  run's namespace), each guest's sshd accepted exactly one login for the whole run (one
+  connection per host, reused), and no process was started through a serial shell;
 * OVS: its PCI NICs are ``type=dpdk`` ports with ``dpdk-devargs=<pci>``, its EAL options carry no
   ``--no-pci``, 2 PMD threads (two CPUs in its pmd-cpu-mask and in its CPU plan), 2 RX queues
   per port;
@@ -28,12 +37,13 @@ One run, two topologies (seed 000's PHY-OVS-PHY at 64 B, then the l3fwd PHY-PHY 
   ``TestbedGuests.stop``: no process with the run's tag, no file named after it in the work
   directory, hugetlbfs, DPDK's runtime directory or /tmp, no hugepage in use); on this machine,
   no QEMU, tgen or stand-in process of the tag, no hugepage file or DPDK directory of it
-  (``leak_check``), no socket or initramfs copy in the run directory, no cables' namespace.
+  (``leak_check``), no socket, initramfs copy or login key in the run directory, no cables'
+  namespace.
 
 Under TCG (this machine: /dev/kvm cannot boot a stock guest) every vCPU is a thread of this
 2-CPU host: PMDs, tgen's lcores and l3fwd share its CPUs, so the suite's trials are 1 s at
 0.02 % of 10GE at most.  One guest boot pair and both searches took 2 min 10 s to 2 min 50 s
-here (the machine shared with other jobs).
+here through the serial shells, 85 s over SSH (the machine shared with other jobs).
 """
 from __future__ import annotations
 
@@ -99,6 +109,11 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check):
     for row in (("tester", "binary:tgen"), ("dut", "binary:ovs-vswitchd-dpdk"),
                 ("dut", "binary:ovsdb-server"), ("tester", "pci:p0"), ("dut", "pci:p1")):
         assert pre.get(row) == "ok", (row, pre)
+    # reached over SSH, as a real lab's hosts are
+    for i, guest in enumerate(("tester", "dut")):
+        h = env["testbed_hosts"]["hosts"][guest]
+        assert (h.get("via"), h.get("address"), h.get("user")) == \
+            ("ssh", f"10.254.{i}.2", "root"), h
 
     tests = {t["name"]: t for t in exp["tests"]}
     assert set(tests) == {"phy-ovs-phy", "phy-phy-l3fwd"}, list(tests)
@@ -137,6 +152,20 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check):
             dev = next(w for w in qemu.split() if w.startswith(f"virtio-net-pci,netdev=net{i},"))
             assert f"addr={4 + i:#x}" in dev and "mq=on,rss=on" in dev, dev
 
+        # the management NIC: the kernel's virtio-net on a tap in the same namespace
+        assert f"tap,id=mgmt,ifname={tag}m{'td'.index(guest[0])},script=no" in qemu, qemu
+        assert "virtio-net-pci,netdev=mgmt,addr=0xc" in qemu, qemu
+
+    # one SSH login per guest for the whole run, every process started over it (a process
+    # started through the serial shell answers "PID=<pid>" there; the shell bound the NICs and
+    # took the counts and leftovers, a handful of lines)
+    logins = json.loads((run_dir / "guests-ssh.json").read_text())
+    assert logins == {"tester": {"address": "10.254.0.2", "logins": 1},
+                      "dut": {"address": "10.254.1.2", "logins": 1}}, logins
+    for guest in ("tester", "dut"):
+        shell = (run_dir / f"vm-{guest}-shell.log").read_text()
+        assert "PID=" not in shell and shell.count("B@@") <= 10, shell[-2000:]
+
     cables = json.loads((run_dir / "cables.json").read_text())      # the taps' own counters
     assert sorted(cables) == sorted(f"{tag}c{i}{e}" for i in (0, 1) for e in "td"), cables
     for tap, st in cables.items():
@@ -148,7 +177,7 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check):
     for guest, what in left.items():
         assert what == {"processes": [], "files": [], "hugepages_in_use": 0}, (guest, what)
     # ... nor on this machine (and leak_check: processes, hugepage files, DPDK dirs by tag)
-    stray = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img")]
+    stray = [str(f) for f in tmp_path.rglob("*") if f.suffix in (".sock", ".img", ".key")]
     assert not stray, f"left behind by the run: {stray}"
     assert not [n for n in list_netns() if tag in n], "the cables' namespace is left"
 

@@ -128,6 +128,57 @@ def test_qemu_command_line(tmp_path):
                        memory_mb=512, guest_hugepages_mb=512)
 
 
+def test_a_guest_reached_over_ssh_gets_a_management_nic_sshd_and_the_runs_keys(tmp_path):
+    import os
+    import stat
+
+    import paramiko
+
+    from nfvperf.host.run import ResourceTracker, RunContext
+    from nfvperf.testbed.guests import ssh_target
+    run = RunContext(run_dir=tmp_path / "run")
+    img = _fake_image(tmp_path)
+    with ResourceTracker(run, install_signal_handlers=False) as tr:
+        ssh = ssh_target(run, tr, "dut", 1, f"{run.tag}-lab")
+        # the keys: made for the run, the login key's private half 0600 in the run directory
+        assert ssh.tap == f"{run.tag}m1" and (ssh.address, ssh.gateway) == ("10.254.1.2", "10.254.1.1")
+        assert stat.S_IMODE(os.stat(ssh.key_file).st_mode) == 0o600
+        user = paramiko.PKey.from_path(str(ssh.key_file))
+        assert ssh.authorized_key.split()[:2] == [user.get_name(), user.get_base64()]
+        assert ssh.host_key and ssh.host_key.startswith("ssh-ed25519 ")
+        assert ssh_target(run, tr, "x", 0, "ns").host_key != ssh.host_key     # new keys each time
+        g = P.PciGuest(run, tr, sockets=[tmp_path / "l0.sock", tmp_path / "l1.sock"], image=img,
+                       name="dut", taps=["tapa", "tapb"], queues=2, netns=ssh.netns, ssh=ssh)
+        g.accel = "tcg"
+        a = g.argv()
+        assert "nfvperf.mgmt=10.254.1.2/30" in g.kernel_cmdline()
+        assert a[a.index(f"tap,id=mgmt,ifname={ssh.tap},script=no,downscript=no,vhost=off") + 2] \
+            == "virtio-net-pci,netdev=mgmt,addr=0xc"
+        # QEMU (and so its taps) in the run's namespace, also without multi-queue cables
+        assert P.PciGuest(run, tr, sockets=[tmp_path / "a", tmp_path / "b"], image=img,
+                          stream_server=True, ssh=ssh).netns == ssh.netns
+        with pytest.raises(ValueError, match="management tap"):
+            P.PciGuest(run, tr, sockets=[tmp_path / "a", tmp_path / "b"], image=img,
+                       taps=["a", "b"], netns="other", ssh=ssh)
+        out = P.overlay(img, _a_binary(), _a_binary(), tmp_path / "ov.img", ssh=ssh)
+        data, base = out.read_bytes(), img.initrd.read_bytes()
+        second = data[len(base) + (4 - len(base) % 4) % 4:]
+        names = _cpio_names(gzip.GzipFile(fileobj=io.BytesIO(second)).read())
+    assert not ssh.key_file.exists()                    # removed with the run's resources
+    assert names["etc/ssh/ssh_host_ed25519_key"] == ssh.host_key_private
+    assert names["root/.ssh/authorized_keys"].decode().strip() == ssh.authorized_key
+    conf = names["etc/ssh/sshd_config"].decode()
+    for line in ("PasswordAuthentication no", "UsePAM no", "Subsystem sftp /usr/lib/openssh/sftp-server",
+                 "SetEnv PATH=/usr/bin:/usr/sbin LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:"
+                 "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"):
+        assert line in conf.splitlines(), line
+    assert b"sshd:x:" in names["etc/passwd"] and b"root:x:0:0:" in names["etc/passwd"]
+    init = names[P.GUEST_INIT.lstrip("/")].decode()
+    # the management NIC is not among the NICs left for DPDK, and no other NIC gets virtio-net
+    assert '= 0000:00:0c.0 ] && continue' in init and "echo none > $d/driver_override" in init
+    assert "/usr/sbin/sshd -f /etc/ssh/sshd_config -E /run/nfvperf-sshd.log" in init
+
+
 class FakeGuest:
     """Answers shell lines like the guest's init would, from a script of replies."""
 

@@ -195,3 +195,13 @@ def test_pci_without_addresses_or_testbed_names_the_fix():
     with pytest.raises(TopologyError) as e:
         port_kind_class("pci")().create(topo, 2, dut_netns=None, tg_netns=None, mtu=1500)
     assert "topology.pci" in str(e.value) and "testbeds/emulated-pci.yaml" in str(e.value)
+
+
+def test_a_guest_reached_over_ssh():
+    from nfvperf.testbed.spec import load_testbed
+    tb = validate_testbed(_bed(tester={"role": "tester", "guest": {"nics": 2, "ssh": True}}))
+    assert tb.hosts["tester"].guest.ssh is True and tb.hosts["dut"].guest.ssh is False
+    assert "hosts.tester.guest.ssh" in _refused(_bed(tester={"role": "tester",
+                                                             "guest": {"nics": 2, "ssh": "maybe"}}))
+    lab = load_testbed(Path(__file__).resolve().parents[2] / "testbeds" / "emulated-lab.yaml")
+    assert all(h.guest is not None and h.guest.ssh for h in lab.hosts.values())

@@ -23,12 +23,16 @@ from pyroute2 import IPRoute, NetNS, netns as _netns
 from pyroute2.ethtool import Ethtool
 
 from .run import ResourceTracker
+import ctypes
 import os
 import signal
+import socket
+import threading
 
 log = logging.getLogger(__name__)
 
 NETNS_DIR = Path("/var/run/netns")
+CLONE_NEWNET = 0x40000000
 
 
 class NetnsError(RuntimeError):
@@ -49,6 +53,34 @@ def run_in_netns(ns: Optional[str], argv: Sequence[str], check: bool = True, tim
     if check and cp.returncode != 0:
         raise NetnsError(f"{' '.join(cmd)} failed ({cp.returncode}): {cp.stderr.strip() or cp.stdout.strip()}")
     return cp
+
+
+def connect_in_netns(ns: str, address: str, port: int, timeout: float) -> socket.socket:
+    """A TCP connection to ``address:port`` made inside namespace ``ns``: a thread of this process
+    enters it (setns), connects and ends; the socket stays in ``ns``, the process where it is.
+    Raises OSError."""
+    out: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    e = ctypes.get_errno()
+                    raise OSError(e, f"setns {ns}: {os.strerror(e)}")
+            finally:
+                os.close(fd)
+            out["sock"] = socket.create_connection((address, port), timeout=timeout)
+        except OSError as e:
+            out["error"] = e
+
+    t = threading.Thread(target=connect, name=f"connect-{ns}", daemon=True)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["sock"]
 
 
 @contextlib.contextmanager

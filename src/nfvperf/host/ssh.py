@@ -45,7 +45,7 @@ import paramiko
 from nfvperf.trial import DutFailure
 
 from .base import Host, ProcessOptions, Stream
-from .netns import netns_argv
+from .netns import connect_in_netns, netns_argv
 from .proc import CommandError, Process, ProcessError
 from .run import ResourceTracker, RunContext
 import json
@@ -340,8 +340,12 @@ class SshHost:
 
     def _open_transport(self) -> paramiko.Transport:
         timeout = float(self.ssh.connect_timeout_s)
+        # a host whose address is in a network namespace of this machine (a testbed guest's
+        # management NIC, nfvperf.testbed.guests): the connection is made in there
+        ns = getattr(self.ssh, "netns", None)
         try:
-            sock = socket.create_connection((self.ssh.address, self.ssh.port), timeout=timeout)
+            sock = connect_in_netns(ns, self.ssh.address, self.ssh.port, timeout) if ns else \
+                socket.create_connection((self.ssh.address, self.ssh.port), timeout=timeout)
         except OSError as e:
             raise SshError(f"{self.where}: cannot connect ({e.strerror or e}); is the host up "
                            f"and sshd listening on that address and port?") from None

@@ -2,12 +2,20 @@
 run, their emulated PCI NICs bound to ``uio_pci_generic`` as ``nfvperf testbed prepare`` binds a
 server's, and stopped after it.
 
-Each guest is a :class:`nfvperf.vm.pci_guest.PciGuest`; the run reaches it as a host through its
-:class:`~nfvperf.vm.pci_guest.GuestPciHost` (processes, files, tgen's control socket over the
-guest's serial ports), so the topology runs tgen and the DUT adapter there as on hosts reached
-over SSH.  The testbed's links are the cables: one Unix socket per link in the run directory, on
-which QEMU connects the two guests' NICs (``-netdev stream``): the tester's guest listens, the
-DUT's connects, so testers boot first.
+Each guest is a :class:`nfvperf.vm.pci_guest.PciGuest`.  A guest with ``guest.ssh: true`` is
+reached as a server is, over SSH (:class:`nfvperf.host.ssh.SshHost`, the code a real lab's hosts
+run through): a management NIC (the guest kernel's virtio-net, never DPDK's) on a tap in the
+run's network namespace, the guest address and the tap's one /30 of that namespace only, sshd
+started by the guest's init with a host key and an authorized key made for the run
+(:func:`ssh_target`), the controller's connection opened inside the namespace.  Other guests are
+reached through their :class:`~nfvperf.vm.pci_guest.GuestPciHost` (processes, files, tgen's
+control socket over the guest's serial ports).  Either way the topology runs tgen and the DUT
+adapter there as on hosts reached over SSH; the serial shell stays for the boot, the NIC
+binding and the leftover check before power-off.
+
+The testbed's links are the cables: one Unix socket per link in the run directory, on which QEMU
+connects the two guests' NICs (``-netdev stream``): the tester's guest listens, the DUT's
+connects, so testers boot first.
 
 :func:`guest_problems` is what can be said before anything boots (QEMU, socat, the guest image,
 tgen for a tester), each naming the field or package and the fix; ``nfvperf validate --testbed``
@@ -20,17 +28,24 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from cryptography.hazmat.primitives import serialization as ser
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from nfvperf.dut.base import DutFailure
-from nfvperf.host.netns import create_netns, link_exists, link_stats, run_in_netns, set_link
+from nfvperf.host.netns import (add_address, create_netns, link_exists, link_stats, run_in_netns,
+                                set_link)
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.host.ssh import SshError, SshHost
 from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.vm import image as vm_image
-from nfvperf.vm.pci_guest import GUEST_TGEN, GuestPciHost, PciGuest
+from nfvperf.vm.pci_guest import (GUEST_SSHD_LOG, GUEST_TGEN, GUEST_WORK, GuestPciHost, GuestSsh,
+                                  PciGuest)
 from nfvperf.vm.qemu import QEMU
 
 from .spec import GUEST_DRIVER, HostSpec, TestbedSpec
@@ -38,7 +53,35 @@ from .standin import TESTPMD, VhostStandIn
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "GUEST_TGEN"]
+__all__ = ["TestbedGuests", "guest_image", "guest_problems", "guest_checks", "ssh_target",
+           "GUEST_TGEN"]
+
+
+def _ed25519() -> tuple[bytes, str]:
+    """A new ed25519 key: (private key in OpenSSH format, public line ``ssh-ed25519 AAAA...``)."""
+    k = Ed25519PrivateKey.generate()
+    private = k.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption())
+    public = k.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH).decode()
+    return private, public
+
+
+def ssh_target(run: RunContext, tracker: ResourceTracker, name: str, index: int, netns: str
+               ) -> GuestSsh:
+    """The SSH side of guest ``name`` (the ``index``-th guest) for the run: its management tap,
+    its /30 (10.254.<index>.0/30 in ``netns``: the tap .1, the guest .2), a new host key and a
+    new login key, whose private half is written (0600) to the run directory and removed with
+    ``tracker``."""
+    host_priv, host_pub = _ed25519()
+    user_priv, user_pub = _ed25519()
+    key = run.run_dir / f"vm-{name}-ssh.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(user_priv)
+    tracker.add("file", str(key), lambda: key.unlink(missing_ok=True))
+    return GuestSsh(tap=run.ifname(f"m{index}"), netns=netns, address=f"10.254.{index}.2",
+                    gateway=f"10.254.{index}.1", host_key_private=host_priv, host_key=host_pub,
+                    authorized_key=f"{user_pub} nfvperf-{run.tag}", key_file=key)
 
 
 def guest_image(name: str, hspec: HostSpec) -> vm_image.ImageInfo:
@@ -175,15 +218,24 @@ class TapCables:
                          check=False)
         return self.ns
 
+    def _wait(self, taps: Sequence[str], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not all(link_exists(t, self.ns) for t in taps):
+            if time.monotonic() > deadline:
+                raise DutFailure(f"tap {' or '.join(taps)} did not appear in netns {self.ns} "
+                                 f"within {timeout_s:.0f} s (QEMU's log in {self.run.run_dir})")
+            time.sleep(0.1)
+
+    def management(self, ssh: GuestSsh, timeout_s: float = 30.0) -> None:
+        """Once QEMU has made a guest's management tap: its /30 gateway address on it, up."""
+        self._wait([ssh.tap], timeout_s)
+        add_address(ssh.tap, f"{ssh.gateway}/30", self.ns)
+        set_link(ssh.tap, self.ns, state="up")
+
     def join(self, a: str, b: str, timeout_s: float = 30.0) -> None:
         """Once QEMU has made taps ``a`` and ``b``: up, and each one's ingress redirected to the
         other's egress."""
-        deadline = time.monotonic() + timeout_s
-        while not (link_exists(a, self.ns) and link_exists(b, self.ns)):
-            if time.monotonic() > deadline:
-                raise DutFailure(f"tap {a} or {b} did not appear in netns {self.ns} within "
-                                 f"{timeout_s:.0f} s (QEMU's log in {self.run.run_dir})")
-            time.sleep(0.1)
+        self._wait([a, b], timeout_s)
         self.joined += [a, b]
         for x, y in ((a, b), (b, a)):
             set_link(x, self.ns, state="up", txqlen=self.QUEUE_LEN)
@@ -209,8 +261,11 @@ class TestbedGuests:
         self.run = run
         self.tracker = tracker or ResourceTracker(run)
         self.guests: dict[str, PciGuest] = {}
-        #: multi-queue cables (None: QEMU stream sockets, one queue pair per NIC)
+        #: the run's network namespace for multi-queue cables and management taps (None: QEMU
+        #: stream sockets, one queue pair per NIC, and no guest reached over SSH)
         self.taps: Optional[TapCables] = None
+        #: the guests reached over SSH (``guest.ssh: true``): name -> connected SshHost
+        self.ssh: dict[str, SshHost] = {}
 
     def cable(self, link: int) -> Path:
         """The socket QEMU cables link ``link`` on (the tester's guest listens)."""
@@ -241,16 +296,18 @@ class TestbedGuests:
         here: list[Path] = []                   # cables to this machine: vhost-user sockets
         standin: Optional[VhostStandIn] = None
         try:
-            if any(h.guest.queues > 1 for _, h in self.spec.guests() if h.guest is not None):
+            guests = [(n, h, h.guest) for n, h in self.spec.guests() if h.guest is not None]
+            mq = any(g.queues > 1 for _, _, g in guests)
+            if mq or any(g.ssh for _, _, g in guests):
                 self.taps = TapCables(self.run, self.tracker)
                 self.taps.create()
-            for name, h in self.spec.guests():
-                g = h.guest
-                assert g is not None
+            for k, (name, h, g) in enumerate(guests):
                 cls = PciGuest.with_nics(g.nics)
                 local = self.cabled_here(name, h)
                 taps = None
-                if self.taps is not None and not local:
+                ssh = ssh_target(self.run, self.tracker, name, k, self.taps.ns) \
+                    if g.ssh and self.taps is not None else None
+                if mq and self.taps is not None and not local:
                     taps = [self.taps.tap(i, "tester" if self.spec.links[i].tester.startswith(
                         f"{name}.") else "dut") for i in self._links(name, h)]
                 guest = cls(self.run, self.tracker, sockets=self._sockets(name, h), name=name,
@@ -260,12 +317,15 @@ class TestbedGuests:
                             stream_server=None if local else (taps is not None or
                                                               h.role == "tester"),
                             taps=taps, queues=g.queues,
-                            netns=self.taps.ns if taps is not None and self.taps else None)
+                            netns=self.taps.ns if taps is not None and self.taps else None,
+                            ssh=ssh)
                 self.guests[name] = guest
                 guest.start(wait=False)         # testers listen on the cables, DUTs plug in
                 if local:
                     here += self._sockets(name, h)
-            if self.taps is not None:
+                if ssh is not None and self.taps is not None:
+                    self.taps.management(ssh)
+            if mq and self.taps is not None:
                 for i in range(len(self.spec.links)):
                     if not self.spec.host_cable(i):
                         self.taps.join(self.taps.tap(i, "tester"), self.taps.tap(i, "dut"))
@@ -283,6 +343,8 @@ class TestbedGuests:
                     raise e
                 addrs = [n.pci for n in self.spec.hosts[name].nics if n.pci]
                 guest.bind(addrs, GUEST_DRIVER)  # what `nfvperf testbed prepare` does on a server
+                if guest.ssh is not None:
+                    self.ssh[name] = self._login(name, guest)
                 if say:
                     say(f"testbed {self.spec.name}: guest {name} up (accel {guest.accel}), NICs "
                         f"{', '.join(addrs)} bound to {GUEST_DRIVER}")
@@ -294,9 +356,39 @@ class TestbedGuests:
                 standin.stop()
         return self.hosts
 
+    def _login(self, name: str, guest: PciGuest, timeout_s: float = 30.0) -> SshHost:
+        """The guest as an SshHost, connected (sshd was started by the guest's init before its
+        shell answered; a few retries for a TCG guest that is slow to accept)."""
+        assert guest.ssh is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            host = SshHost(f"vm:{name}", guest.ssh, role=self.spec.hosts[name].role,
+                           work_dir=GUEST_WORK)
+            try:
+                return host.connect()
+            except SshError as e:
+                host.close()
+                if time.monotonic() > deadline:
+                    _, log_text = guest.shell_line(f"tail -5 {GUEST_SSHD_LOG} 2>&1")
+                    raise DutFailure(f"guest {name}: no SSH login at {guest.ssh.address} within "
+                                     f"{timeout_s:.0f} s ({e}); sshd's log: {log_text.strip()}") from None
+                time.sleep(0.5)
+
+    def ssh_logins(self) -> dict[str, int]:
+        """Per guest reached over SSH: the logins its sshd accepted (its log, over the serial
+        shell)."""
+        out = {}
+        for name in self.ssh:
+            with contextlib.suppress(Exception):
+                _, text = self.guests[name].shell_line(
+                    f"grep -c 'Accepted publickey' {GUEST_SSHD_LOG}")
+                out[name] = int(text.strip() or 0)
+        return out
+
     @property
-    def hosts(self) -> dict[str, GuestPciHost]:
-        return {n: g.host for n, g in self.guests.items()}
+    def hosts(self) -> dict[str, Any]:
+        """name -> the guest's host object: its SshHost (``guest.ssh``), else its GuestPciHost."""
+        return {n: self.ssh.get(n) or g.host for n, g in self.guests.items()}
 
     def stop(self) -> None:
         """Stop the guests (DUTs first) and release what they left (sockets, initramfs copies).
@@ -304,10 +396,20 @@ class TestbedGuests:
         its processes, files, hugepages in use) is written to ``guests-left.json`` in the run
         directory and logged when not nothing."""
         left: dict[str, Any] = {}
-        if self.taps is not None:       # the cables' counters, while their QEMUs still run
+        if self.taps is not None and self.taps.joined:  # the cables' counters, QEMUs still up
             with contextlib.suppress(OSError):
                 (self.run.run_dir / "cables.json").write_text(
                     json.dumps(self.taps.stats(), indent=1) + "\n")
+        for h in self.ssh.values():     # the run's processes in the guests die with the channels
+            with contextlib.suppress(Exception):
+                h.close()
+        if self.ssh:
+            logins = self.ssh_logins()
+            with contextlib.suppress(OSError):
+                (self.run.run_dir / "guests-ssh.json").write_text(json.dumps(
+                    {n: {"address": h.ssh.address, "logins": logins.get(n)}
+                     for n, h in self.ssh.items()}, indent=1) + "\n")
+        self.ssh = {}
         for name, g in reversed(list(self.guests.items())):
             with contextlib.suppress(Exception):
                 g.host.close()

@@ -148,6 +148,9 @@ class GuestSpec(_Strict):
     queues: int = Field(1, ge=1, le=8, description="queue pairs of each emulated NIC "
                         "(virtio-net-pci mq=on; > 1: its cables to other guests are multi-queue "
                         "taps joined in the run's network namespace)")
+    ssh: bool = Field(False, description="reach the guest over SSH, as a server is: a management "
+                      "NIC (the kernel's virtio-net) on a tap in the run's network namespace, "
+                      "sshd with a host key and a login key nfvperf makes for the run")
 
     @model_validator(mode="after")
     def _memory(self) -> "GuestSpec":

@@ -2,8 +2,10 @@
 
 The guest has no disk. Its initramfs holds busybox-static, dpdk-testpmd, iperf3, ethtool and
 OVS-DPDK (ovs-vswitchd-dpdk, ovsdb-server, ovs-vsctl/-appctl/-ofctl, ovsdb-tool and the vswitch
-schema: a testbed's DUT guest, :mod:`nfvperf.testbed.guests`) with the shared libraries they
-need (found by walking the ELF DT_NEEDED entries, so nothing else is shipped), the tun,
+schema: a testbed's DUT guest, :mod:`nfvperf.testbed.guests`), sshd with its SFTP server and
+python3 with the part of its standard library the SSH host's agent imports (a testbed guest
+reached over SSH), with the shared libraries they need (found by walking the ELF DT_NEEDED
+entries, so nothing else is shipped), the tun,
 uio/uio_pci_generic, vfio/vfio-pci and virtio-net kernel modules, and an /init script with two
 modes (kernel command line ``nfvperf.mode=``):
 
@@ -44,7 +46,9 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 # Bump when anything below changes what ends up in the image.
-RECIPE_VERSION = "3"     # 2: ethtool, virtio-net modules, nfvperf.mode=tcp; 3: OVS-DPDK
+# 2: ethtool, virtio-net modules, nfvperf.mode=tcp; 3: OVS-DPDK; 4: sshd, sftp-server and python3
+# (a testbed guest reached over SSH, nfvperf.testbed.guests)
+RECIPE_VERSION = "4"
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("NFVPERF_IMAGE_CACHE",
                                         str(Path.home() / ".cache" / "nfvperf" / "images")))
@@ -100,6 +104,12 @@ PACKAGES = [
     "libhogweed6", "libgmp10", "libcap-ng0",
     # libgcc_s: glibc dlopens it for pthread_cancel (a DPDK process's exit); no DT_NEEDED names it
     "libgcc-s1",
+    # sshd, its SFTP server and python3 (the SSH host's agent, nfvperf.host.agent): a testbed
+    # guest reached over SSH as a server is (nfvperf.testbed.guests)
+    "openssh-server", "openssh-sftp-server", "python3.11-minimal", "libpython3.11-minimal",
+    "libpython3.11-stdlib", "libaudit1", "libcom-err2", "libcrypt1", "libexpat1",
+    "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0", "libkeyutils1", "libpam0g",
+    "libselinux1", "libpcre2-8-0", "libwrap0", "libnsl2", "libtirpc3",
 ]
 
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
@@ -107,7 +117,30 @@ PMD_DIR_RE = re.compile(r"^usr/lib/x86_64-linux-gnu/dpdk/pmds-[0-9.]+$")
 # Files the guest must have; their ELF closure is added automatically.
 ROOT_FILES = ["usr/bin/dpdk-testpmd", "usr/bin/iperf3", "usr/sbin/ethtool",
               "usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "usr/sbin/ovsdb-server",
-              "usr/bin/ovs-vsctl", "usr/bin/ovs-appctl", "usr/bin/ovs-ofctl", "usr/bin/ovsdb-tool"]
+              "usr/bin/ovs-vsctl", "usr/bin/ovs-appctl", "usr/bin/ovs-ofctl", "usr/bin/ovsdb-tool",
+              "usr/sbin/sshd", "usr/lib/openssh/sftp-server", "usr/bin/python3.11"]
+#: the part of python3's standard library the SSH host's agent (``guard``, ``relay``, ``cleanup``)
+#: and the remote preflight (nfvperf.host.remote_preflight) import, under usr/lib/python3.11/
+#: (what `python3 -I` loads for them; the extension modules' closure is added like a program's)
+PYTHON_LIB = "usr/lib/python3.11"
+PYTHON_MODULES = [
+    "__future__.py", "_collections_abc.py", "_compression.py", "_sitebuiltins.py", "_weakrefset.py",
+    "abc.py", "ast.py", "base64.py", "bisect.py", "codecs.py", "collections/__init__.py",
+    "collections/abc.py", "contextlib.py", "copy.py", "copyreg.py", "dataclasses.py", "dis.py",
+    "encodings/__init__.py", "encodings/aliases.py", "encodings/utf_8.py", "encodings/latin_1.py",
+    "encodings/ascii.py", "enum.py", "fnmatch.py", "functools.py", "genericpath.py", "hashlib.py",
+    "hmac.py", "importlib/__init__.py", "importlib/_abc.py", "importlib/_bootstrap.py",
+    "importlib/_bootstrap_external.py", "importlib/machinery.py", "importlib/util.py",
+    "inspect.py", "io.py", "ipaddress.py", "json/__init__.py", "json/decoder.py",
+    "json/encoder.py", "json/scanner.py", "keyword.py", "linecache.py", "locale.py",
+    "logging/__init__.py", "lzma.py", "ntpath.py", "opcode.py", "operator.py", "os.py",
+    "pathlib.py", "posixpath.py", "random.py", "re/__init__.py", "re/_casefix.py",
+    "re/_compiler.py", "re/_constants.py", "re/_parser.py", "reprlib.py", "selectors.py",
+    "shutil.py", "signal.py", "site.py", "socket.py", "stat.py", "string.py", "struct.py",
+    "subprocess.py", "textwrap.py", "threading.py", "token.py", "tokenize.py", "traceback.py",
+    "tty.py", "types.py", "typing.py", "urllib/__init__.py", "urllib/parse.py", "warnings.py",
+    "weakref.py", "zipfile.py", "zipimport.py"]
+PYTHON_EXTENSIONS = ["_json", "_hashlib", "_lzma", "_typing", "termios"]
 #: files the image carries besides the programs and their closure (the OVS database schema, a
 #: library loaded at run time)
 DATA_FILES = ["usr/share/openvswitch/vswitch.ovsschema", "usr/lib/x86_64-linux-gnu/libgcc_s.so.1"]
@@ -134,7 +167,7 @@ KERNEL_MODULES = ["kernel/drivers/uio/uio.ko", "kernel/drivers/uio/uio_pci_gener
 BUSYBOX_APPLETS = ["sh", "mount", "umount", "mkdir", "cat", "echo", "insmod", "sleep", "ls",
                    "stty", "poweroff", "reboot", "grep", "sed", "tr", "cut", "seq", "wc", "dmesg",
                    "ps", "kill", "test", "[", "printf", "head", "tail", "readlink", "basename",
-                   "ip", "taskset", "timeout", "nproc", "rm", "true", "false"]
+                   "ip", "taskset", "timeout", "nproc", "rm", "true", "false", "env", "chmod"]
 
 # Fixed timestamp for every initramfs entry (and the gzip header carries 0).
 EPOCH = 0
@@ -594,6 +627,7 @@ def _recipe_text() -> str:
     src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     return json.dumps({"recipe": RECIPE_VERSION, "builder_sha256": src, "init": INIT_SCRIPT, "roots": ROOT_FILES,
                        "pmds": ROOT_PMDS, "modules": KERNEL_MODULES, "data": DATA_FILES,
+                       "python": [PYTHON_MODULES, PYTHON_EXTENSIONS],
                        "applets": BUSYBOX_APPLETS}, sort_keys=True)
 
 
@@ -626,8 +660,9 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
     for name in sorted(debs):
         if name == kpkg:
             continue
-        tree.update(_extract_deb(debs[name], want=lambda p: p in DATA_FILES or not p.startswith(
-            ("usr/share/", "etc/", "usr/lib/python3", "usr/include/"))))
+        tree.update(_extract_deb(debs[name], want=lambda p: p in DATA_FILES or p.startswith(
+            f"{PYTHON_LIB}/") or not p.startswith(("usr/share/", "etc/", "usr/lib/python3",
+                                                   "usr/include/"))))
     # Kernel: vmlinuz and the few modules.
     kfiles = _extract_deb(debs[kpkg], want=lambda p: p.startswith("boot/vmlinuz-") or (
         p.startswith("usr/lib/modules/") and any(p.endswith(m) for m in KERNEL_MODULES)))
@@ -642,7 +677,8 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
         raise ImageError(f"expected one DPDK PMD directory, found {pmd_dirs}")
     pmd_dir = pmd_dirs[0]
     lib_dirs = [MULTIARCH, pmd_dir, "usr/lib64"]
-    roots = list(ROOT_FILES) + [f"{pmd_dir}/{n}" for n in ROOT_PMDS]
+    roots = list(ROOT_FILES) + [f"{pmd_dir}/{n}" for n in ROOT_PMDS] + \
+        [f"{PYTHON_LIB}/lib-dynload/{m}.cpython-311-x86_64-linux-gnu.so" for m in PYTHON_EXTENSIONS]
     for r in roots:
         if _resolve(tree, r) is None:
             raise ImageError(f"not in the packages: /{r}")
@@ -651,10 +687,11 @@ def _assemble(versions: Dict[str, str], debs: Dict[str, Path]) -> Tuple[bytes, b
     keep = _closure(tree, roots, lib_dirs)
 
     img: Dict[str, _Entry] = {p: tree[p] for p in keep}
-    for p in DATA_FILES:
+    for p in DATA_FILES + [f"{PYTHON_LIB}/{m}" for m in PYTHON_MODULES]:
         if p not in tree:
             raise ImageError(f"not in the packages: /{p}")
         img[p] = tree[p]
+    img["usr/bin/python3"] = _Entry("symlink", mode=0o777, target="python3.11")
     img["usr/bin/busybox"] = tree["usr/bin/busybox"]
     img["usr/bin/busybox"].mode = 0o755
     for a in BUSYBOX_APPLETS:

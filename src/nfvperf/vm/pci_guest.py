@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import fnmatch
 import functools
 import itertools
@@ -64,6 +65,28 @@ GUEST_TGEN = "/usr/bin/nfvperf-tgen"
 GUEST_L3FWD = "/usr/bin/nfvperf-l3fwd"
 GUEST_SOCAT = "/usr/bin/socat"
 GUEST_INIT = "/nfvperf-pci-init"
+#: the management NIC's slot, after the data NICs' (:data:`MAX_NICS`): 0000:00:0c.0
+MGMT_SLOT = FIRST_SLOT + MAX_NICS
+#: sshd's log in the guest (one ``Accepted publickey`` line per login)
+GUEST_SSHD_LOG = "/run/nfvperf-sshd.log"
+SSHD_CONFIG = """\
+HostKey /etc/ssh/ssh_host_ed25519_key
+AuthorizedKeysFile /root/.ssh/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+MaxSessions 200
+LogLevel VERBOSE
+PidFile /run/sshd.pid
+Subsystem sftp /usr/lib/openssh/sftp-server
+SetEnv PATH=/usr/bin:/usr/sbin LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:@PMD_DIR@
+"""
 #: the guest's work directory (tgen's control socket, process output)
 GUEST_WORK = "/run/nfvperf"
 #: host library directories the closure is searched in (Debian 12, merged /usr)
@@ -83,10 +106,32 @@ log() { echo "NFVPERF-GUEST: [$(cut -d' ' -f1 /proc/uptime)] $*" > /dev/ttyS0; }
 for m in uio uio_pci_generic virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev tun; do
   insmod /lib/modules/$m.ko || log "insmod $m failed"
 done
+MGMT=""
+for kv in $(cat /proc/cmdline); do case "$kv" in nfvperf.mgmt=*) MGMT="${kv#*=}" ;; esac; done
 NICS=""
 for d in /sys/bus/pci/devices/*; do
-  case "$(cat $d/class)" in 0x0200*) NICS="$NICS $(basename $d)" ;; esac
+  case "$(cat $d/class)" in 0x0200*) ;; *) continue ;; esac
+  [ "$(basename $d)" = @MGMT_PCI@ ] && continue
+  NICS="$NICS $(basename $d)"
+  [ -n "$MGMT" ] && echo none > $d/driver_override   # the kernel's virtio-net takes none of them
 done
+if [ -n "$MGMT" ]; then
+  # the management NIC on the kernel's virtio-net, sshd on it (the run's keys, in this archive)
+  for m in virtio_pci failover net_failover virtio_net; do
+    insmod /lib/modules/$m.ko || log "insmod $m failed"
+  done
+  for a in $NICS; do echo > /sys/bus/pci/devices/$a/driver_override; done
+  IF=""
+  for i in $(seq 1 50); do
+    IF=$(ls /sys/bus/pci/devices/@MGMT_PCI@/virtio*/net 2>/dev/null); [ -n "$IF" ] && break
+    sleep 0.1
+  done
+  ip link set lo up
+  ip addr add "$MGMT" dev "$IF" && ip link set "$IF" up || log "no management NIC ($IF)"
+  mkdir -p /run/sshd && chmod 755 /run/sshd
+  /usr/sbin/sshd -f /etc/ssh/sshd_config -E /run/nfvperf-sshd.log || log "sshd failed"
+  log "sshd on $IF $MGMT"
+fi
 stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
 stty -F /dev/ttyS2 raw -echo 115200 2>/dev/null
 stty -F /dev/ttyS3 raw -echo 115200 2>/dev/null
@@ -135,11 +180,49 @@ def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
     return out
 
 
+@dataclasses.dataclass
+class GuestSsh:
+    """A guest reached over SSH (an :class:`nfvperf.host.ssh.SshHost`'s target): its management
+    NIC is the tap ``tap`` in the network namespace ``netns`` (the tap holds ``gateway``, the guest
+    ``address``, one /30 of that namespace only), its sshd has the host key ``host_key_private``
+    (OpenSSH format; ``host_key`` its public line) and lets in ``authorized_key``, whose private
+    half is ``key_file`` on this machine.  All of it made for one run."""
+
+    tap: str
+    netns: str
+    address: str
+    gateway: str
+    host_key_private: bytes
+    host_key: Optional[str]
+    authorized_key: str
+    key_file: Path
+    port: int = 22
+    user: str = "root"
+    connect_timeout_s: float = 30.0
+    #: a TCG guest's sshd may wait seconds for a vCPU: 3 intervals of silence end the run
+    keepalive_s: float = 10.0
+
+    def key_path(self) -> Optional[Path]:
+        return self.key_file
+
+    def known_hosts_path(self) -> Optional[Path]:
+        return None
+
+    def files(self, pmd_dir: str) -> dict[str, tuple[int, bytes]]:
+        """Guest path -> (mode, bytes) of what sshd needs (the overlay adds them)."""
+        return {"etc/ssh/ssh_host_ed25519_key": (0o600, self.host_key_private),
+                "etc/ssh/sshd_config": (0o644, SSHD_CONFIG.replace("@PMD_DIR@", pmd_dir).encode()),
+                "root/.ssh/authorized_keys": (0o600, (self.authorized_key + "\n").encode()),
+                "etc/passwd": (0o644, b"root:x:0:0:root:/root:/bin/sh\n"
+                                      b"sshd:x:100:65534::/run/sshd:/usr/sbin/nologin\n"),
+                "etc/group": (0o644, b"root:x:0:\nnogroup:x:65534:\n")}
+
+
 def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
-            l3fwd: Optional[Path] = None) -> Path:
+            l3fwd: Optional[Path] = None, ssh: Optional[GuestSsh] = None) -> Path:
     """The guest's initramfs: the image's, then an archive with this init, tgen and socat (and
-    l3fwd when given; the kernel unpacks concatenated archives in order).  Written to ``out``;
-    returns it."""
+    l3fwd when given; sshd's configuration and the run's keys with ``ssh``; the kernel unpacks
+    concatenated archives in order).  Written to ``out``; returns it."""
     files = {GUEST_TGEN.lstrip("/"): Path(tgen), GUEST_SOCAT.lstrip("/"): Path(socat)}
     if l3fwd is not None:
         files[GUEST_L3FWD.lstrip("/")] = Path(l3fwd)
@@ -151,12 +234,15 @@ def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
     for guest, host in files.items():
         entries[guest] = vm_image._Entry("file", mode=0o755,
                                          data=Path(os.path.realpath(host)).read_bytes())
-    init = PCI_INIT.replace("@PMD_DIR@", pmd).replace("@SHELL_READY@", SHELL_READY)
+    init = PCI_INIT.replace("@PMD_DIR@", pmd).replace("@SHELL_READY@", SHELL_READY) \
+        .replace("@MGMT_PCI@", pci_address(MAX_NICS))
     entries[GUEST_INIT.lstrip("/")] = vm_image._Entry("file", mode=0o755, data=init.encode())
+    for path, (mode, data) in (ssh.files(pmd) if ssh is not None else {}).items():
+        entries[path] = vm_image._Entry("file", mode=mode, data=data)
     for p in list(entries):
         d = os.path.dirname(p)
         while d and d not in entries:
-            entries[d] = vm_image._Entry("dir", mode=0o755)
+            entries[d] = vm_image._Entry("dir", mode=0o700 if d == "root/.ssh" else 0o755)
             d = os.path.dirname(d)
     extra = vm_image._gzip(vm_image._cpio(entries))
     base = image.initrd.read_bytes()
@@ -192,7 +278,7 @@ class PciGuest(ShellGuest):
                  tgen: Optional[Path] = None, socat: Optional[Path] = None,
                  cpus: Sequence[int] = (), boot_timeout_s: Optional[float] = None,
                  stream_server: Optional[bool] = None, taps: Optional[Sequence[str]] = None,
-                 queues: int = 1, netns: Optional[str] = None):
+                 queues: int = 1, netns: Optional[str] = None, ssh: Optional[GuestSsh] = None):
         if len(sockets) != self.nics:
             raise ValueError(f"sockets: the PCI guest has {self.nics} emulated NICs, one "
                              f"vhost-user socket each; got {len(sockets)}")
@@ -211,7 +297,10 @@ class PciGuest(ShellGuest):
             raise ValueError(f"taps: one per NIC ({self.nics}), got {len(taps)}")
         self.taps = list(taps) if taps is not None else None
         self.tap_queues = int(queues)
-        self.netns = netns
+        self.ssh = ssh
+        if ssh is not None and netns not in (None, ssh.netns):
+            raise ValueError(f"ssh: the management tap is in {ssh.netns}, the NICs' in {netns}")
+        self.netns = netns or (ssh.netns if ssh is not None else None)
         self.tgen_path = tgen
         self.socat_path = socat
         self.rpc_sock = run.run_dir / f"vm-{name}-rpc.sock"
@@ -240,8 +329,9 @@ class PciGuest(ShellGuest):
 
     # -- QEMU ------------------------------------------------------------------------------------
     def kernel_cmdline(self) -> str:
+        mgmt = [f"nfvperf.mgmt={self.ssh.address}/30"] if self.ssh is not None else []
         return " ".join(["console=ttyS0", "panic=-1", "quiet", "mitigations=off",
-                         f"rdinit={GUEST_INIT}", f"hugepages={self.guest_hugepages_mb // 2}"])
+                         f"rdinit={GUEST_INIT}", f"hugepages={self.guest_hugepages_mb // 2}", *mgmt])
 
     def nic_device(self, i: int, port: Any) -> str:
         # a fixed slot per NIC, so the addresses are known before the boot
@@ -268,6 +358,10 @@ class PciGuest(ShellGuest):
                     # virtio PMD refuses an RSS configuration without it)
                     a[n + 2] += ",mq=on,rss=on" + ("" if self.accel == "tcg" else
                                                    f",vectors={2 * self.tap_queues + 2}")
+        if self.ssh is not None:
+            # the management NIC (the kernel's virtio-net in the guest, never DPDK's)
+            a += ["-netdev", f"tap,id=mgmt,ifname={self.ssh.tap},script=no,downscript=no,vhost=off",
+                  "-device", f"virtio-net-pci,netdev=mgmt,addr={MGMT_SLOT:#x}"]
         # the third serial port (the guest's ttyS2): tgen's JSON-RPC, relayed by socat
         # the fourth (ttyS3): an interactive process's terminal (the testpmd DUT's console)
         return a + ["-chardev", f"socket,id=rpc,path={self.rpc_sock},server=on,wait=off",
@@ -288,7 +382,8 @@ class PciGuest(ShellGuest):
         l3fwd: Optional[str] = None
         with contextlib.suppress(FileNotFoundError):      # not built: no l3fwd in the guest
             l3fwd = find_l3fwd()
-        overlay(self.image, tgen, Path(socat), self.initrd, l3fwd=Path(l3fwd) if l3fwd else None)
+        overlay(self.image, tgen, Path(socat), self.initrd, l3fwd=Path(l3fwd) if l3fwd else None,
+                ssh=self.ssh)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
         for sock in (self.rpc_sock, self.tty_sock):
             with contextlib.suppress(FileNotFoundError):
@@ -767,5 +862,5 @@ def _conforms(h: GuestPciHost) -> "Any":
     return x
 
 
-__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "overlay", "host_closure", "GUEST_TGEN",
+__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "GuestSsh", "overlay", "host_closure", "GUEST_TGEN",
            "GUEST_L3FWD", "PCI_INIT"]
