@@ -145,7 +145,7 @@ class TrialResult:
     #: what the DUT and the generator counted during this trial (``nfvperf.tg.telemetry``: "dut" =
     #: the difference of the DUT's readings before and after the trial, "generator" = tgen's own
     #: counts) and where its lost frames went ("loss"); {} when the measurer reads none
-    telemetry: dict[str, Any] = field(default_factory=dict)
+    telemetry: dict[str, object] = field(default_factory=dict)
 
     @property
     def loss_ratio(self) -> float:
