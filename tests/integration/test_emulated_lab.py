@@ -138,6 +138,9 @@ def test_emulated_lab_runs_phy_ovs_phy_and_l3fwd(tmp_path, leak_check):
     for argv in (l3["dut"]["argv"], l3["tgen"]["argv"], _topology(env, "ovs-dpdk")["tgen"]["argv"]):
         line = " ".join(argv)
         assert "--no-pci" not in argv and f"-a {PCI[0]} -a {PCI[1]}" in line, line
+    for argv in (l3["tgen"]["argv"], _topology(env, "ovs-dpdk")["tgen"]["argv"]):
+        ports = [a for a in argv if a.startswith(("0:", "1:"))]
+        assert len(ports) == 2 and all("rxq=2" in a and "txq=2" in a for a in ports), argv
     assert l3["dut"]["argv"][0] == "/usr/bin/nfvperf-l3fwd", l3["dut"]["argv"][:3]
 
     # the NICs: 2 queue pairs each with RSS, on multi-queue taps in the run's namespace
@@ -195,3 +198,9 @@ def _counts_equal_at_both_ends(name: str, trials: list) -> None:
             assert st["ipackets"] == dp["tx_packets"], (name, tr["load_pps"], i, st, dp)
         for s in d["streams"]:
             assert s["misrouted"] == 0 and s["duplicates"] == 0, (name, s)
+        # tgen_cores: 2: every direction split over both workers, merged back into one stream
+        cores = d["extra"]["tgen_cores"]
+        assert cores["cores"] == 2 and cores["sub_streams"] == 2 and not cores["notes"], (name, cores)
+        assert len(cores["directions"]) == 2 == len(d["streams"]), (name, cores)
+        for dname, dr in cores["directions"].items():
+            assert sorted(dr["tx_queues"]) == [0, 1] and len(set(dr["tx_lcores"])) == 2, (name, dname, dr)
