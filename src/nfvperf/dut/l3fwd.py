@@ -115,6 +115,10 @@ class L3fwdSpec(AdapterOptions):
     ip_version: Optional[Literal[4, 6]] = Field(
         None, description="IP version of the generator's streams and of the exact-match entries "
         "(default: each test's traffic.ip_version)")
+    binary: Optional[str] = Field(
+        None, description="the l3fwd binary to run, a DUT build (default: $NFVPERF_L3FWD or "
+        "build/l3fwd/l3fwd); two builds in one run: a study axis topology.l3fwd.binary: [A, B] with "
+        "rounds, gated by nfvperf gate --ab (suites/ab-l3fwd.yaml)")
 
     @model_validator(mode="after")
     def _ht_needs_cores(self) -> "L3fwdSpec":
@@ -413,8 +417,18 @@ class L3fwd(SnapshotCounters, DutAdapter):
             files[ver] = {"path": str(path), "rules": n}
         return files
 
+    def binary(self) -> str:
+        """l3fwd's path (``l3fwd.binary`` when the suite names a build)."""
+        path = self.opts.binary
+        if path is None:
+            return find_l3fwd()
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise DutFailure(f"topology.l3fwd.binary: {path} is not an executable file; give the path of an "
+                             "l3fwd build (scripts/build-l3fwd.sh builds one)")
+        return path
+
     def argv(self) -> list[str]:
-        eal = [find_l3fwd(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
+        eal = [self.binary(), "--lcores", ",".join(f"{i}@{c}" for i, c in enumerate(self.lcore_cpus)),
                "--file-prefix", self.file_prefix, "--log-level", "lib.eal:notice"]
         eal += eal_port_options(self.ports)
         for i, p in enumerate(self.ports):
