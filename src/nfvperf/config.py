@@ -955,7 +955,7 @@ def find_suite(name: str) -> Path:
 
 def shipped_suite_dirs() -> list[Path]:
     here = Path(__file__).resolve().parent
-    dirs = [here / "suites", here.parent.parent / "suites"]
+    dirs = [here.parent.parent / "suites", here / "suites"]      # a checkout's suites/, else the installed package's
     env = os.environ.get("NFVPERF_SUITES")
     if env:
         dirs.insert(0, Path(env))

@@ -10,6 +10,7 @@ pip fetches the dependencies from PyPI into the venv as the README says; its cac
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -70,9 +71,10 @@ def test_readme_quickstart_as_nobody(user_dir: Path) -> None:
         shutil.copytree(REPO / name, clone / name, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     CACHE.mkdir(parents=True, exist_ok=True)
-    for p in (tmp_path, clone, home, CACHE):
-        shutil.chown(p, USER)
-    subprocess.run(["chown", "-R", USER, str(tmp_path), str(CACHE)], check=True)
+    for top in (tmp_path, CACHE):
+        shutil.chown(top, USER)
+        for p in top.rglob("*"):
+            os.lchown(p, pwd.getpwnam(USER).pw_uid, -1)
     # the opening `cd nfvperf` (we start in the clone) and the browser line are not run
     script = "\n".join(line for line in lines[1:] if not line.startswith(("xdg-open", "open ")))
     script += ('\npython -c "import nfvperf, sys; print(\'PKG\', nfvperf.__file__)"'
