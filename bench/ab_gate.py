@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CI gate on two real DUT builds (issue 29 item 4): DPDK's l3fwd as shipped (A) and with a
-patch that costs forwarding work (B: l3fwd/patches/urpf-lookup.patch, one more LPM lookup per
-packet), measured in one interleaved run and gated by ``nfvperf gate --ab``; then A against a
+patch that costs forwarding work (B: l3fwd/patches/urpf-lookup.patch, a uRPF check: one more LPM
+lookup per packet, timed per packet into shared statistics; bench/l3fwd_cpu_cost.py: ~5 % more
+CPU per packet), measured in one interleaved run and gated by ``nfvperf gate --ab``; then A against a
 copy of itself (A'), measured and gated the same way.  Expected: the gate exits 1 for B and 0
 for A', in the same bench run.
 
