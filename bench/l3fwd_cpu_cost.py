@@ -2,8 +2,8 @@
 """What build B of the CI gate costs l3fwd per packet, measured in CPU time (issue 29 item 4).
 
 l3fwd A (build/l3fwd/l3fwd) and B (build/l3fwd-b/l3fwd: l3fwd/patches/urpf-lookup.patch, one more
-LPM lookup per packet, timed per packet into shared statistics) forward the same 64 B IPv4 frames, in alternating rounds (ABBA order), from
-a ``net_pcap`` port that replays a capture in memory (``infinite_rx=1``: 256 frames,
+LPM lookup per packet, timed per packet into shared statistics) forward the same 64 B IPv4
+frames, in alternating rounds (ABBA order), from a ``net_pcap`` port that replays a capture in memory (``infinite_rx=1``: 256 frames,
 198.18.0.x -> 198.18.1.x) to a ``net_null`` port (TX frees, no RX), with l3fwd's default LPM
 routes, one lcore on CPU 1, no hugepages.  The figure is packets forwarded (the null port's
 ``opackets`` from DPDK telemetry) per second of l3fwd's CPU time (its threads' schedstat), over a
