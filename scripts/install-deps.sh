@@ -9,7 +9,8 @@ APT_PKGS=(dpdk dpdk-dev libdpdk-dev dpdk-doc openvswitch-common openvswitch-swit
           iperf3 meson ninja-build pkgconf tshark libjansson-dev libbpf-dev libxdp-dev iproute2 procps
           ethtool qemu-system-x86 gcc make python3 postgresql
           openssh-server openssh-client chromium chromium-driver
-          socat)  # socat: the RPC relay in the emulated-PCI guest (vm/pci_guest.py)
+          socat python3-venv patch)  # socat: the RPC relay in the emulated-PCI guest (vm/pci_guest.py);
+# python3-venv: README's non-root quick start; patch: build B of l3fwd (scripts/build-l3fwd.sh)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -73,6 +73,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from nfvperf.config import load_suite
     path = _suite_path(args.suite)
     suite = load_suite(path, quick=args.quick, port_kind=args.port_kind)
+    if args.test:
+        suite.select_tests(args.test)                                 # SuiteError naming --test
     from nfvperf.plan import plan_run, plan_text
     from nfvperf.runner import test_units
     from nfvperf.study import describe, summaries
@@ -131,6 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from nfvperf.store import Store
     suite = load_suite(_suite_path(args.suite), quick=args.quick,        # SuiteError -> exit 2, nothing written
                        port_kind=args.port_kind)
+    if args.test:
+        suite.select_tests(args.test)                                 # SuiteError naming --test
     if getattr(args, "repeat", None) is not None:
         suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
     if getattr(args, "rounds", None) is not None:
@@ -675,6 +679,10 @@ FIT_HOST_HELP = ("scale the suite's demands down to this host: ht off without SM
                  "that does not fit is skipped, naming what --fit-host would change)")
 
 
+TEST_HELP = ("run only the tests named NAME (repeatable; shell-style globs such as 'throughput*'; a "
+             "study's name selects all its units); a NAME no test has is refused, listing the tests")
+
+
 def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     """``nfvperf run``: the command with the most options."""
     r = sub.add_parser("run", parents=[db], help="run a suite", description="Run a suite and store every trial.")
@@ -686,6 +694,7 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.add_argument("--port-kind", metavar="KIND", help="run every test on this port kind (e.g. vhost): "
                    "replaces port_kind in the suite, its tests and studies and drops the pci: lists, so a "
                    "suite written for NICs runs on emulated ports")
+    r.add_argument("--test", action="append", metavar="NAME", help=TEST_HELP)
     r.add_argument("--out", metavar="DIR", help="output directory (run dirs under DIR/runs); default ./results")
     r.add_argument("--repeat", type=int, metavar="N", help="run each search (throughput, rfc2889_forwarding) N "
                    "times and report the median and spread (overrides the suite's repeat:)")
@@ -898,6 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("suite")
     v.add_argument("--quick", action="store_true")
     v.add_argument("--port-kind", metavar="KIND", help="check the suite as `nfvperf run --port-kind KIND` runs it")
+    v.add_argument("--test", action="append", metavar="NAME", help=TEST_HELP)
     v.add_argument("--tg", choices=("sim", "tgen", "iperf3"), default="tgen", help="the measurer the run "
                    "will use (default tgen, as for run): tgen and iperf3 build on this host, so a topology "
                    "that does not fit it or cannot be built here is listed; sim builds nothing")

@@ -10,6 +10,7 @@ validated by that method's own pydantic model.  :func:`load_suite` collects *eve
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
@@ -412,6 +413,21 @@ class Suite:
                 n, old.get("metrics"), old.get("seed"), old.get("round_trial_s", DEFAULT_ROUND_TRIAL_S),
                 old.get("overload_pct", 100.0)))
             t.study = dict(st, rounds=new)
+
+    def select_tests(self, patterns: list[str]) -> None:
+        """``nfvperf run/validate --test NAME`` (repeatable, shell-style globs): keep only the tests
+        whose name, or whose study's name (every unit of that study), matches a pattern; a pattern
+        that matches nothing is refused, naming the tests there are."""
+        def hit(t: TestConfig, pat: str) -> bool:
+            names = [t.name] + ([t.study["name"]] if t.study else [])
+            return any(n == pat or fnmatch.fnmatchcase(n, pat) for n in names)
+
+        missing = [p for p in patterns if not any(hit(t, p) for t in self.tests)]
+        if missing:
+            entries = list(dict.fromkeys((t.study or {}).get("name", t.name) for t in self.tests))
+            raise SuiteError([f"--test {p}: no test of suite {self.name!r} is named so; its tests: "
+                              + ", ".join(entries) for p in missing])
+        self.tests = [t for t in self.tests if any(hit(t, p) for p in patterns)]
 
     def traffic_profile(self, test: TestConfig, size: Optional[int]) -> TrafficProfile:
         """The TrafficProfile of one (test, frame size) unit."""
@@ -933,7 +949,7 @@ def find_suite(name: str) -> Path:
 
 def shipped_suite_dirs() -> list[Path]:
     here = Path(__file__).resolve().parent
-    dirs = [here / "suites", here.parent.parent / "suites"]
+    dirs = [here.parent.parent / "suites", here / "suites"]      # a checkout's suites/, else the installed package's
     env = os.environ.get("NFVPERF_SUITES")
     if env:
         dirs.insert(0, Path(env))

@@ -200,6 +200,8 @@ class RoundsRun:
                     for gi in gorder:
                         members = [i for i in order if i in self.groups[gi]]
                         with self.build(self.groups[gi]) as measurer:
+                            for i in members:          # a fresh build (the DUT restarted): warm up again
+                                self.units[i].last_end = None
                             self.run_round(r, measurer, members)
         except KeyboardInterrupt:
             status = "interrupted"

@@ -53,7 +53,8 @@ PROGRAM_PACKAGES = {
     "initdb": "postgresql", "pg_ctl": "postgresql",
     "chromium": "chromium", "chromedriver": "chromium-driver",
     "sshd": "openssh-server", "ssh-keygen": "openssh-client", "kill": "procps", "printf": "coreutils",
-    "socat": "socat",
+    "socat": "socat", "patch": "patch",
+    "cp": "coreutils", "mkdir": "coreutils", "realpath": "coreutils",
 }
 
 #: always present on Debian (Essential: yes, or apt itself, which installs everything else)

@@ -407,3 +407,27 @@ def test_l3fwd_on_a_remote_dut_host_takes_its_binary_routes_and_telemetry_there(
     host.answer = "socat: E connect: No such file or directory"
     with pytest.raises(TelemetryError, match="no answer"):
         t.command("/ethdev/stats,0")
+
+
+def test_a_build_given_by_path_runs_and_a_missing_one_names_the_field(tmp_path):
+    """topology.l3fwd.binary: the A/B gate's two builds (suites/ab-l3fwd.yaml) are two paths; the
+    study restarts l3fwd between them, and a path that is no program is a DUT failure."""
+    from nfvperf.topo.inplace import restart_fields
+    from nfvperf.trend.series import build_of
+    from nfvperf.trial import DutFailure
+    build = tmp_path / "l3fwd-b"
+    build.write_text("#!/bin/sh\n")
+    build.chmod(0o755)
+    a, b = spec(port_kind="memif", l3fwd={"binary": "/a/l3fwd"}), spec(port_kind="memif", l3fwd={"binary": str(build)})
+    assert restart_fields(a, b) == ["l3fwd.binary"]
+    assert build_of(b.model_dump()) == str(build)
+    run = RunContext(run_dir=tmp_path / "run")
+    d = L3fwd(run, ResourceTracker(run), cpus=(1,), spec=b)
+    for i in range(2):
+        d.add_port(PortRef(f"phy{i}", MemifEnd(), socket=Path(f"/tmp/m{i}")))
+    d.port_ids = d.dpdk_port_ids()
+    d.rule_files = d.write_rules()
+    assert d.argv()[0] == str(build)
+    d.opts = d.opts.model_copy(update={"binary": str(tmp_path / "nope")})
+    with pytest.raises(DutFailure, match="topology.l3fwd.binary: .*nope is not an executable file"):
+        d.argv()

@@ -111,7 +111,7 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
 
 def layer_statement() -> str:
     """The one statement of the layers, from ``LAYER``: peers joined by commas, layers by arrows,
-    lowest first (README and docs/ARCHITECTURE.md show exactly this line)."""
+    lowest first (docs/ARCHITECTURE.md shows exactly this line)."""
     by: dict[int, list[str]] = {}
     for comp, n in LAYER.items():
         if comp != "__init__":
@@ -123,9 +123,9 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_readme_and_architecture_state_the_layers_this_test_holds():
+def test_architecture_states_the_layers_this_test_holds():
     want = layer_statement()
     root = PKG.parents[1]
-    for doc in ("README.md", "docs/ARCHITECTURE.md"):
+    for doc in ("docs/ARCHITECTURE.md",):
         assert want in _flat((root / doc).read_text()), \
             f"{doc} must state the layers as tests/unit/test_layering.py holds them:\n{want}"

@@ -325,3 +325,23 @@ def test_ratios_pair_the_rounds_on_a_noisy_host(tmp_path):
             moved += 1
             assert r["hi"] - r["lo"] <= spread / 2, (seed, r, spread)
     assert moved >= 4, f"the host moved the figures in only {moved} of 8 seeds: the test shows nothing"
+
+
+def test_units_restarted_every_round_warm_up_every_round(tmp_path, monkeypatch):
+    """Units that interleave by restarting the DUT (two builds of it: docs/ci-gate.md) meet a
+    fresh DUT every round, so each round starts with a warm-up trial however soon it follows the
+    unit's previous round; units sharing one build warm up only after a pause."""
+    import nfvperf.rounds as rounds_mod
+    seen: list[tuple[int, bool]] = []
+    real = rounds_mod.measure_round
+
+    def spy(measurer, profile, params, settings, ndir, on_trial, ctx, warm):
+        seen.append((ctx["round"], warm))
+        return real(measurer, profile, params, settings, ndir, on_trial, ctx, warm)
+    monkeypatch.setattr(rounds_mod, "measure_round", spy)
+    run_sim(tmp_path / "one", suite())                                  # the sim: one build
+    assert [w for r, w in seen if r > 1] == [False] * 10 and all(w for r, w in seen if r == 1)
+    seen.clear()
+    monkeypatch.setattr(rounds_mod, "build_groups", lambda units, sim: [[i] for i in range(len(units))])
+    run_sim(tmp_path / "two", suite())                                  # a build per unit and round
+    assert len(seen) == 12 and all(w for _, w in seen)

@@ -121,6 +121,10 @@ class L3fwdSpec(AdapterOptions):
     ip_version: Optional[Literal[4, 6]] = Field(
         None, description="IP version of the generator's streams and of the exact-match entries "
         "(default: each test's traffic.ip_version)")
+    binary: Optional[str] = Field(
+        None, description="the l3fwd binary to run, a DUT build (default: $NFVPERF_L3FWD or "
+        "build/l3fwd/l3fwd); two builds in one run: a study axis topology.l3fwd.binary: [A, B] with "
+        "rounds, gated by nfvperf gate --ab (suites/ab-l3fwd.yaml)")
 
     @model_validator(mode="after")
     def _ht_needs_cores(self) -> "L3fwdSpec":
@@ -437,7 +441,15 @@ class L3fwd(SnapshotCounters, DutAdapter):
         return files
 
     def binary(self) -> str:
-        """l3fwd's path on the host it runs on."""
+        """l3fwd's path on the host it runs on (``l3fwd.binary`` when the suite names a build)."""
+        path = self.opts.binary
+        if path is not None:
+            ok = self.host.exists(path) if self.remote else os.path.isfile(path) and os.access(path, os.X_OK)
+            if not ok:
+                raise DutFailure(f"topology.l3fwd.binary: {path} is not an executable file"
+                                 f"{' on ' + self.host.name if self.remote else ''}; give the path of an "
+                                 "l3fwd build (scripts/build-l3fwd.sh builds one)")
+            return path
         if not self.remote:
             return find_l3fwd()
         for cand in REMOTE_PATHS:

@@ -6,7 +6,8 @@ method, frame size, topology kind / DUT / port kind / overrides, traffic, study 
 a run adds to it:
 
 - ``host``: the testbed the run ran on, else the host's name (``environment.hostname``);
-- ``build``: the DUT build the suite names (``topology.ovs.vswitchd``, ``topology.testpmd.binary``),
+- ``build``: the DUT build the suite names (``topology.ovs.vswitchd``, ``topology.testpmd.binary``,
+  ``topology.l3fwd.binary``),
   None when it runs the installed one;
 - ``metric``: which figure of the test (``throughput`` for a plain zero-loss search, ``mrr`` /
   ``pdr`` / ``ndr`` for the units of an interleaved study, one series each);
@@ -106,7 +107,7 @@ class StoredTest:
 
 def build_of(topology: dict[str, Any]) -> Optional[str]:
     """The DUT build a resolved topology names (a binary path), None for the installed one."""
-    for section, key in (("ovs", "vswitchd"), ("testpmd", "binary")):
+    for section, key in (("ovs", "vswitchd"), ("testpmd", "binary"), ("l3fwd", "binary")):
         sec = topology.get(section)
         if isinstance(sec, dict) and sec.get(key):
             return str(sec[key])
