@@ -18,24 +18,24 @@ pytestmark = [pytest.mark.no_polling,
               pytest.mark.skipif(not (EXAMPLES / "l3fwd" / "main.c").exists(), reason="needs dpdk-doc (l3fwd sources)")]
 
 
-def build(out: Path, patch: str) -> subprocess.CompletedProcess:
+def build_l3fwd(out: Path, patch: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "scripts/build-l3fwd.sh"], cwd=REPO, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, L3FWD_BUILD=str(out), L3FWD_PATCH=patch))
 
 
 def test_build_b_is_the_patched_sources_in_its_own_dir(tmp_path: Path) -> None:
     out = tmp_path / "l3fwd-b"
-    p = build(out, PATCH)
+    p = build_l3fwd(out, PATCH)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert (out / "l3fwd").is_file() and os.access(out / "l3fwd", os.X_OK)
     patched = (out / "examples" / "l3fwd" / "l3fwd_lpm_sse.h").read_text()
     assert "l3fwd_lpm_urpf_check(nb_rx, pkts_burst, qconf);" in patched
     assert "l3fwd_lpm_urpf_check" not in (EXAMPLES / "l3fwd" / "l3fwd_lpm_sse.h").read_text()
     assert b"l3fwd_urpf_stats" in (out / "l3fwd").read_bytes()      # the symbol: the patched code is in
-    again = build(out, PATCH)
+    again = build_l3fwd(out, PATCH)
     assert again.returncode == 0 and "up to date" in again.stdout
 
 
 def test_a_missing_patch_is_refused(tmp_path: Path) -> None:
-    p = build(tmp_path / "b", "l3fwd/patches/nope.patch")
+    p = build_l3fwd(tmp_path / "b", "l3fwd/patches/nope.patch")
     assert p.returncode == 1 and "L3FWD_PATCH=l3fwd/patches/nope.patch: no such file" in p.stderr
