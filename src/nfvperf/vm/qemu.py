@@ -319,8 +319,10 @@ class VmVnf(DutAdapter):
         return "52:54:00:%02x:%02x:%02x" % (h[0], h[1], i)
 
     def guest_hugepages(self) -> int:
-        """2 MB pages the guest reserves for testpmd: all but ~256 MB of its memory."""
-        return max(64, (self.hugepage_mb - 256) // 2)
+        """2 MB pages the guest reserves for testpmd: all but ~320 MB of its memory (the kernel,
+        the unpacked initramfs, ~64 MB since the image carries OVS-DPDK, sshd and python3, and
+        testpmd's own heap; with 256 MB testpmd was killed by the guest's OOM killer at start)."""
+        return max(64, (self.hugepage_mb - 320) // 2)
 
     def kernel_cmdline(self) -> str:
         nb = self.vcpus - 1
