@@ -160,7 +160,7 @@ def test_vm_vnf_argv_and_interface(tmp_path):
         assert "type=vhost-user,id=net1,chardev=vhu1,vhostforce=on,queues=2" in joined
         assert "mq=on,vectors=6" in joined
         assert "nfvperf.nbcores=2" in vm.kernel_cmdline()
-        assert f"hugepages={(1024 - 256) // 2}" in vm.kernel_cmdline()
+        assert f"hugepages={(1024 - 320) // 2}" in vm.kernel_cmdline()
         assert [p.name for p in vm.ports] == ["vnf1-vhu0", "vnf1-vhu1"]
         assert len({p.mac for p in vm.ports}) == 2
         with pytest.raises(ValueError):
