@@ -48,7 +48,9 @@ static void usage(FILE *f)
         "                           device's own address is left as it is; tx_reuse=0|1: build frames\n"
         "                           above 128 B in mbufs RX brought back, default 1 on virtio only;\n"
         "                           prefetch=0|1: another core/device touches its mbufs (default: not\n"
-        "                           for memif, af_packet, ring, null; a zero-copy memif client: give 1)\n"
+        "                           for memif, af_packet, ring, null; a zero-copy memif client: give 1);\n"
+        "                           cksum_offload=0|1: the port computes IPv4/UDP checksums where it offers\n"
+        "                           that (default 1; 0: software, e.g. to keep a NIC's vector TX path)\n"
         "  --tx-lcores L --rx-lcores L   worker lcores for TX / RX (default: all workers do both)\n"
         "  --auth-timeout S         drop a TCP client that has not authenticated after S s (default 5)\n"
         "  --idle-timeout S         drop a TCP client silent for S s (default 300; 0 = never)\n"
@@ -75,7 +77,7 @@ static void die2(const char *opt, const char *fmt, ...)
     exit(2);
 }
 
-struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc, rx, tx_reuse, prefetch; int mac_set; uint8_t mac[6]; };
+struct portopt { int set; double speed; unsigned rxq, txq, rxd, txd, mtu, promisc, rx, tx_reuse, prefetch, cksum; int mac_set; uint8_t mac[6]; };
 static struct portopt popt[MAX_PORTS];
 
 static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi)
@@ -121,12 +123,13 @@ static void parse_port_opt(const char *arg)
         else if (!strcmp(kv, "rx")) p->rx = parse_uint("--port rx", v, 0, 1) + 1;
         else if (!strcmp(kv, "tx_reuse")) p->tx_reuse = parse_uint("--port tx_reuse", v, 0, 1) + 1;
         else if (!strcmp(kv, "prefetch")) p->prefetch = parse_uint("--port prefetch", v, 0, 1) + 1;
+        else if (!strcmp(kv, "cksum_offload")) p->cksum = parse_uint("--port cksum_offload", v, 0, 1) + 1;
         else if (!strcmp(kv, "mac")) {
             if (parse_mac(v, p->mac) || (p->mac[0] & 1))
                 die2("--port", "mac '%s' must be a unicast MAC address like 02:00:00:00:00:01", v);
             p->mac_set = 1;
         }
-        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc, rx, tx_reuse, prefetch, mac)", kv);
+        else die2("--port", "unknown key '%s' (speed, rxq, txq, rxd, txd, mtu, promisc, rx, tx_reuse, prefetch, cksum_offload, mac)", kv);
     }
 }
 
@@ -380,6 +383,7 @@ static int setup_ports(void)
         pt->promisc = popt[p].promisc ? popt[p].promisc - 1 : 1;
         pt->tx_reuse = popt[p].tx_reuse ? (int)popt[p].tx_reuse - 1 : -1;   /* -1: by driver (ports_init) */
         pt->remote = popt[p].prefetch ? (int)popt[p].prefetch - 1 : -1;     /* likewise */
+        pt->cksum_allowed = popt[p].cksum ? (int)popt[p].cksum - 1 : 1;
         if (p >= g_nports) continue;
         if (!rte_eth_dev_is_valid_port((uint16_t)p)) {
             /* tgen numbers ports 0..N-1 and uses the DPDK port id as its port id */

@@ -6,6 +6,7 @@
 #include <rte_lcore.h>
 #include <net/if.h>
 #include "tgen.h"
+#include "txoff.h"
 
 static double link_speed(unsigned p)
 {
@@ -30,8 +31,8 @@ static void tag_clear(struct rte_mempool *mp, void *opaque, void *obj, unsigned 
     *mbuf_tmpl_tag(obj) = 0;
 }
 
-/* the TX pool (tgen.h); without it (no dynamic field, no memory) TX copies every frame from g_pool */
-static void txpool_create(size_t n, unsigned room)
+/* the TX pools' dynamic field (tgen.h); without it (-1) TX copies every frame from the main pools */
+static void tag_field_register(void)
 {
     static const struct rte_mbuf_dynfield desc = { .name = "tgen_tmpl_tag", .size = sizeof(uint64_t),
                                                    .align = __alignof__(uint64_t) };
@@ -41,44 +42,59 @@ static void txpool_create(size_t n, unsigned room)
         return;
     }
     g_tmpl_tag_off = off;
-    rte_mempool_obj_iter(g_pool, tag_clear, NULL);    /* main-pool mbufs carry the tag too (tgen.h) */
-    struct rte_mempool *mp = rte_pktmbuf_pool_create("tgen_txpool", (unsigned)n, 256, 0, (uint16_t)room, (int)rte_socket_id());
-    if (!mp) {
-        fprintf(stderr, "tgen: no TX pool of %zu mbufs (%s): every frame is copied whole from the main pool\n", n, rte_strerror(rte_errno));
-        return;
-    }
-    rte_mempool_obj_iter(mp, tag_clear, NULL);
-    g_txpool = mp;
 }
 
-/* one RX pool per NUMA socket of the ports (the NIC fills its RX ring in its own socket's
- * memory): ports on the main lcore's socket, or of unknown socket, use g_pool; a port on another
- * socket gets a pool there, sized for the RX rings of that socket's ports (g_pool when it cannot
- * be created, said on stderr).  TX takes from g_pool / g_txpool as before. */
-static void rx_pools_create(unsigned room)
+/* a TX pool of n mbufs on socket sock, every tag clear (NULL, said on stderr, when it cannot be made) */
+static struct rte_mempool *txpool_create(const char *name, size_t n, unsigned room, int sock)
 {
+    if (g_tmpl_tag_off < 0) return NULL;
+    struct rte_mempool *mp = rte_pktmbuf_pool_create(name, (unsigned)n, 256, 0, (uint16_t)room, sock);
+    if (!mp) {
+        fprintf(stderr, "tgen: no TX pool of %zu mbufs on socket %d (%s): every frame is copied whole from the main pool\n",
+                n, sock, rte_strerror(rte_errno));
+        return NULL;
+    }
+    rte_mempool_obj_iter(mp, tag_clear, NULL);
+    return mp;
+}
+
+/* One main pool (RX, small frames, learning frames) and one TX pool per NUMA socket of the ports:
+ * the NIC fills its RX ring and reads its TX mbufs in its own socket's memory.  Ports on the main
+ * lcore's socket, or of unknown socket, use g_pool / g_txpool; a port on another socket gets that
+ * socket's pools, sized for that socket's ports (the main lcore's when they cannot be made, said
+ * on stderr). */
+static void socket_pools_create(unsigned room)
+{
+    static struct { struct rte_mempool *pool, *txpool; int made; } sp[RTE_MAX_NUMA_NODES];
     int main_sock = (int)rte_socket_id();
     for (unsigned p = 0; p < g_nports; p++) {
         struct port *pt = &g_ports[p];
         int sock = rte_eth_dev_socket_id((uint16_t)p);
         pt->socket = sock;
         pt->rx_pool = g_pool;
-        if (sock < 0 || sock == main_sock) continue;
-        for (unsigned o = 0; o < p; o++)
-            if (g_ports[o].socket == sock && g_ports[o].rx_pool != g_pool) { pt->rx_pool = g_ports[o].rx_pool; break; }
-        if (pt->rx_pool != g_pool) continue;
-        size_t n = 4096 + (size_t)rte_lcore_count() * 512;
-        for (unsigned o = 0; o < g_nports; o++)
-            if (rte_eth_dev_socket_id((uint16_t)o) == sock) n += (size_t)g_ports[o].rxq * (g_ports[o].rxd + BURST);
-        char name[32];
-        snprintf(name, sizeof(name), "tgen_pool_s%d", sock);
-        struct rte_mempool *mp = rte_pktmbuf_pool_create(name, (unsigned)n, 256, 0, (uint16_t)room, sock);
-        if (!mp) {
-            fprintf(stderr, "tgen: port %u is on NUMA socket %d, but no mbuf pool could be made there (%s): "
-                    "its RX uses the pool on socket %d\n", p, sock, rte_strerror(rte_errno), main_sock);
-            continue;
+        pt->tx_pool = g_txpool;
+        if (sock < 0 || sock == main_sock || sock >= RTE_MAX_NUMA_NODES) continue;
+        if (!sp[sock].made) {
+            sp[sock].made = 1;
+            size_t n = 4096 + (size_t)rte_lcore_count() * 512, ntx = n;
+            for (unsigned o = 0; o < g_nports; o++)
+                if (rte_eth_dev_socket_id((uint16_t)o) == sock) {
+                    n += (size_t)g_ports[o].rxq * (g_ports[o].rxd + BURST) + (size_t)g_ports[o].txq * (g_ports[o].txd + BURST);
+                    ntx += (size_t)g_ports[o].txq * (g_ports[o].txd + 2 * BURST);
+                }
+            char name[32];
+            snprintf(name, sizeof(name), "tgen_pool_s%d", sock);
+            sp[sock].pool = rte_pktmbuf_pool_create(name, (unsigned)n, 256, 0, (uint16_t)room, sock);
+            if (!sp[sock].pool)
+                fprintf(stderr, "tgen: port %u is on NUMA socket %d, but no mbuf pool could be made there (%s): "
+                        "it uses the pools on socket %d\n", p, sock, rte_strerror(rte_errno), main_sock);
+            else {
+                if (g_tmpl_tag_off >= 0) rte_mempool_obj_iter(sp[sock].pool, tag_clear, NULL);
+                snprintf(name, sizeof(name), "tgen_txpool_s%d", sock);
+                sp[sock].txpool = txpool_create(name, ntx, room, sock);
+            }
         }
-        pt->rx_pool = mp;
+        if (sp[sock].pool) { pt->rx_pool = sp[sock].pool; pt->tx_pool = sp[sock].txpool; }
     }
 }
 
@@ -105,12 +121,14 @@ int ports_init(char *err, size_t errlen)
             return -1;
         }
     }
-    rx_pools_create(room);
 #ifndef TGEN_NO_TXPOOL
-    if (!g_txpool) txpool_create(need_tx + 4096 + (size_t)rte_lcore_count() * 512, room);
+    tag_field_register();
+    if (g_tmpl_tag_off >= 0) rte_mempool_obj_iter(g_pool, tag_clear, NULL);   /* main-pool mbufs carry the tag too (tgen.h) */
+    if (!g_txpool) g_txpool = txpool_create("tgen_txpool", need_tx + 4096 + (size_t)rte_lcore_count() * 512, room, (int)rte_socket_id());
 #else
-    (void)need_tx; (void)txpool_create;
+    (void)need_tx; (void)txpool_create; (void)tag_field_register;
 #endif
+    socket_pools_create(room);
     for (unsigned p = 0; p < g_nports; p++) {
         struct port *pt = &g_ports[p];
         uint16_t id = (uint16_t)p;
@@ -134,8 +152,22 @@ int ports_init(char *err, size_t errlen)
                      info.max_rx_queues, info.max_tx_queues);
             return -1;
         }
+        /* TX offloads (txoff.h): checksums where the port computes them, fast free where every
+         * mbuf on its queues can come from its socket's TX pool */
+        txoff_in_t oi = { .ipv4_cksum = !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM),
+                          .udp_cksum = !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM),
+                          .fast_free = !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE),
+                          .cksum_allowed = pt->cksum_allowed,
+                          .one_pool = pt->tx_pool != NULL && g_tmpl_tag_off >= 0 && pt->tx_reuse <= 0 };
+        txoff_out_t oo;
+        txoff_decide(&oi, &oo);
+        pt->cksum_hw = oo.cksum_hw;
+        pt->fast_free = oo.fast_free;
+        snprintf(pt->txoff_note, sizeof(pt->txoff_note), "%s", oo.note);
         struct rte_eth_conf conf;
         memset(&conf, 0, sizeof(conf));
+        if (pt->cksum_hw) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+        if (pt->fast_free) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
         if (pt->mtu > 1500) conf.rxmode.mtu = pt->mtu;
         if (pt->rxq > 1) {
             uint64_t hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
@@ -180,8 +212,12 @@ int ports_init(char *err, size_t errlen)
     for (unsigned p = 0; p < g_nports; p++) if (g_ports[p].tx_reuse > 0) g_main_tags = g_tmpl_tag_off >= 0;
     /* the RX loop reads port.remote per queue (the workers' queues were assigned before) */
     for (unsigned w = 0; w < g_nworkers; w++)
-        for (unsigned q = 0; q < g_workers[w].nrxq; q++)
-            g_workers[w].rxq[q].prefetch = g_ports[g_workers[w].rxq[q].port].remote;
+        for (unsigned q = 0; q < g_workers[w].nrxq; q++) {
+            struct rxq_ref *r = &g_workers[w].rxq[q];
+            r->prefetch = g_ports[r->port].remote;
+            r->pool = g_ports[r->port].rx_pool;
+            r->txpool = g_ports[r->port].tx_pool;
+        }
     return 0;
 }
 
@@ -231,17 +267,23 @@ json_t *port_list_json(void)
             if (pt->rxq_worker[q] >= 0) json_array_append_new(rl, json_integer(g_workers[pt->rxq_worker[q]].lcore));
         json_object_set_new(o, "tx_lcores", tl);
         json_object_set_new(o, "rx_lcores", rl);
-        /* NUMA: the port's socket and its RX pool's (rx_pools_create) */
+        /* NUMA: the port's socket and its pools' (socket_pools_create) */
         json_object_set_new(o, "socket", json_integer(pt->socket));
         json_object_set_new(o, "pool_socket", json_integer(pt->rx_pool ? pt->rx_pool->socket_id : -1));
-        /* TX offloads the port offers; tgen uses none (docs/tgen.md: its checksums are written
-         * per frame in software, and a TX queue sends mbufs of two pools, which MBUF_FAST_FREE
-         * forbids) */
-        json_t *off = json_array();
-        for (unsigned b = 0; b < 64; b++)
+        json_object_set_new(o, "tx_pool_socket", json_integer(pt->tx_pool ? pt->tx_pool->socket_id : -1));
+        /* TX offloads the port offers and those tgen enabled (txoff.h), with what is done in
+         * software instead and why */
+        json_t *off = json_array(), *used = json_array();
+        uint64_t on = (pt->cksum_hw ? RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM : 0) |
+                      (pt->fast_free ? RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE : 0);
+        for (unsigned b = 0; b < 64; b++) {
             if (pt->tx_offload_capa & (1ULL << b)) json_array_append_new(off, json_string(rte_eth_dev_tx_offload_name(1ULL << b)));
+            if (on & (1ULL << b)) json_array_append_new(used, json_string(rte_eth_dev_tx_offload_name(1ULL << b)));
+        }
         json_object_set_new(o, "tx_offloads_offered", off);
-        json_object_set_new(o, "tx_offloads_used", json_array());
+        json_object_set_new(o, "tx_offloads_used", used);
+        json_object_set_new(o, "tx_cksum", json_string(pt->cksum_hw ? "offload" : "software"));
+        json_object_set_new(o, "tx_offload_note", pt->txoff_note[0] ? json_string(pt->txoff_note) : json_null());
         json_array_append_new(a, o);
     }
     return a;

@@ -45,10 +45,14 @@ struct port {
                              * (worker.c): --port tx_reuse=, by default where another core copies the
                              * frames out (virtio: the vhost backend) */
     unsigned if_index;      /* kernel interface behind an af_packet/af_xdp port (0 = none) */
-    uint64_t tx_offload_capa;   /* the TX offloads the port offers (none is used: ports.list) */
+    uint64_t tx_offload_capa;   /* the TX offloads the port offers */
+    int cksum_allowed;      /* --port cksum_offload (default 1) */
+    int cksum_hw, fast_free;    /* IPV4/UDP_CKSUM and MBUF_FAST_FREE enabled (txoff.h, ports_init) */
+    char txoff_note[256];   /* what TX does in software instead, and why ("" = nothing) */
     int socket;             /* the port's NUMA socket (-1 unknown) */
-    struct rte_mempool *rx_pool;   /* its RX queues' mbufs: a pool on the port's socket when that is
-                                    * not the main lcore's, else g_pool (ports_init) */
+    struct rte_mempool *rx_pool;   /* its socket's main pool: RX queues' mbufs, small and learning
+                                    * frames (g_pool on the main lcore's socket or an unknown one) */
+    struct rte_mempool *tx_pool;   /* its socket's TX pool (g_txpool likewise; NULL: none) */
 };
 
 /* a port's TX counters at one instant: the PMD's (rte_eth_stats) and, for af_packet/af_xdp, the
@@ -96,13 +100,19 @@ struct tx_stream {
     uint64_t late_max_cyc;
     uint64_t retries, nombuf;
     int reuse;                     /* frames built in main-pool mbufs, tagged (port.tx_reuse) */
+    int cksum_hw, fast_free;       /* port.cksum_hw / fast_free: fast_free = every mbuf from txpool */
+    struct rte_mempool *pool, *txpool;   /* the port's socket's pools (port.rx_pool / tx_pool) */
     int prefetch;                  /* port.remote */
     int done;
     struct rte_mbuf *pend[BURST];
     unsigned npend, pend_off;
 } __rte_cache_aligned;
 
-struct rxq_ref { uint16_t port, queue; int prefetch; };   /* prefetch: port.remote */
+struct rxq_ref {                /* prefetch: port.remote; pool/txpool: the port's rx_pool/tx_pool */
+    uint16_t port, queue;
+    int prefetch;
+    struct rte_mempool *pool, *txpool;
+};
 
 struct worker {
     unsigned lcore;

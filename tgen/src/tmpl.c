@@ -127,6 +127,7 @@ int tmpl_build(const tmpl_cfg_t *c, unsigned size_b, tmpl_t *t, char *err, size_
         s = csum_add_bytes(s, ip + 24, 12);       /* dst high 96 bits */
         s += 17 + l4len;
     }
+    t->phdr_sum_base = s;
     s += l4len;                                   /* UDP length field */
     t->compact = (uint16_t)(l4len - 8 < SIG_LEN);
     /* magic and stream id are the same in every frame: put them in the template and the base sum */

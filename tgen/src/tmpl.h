@@ -39,6 +39,8 @@ typedef struct {
     uint16_t zero_from;        /* data[zero_from..] is zero, and no per-frame field lies there */
     uint32_t ip_sum_base;      /* IPv4 header sum without checksum and addresses */
     uint32_t udp_sum_base;     /* pseudo header + UDP + payload without varying fields/signature */
+    uint32_t phdr_sum_base;    /* the pseudo header alone without the varying address bytes (the sum
+                                * a NIC's UDP checksum offload wants in the checksum field) */
     uint8_t data[] __attribute__((aligned(32)));   /* len + 32 bytes (tmpl_fill copies 32-byte blocks) */
 } tmpl_t;
 
@@ -173,8 +175,9 @@ typedef struct {
     uint16_t len, zero_from, head, full;   /* head/full: zero_from and len rounded up to 32 */
     uint16_t ip_off, udp_off, sig_off, oudp_off, sip_off, dip_off;
     uint8_t vary, vxlan, ipv4, compact;
+    uint8_t csum_hw;                       /* the port computes the checksums (tmpl_fast_offload) */
     uint32_t sip, dip, sp, dp;             /* the template's addresses and the stream's ports */
-    uint32_t ip_sum_base, udp_sum_base;
+    uint32_t ip_sum_base, udp_sum_base, phdr_sum_base;
 } tmpl_fast_t;
 
 static inline void tmpl_fast_init(tmpl_fast_t *f, const tmpl_t *t, const tmpl_cfg_t *c)
@@ -196,6 +199,19 @@ static inline void tmpl_fast_init(tmpl_fast_t *f, const tmpl_t *t, const tmpl_cf
     f->dp = c->dst_port;
     f->ip_sum_base = t->ip_sum_base;
     f->udp_sum_base = t->udp_sum_base;
+    f->phdr_sum_base = t->phdr_sum_base;
+    f->csum_hw = 0;
+}
+
+/* TX checksum offload (a port offering IPV4_CKSUM and UDP_CKSUM, txoff.h): the frames' IPv4
+ * header checksum is left 0 and the UDP checksum field holds the pseudo-header sum (not
+ * complemented, as DPDK's rte_ipv4/ipv6_phdr_cksum give it), which the NIC completes over the UDP
+ * header and payload.  Not for VXLAN: its inner checksums would need the tunnel offloads, so those
+ * frames keep software checksums.  Returns whether f now has the offload. */
+static inline int tmpl_fast_offload(tmpl_fast_t *f)
+{
+    f->csum_hw = !f->vxlan;
+    return f->csum_hw;
 }
 
 /* Write every byte of the frame that depends on flow/seq/tx timestamp into buf, which already holds
@@ -224,6 +240,19 @@ static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t
     if (f->vxlan) tm_st16(buf + f->oudp_off, (uint16_t)(49152 + flow % 16384));
     uint8_t *sg = buf + f->sig_off;
     uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
+    if (f->csum_hw) {
+        /* the port computes both checksums: IPv4's field 0, UDP's the pseudo-header sum */
+        if (f->ipv4) tm_st16(buf + f->ip_off + 10, 0);
+        tm_st16(buf + f->udp_off + 6, csum_fold2(f->phdr_sum_base + a));
+        if (f->compact) {
+            sg[4] = (uint8_t)(seq >> 32); tm_st32(sg + 5, (uint32_t)seq);
+            sg[9] = (uint8_t)(tx_ns >> 32); tm_st32(sg + 10, (uint32_t)tx_ns);
+        } else {
+            tm_st16(sg + 6, (uint16_t)(seq >> 32)); tm_st32(sg + 8, (uint32_t)seq);
+            tm_st16(sg + 12, (uint16_t)(tx_ns >> 32)); tm_st32(sg + 14, (uint32_t)tx_ns);
+        }
+        return;
+    }
     if (f->ipv4) tm_st16(buf + f->ip_off + 10, (uint16_t)~csum_fold2(f->ip_sum_base + a));
     uint32_t s;
     if (f->compact) {

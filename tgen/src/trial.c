@@ -104,7 +104,8 @@ static void send_learning_frames(const struct stream *st, uint16_t port, unsigne
 {
     const tmpl_cfg_t *c = &st->sc.cfg;
     for (unsigned f = 0; f < n; f++) {
-        struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+        /* from the pool the port's TX queues send (MBUF_FAST_FREE: the TX pool only) */
+        struct rte_mbuf *m = rte_pktmbuf_alloc(g_ports[port].fast_free ? g_ports[port].tx_pool : g_ports[port].rx_pool);
         if (!m) break;
         uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
         memset(p, 0, 60);
@@ -268,6 +269,10 @@ static void trial_bind_streams(struct trial *t, const uint16_t *ids)
         ts->worker = g_ports[ts->port].tx_lcore[ts->queue];
         ts->reuse = g_ports[ts->port].tx_reuse && st->rx_tag != 0 && g_tmpl_tag_off >= 0;
         ts->prefetch = g_ports[ts->port].remote;
+        ts->cksum_hw = g_ports[ts->port].cksum_hw;
+        ts->fast_free = g_ports[ts->port].fast_free;
+        ts->pool = g_ports[ts->port].rx_pool;
+        ts->txpool = g_ports[ts->port].tx_pool;
         t->rx_tag[i] = g_tmpl_tag_off >= 0 ? st->rx_tag : 0;
         t->sid_map[ids[i]] = (int32_t)i;
         rxgroup_slots(st->sc.rx_ports, st->sc.n_rx_ports, t->rx_slot + (size_t)i * RXG_MAX_PORTS);

@@ -34,10 +34,11 @@ static void tx_drop_pending(struct tx_stream *ts)
  * copies the header part only when the mbuf's tag says the rest is zero; else a whole copy as
  * tmpl_fill, and the mbuf's tag, where mbufs have one, says what the copy left zero) */
 static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int tagged, int tag_off, uint32_t flow,
-                                  uint64_t seq, uint64_t tx_ns)
+                                  uint64_t seq, uint64_t tx_ns, uint64_t olf, uint64_t txo)
 {
     b->data_off = RTE_PKTMBUF_HEADROOM;
-    b->ol_flags = 0;
+    b->ol_flags = olf;
+    if (olf) b->tx_offload = txo;   /* the header lengths the port's checksum offload needs */
     b->data_len = f->len;
     b->pkt_len = f->len;
     uint8_t *d = rte_pktmbuf_mtod(b, uint8_t *);
@@ -49,6 +50,14 @@ static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int 
         tmpl_fast_fields(f, d, flow, seq, tx_ns);
         if (tag_off >= 0) *RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *) = (uint64_t)f->zero_from << 32 | f->full;
     }
+}
+
+/* a frame with the port's checksum offload (tmpl_fast_offload): its ol_flags and tx_offload */
+static inline void tx_offload_flags(const tmpl_fast_t *f, uint64_t *olf, uint64_t *txo)
+{
+    *olf = f->ipv4 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM
+                   : RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_UDP_CKSUM;
+    *txo = rte_mbuf_tx_offload(f->ip_off, (uint64_t)(f->udp_off - f->ip_off), 0, 0, 0, 0, 0);
 }
 
 static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
@@ -108,11 +117,18 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
          * virtio) is built in main-pool mbufs too, tagged: mostly ones that brought a frame of
          * the stream back, whose payload that core has just written (vhost 1518 B: 1.08x) */
         const struct stream *st = ts->st;
-        struct rte_mempool *pool = ts->reuse ? g_pool : g_txpool;
-        int tagged = pool != NULL && !st->tx_whole;
-        if (!tagged || rte_mempool_get_bulk(pool, (void **)m, n) != 0) {
-            tagged = 0;
-            if (rte_mempool_get_bulk(g_pool, (void **)m, n) != 0) { ts->nombuf++; return; }
+        int tagged;
+        if (ts->fast_free) {
+            /* MBUF_FAST_FREE: every mbuf of the queue from the one TX pool, small frames too */
+            tagged = !st->tx_whole;
+            if (rte_mempool_get_bulk(ts->txpool, (void **)m, n) != 0) { ts->nombuf++; return; }
+        } else {
+            struct rte_mempool *pool = ts->reuse ? ts->pool : ts->txpool;
+            tagged = pool != NULL && !st->tx_whole;
+            if (!tagged || rte_mempool_get_bulk(pool, (void **)m, n) != 0) {
+                tagged = 0;
+                if (rte_mempool_get_bulk(ts->pool, (void **)m, n) != 0) { ts->nombuf++; return; }
+            }
         }
         /* the burst's timestamp is the clock read its pacing used (one rdtsc per stream and
          * burst, taken right before it) */
@@ -138,19 +154,25 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
              * fetch is under way before the first of those reads waits) */
             for (unsigned i = 0; i < n; i++) prefetch_for_write((char *)m[i]->buf_addr + RTE_PKTMBUF_HEADROOM);
         }
-        /* the templates, read out once per burst: the stream's one size, or each IMIX size */
+        /* the templates, read out once per burst: the stream's one size, or each IMIX size; with
+         * the port's checksum offload, the flags and header lengths (one header stack per stream) */
+        uint64_t olf = 0, txo = 0;
         if (plen == 1) {
             tmpl_fast_t f;
             tmpl_fast_init(&f, st->tmpls[pattern[0]], &st->sc.cfg);
+            if (ts->cksum_hw && tmpl_fast_offload(&f)) tx_offload_flags(&f, &olf, &txo);
             for (unsigned i = 0; i < n; i++) {
-                tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns);
+                tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns, olf, txo);
                 if (++flow >= flows) flow = 0;
             }
         } else {
             tmpl_fast_t fa[MAX_IMIX];
-            for (int k = 0; k < st->sc.nsizes; k++) tmpl_fast_init(&fa[k], st->tmpls[k], &st->sc.cfg);
+            for (int k = 0; k < st->sc.nsizes; k++) {
+                tmpl_fast_init(&fa[k], st->tmpls[k], &st->sc.cfg);
+                if (ts->cksum_hw && tmpl_fast_offload(&fa[k])) tx_offload_flags(&fa[k], &olf, &txo);
+            }
             for (unsigned i = 0; i < n; i++) {
-                tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns);
+                tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns, olf, txo);
                 if (++pat_pos >= plen) pat_pos = 0;
                 if (++flow >= flows) flow = 0;
             }
@@ -198,16 +220,17 @@ static uint64_t do_tx(struct worker *w, struct trial *t)
 
 /* Give a received burst back: rte_pktmbuf_free_bulk's work, inlined (a direct, single-segment
  * mbuf with refcnt 1 goes back to its pool in one put per run of mbufs of one pool; anything else
- * through rte_pktmbuf_free).  Each of tgen's own mbufs gets its tag (tgen.h) from tag[]: 0, or the
+ * through rte_pktmbuf_free).  Each of tgen's own mbufs (of the port's socket's pools) gets its tag (tgen.h) from tag[]: 0, or the
  * rx_tag of the stream whose test frame it brought back at that stream's length (do_rx).  The
  * receiving port wrote its data, so whatever the mbuf held before says nothing any more.  Without
  * tag[] (no port reuses main-pool mbufs: g_main_tags) only a TX-pool mbuf's tag is reset (net_ring
  * hands them back). */
-static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag)
+static inline void rx_free(struct rte_mbuf **m, unsigned n, const uint64_t *tag, struct rte_mempool *mainpool,
+                           struct rte_mempool *txpool)
 {
     void *run[BURST];
     unsigned k = 0;
-    struct rte_mempool *pool = NULL, *txpool = g_txpool, *mainpool = g_pool;
+    struct rte_mempool *pool = NULL;
     int tag_off = g_tmpl_tag_off;    /* read once: the tag stores below may alias the globals */
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *x = m[i];
@@ -272,7 +295,7 @@ static unsigned do_rx(struct worker *w, struct trial *t, int ph)
                         tag[i] = rtag;
                 }
         }
-        rx_free(m, n, tag);
+        rx_free(m, n, tag, w->rxq[q].pool, w->rxq[q].txpool);
     }
     return total;
 }

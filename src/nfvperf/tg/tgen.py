@@ -1254,7 +1254,8 @@ class TgenMeasurer(Measurer):
             "ports": [{k: p.get(k) for k in ("id", "name", "driver", "mac", "link_up",
                                             "link_speed_bps", "speed_bps", "rxq", "txq", "mtu",
                                             "tx_lcores", "rx_lcores", "socket", "pool_socket",
-                                            "tx_offloads_offered", "tx_offloads_used")}
+                                            "tx_pool_socket", "tx_offloads_offered",
+                                            "tx_offloads_used", "tx_cksum", "tx_offload_note")}
                       for p in ports],
             "pairs": self.pairs,
             "rx_groups": self.rx_groups,
