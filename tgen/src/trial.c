@@ -281,19 +281,31 @@ static void trial_bind_streams(struct trial *t, const uint16_t *ids)
     }
 }
 
+/* zeroed, in whole cache lines of its own: one lcore's per-trial state never shares a line with
+ * another lcore's (two workers' small arrays next to each other on the heap would: each one's
+ * per-burst counter stores would take the line from the other) */
+static void *lcore_calloc(size_t n, size_t size)
+{
+    size_t b = (n ? n : 1) * size;
+    b = (b + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE;
+    void *p = aligned_alloc(RTE_CACHE_LINE_SIZE, b);
+    if (p) memset(p, 0, b);
+    return p;
+}
+
 /* per-lcore state: each worker's TX stream list, RX accounting (and histograms) per trial stream */
 static int workers_alloc_trial_state(struct trial *t, rpc_err_t *e)
 {
     unsigned n = t->nstreams;
     for (unsigned wi = 0; wi < g_nworkers; wi++) {
         struct worker *w = &g_workers[wi];
-        w->tx = calloc(n, sizeof(*w->tx));
-        w->acct = malloc(sizeof(seqacct_t) * n);
-        w->misrouted = calloc(n, sizeof(uint64_t));
-        w->rx_by_slot = calloc((size_t)n * MAX_RX_GROUP, sizeof(uint64_t));
+        w->tx = lcore_calloc(n, sizeof(*w->tx));
+        w->acct = lcore_calloc(n, sizeof(seqacct_t));
+        w->misrouted = lcore_calloc(n, sizeof(uint64_t));
+        w->rx_by_slot = lcore_calloc((size_t)n * MAX_RX_GROUP, sizeof(uint64_t));
         if (t->latency && w->does_rx) {
-            w->lat = malloc(sizeof(hist_t) * n);
-            w->ipdv = malloc(sizeof(hist_t) * n);
+            w->lat = lcore_calloc(n, sizeof(hist_t));
+            w->ipdv = lcore_calloc(n, sizeof(hist_t));
         }
         if (!w->tx || !w->acct || !w->misrouted || !w->rx_by_slot || (t->latency && w->does_rx && (!w->lat || !w->ipdv))) {
             workers_free_trial_state();
