@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "tmpl.h"
 #include "txoff.h"
+#include "tmpl_cfg.h"
 
 static uint16_t g16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static void p16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
@@ -86,19 +87,11 @@ static void offload_frames(const char *what, tmpl_cfg_t c, unsigned size)
 int main(void)
 {
     decisions();
-    tmpl_cfg_t c;
-    memset(&c, 0, sizeof(c));
-    uint8_t sm[6] = { 2, 0, 0, 0, 0, 1 }, dm[6] = { 2, 0, 0, 0, 0, 2 };
-    memcpy(c.src_mac, sm, 6);
-    memcpy(c.dst_mac, dm, 6);
-    c.vlan = -1;
-    inet_pton(AF_INET, "198.18.0.1", c.src_ip);
+    tmpl_cfg_t c = base();
     inet_pton(AF_INET, "198.19.255.250", c.dst_ip);
-    c.src_port = 1024;
     c.dst_port = 65530;
     c.flows = 1000;
     c.vary = VARY_SRC_IP | VARY_DST_IP | VARY_SRC_PORT | VARY_DST_PORT;
-    c.stream_id = 9;
     unsigned sizes[] = { 64, 65, 128, 1518, 9216 };
     for (unsigned i = 0; i < 5; i++) offload_frames("ipv4", c, sizes[i]);
     c.vlan = 100;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include "harness.h"
 #include "tmpl.h"
+#include "tmpl_cfg.h"
 
 static uint16_t g16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
@@ -47,24 +48,6 @@ static void verify_l3(const uint8_t *l3, uint16_t et, size_t avail, const char *
     memcpy(pseudo + plen, udp, ulen);
     CHECK(g16(udp + 6) != 0, "%s: UDP checksum present", what);
     CHECK(rfc1071(pseudo, plen + ulen) == 0, "%s: UDP checksum verifies", what);
-}
-
-static tmpl_cfg_t base(void)
-{
-    tmpl_cfg_t c;
-    memset(&c, 0, sizeof(c));
-    uint8_t sm[6] = { 2, 0, 0, 0, 0, 1 }, dm[6] = { 2, 0, 0, 0, 0, 2 };
-    memcpy(c.src_mac, sm, 6);
-    memcpy(c.dst_mac, dm, 6);
-    c.vlan = -1;
-    inet_pton(AF_INET, "198.18.0.1", c.src_ip);
-    inet_pton(AF_INET, "198.19.0.1", c.dst_ip);
-    c.src_port = 1024;
-    c.dst_port = 1024;
-    c.flows = 1;
-    c.vary = VARY_SRC_IP | VARY_DST_IP;
-    c.stream_id = 7;
-    return c;
 }
 
 static union { tmpl_t t; uint8_t raw[sizeof(tmpl_t) + MAX_FRAME_B + 200]; } TU;
