@@ -219,7 +219,8 @@ static inline int tmpl_fast_offload(tmpl_fast_t *f)
  * varied addresses and ports (written for every flow, flow 0 included, so a previous frame's values
  * never stay), the outer UDP source port, the IPv4 and UDP checksums and the signature's sequence
  * and timestamp.  The rest of the frame is never written per frame. */
-static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns)
+static inline __attribute__((always_inline)) void
+tmpl_fast_fields_k(const tmpl_fast_t *f, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns, int csum_hw)
 {
     uint32_t sip = f->sip, dip = f->dip;
     uint32_t sp = f->sp, dp = f->dp;
@@ -240,7 +241,7 @@ static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t
     if (f->vxlan) tm_st16(buf + f->oudp_off, (uint16_t)(49152 + flow % 16384));
     uint8_t *sg = buf + f->sig_off;
     uint32_t a = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff);
-    if (f->csum_hw) {
+    if (csum_hw) {
         /* the port computes both checksums: IPv4's field 0, UDP's the pseudo-header sum */
         if (f->ipv4) tm_st16(buf + f->ip_off + 10, 0);
         tm_st16(buf + f->udp_off + 6, csum_fold2(f->phdr_sum_base + a));
@@ -273,6 +274,12 @@ static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t
     uint16_t ck = (uint16_t)~csum_fold2(s);
     tm_st16(buf + f->udp_off + 6, ck ? ck : 0xffff);
 }
+/* (tmpl_fast_fields_k with csum_hw = f->csum_hw; the TX loop passes a constant, so a burst's
+ * frames carry no per-frame test of it) */
+static inline void tmpl_fast_fields(const tmpl_fast_t *f, uint8_t *buf, uint32_t flow, uint64_t seq, uint64_t tx_ns)
+{
+    tmpl_fast_fields_k(f, buf, flow, seq, tx_ns, f->csum_hw);
+}
 
 /* The same, from the template and configuration directly */
 static inline void tmpl_fill_fields(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint32_t flow,
@@ -295,8 +302,9 @@ static inline void tmpl_copy(const tmpl_t *t, uint8_t *buf)
  * length needs only the header part copied, whichever template (stream, size, encapsulation) it
  * held before.  Writes the frame for flow/seq/tx timestamp into buf (room as for tmpl_fill) and
  * returns buf's new tag. */
-static inline uint64_t tmpl_fast_write(const tmpl_fast_t *f, uint8_t *buf, uint64_t tag, uint32_t flow,
-                                       uint64_t seq, uint64_t tx_ns)
+static inline __attribute__((always_inline)) uint64_t
+tmpl_fast_write_k(const tmpl_fast_t *f, uint8_t *buf, uint64_t tag, uint32_t flow, uint64_t seq, uint64_t tx_ns,
+                  int csum_hw)
 {
     unsigned zf = (unsigned)(tag >> 32), zt = (unsigned)tag;
     unsigned head = f->head;                            /* what the 32-byte blocks copy */
@@ -307,8 +315,13 @@ static inline uint64_t tmpl_fast_write(const tmpl_fast_t *f, uint8_t *buf, uint6
         for (unsigned o = 0; o < f->full; o += 32) memcpy(buf + o, f->data + o, 32);
         zt = f->full;
     }
-    tmpl_fast_fields(f, buf, flow, seq, tx_ns);
+    tmpl_fast_fields_k(f, buf, flow, seq, tx_ns, csum_hw);
     return (uint64_t)f->zero_from << 32 | zt;
+}
+static inline uint64_t tmpl_fast_write(const tmpl_fast_t *f, uint8_t *buf, uint64_t tag, uint32_t flow,
+                                       uint64_t seq, uint64_t tx_ns)
+{
+    return tmpl_fast_write_k(f, buf, tag, flow, seq, tx_ns, f->csum_hw);
 }
 
 static inline uint64_t tmpl_write(const tmpl_t *t, const tmpl_cfg_t *c, uint8_t *buf, uint64_t tag, uint32_t flow,

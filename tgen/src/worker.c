@@ -33,21 +33,22 @@ static void tx_drop_pending(struct tx_stream *ts)
 /* One frame into a TX mbuf: the fields TX needs, then the frame (tagged: tmpl_fast_write, which
  * copies the header part only when the mbuf's tag says the rest is zero; else a whole copy as
  * tmpl_fill, and the mbuf's tag, where mbufs have one, says what the copy left zero) */
-static inline void tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int tagged, int tag_off, uint32_t flow,
-                                  uint64_t seq, uint64_t tx_ns, uint64_t olf, uint64_t txo)
+static inline __attribute__((always_inline)) void
+tx_write_frame(const tmpl_fast_t *f, struct rte_mbuf *b, int tagged, int tag_off, uint32_t flow, uint64_t seq,
+               uint64_t tx_ns, const int hw, uint64_t olf, uint64_t txo)
 {
     b->data_off = RTE_PKTMBUF_HEADROOM;
-    b->ol_flags = olf;
-    if (olf) b->tx_offload = txo;   /* the header lengths the port's checksum offload needs */
+    b->ol_flags = hw ? olf : 0;
+    if (hw) b->tx_offload = txo;    /* the header lengths the port's checksum offload needs */
     b->data_len = f->len;
     b->pkt_len = f->len;
     uint8_t *d = rte_pktmbuf_mtod(b, uint8_t *);
     if (tagged) {
         uint64_t *tag = RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *);
-        *tag = tmpl_fast_write(f, d, *tag, flow, seq, tx_ns);
+        *tag = tmpl_fast_write_k(f, d, *tag, flow, seq, tx_ns, hw);
     } else {
         for (unsigned o = 0; o < f->full; o += 32) memcpy(d + o, f->data + o, 32);
-        tmpl_fast_fields(f, d, flow, seq, tx_ns);
+        tmpl_fast_fields_k(f, d, flow, seq, tx_ns, hw);
         if (tag_off >= 0) *RTE_MBUF_DYNFIELD(b, tag_off, uint64_t *) = (uint64_t)f->zero_from << 32 | f->full;
     }
 }
@@ -161,18 +162,27 @@ static void tx_one_stream(struct trial *t, struct tx_stream *ts, uint64_t now)
             tmpl_fast_t f;
             tmpl_fast_init(&f, st->tmpls[pattern[0]], &st->sc.cfg);
             if (ts->cksum_hw && tmpl_fast_offload(&f)) tx_offload_flags(&f, &olf, &txo);
-            for (unsigned i = 0; i < n; i++) {
-                tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns, olf, txo);
-                if (++flow >= flows) flow = 0;
-            }
+            /* (two loops: hw a constant in each, no per-frame test of it) */
+            if (olf)
+                for (unsigned i = 0; i < n; i++) {
+                    tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns, 1, olf, txo);
+                    if (++flow >= flows) flow = 0;
+                }
+            else
+                for (unsigned i = 0; i < n; i++) {
+                    tx_write_frame(&f, m[i], tagged, tag_off, flow, seq++, tx_ns, 0, 0, 0);
+                    if (++flow >= flows) flow = 0;
+                }
         } else {
             tmpl_fast_t fa[MAX_IMIX];
             for (int k = 0; k < st->sc.nsizes; k++) {
                 tmpl_fast_init(&fa[k], st->tmpls[k], &st->sc.cfg);
                 if (ts->cksum_hw && tmpl_fast_offload(&fa[k])) tx_offload_flags(&fa[k], &olf, &txo);
             }
+            /* the stream's sizes share its header stack: all offloaded or none */
             for (unsigned i = 0; i < n; i++) {
-                tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns, olf, txo);
+                if (olf) tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns, 1, olf, txo);
+                else tx_write_frame(&fa[pattern[pat_pos]], m[i], tagged, tag_off, flow, seq++, tx_ns, 0, 0, 0);
                 if (++pat_pos >= plen) pat_pos = 0;
                 if (++flow >= flows) flow = 0;
             }
