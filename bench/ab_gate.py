@@ -20,7 +20,10 @@ and A against itself could fail the gate by chance; null when even all rounds ar
 ``seconds_per_round`` is what a round costs (both units, with their l3fwd restarts).
 
 Prints a line per gate and, as the LAST line, one JSON object.
-JSON keys: b_vs_a_ratio, b_vs_a_interval, b_vs_a_interval_width_pct, gate_b_exit, a_vs_a_ratio, a_vs_a_interval, a_vs_a_interval_width_pct, gate_a_exit, expected, rounds, round_trial_s, threshold_pct, seconds, run_seconds, seconds_per_round, a_mpps, b_mpps, generator_bound_rounds, a_vs_a_width_by_rounds, rounds_for_threshold
+JSON keys: b_vs_a_ratio, b_vs_a_interval, b_vs_a_interval_width_pct, gate_b_exit, a_vs_a_ratio,
+  a_vs_a_interval, a_vs_a_interval_width_pct, gate_a_exit, expected, rounds, round_trial_s,
+  threshold_pct, seconds, run_seconds, seconds_per_round, a_mpps, b_mpps, generator_bound_rounds,
+  a_vs_a_width_by_rounds, rounds_for_threshold
 ``expected`` is true when gate_b_exit is 1 and gate_a_exit is 0.  Needs root, tgen and dpdk-doc
 (as ``make build``).  ``--quick``: 6 rounds of 0.2 s trials (the fewest that give a 95 %
 interval; checks the mechanics, not the figures).  Defaults: the suite's 30 rounds of 0.5 s

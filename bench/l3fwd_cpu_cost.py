@@ -24,7 +24,8 @@ relative to A per unit of CPU, the cost ``nfvperf gate --ab`` must catch (``benc
 measures the same builds through tgen and gates them).
 
 Prints a line per measurement and, as the LAST line, one JSON object.
-JSON keys: port_kind, a_mpps_per_cpu_s, b_mpps_per_cpu_s, b_over_a, b_over_a_median, cost_pct, extra_ns_per_packet, feeder_drop_pct, rounds, window_s
+JSON keys: port_kind, a_mpps_per_cpu_s, b_mpps_per_cpu_s, b_over_a, b_over_a_median, cost_pct,
+  extra_ns_per_packet, feeder_drop_pct, rounds, window_s
 Needs root (DPDK's runtime directory; vhost: hugepages, dpdk-testpmd) and both builds
 (``bench/ab_gate.py`` or docs/ci-gate.md builds them; this bench builds them too).
 ``--quick``: 2 rounds of 1 s windows; default 10 rounds of 6 s; ``--rounds``, ``--window-s``,
