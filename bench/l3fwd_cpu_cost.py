@@ -49,6 +49,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+from nfvperf.host import hugepages  # noqa: E402
 EXAMPLES = Path(os.environ.get("DPDK_EXAMPLES", "/usr/share/dpdk/examples")) / "l3fwd"
 BUILDS = {"a": REPO / "build" / "l3fwd" / "l3fwd", "b": REPO / "build" / "l3fwd-b" / "l3fwd"}
 #: flows the vhost feeder cycles through (testpmd flowgen: one address per flow, the same on both
@@ -121,7 +123,7 @@ def measure(binary: Path, tmp: Path, prefix: str, window_s: float, port_kind: st
     else:
         socks = [tmp / f"{prefix}-{i}.sock" for i in range(2)]
         argv = l3fwd_argv(binary, prefix, [f"net_vhost{i},iface={s},client=0" for i, s in enumerate(socks)])
-        argv[1:1] = ["-m", "512"]
+        argv[1:1] = ["-m", "512", "--huge-unlink"]                # no hugepage files left behind
         counted = [0, 1]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     feeder = None
@@ -156,6 +158,7 @@ def measure(binary: Path, tmp: Path, prefix: str, window_s: float, port_kind: st
             drop = 100.0 * int(m.group(2)) / (int(m.group(1)) + int(m.group(2))) if m else float("nan")
         p.terminate()
         p.wait(15)
+        hugepages.remove_leftovers(prefix)      # both processes' hugepage files and runtime dirs
     rates = sorted((o1 - o0) / ((c1 - c0) / 1e9) for (c0, o0), (c1, o1) in zip(samples, samples[1:]) if c1 > c0)
     return rates[int(0.9 * (len(rates) - 1))], drop
 
