@@ -9,7 +9,7 @@
 #                                    copied to <build dir>/examples, the patch applied there
 #                                    (patch -p1, paths a/l3fwd/...) and built from the copy, e.g.
 #                                    build B of the CI gate (docs/ci-gate.md):
-#                                    L3FWD_PATCH=l3fwd/patches/urpf-lookup.patch L3FWD_BUILD=build/l3fwd-b
+#                                    L3FWD_PATCH=l3fwd/patches/urpf-flowstats.patch L3FWD_BUILD=build/l3fwd-b
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXAMPLES=${DPDK_EXAMPLES:-/usr/share/dpdk/examples}

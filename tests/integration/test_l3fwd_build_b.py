@@ -1,7 +1,9 @@
 """Build B of the CI gate (issue 29 item 4): scripts/build-l3fwd.sh with L3FWD_PATCH applies
-l3fwd/patches/urpf-lookup.patch to a copy of dpdk-doc's l3fwd sources and builds it into its own
-directory, leaving the sources and build A alone; a second call finds it up to date; a patch
-that does not exist is refused.  (Its cost is measured by bench/ab_gate.py.)"""
+l3fwd/patches/urpf-flowstats.patch (a uRPF check with per-flow accounting) to a copy of
+dpdk-doc's l3fwd sources and builds it into its own directory, leaving the sources and build A
+alone: B's binary holds the patch's flow table (its name) and A's does not; a second call finds
+it up to date; a patch that does not exist is refused.  (Its cost is measured by
+bench/l3fwd_cpu_cost.py, its gate by bench/ab_gate.py.)"""
 from __future__ import annotations
 
 import os
@@ -12,7 +14,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = Path("/usr/share/dpdk/examples")
-PATCH = "l3fwd/patches/urpf-lookup.patch"
+PATCH = "l3fwd/patches/urpf-flowstats.patch"
+BUILD_A = REPO / "build" / "l3fwd" / "l3fwd"
+#: the flow table's name format, a string of the patched code only
+MARK = b"l3fwd_flows_%u"
 
 pytestmark = [pytest.mark.no_polling,
               pytest.mark.skipif(not (EXAMPLES / "l3fwd" / "main.c").exists(), reason="needs dpdk-doc (l3fwd sources)")]
@@ -29,9 +34,11 @@ def test_build_b_is_the_patched_sources_in_its_own_dir(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert (out / "l3fwd").is_file() and os.access(out / "l3fwd", os.X_OK)
     patched = (out / "examples" / "l3fwd" / "l3fwd_lpm_sse.h").read_text()
-    assert "l3fwd_lpm_urpf_check(nb_rx, pkts_burst, qconf);" in patched
-    assert "l3fwd_lpm_urpf_check" not in (EXAMPLES / "l3fwd" / "l3fwd_lpm_sse.h").read_text()
-    assert b"l3fwd_urpf_stats" in (out / "l3fwd").read_bytes()      # the symbol: the patched code is in
+    assert "l3fwd_lpm_urpf_account(nb_rx, pkts_burst, qconf);" in patched
+    assert "l3fwd_lpm_urpf_account" not in (EXAMPLES / "l3fwd" / "l3fwd_lpm_sse.h").read_text()
+    assert MARK in (out / "l3fwd").read_bytes()                      # the patched code is in B
+    if BUILD_A.is_file():
+        assert MARK not in BUILD_A.read_bytes()                      # and not in A
     again = build_l3fwd(out, PATCH)
     assert again.returncode == 0 and "up to date" in again.stdout
 
