@@ -13,7 +13,7 @@ measures figures that a hiccup moves only in proportion to its length:
 - ``ndr`` — the RFC 2544 zero-loss throughput by the entry's own search (binary by default); it
   keeps its name, and a comparison of it says so.
 
-The study's runner (``nfvperf.rounds``) calls :func:`measure_round`; this module sees only the
+The study's runner (``nfvperf.runner.rounds``) calls :func:`measure_round`; this module sees only the
 measurer (``measure(duration, load)``), as every method does.
 """
 from __future__ import annotations

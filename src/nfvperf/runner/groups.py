@@ -1,6 +1,6 @@
 """Which test units share a topology build: consecutive units on one topology form a group (torn
 down between groups); the units of a study that runs in interleaved rounds form one group
-``(ROUNDS, units)`` that :mod:`nfvperf.rounds` builds itself; within a group, consecutive
+``(ROUNDS, units)`` that :mod:`nfvperf.runner.rounds` builds itself; within a group, consecutive
 units on the same measurer run on one build (:func:`by_measurer`)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nfvperf.topo.spec import TopologySpec
 __all__ = ["ROUNDS", "Unit", "Group", "in_rounds", "topology_groups", "by_measurer"]
 
 
-#: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)
+#: the topology slot of a group that is an interleaved study (``nfvperf.runner.rounds``)
 ROUNDS = object()
 #: a test unit: (test entry, frame size; None for IMIX and size-less methods)
 Unit = tuple[TestConfig, Optional[int]]
@@ -29,7 +29,7 @@ def in_rounds(test: TestConfig) -> bool:
 def topology_groups(units: list[Unit], default: TopologySpec) -> list[Group]:
     """Consecutive test units on the same topology share one build (torn down between groups).
     The units of a study with ``rounds`` form one group ``(ROUNDS, units)`` where the study's
-    first unit stands (their topologies are built by ``nfvperf.rounds``)."""
+    first unit stands (their topologies are built by ``nfvperf.runner.rounds``)."""
     groups: list[Group] = []
     studies: dict[str, list[Unit]] = {}
     for test, size in units:
