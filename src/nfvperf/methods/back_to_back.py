@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from pydantic import Field
 
 from nfvperf import units
+from nfvperf.search.validity import TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, is_line_rate, setup
+from .common import MethodInfo, MethodResult, is_line_rate, Recorder, setup
 from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -73,8 +74,8 @@ class BackToBackResult(MethodResult):
                 ("skipped: " + str(self.skip_reason)) if self.skipped else ("burst capped" if self.capped else "")]
 
 
-def burst_search(runner: Any, max_frames: int, burst_pps: float, drain_s: float,
-                 resolution: int = 1, **ctx: Any) -> tuple[int, int]:
+def burst_search(runner: TrialRunner, max_frames: int, burst_pps: float, drain_s: float,
+                 resolution: int = 1, **ctx: object) -> tuple[int, int]:
     """Longest lossless burst in [0, max_frames]; returns (frames, trials)."""
     n = 0
     tr = runner.measure_burst(max_frames, burst_pps, drain_s, phase="b2b", frames=max_frames, **ctx)
@@ -95,7 +96,7 @@ def burst_search(runner: Any, max_frames: int, burst_pps: float, drain_s: float,
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: BackToBackParams,
-        recorder: Any = None) -> BackToBackResult:
+        recorder: Optional[Recorder] = None) -> BackToBackResult:
     rec, runner = setup(measurer, profile, params, recorder, "back_to_back")
     tput, tres = prerequisite(runner, rec, profile, params)
     max_pps = profile.max_load_pps

@@ -21,13 +21,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Mapping, Optional
 
-from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
+from nfvperf.search.validity import (InvalidTrialsError, OnTrial, TrialContext, TrialRunner, check_valid,
+                                     generator_shortfall)
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 from . import throughput as tp
 from .common import rates
+from .result import num
 
 #: CSIT's PDR: loss ratio 0.5 %, exceed ratio 0.5
 PDR_LOSS_RATIO = 0.005
@@ -61,7 +63,7 @@ class Figure:
     remarks: list[str] = field(default_factory=list)   # not 'notes': the unit's summary says them once
     error: Optional[str] = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -72,13 +74,11 @@ class RoundSettings:
     overload_pct: float = 100.0
 
     @classmethod
-    def from_study(cls, rounds: dict[str, Any]) -> "RoundSettings":
-        return cls(metrics=list(rounds.get("metrics") or ["mrr"]),
-                   trial_s=float(rounds.get("round_trial_s") or cls.trial_s),
-                   overload_pct=float(rounds.get("overload_pct") or 100.0))
-
-
-OnTrial = Callable[[TrialResult, dict[str, Any]], None]
+    def from_study(cls, rounds: Mapping[str, object]) -> "RoundSettings":
+        metrics = rounds.get("metrics")
+        return cls(metrics=[str(m) for m in metrics] if isinstance(metrics, list) and metrics else ["mrr"],
+                   trial_s=num(rounds.get("round_trial_s")) or cls.trial_s,
+                   overload_pct=num(rounds.get("overload_pct")) or 100.0)
 
 
 def _shortfall_only(reasons: list[str]) -> bool:
@@ -88,30 +88,27 @@ def _shortfall_only(reasons: list[str]) -> bool:
     return bool(reasons) and all("of intended" in r for r in reasons)
 
 
-def warmup(measurer: Measurer, profile: TrafficProfile, load_pps: float, on_trial: OnTrial,
-           context: dict[str, Any]) -> float:
+def warmup(runner: TrialRunner, profile: TrafficProfile, load_pps: float, context: TrialContext) -> float:
     """A discarded trial at ``load_pps`` long enough to send every flow 3 times (at least
     0.2 s): caches and datapath flows are set up before the round's figure is taken."""
     dur = max(0.2, tp.WARMUP_FLOW_PASSES * profile.flows_per_port / max(load_pps, 1.0))
-    tr = measurer.measure(dur, load_pps)
-    on_trial(tr, dict(context, phase="warmup", warmup=True, used=False))
+    runner.single(dur, load_pps, dict(context, phase="warmup", warmup=True))
     return dur
 
 
-def measure_mrr(measurer: Measurer, profile: TrafficProfile, settings: RoundSettings, ndir: int,
-                on_trial: OnTrial, context: dict[str, Any]) -> Figure:
+def measure_mrr(runner: TrialRunner, profile: TrafficProfile, settings: RoundSettings, ndir: int,
+                context: TrialContext) -> Figure:
     """One trial at the overload; the figure is the received rate per interface."""
     load = profile.max_load_pps * settings.overload_pct / 100.0
     fig = Figure("mrr", None, offered_pps=load)
     for attempt in range(1, MRR_ATTEMPTS + 1):
-        tr = measurer.measure(settings.trial_s, load)
+        tr = runner.single(settings.trial_s, load, dict(context, phase="mrr", attempt=attempt),
+                           lambda r: not r or _shortfall_only(r))
         fig.trials += 1
         fig.trial_s += settings.trial_s
         reasons = check_valid(tr)
         short = _shortfall_only(reasons)
-        ok = not reasons or short
-        on_trial(tr, dict(context, phase="mrr", attempt=attempt, used=ok))
-        if not ok:
+        if reasons and not short:
             fig.remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
             continue
         dur = tr.effective_duration_s or tr.duration_s
@@ -149,15 +146,15 @@ def pdr_params(settings: RoundSettings, base: Optional[tp.ThroughputParams] = No
 class _Rec:
     """The recorder a throughput search expects, forwarding every trial with the round's context."""
 
-    def __init__(self, on_trial: OnTrial, context: dict[str, Any]):
+    def __init__(self, on_trial: OnTrial, context: TrialContext):
         self.on_trial, self.context = on_trial, context
 
-    def trial(self, _test: Any, tr: TrialResult, **ctx: Any) -> None:
-        self.on_trial(tr, dict(self.context, **ctx))
+    def trial(self, test: str, tr: TrialResult, **context: object) -> None:
+        self.on_trial(tr, dict(self.context, **context))
 
 
 def measure_search(metric: str, measurer: Measurer, profile: TrafficProfile, params: tp.ThroughputParams,
-                   on_trial: OnTrial, context: dict[str, Any]) -> Figure:
+                   on_trial: OnTrial, context: TrialContext) -> Figure:
     """``pdr`` or ``ndr``: a throughput search; the figure is its result (first goal)."""
     try:
         res = tp.run(measurer, profile, params, _Rec(on_trial, dict(context, phase_group=metric)))
@@ -173,19 +170,21 @@ def measure_search(metric: str, measurer: Measurer, profile: TrafficProfile, par
     return fig
 
 
-def measure_round(measurer: Measurer, profile: TrafficProfile, unit_params: Any, settings: RoundSettings,
-                  ndir: int, on_trial: OnTrial, context: dict[str, Any], warm: bool) -> dict[str, Any]:
+def measure_round(measurer: Measurer, profile: TrafficProfile, unit_params: tp.ThroughputParams,
+                  settings: RoundSettings, ndir: int, on_trial: OnTrial, context: TrialContext,
+                  warm: bool) -> dict[str, object]:
     """Every metric of ``settings`` for one unit in one round: ``{metric: Figure dict, ...}`` plus
     the round's wall time and whether a warm-up trial ran first."""
     t0 = time.monotonic()
     out: dict[str, Any] = {"figures": {}, "warmup_s": 0.0}
-    if warm and getattr(measurer, "warmup_default", False):
+    runner = TrialRunner(measurer, on_trial=on_trial)
+    if warm and measurer.warmup_default:
         load = profile.max_load_pps * settings.overload_pct / 100.0
-        out["warmup_s"] = warmup(measurer, profile, load, on_trial, context)
+        out["warmup_s"] = warmup(runner, profile, load, context)
     for metric in settings.metrics:
         ctx = dict(context, metric=metric)
         if metric == "mrr":
-            fig = measure_mrr(measurer, profile, settings, ndir, on_trial, ctx)
+            fig = measure_mrr(runner, profile, settings, ndir, ctx)
         elif metric == "pdr":
             fig = measure_search("pdr", measurer, profile, pdr_params(settings, unit_params), on_trial, ctx)
         elif metric == "ndr":

@@ -3,13 +3,13 @@ successive trials without loss; loss % = (in − out) × 100 / in."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from pydantic import Field, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodParams, MethodResult, measure_capped, setup
+from .common import MethodInfo, MethodParams, MethodResult, measure_capped, Recorder, setup
 
 
 class FrameLossRateParams(MethodParams):
@@ -57,7 +57,7 @@ def loss_pct(sent: int, received: int) -> float:
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams,
-        recorder: Any = None) -> FrameLossRateResult:
+        recorder: Optional[Recorder] = None) -> FrameLossRateResult:
     rec, runner = setup(measurer, profile, params, recorder, "frame_loss_rate")
     line = profile.max_load_pps
     out = FrameLossRateResult(method="frame_loss_rate", frame_size_b=profile.frame_size_b,

@@ -4,13 +4,13 @@ and the mean reported (RFC 2544: ≥20 repetitions of ≥120 s)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from pydantic import Field, field_validator
 
 from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, measure_capped, setup
+from .common import MethodInfo, MethodResult, measure_capped, Recorder, setup
 from .result import MethodMetric, Stored, dicts, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -98,7 +98,7 @@ def _mean(xs: list[float]) -> float:
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
-        recorder: Any = None) -> LatencyResult:
+        recorder: Optional[Recorder] = None) -> LatencyResult:
     rec, runner = setup(measurer, profile, params, recorder, "latency")
     tput, tres = prerequisite(runner, rec, profile, params)
     out = LatencyResult(method="latency", frame_size_b=profile.frame_size_b, throughput_pps=tput,

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, setup
+from .common import MethodInfo, MethodResult, Recorder, setup
 from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -70,7 +70,7 @@ def reset_time_frame_loss_s(frames_lost: int, offered_pps: float) -> float:
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: ResetParams,
-        recorder: Any = None) -> ResetResult:
+        recorder: Optional[Recorder] = None) -> ResetResult:
     rec, runner = setup(measurer, profile, params, recorder, "reset")
     tput, tres = prerequisite(runner, rec, profile, params)
     out = ResetResult(method="reset", frame_size_b=profile.frame_size_b,

@@ -7,13 +7,14 @@ test frame is lost and none is flooded (``TrialResult.extra['flooded']``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from pydantic import Field, model_validator
 
+from nfvperf.search.validity import TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodInfo, MethodParams, RATE, MethodResult, setup
+from .common import MethodInfo, MethodParams, RATE, MethodResult, Recorder, setup
 from .result import MethodMetric, headline_pps, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -42,7 +43,7 @@ class ForwardingResult(MethodResult):
 
 
 def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: ForwardingParams,
-                   recorder: Any = None) -> ForwardingResult:
+                   recorder: Optional[Recorder] = None) -> ForwardingResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_forwarding")
     tput, tres = prerequisite(runner, rec, profile, params)
     line = profile.max_load_pps
@@ -68,7 +69,7 @@ def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: Forwardi
 
 # --- address caching / learning ------------------------------------------------------------
 
-def _addr_trial(runner: Any, measurer: Measurer, addresses: int, learning_pps: float,
+def _addr_trial(runner: TrialRunner, measurer: Measurer, addresses: int, learning_pps: float,
                 duration_s: float, load_pps: float, phase: str) -> TrialResult:
     fn = getattr(measurer, "measure_addresses", None)
     if not callable(fn):
@@ -125,7 +126,7 @@ class AddressLearningResult(AddressResult):
 
 
 def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: AddressCachingParams,
-                        recorder: Any = None) -> AddressResult:
+                        recorder: Optional[Recorder] = None) -> AddressResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_caching")
     load = profile.max_load_pps * params.load_pct / 100.0
     out = AddressCachingResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b)
@@ -169,7 +170,7 @@ class AddressLearningParams(MethodParams):
 
 
 def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: AddressLearningParams,
-                         recorder: Any = None) -> AddressResult:
+                         recorder: Optional[Recorder] = None) -> AddressResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_learning")
     load = profile.max_load_pps * params.load_pct / 100.0
     top = params.max_rate_pps or profile.max_load_pps

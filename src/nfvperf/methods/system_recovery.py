@@ -5,13 +5,13 @@ A"; B − A is what is meant)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import Field
 
 from nfvperf.trial import Measurer, Segment, TrafficProfile
 
-from .common import MethodInfo, MethodResult, setup
+from .common import MethodInfo, MethodResult, Recorder, setup
 from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -61,7 +61,7 @@ class SystemRecoveryResult(MethodResult):
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParams,
-        recorder: Any = None) -> SystemRecoveryResult:
+        recorder: Optional[Recorder] = None) -> SystemRecoveryResult:
     rec, runner = setup(measurer, profile, params, recorder, "system_recovery")
     tput, tres = prerequisite(runner, rec, profile, params)
     over_pct, low_pct = VARIANTS[params.variant]

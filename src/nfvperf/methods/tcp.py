@@ -7,9 +7,9 @@ from typing import Any, Optional, Union
 
 from pydantic import Field, StrictBool, field_validator
 
-from nfvperf.trial import Measurer, TrafficProfile, Unsupported
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodInfo, MethodParams, MethodResult, setup
+from .common import MethodInfo, MethodParams, MethodResult, Recorder, setup
 from .result import MethodMetric, ResultTable, fmt_num, num
 
 
@@ -34,7 +34,7 @@ class TcpParams(MethodParams):
 
     @field_validator("multiqueue")
     @classmethod
-    def _queues(cls, v: Any) -> Any:
+    def _queues(cls, v: Optional[Union[bool, int]]) -> Optional[Union[bool, int]]:
         if v is not None and not isinstance(v, bool) and not 1 <= v <= 4096:
             raise ValueError(f"multiqueue: {v} queues; give 1..4096, true (as many as the "
                              "interface allows), false (1) or leave it unset")
@@ -99,7 +99,7 @@ class TcpResult(MethodResult):
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
-        recorder: Any = None) -> TcpResult:
+        recorder: Optional[Recorder] = None) -> TcpResult:
     fn = getattr(measurer, "measure_tcp", None)
     if not callable(fn):
         raise Unsupported(f"{measurer.name} cannot run TCP tests (needs the iperf3 measurer)")
@@ -119,7 +119,7 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
     elif params.tso is not None or params.multiqueue is not None:
         kw.update(tso=params.tso, multiqueue=params.multiqueue)   # the sim models them
 
-    def trial() -> Any:
+    def trial() -> TrialResult:
         r = fn(**kw)
         return r.to_trial_result() if hasattr(r, "to_trial_result") else r
 
