@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional, TypedDict
+from typing import Literal, Mapping, Optional, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -12,7 +12,7 @@ from nfvperf.search.validity import InvalidTrialsError, TrialContext, TrialRunne
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, Rec, Recorder, rates, setup
-from .result import headline_pps
+from .result import Stored, headline_pps, num
 from nfvperf.search.mlr import SearchGoal
 from nfvperf.search.mlr import PRESETS
 from nfvperf.search.binary import binary_search
@@ -108,30 +108,30 @@ class ThroughputParams(MethodParams):
                            initial_trial_duration=min(1.0, self.trial_duration_s)),)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ThroughputResult(MethodResult):
     method: str
     frame_size_b: int
     search: str
     throughput_pps: Optional[float]              # RLB of the first goal / binary result
-    rates: dict = field(default_factory=dict)    # fps, l1_mbps, l1_pct, l2_mbps (per interface)
+    rates: Mapping[str, Optional[float]] = field(default_factory=dict)   # fps, l1_mbps, l1_pct, l2_mbps (per if)
     line_rate_pps: float = 0.0
     max_load_pps: float = 0.0
     lower_bound_pps: Optional[float] = None
     upper_bound_pps: Optional[float] = None
-    goals: list = field(default_factory=list)    # per-goal GoalResult dicts
+    goals: tuple[Stored, ...] = ()               # per-goal GoalResult dicts
     trials: int = 0
     total_trial_s: float = 0.0
     wall_s: float = 0.0
     irregular: bool = False
     bidirectional: bool = True
     load_is: str = "per interface (per direction)"
-    notes: list = field(default_factory=list)
-    info: list = field(default_factory=list)      # facts that do not qualify the result
-    trace: list = field(default_factory=list)     # [{load_pps, duration_s, loss_ratio, phase}]
-    warmup: Optional[dict] = None                 # the discarded warm-up trial, if one ran
+    notes: tuple[str, ...] = ()
+    info: tuple[str, ...] = ()                    # facts that do not qualify the result
+    trace: tuple[Stored, ...] = ()                # ({load_pps, duration_s, loss_ratio, phase}, ...)
+    warmup: Optional[Mapping[str, object]] = None   # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                       # trials repeated because they were invalid
-    invalid_reasons: dict = field(default_factory=dict)   # {kind of reason: count}
+    invalid_reasons: Mapping[str, int] = field(default_factory=dict)   # {kind of reason: count}
 
     def rate_pps(self) -> Optional[float]:
         """The median over repetitions (the runner's ``repeat``), else the first goal's RLB."""
@@ -140,9 +140,8 @@ class ThroughputResult(MethodResult):
     def zero_loss_throughput(self) -> Optional[float]:
         """The rate, when the first goal has loss ratio 0 and exceed ratio 0 (binary search, the
         rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
-        goals = self.goals or [{}]
-        g = goals[0] if isinstance(goals[0], dict) else {}
-        if float(g.get("loss_ratio") or 0.0) == 0.0 and float(g.get("exceed_ratio") or 0.0) == 0.0:
+        g = self.goals[0] if self.goals and isinstance(self.goals[0], dict) else {}
+        if not num(g.get("loss_ratio")) and not num(g.get("exceed_ratio")):
             return self.rate_pps()
         return None
 
@@ -150,7 +149,7 @@ class ThroughputResult(MethodResult):
     def pdr_pps(self) -> Optional[float]:
         for g in self.goals:
             if g.get("name") == "pdr":
-                return g.get("lower_bound_pps")
+                return num(g.get("lower_bound_pps"))
         return None
 
 
@@ -375,11 +374,11 @@ def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputPar
         throughput_pps=sr.load_pps, rates=rates(sr.load_pps, profile),
         line_rate_pps=profile.max_load_pps, max_load_pps=sr.max_load_pps or 0.0,
         lower_bound_pps=sr.lower_bound_pps, upper_bound_pps=sr.upper_bound_pps,
-        goals=[g.to_dict() for g in sr.goals], trials=sr.trials_used,
+        goals=tuple(g.to_dict() for g in sr.goals), trials=sr.trials_used,
         total_trial_s=sr.total_trial_s, wall_s=sr.wall_s, irregular=sr.irregular,
-        bidirectional=profile.bidirectional, notes=list(sr.notes), info=list(sr.info),
-        trace=[{"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
-                "phase": t.phase} for t in sr.trials],
+        bidirectional=profile.bidirectional, notes=tuple(sr.notes), info=tuple(sr.info),
+        trace=tuple({"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
+                     "phase": t.phase} for t in sr.trials),
         warmup=sr.warmup, invalid_trials=sr.invalid_trials, invalid_reasons=dict(sr.invalid_reasons))
 
 
@@ -393,7 +392,7 @@ class ThroughputPrereq(MethodParams):
 
 
 def prerequisite(runner: TrialRunner, rec: Rec, profile: TrafficProfile,
-                 params: ThroughputPrereq) -> tuple[float, Optional[dict]]:
+                 params: ThroughputPrereq) -> tuple[float, Optional[Stored]]:
     """(throughput_pps, throughput result dict or None) — measured if not given."""
     if params.throughput_pps is not None:
         return params.throughput_pps, None
