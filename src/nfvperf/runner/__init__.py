@@ -29,7 +29,7 @@ import functools
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Optional
 
 from nfvperf.config import Suite, TestConfig
 from nfvperf.fit import FitChange
@@ -50,7 +50,7 @@ from .books import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TEST_FAILED,
                     UnitBooks, closing_status, create_run, record_measurer, record_plan)
 from .ceilings import CeilingOptions, HarnessCeilings
 from .factory import MeasurerFactory, measurer_for
-from .groups import ROUNDS, Group, Unit, topology_groups
+from .groups import Group, Unit, topology_groups
 from .interrupts import Interrupts, only_owner
 from .progress import Progress, progress_logs
 from .results import ThroughputReuse
@@ -118,8 +118,7 @@ class RunLoop:
                 break
             group = self.books.skip_planned(self.plan, group)
             if group:
-                self.run_schedule(Rounds(self, group) if topo_spec is ROUNDS
-                                  else Sequential(self, cast(TopologySpec, topo_spec), group))
+                self.run_schedule(Rounds(self, group) if topo_spec is None else Sequential(self, topo_spec, group))
         self.cpu_steadiness("after it")
 
     def run_schedule(self, schedule: Schedule) -> None:
@@ -247,14 +246,13 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
 
     ``fit_host``: run the suite fitted to this host (``--fit-host``, :mod:`nfvperf.fit`); the
     changes are stored in ``environment.fit_host`` and on each unit's test row."""
+    run = functools.partial(_execute, suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress,
+                            log=log, measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling,
+                            fit_host=fit_host)
     if testbed is None:
-        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
-                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling,
-                        fit_host=fit_host)
-    return holding(store, testbed, tg, wait_lock_s, log, lambda uid, lock: _execute(
-        suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
-        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid, testbed=testbed,
-        testbed_lock=lock, fit_host=fit_host))
+        return run()
+    return holding(store, testbed, tg, wait_lock_s, log,
+                   lambda uid, lock: run(uid=uid, testbed=testbed, testbed_lock=lock))
 
 
 def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,

@@ -92,18 +92,6 @@ def round_orders(n_units: int, rounds: int, seed: int) -> list[list[int]]:
     return out
 
 
-def _in_place_difference(a: TopologySpec, b: TopologySpec) -> Optional[dict[str, object]]:
-    """{field: b's value} when the DUT of ``a`` can switch to ``b`` in place, None if it cannot."""
-    if a == b:
-        return {}
-    return in_place_difference(a, b)
-
-
-def restart_reason(a: TopologySpec, b: TopologySpec) -> str:
-    fields = restart_fields(a, b)
-    return ", ".join(fields) or "the topology differs"
-
-
 def build_groups(units: list[RoundUnit], sim: bool) -> list[list[int]]:
     """Indices of the units that share one build (the first unit's spec is the group's)."""
     if sim:
@@ -111,7 +99,7 @@ def build_groups(units: list[RoundUnit], sim: bool) -> list[list[int]]:
     groups: list[list[int]] = []
     for i, u in enumerate(units):
         for g in groups:
-            if _in_place_difference(units[g[0]].spec, u.spec) is not None:
+            if in_place_difference(units[g[0]].spec, u.spec) is not None:
                 g.append(i)
                 break
         else:
@@ -184,12 +172,13 @@ class Rounds:
             return {"how": "in place (simulated DUT)", "restart_units": []}
         if len(self.groups) == 1:
             g = self.groups[0]
-            inplace = any(_in_place_difference(self.units[g[0]].spec, self.units[i].spec) for i in g)
+            inplace = any(in_place_difference(self.units[g[0]].spec, self.units[i].spec) for i in g)
             return {"how": "in place (the DUT reconfigured while running)" if inplace
                     else "by traffic alone (one topology)", "restart_units": []}
         first = self.units[self.groups[0][0]].spec
         restart = [self.units[i].label for g in self.groups[1:] for i in g]
-        reasons = sorted({restart_reason(first, self.units[g[0]].spec) for g in self.groups[1:]})
+        reasons = sorted({", ".join(restart_fields(first, self.units[g[0]].spec)) or "the topology differs"
+                          for g in self.groups[1:]})
         return {"how": "by restarting the topology between units", "builds_per_round": len(self.groups),
                 "restart_units": restart, "restart_reason": "; ".join(reasons)}
 
@@ -282,10 +271,9 @@ class Rounds:
     # ------------------------------------------------------------------ the books
     def summary(self, u: RoundUnit) -> RoundData:
         out: RoundData = {"study": self.name, "rounds": self.n, "rounds_measured": len(u.rounds),
-                               "seed": self.seed, "settings": dict(self.rounds_cfg),
-                               "switching": self.info["switching"]["how"],
-                               "positions": [rd.get("position") for rd in u.rounds], "metrics": {},
-                               "ratios": {}}
+                          "seed": self.seed, "settings": dict(self.rounds_cfg),
+                          "switching": self.info["switching"]["how"],
+                          "positions": [rd.get("position") for rd in u.rounds], "metrics": {}, "ratios": {}}
         base = baseline_of(self.units, u)
         if base is not None:
             out["baseline_unit"] = base.label

@@ -26,7 +26,7 @@ from nfvperf.units import directions
 
 from .groups import Unit, by_measurer
 from .recorder import Recorder
-from .results import UnitResult, params_dump, result_dict
+from .results import UnitResult, result_dict
 
 if TYPE_CHECKING:
     from . import RunLoop
@@ -150,11 +150,11 @@ class UnitVisit:
             raise Unsupported(f"method {test.method} needs --tg tgen or sim "
                               "(--tg iperf3 runs only the tcp method)")
         run_fn = REGISTRY[test.method].run
-        params = loop.reuse.params(test, size, self.spec)
-        if params is not test.params_for(size):
-            loop.store.update_test_params(self.test_id, params_dump(params))
+        params, reused = loop.reuse.params(test, size, self.spec)
+        if reused:
+            loop.store.update_test_params(self.test_id, params.model_dump(mode="json"))
             loop.progress.log(f"  {label}: using the Throughput measured earlier in this run "
-                              f"({params.throughput_pps:,.0f} fps per interface)")
+                              f"({reused:,.0f} fps per interface)")
         measurer.set_profile(self.profile)
         loop.configure_unit(measurer, self.spec, test, size)
         reps = max(1, test.repeat)
