@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from nfvperf.search.validity import (InvalidTrialsError, OnTrial, TrialContext, TrialRunner, check_valid,
@@ -49,7 +49,7 @@ METRIC_TITLES = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Figure:
     """One metric of one unit in one round."""
 
@@ -60,7 +60,7 @@ class Figure:
     loss_ratio: Optional[float] = None
     trials: int = 0
     trial_s: float = 0.0
-    remarks: list[str] = field(default_factory=list)   # not 'notes': the unit's summary says them once
+    remarks: tuple[str, ...] = ()   # not 'notes': the unit's summary says them once
     error: Optional[str] = None
 
     def to_dict(self) -> dict[str, object]:
@@ -100,32 +100,30 @@ def measure_mrr(runner: TrialRunner, profile: TrafficProfile, settings: RoundSet
                 context: TrialContext) -> Figure:
     """One trial at the overload; the figure is the received rate per interface."""
     load = profile.max_load_pps * settings.overload_pct / 100.0
-    fig = Figure("mrr", None, offered_pps=load)
+    remarks: list[str] = []
+    trial_s = 0.0
     for attempt in range(1, MRR_ATTEMPTS + 1):
         tr = runner.single(settings.trial_s, load, dict(context, phase="mrr", attempt=attempt),
                            lambda r: not r or _shortfall_only(r))
-        fig.trials += 1
-        fig.trial_s += settings.trial_s
+        trial_s += settings.trial_s
         reasons = check_valid(tr)
         short = _shortfall_only(reasons)
         if reasons and not short:
-            fig.remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
+            remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
             continue
         dur = tr.effective_duration_s or tr.duration_s
-        fig.value_pps = tr.received / dur / max(1, ndir)
-        fig.loss_ratio = tr.loss_ratio
         offered = generator_shortfall(tr) if short else None
         if offered is not None:
-            fig.offered_pps = offered
-            fig.remarks.append(f"the generator offered {offered:,.0f} of {load:,.0f} fps per interface "
-                             f"({offered / load:.0%}): the overload is what it could send")
-        if 0 < tr.sent <= tr.received and not (tr.extra or {}).get("backpressure"):
-            fig.bound = "generator"
-            fig.remarks.append("no frame lost: the DUT forwarded all the generator offered; the MRR is "
-                             "a lower bound of the DUT's")
-        return fig
-    fig.error = f"no valid MRR trial in {MRR_ATTEMPTS} attempts"
-    return fig
+            remarks.append(f"the generator offered {offered:,.0f} of {load:,.0f} fps per interface "
+                           f"({offered / load:.0%}): the overload is what it could send")
+        bound = "generator" if 0 < tr.sent <= tr.received and not (tr.extra or {}).get("backpressure") else "dut"
+        if bound == "generator":
+            remarks.append("no frame lost: the DUT forwarded all the generator offered; the MRR is "
+                           "a lower bound of the DUT's")
+        return Figure("mrr", tr.received / dur / max(1, ndir), bound, load if offered is None else offered,
+                      tr.loss_ratio, attempt, trial_s, tuple(remarks))
+    return Figure("mrr", None, offered_pps=load, trials=MRR_ATTEMPTS, trial_s=trial_s, remarks=tuple(remarks),
+                  error=f"no valid MRR trial in {MRR_ATTEMPTS} attempts")
 
 
 def pdr_params(settings: RoundSettings, base: Optional[tp.ThroughputParams] = None) -> tp.ThroughputParams:
@@ -161,13 +159,10 @@ def measure_search(metric: str, measurer: Measurer, profile: TrafficProfile, par
     except InvalidTrialsError as e:
         return Figure(metric, None, error=f"invalid trials: {e}")
     value = res.throughput_pps
-    fig = Figure(metric, value if value and value > 0 else None, trials=res.trials,
-                 trial_s=res.total_trial_s, remarks=list(res.notes))
-    if value is not None and value <= 0:
-        fig.error = "no load met the goal"
-    if value and value >= profile.max_load_pps * (1 - 1e-6):
-        fig.bound = "line"
-    return fig
+    return Figure(metric, value if value and value > 0 else None,
+                  "line" if value and value >= profile.max_load_pps * (1 - 1e-6) else "dut",
+                  trials=res.trials, trial_s=res.total_trial_s, remarks=tuple(res.notes),
+                  error="no load met the goal" if value is not None and value <= 0 else None)
 
 
 def measure_round(measurer: Measurer, profile: TrafficProfile, unit_params: tp.ThroughputParams,
