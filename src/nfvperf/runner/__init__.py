@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from nfvperf.config import Suite, TestConfig
+from nfvperf.config import Suite, TestConfig, topology_overrides
 from nfvperf.fit import FitChange
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
 from nfvperf.host.preflight import PreflightError
@@ -140,11 +140,13 @@ class RunLoop:
         skips (preflight, host too small) or fails its units that have no row; a DUT failure ends the run."""
         self.group_tg = build.tg
         self.ceilings.before_group(build.tg, build.spec, build.units)
+        info = {"kind": build.spec.kind, "overrides": topology_overrides(build.spec, self.suite.spec.topology),
+                **build.extra}
         try:
-            self.env["topologies"].append(build.info)
-            with self.factory(self.suite, build.tg, self.run.tag, self.run_dir, build.info, build.spec) as measurer:
-                self.record_measurer(build.info, measurer)
-                for visit in build.visits(measurer, build.info):
+            self.env["topologies"].append(info)
+            with self.factory(self.suite, build.tg, self.run.tag, self.run_dir, info, build.spec) as measurer:
+                self.record_measurer(info, measurer)
+                for visit in build.visits(measurer, info):
                     if self.status != "completed" or not self.run_visit(measurer, visit):
                         break
         except (HostTooSmall, PreflightError) as e:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from nfvperf.config import TestConfig, topology_overrides
+from nfvperf.config import TestConfig
 from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.methods.capacity import METRIC_TITLES, WARM_FOR_S, RoundSettings, measure_round
 from nfvperf.plan import unit_label
@@ -201,12 +201,9 @@ class Rounds:
 
     def build(self, group: list[int], rounds: list[int]) -> Build:
         """One build of ``group``'s first spec, for ``rounds``."""
-        loop = self.loop
         spec = self.units[group[0]].spec
-        info: TopologyInfo = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology),
-                              "rounds_study": self.name}
-        return Build(spec, loop.tg, [(self.units[i].test, self.units[i].size) for i in group], info,
-                     lambda m, info: self.visits(group, rounds, spec, m, info))
+        return Build(spec, self.loop.tg, [(self.units[i].test, self.units[i].size) for i in group],
+                     lambda m, info: self.visits(group, rounds, spec, m, info), {"rounds_study": self.name})
 
     def visits(self, group: list[int], rounds: list[int], spec: TopologySpec, measurer: Measurer,
                info: TopologyInfo) -> Iterator[Visit]:

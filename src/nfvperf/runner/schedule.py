@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
-from nfvperf.config import TestConfig, topology_overrides
+from nfvperf.config import TestConfig
 from nfvperf.fit import fitted_axes
 from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.methods import REGISTRY, runs_on_iperf3
@@ -59,13 +59,13 @@ class Visit(Protocol):
 @dataclass
 class Build:
     """One topology build of a schedule: ``visits(measurer, info)`` gives, once it is up and
-    ``info`` holds its environment, what runs on it."""
+    ``info`` (its kind and overrides, ``extra``, then its environment) is filled, what runs on it."""
 
     spec: TopologySpec
     tg: str                               # the measurer kind it is built for
     units: list[Unit]                     # its units (harness ceiling, the rows of a failed build)
-    info: TopologyInfo
     visits: Callable[[Measurer, TopologyInfo], Iterable[Visit]]
+    extra: TopologyInfo
 
 
 class Schedule(Protocol):
@@ -88,13 +88,13 @@ class Sequential:
     def builds(self) -> Iterator[Build]:
         loop, spec = self.loop, self.spec
         for tg, units in by_measurer(self.units, loop.plan, loop.tg):
-            info: TopologyInfo = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology)}
+            extra: TopologyInfo = {}
             fitted = [c.text() for t, s in units for c in loop.fit_changes(t, s)]
             if fitted:
-                info["fitted_to_host"] = list(dict.fromkeys(fitted))
+                extra["fitted_to_host"] = list(dict.fromkeys(fitted))
             if tg != loop.tg:
-                info["measurer_tg"] = tg
-            yield Build(spec, tg, units, info, functools.partial(self.visits, units))
+                extra["measurer_tg"] = tg
+            yield Build(spec, tg, units, functools.partial(self.visits, units), extra)
 
     def visits(self, units: list[Unit], _measurer: Measurer, info: TopologyInfo) -> Iterator[Visit]:
         # the test rows keep what reports read; the spec itself is run.config.topology + overrides
