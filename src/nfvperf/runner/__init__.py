@@ -109,7 +109,7 @@ class RunLoop:
 
     # ------------------------------------------------------------------ the one loop
     def run_groups(self, groups: list[Group]) -> None:
-        """Every group through :meth:`run_schedule`: a study in rounds by :class:`~nfvperf.rounds.Rounds`,
+        """Every group through :meth:`run_schedule`: a study in rounds by :class:`~nfvperf.runner.rounds.Rounds`,
         any other group by :class:`.schedule.Sequential`."""
         self.env["host"] = host_environment()
         self.cpu_steadiness("before the run")
