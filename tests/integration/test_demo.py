@@ -127,7 +127,7 @@ def _rounds_stored(db: Path, log: str) -> None:
     same study, a second time): the store holds every round of both units with its round number
     and position (each round's two positions are 1 and 2, in the orders the run's seed draws),
     every trial of the study carries its round, and the ratio summarises every round."""
-    from nfvperf.rounds import round_orders
+    from nfvperf.runner.rounds import round_orders
     m = re.search(rf"study {STUDY}: 2 units in {ROUNDS} interleaved rounds \(seed (\d+);", log)
     assert m, log[:3000]
     seed = int(m.group(1))

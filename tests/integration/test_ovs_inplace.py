@@ -86,7 +86,7 @@ def test_rxq_rules_and_emc_change_without_a_restart(run_ctx) -> None:
             assert done["dut"]["pmd_threads"] == more
             assert sorted(parse_pmd_rxq(dut.pmd_rxq())["pmds"]) == more
             # the stored pinning follows the mask, and the switch says whether the PMD threads
-            # now share the generator's CPUs (an interleaved study's unit gets it: nfvperf.rounds)
+            # now share the generator's CPUs (an interleaved study's unit gets it: nfvperf.runner.rounds)
             gen = set(topo.plan.cpus("tgen"))
             assert topo.environment()["pinning"]["roles"]["dut"] == more
             assert done["generator_cpu_overlap"] == (

@@ -16,10 +16,9 @@ higher one, not even lazily inside a function.  The layers, lowest first:
     config, testbed, fit        the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it; a topology
                                 fitted to this host (--fit-host: cores, HT, NUMA, hugepages)
-    rounds, plan                a study's units in interleaved rounds (the runner lends it its books);
-                                the run plan: which units run here and why the others are skipped
+    plan                        the run plan: which units run here and why the others are skipped
                                 (validate and run call it)
-    runner                      runs a suite
+    runner                      runs a suite (its one loop; interleaved rounds are a schedule of it)
     site                        the static results site (uses report, store and trend)
     cli, __main__               the command line
 """
@@ -38,7 +37,7 @@ LAYER = {
     "report": 4, "vm": 4,
     "topo": 5, "study": 5, "trend": 5,
     "config": 6, "testbed": 6, "fit": 6,
-    "rounds": 7, "plan": 7,
+    "plan": 7,
     "runner": 8,
     "site": 9,
     "cli": 10, "__main__": 11,

@@ -10,7 +10,7 @@ import pytest
 
 from nfvperf.config import SuiteError, validate_suite
 from nfvperf.report.rounds import rounds_result, rounds_tables, round_rows
-from nfvperf.rounds import build_groups, round_orders
+from nfvperf.runner.rounds import build_groups, round_orders
 from nfvperf.runner import execute
 from nfvperf.store import Store
 
@@ -129,7 +129,7 @@ def test_orders_are_seeded_permutations_that_change_between_rounds():
 
 def test_units_on_one_topology_share_one_build():
     s = validate_suite(suite())
-    from nfvperf.rounds import RoundUnit
+    from nfvperf.runner.rounds import RoundUnit
     units = [RoundUnit(t, 64, t.name, t.topology or s.spec.topology) for t in s.tests]
     assert build_groups(units, sim=False) == [[0, 1]]
     d = suite()
@@ -331,7 +331,7 @@ def test_units_restarted_every_round_warm_up_every_round(tmp_path, monkeypatch):
     """Units that interleave by restarting the DUT (two builds of it: docs/ci-gate.md) meet a
     fresh DUT every round, so each round starts with a warm-up trial however soon it follows the
     unit's previous round; units sharing one build warm up only after a pause."""
-    import nfvperf.rounds as rounds_mod
+    import nfvperf.runner.rounds as rounds_mod
     seen: list[tuple[int, bool]] = []
     real = rounds_mod.measure_round
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, replace
+from typing import Optional
 
 from pydantic import Field
 
 from nfvperf import units
+from nfvperf.search.validity import TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, is_line_rate, setup
-from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
+from .common import MethodInfo, MethodResult, is_line_rate, Recorder, setup
+from .result import MethodMetric, ResultTable, Stored, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -34,7 +35,7 @@ class BackToBackParams(ThroughputPrereq):
     resolution_frames: int = Field(1, ge=1, description="stop the burst search at hi − lo ≤ this")
 
 
-@dataclass
+@dataclass(frozen=True)
 class BackToBackResult(MethodResult):
     METRIC = MethodMetric("mean_frames", "mean back-to-back burst", 1.0, "frames")
     TABLE = ResultTable(
@@ -51,7 +52,7 @@ class BackToBackResult(MethodResult):
     skipped: bool = False
     skip_reason: str = ""
     repetitions: int = 0
-    bursts_frames: list = field(default_factory=list)
+    bursts_frames: tuple[int, ...] = ()
     mean_frames: Optional[float] = None
     min_frames: Optional[int] = None
     max_frames: Optional[int] = None
@@ -62,8 +63,8 @@ class BackToBackResult(MethodResult):
     max_burst_frames: int = 0
     capped: bool = False          # some search hit the max burst length (result is a lower bound)
     trials: int = 0
-    throughput_result: Optional[dict] = None
-    notes: list = field(default_factory=list)
+    throughput_result: Optional[Stored] = None
+    notes: tuple[str, ...] = ()
 
     def table_row(self, first: str) -> list[str]:
         return [first, fmt_num(num(self.throughput_pps), 0), fmt_num(self.repetitions),
@@ -73,8 +74,8 @@ class BackToBackResult(MethodResult):
                 ("skipped: " + str(self.skip_reason)) if self.skipped else ("burst capped" if self.capped else "")]
 
 
-def burst_search(runner: Any, max_frames: int, burst_pps: float, drain_s: float,
-                 resolution: int = 1, **ctx: Any) -> tuple[int, int]:
+def burst_search(runner: TrialRunner, max_frames: int, burst_pps: float, drain_s: float,
+                 resolution: int = 1, **ctx: object) -> tuple[int, int]:
     """Longest lossless burst in [0, max_frames]; returns (frames, trials)."""
     n = 0
     tr = runner.measure_burst(max_frames, burst_pps, drain_s, phase="b2b", frames=max_frames, **ctx)
@@ -95,7 +96,7 @@ def burst_search(runner: Any, max_frames: int, burst_pps: float, drain_s: float,
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: BackToBackParams,
-        recorder: Any = None) -> BackToBackResult:
+        recorder: Optional[Recorder] = None) -> BackToBackResult:
     rec, runner = setup(measurer, profile, params, recorder, "back_to_back")
     tput, tres = prerequisite(runner, rec, profile, params)
     max_pps = profile.max_load_pps
@@ -104,28 +105,25 @@ def run(measurer: Measurer, profile: TrafficProfile, params: BackToBackParams,
                            throughput_pps=tput, max_pps=max_pps, max_burst_s=params.max_burst_s,
                            max_burst_frames=max_frames, throughput_result=tres)
     if is_line_rate(tput, profile):
-        out.skipped = True
-        out.skip_reason = "Throughput equals the theoretical maximum: the buffer never fills (RFC 9004)"
-        return out
+        return replace(out, skipped=True,
+                       skip_reason="Throughput equals the theoretical maximum: the buffer never fills (RFC 9004)")
+    b: list[int] = []
+    trials = 0
     for i in range(params.repetitions):
         frames, n = burst_search(runner, max_frames, max_pps, params.drain_s,
                                  params.resolution_frames, repetition=i + 1)
-        out.trials += n
-        out.bursts_frames.append(frames)
-        if frames >= max_frames:
-            out.capped = True
+        trials += n
+        b.append(frames)
         rec.progress((i + 1) / params.repetitions, f"back-to-back repetition {i + 1}: {frames} frames")
-    b = out.bursts_frames
-    out.repetitions = len(b)
-    out.mean_frames = statistics.fmean(b)
-    out.min_frames, out.max_frames = min(b), max(b)
-    out.stddev_frames = statistics.stdev(b) if len(b) > 1 else 0.0
-    out.implied_buffer_time_s = units.implied_buffer_time_s(out.mean_frames, max_pps)
-    out.corrected_buffer_time_s = units.corrected_buffer_time_s(out.mean_frames, max_pps, tput)
-    if out.capped:
-        out.notes.append(f"burst length capped at {params.max_burst_s} s ({max_frames} frames): "
-                         f"the DUT buffer may be larger")
-    return out
+    capped = max(b) >= max_frames
+    mean = statistics.fmean(b)
+    return replace(out, trials=trials, bursts_frames=tuple(b), capped=capped, repetitions=len(b),
+                   mean_frames=mean, min_frames=min(b), max_frames=max(b),
+                   stddev_frames=statistics.stdev(b) if len(b) > 1 else 0.0,
+                   implied_buffer_time_s=units.implied_buffer_time_s(mean, max_pps),
+                   corrected_buffer_time_s=units.corrected_buffer_time_s(mean, max_pps, tput),
+                   notes=(f"burst length capped at {params.max_burst_s} s ({max_frames} frames): "
+                          f"the DUT buffer may be larger",) if capped else ())
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

@@ -13,21 +13,23 @@ measures figures that a hiccup moves only in proportion to its length:
 - ``ndr`` — the RFC 2544 zero-loss throughput by the entry's own search (binary by default); it
   keeps its name, and a comparison of it says so.
 
-The study's runner (``nfvperf.rounds``) calls :func:`measure_round`; this module sees only the
+The study's runner (``nfvperf.runner.rounds``) calls :func:`measure_round`; this module sees only the
 measurer (``measure(duration, load)``), as every method does.
 """
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
-from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
+from nfvperf.search.validity import (InvalidTrialsError, OnTrial, TrialContext, TrialRunner, check_valid,
+                                     generator_shortfall)
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
 from . import throughput as tp
 from .common import rates
+from .result import num
 
 #: CSIT's PDR: loss ratio 0.5 %, exceed ratio 0.5
 PDR_LOSS_RATIO = 0.005
@@ -47,7 +49,7 @@ METRIC_TITLES = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Figure:
     """One metric of one unit in one round."""
 
@@ -58,10 +60,10 @@ class Figure:
     loss_ratio: Optional[float] = None
     trials: int = 0
     trial_s: float = 0.0
-    remarks: list[str] = field(default_factory=list)   # not 'notes': the unit's summary says them once
+    remarks: tuple[str, ...] = ()   # not 'notes': the unit's summary says them once
     error: Optional[str] = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -72,13 +74,11 @@ class RoundSettings:
     overload_pct: float = 100.0
 
     @classmethod
-    def from_study(cls, rounds: dict[str, Any]) -> "RoundSettings":
-        return cls(metrics=list(rounds.get("metrics") or ["mrr"]),
-                   trial_s=float(rounds.get("round_trial_s") or cls.trial_s),
-                   overload_pct=float(rounds.get("overload_pct") or 100.0))
-
-
-OnTrial = Callable[[TrialResult, dict[str, Any]], None]
+    def from_study(cls, rounds: Mapping[str, object]) -> "RoundSettings":
+        metrics = rounds.get("metrics")
+        return cls(metrics=[str(m) for m in metrics] if isinstance(metrics, list) and metrics else ["mrr"],
+                   trial_s=num(rounds.get("round_trial_s")) or cls.trial_s,
+                   overload_pct=num(rounds.get("overload_pct")) or 100.0)
 
 
 def _shortfall_only(reasons: list[str]) -> bool:
@@ -88,47 +88,42 @@ def _shortfall_only(reasons: list[str]) -> bool:
     return bool(reasons) and all("of intended" in r for r in reasons)
 
 
-def warmup(measurer: Measurer, profile: TrafficProfile, load_pps: float, on_trial: OnTrial,
-           context: dict[str, Any]) -> float:
+def warmup(runner: TrialRunner, profile: TrafficProfile, load_pps: float, context: TrialContext) -> float:
     """A discarded trial at ``load_pps`` long enough to send every flow 3 times (at least
     0.2 s): caches and datapath flows are set up before the round's figure is taken."""
     dur = max(0.2, tp.WARMUP_FLOW_PASSES * profile.flows_per_port / max(load_pps, 1.0))
-    tr = measurer.measure(dur, load_pps)
-    on_trial(tr, dict(context, phase="warmup", warmup=True, used=False))
+    runner.single(dur, load_pps, dict(context, phase="warmup", warmup=True))
     return dur
 
 
-def measure_mrr(measurer: Measurer, profile: TrafficProfile, settings: RoundSettings, ndir: int,
-                on_trial: OnTrial, context: dict[str, Any]) -> Figure:
+def measure_mrr(runner: TrialRunner, profile: TrafficProfile, settings: RoundSettings, ndir: int,
+                context: TrialContext) -> Figure:
     """One trial at the overload; the figure is the received rate per interface."""
     load = profile.max_load_pps * settings.overload_pct / 100.0
-    fig = Figure("mrr", None, offered_pps=load)
+    remarks: list[str] = []
+    trial_s = 0.0
     for attempt in range(1, MRR_ATTEMPTS + 1):
-        tr = measurer.measure(settings.trial_s, load)
-        fig.trials += 1
-        fig.trial_s += settings.trial_s
+        tr = runner.single(settings.trial_s, load, dict(context, phase="mrr", attempt=attempt),
+                           lambda r: not r or _shortfall_only(r))
+        trial_s += settings.trial_s
         reasons = check_valid(tr)
         short = _shortfall_only(reasons)
-        ok = not reasons or short
-        on_trial(tr, dict(context, phase="mrr", attempt=attempt, used=ok))
-        if not ok:
-            fig.remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
+        if reasons and not short:
+            remarks.append(f"attempt {attempt} invalid: {'; '.join(reasons)}")
             continue
         dur = tr.effective_duration_s or tr.duration_s
-        fig.value_pps = tr.received / dur / max(1, ndir)
-        fig.loss_ratio = tr.loss_ratio
         offered = generator_shortfall(tr) if short else None
         if offered is not None:
-            fig.offered_pps = offered
-            fig.remarks.append(f"the generator offered {offered:,.0f} of {load:,.0f} fps per interface "
-                             f"({offered / load:.0%}): the overload is what it could send")
-        if 0 < tr.sent <= tr.received and not (tr.extra or {}).get("backpressure"):
-            fig.bound = "generator"
-            fig.remarks.append("no frame lost: the DUT forwarded all the generator offered; the MRR is "
-                             "a lower bound of the DUT's")
-        return fig
-    fig.error = f"no valid MRR trial in {MRR_ATTEMPTS} attempts"
-    return fig
+            remarks.append(f"the generator offered {offered:,.0f} of {load:,.0f} fps per interface "
+                           f"({offered / load:.0%}): the overload is what it could send")
+        bound = "generator" if 0 < tr.sent <= tr.received and not (tr.extra or {}).get("backpressure") else "dut"
+        if bound == "generator":
+            remarks.append("no frame lost: the DUT forwarded all the generator offered; the MRR is "
+                           "a lower bound of the DUT's")
+        return Figure("mrr", tr.received / dur / max(1, ndir), bound, load if offered is None else offered,
+                      tr.loss_ratio, attempt, trial_s, tuple(remarks))
+    return Figure("mrr", None, offered_pps=load, trials=MRR_ATTEMPTS, trial_s=trial_s, remarks=tuple(remarks),
+                  error=f"no valid MRR trial in {MRR_ATTEMPTS} attempts")
 
 
 def pdr_params(settings: RoundSettings, base: Optional[tp.ThroughputParams] = None) -> tp.ThroughputParams:
@@ -149,43 +144,42 @@ def pdr_params(settings: RoundSettings, base: Optional[tp.ThroughputParams] = No
 class _Rec:
     """The recorder a throughput search expects, forwarding every trial with the round's context."""
 
-    def __init__(self, on_trial: OnTrial, context: dict[str, Any]):
+    def __init__(self, on_trial: OnTrial, context: TrialContext):
         self.on_trial, self.context = on_trial, context
 
-    def trial(self, _test: Any, tr: TrialResult, **ctx: Any) -> None:
-        self.on_trial(tr, dict(self.context, **ctx))
+    def trial(self, test: str, tr: TrialResult, **context: object) -> None:
+        self.on_trial(tr, dict(self.context, **context))
 
 
 def measure_search(metric: str, measurer: Measurer, profile: TrafficProfile, params: tp.ThroughputParams,
-                   on_trial: OnTrial, context: dict[str, Any]) -> Figure:
+                   on_trial: OnTrial, context: TrialContext) -> Figure:
     """``pdr`` or ``ndr``: a throughput search; the figure is its result (first goal)."""
     try:
         res = tp.run(measurer, profile, params, _Rec(on_trial, dict(context, phase_group=metric)))
     except InvalidTrialsError as e:
         return Figure(metric, None, error=f"invalid trials: {e}")
     value = res.throughput_pps
-    fig = Figure(metric, value if value and value > 0 else None, trials=res.trials,
-                 trial_s=res.total_trial_s, remarks=list(res.notes))
-    if value is not None and value <= 0:
-        fig.error = "no load met the goal"
-    if value and value >= profile.max_load_pps * (1 - 1e-6):
-        fig.bound = "line"
-    return fig
+    return Figure(metric, value if value and value > 0 else None,
+                  "line" if value and value >= profile.max_load_pps * (1 - 1e-6) else "dut",
+                  trials=res.trials, trial_s=res.total_trial_s, remarks=tuple(res.notes),
+                  error="no load met the goal" if value is not None and value <= 0 else None)
 
 
-def measure_round(measurer: Measurer, profile: TrafficProfile, unit_params: Any, settings: RoundSettings,
-                  ndir: int, on_trial: OnTrial, context: dict[str, Any], warm: bool) -> dict[str, Any]:
+def measure_round(measurer: Measurer, profile: TrafficProfile, unit_params: tp.ThroughputParams,
+                  settings: RoundSettings, ndir: int, on_trial: OnTrial, context: TrialContext,
+                  warm: bool) -> dict[str, object]:
     """Every metric of ``settings`` for one unit in one round: ``{metric: Figure dict, ...}`` plus
     the round's wall time and whether a warm-up trial ran first."""
     t0 = time.monotonic()
     out: dict[str, Any] = {"figures": {}, "warmup_s": 0.0}
-    if warm and getattr(measurer, "warmup_default", False):
+    runner = TrialRunner(measurer, on_trial=on_trial)
+    if warm and measurer.warmup_default:
         load = profile.max_load_pps * settings.overload_pct / 100.0
-        out["warmup_s"] = warmup(measurer, profile, load, on_trial, context)
+        out["warmup_s"] = warmup(runner, profile, load, context)
     for metric in settings.metrics:
         ctx = dict(context, metric=metric)
         if metric == "mrr":
-            fig = measure_mrr(measurer, profile, settings, ndir, on_trial, ctx)
+            fig = measure_mrr(runner, profile, settings, ndir, ctx)
         elif metric == "pdr":
             fig = measure_search("pdr", measurer, profile, pdr_params(settings, unit_params), on_trial, ctx)
         elif metric == "ndr":

@@ -2,14 +2,15 @@
 successive trials without loss; loss % = (in − out) × 100 / in."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
 
 from pydantic import Field, field_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodParams, MethodResult, measure_capped, setup
+from .common import MethodInfo, MethodParams, MethodResult, measure_capped, Recorder, setup
+from .result import Stored
 
 
 class FrameLossRateParams(MethodParams):
@@ -33,17 +34,17 @@ class FrameLossRateParams(MethodParams):
         return v
 
 
-@dataclass
+@dataclass(frozen=True)
 class FrameLossRateResult(MethodResult):
     LOSS_STEPS = True
 
     method: str
     frame_size_b: int
-    points: list = field(default_factory=list)   # [{pct, load_pps, sent, received, loss_pct}]
+    points: tuple[Stored, ...] = ()   # ({pct, load_pps, sent, received, loss_pct}, ...)
     trials: int = 0
     stopped: str = ""
     line_rate_pps: float = 0.0
-    notes: list = field(default_factory=list)
+    notes: tuple[str, ...] = ()
 
     def summary_text(self) -> Optional[str]:
         data = self.stored()
@@ -57,11 +58,12 @@ def loss_pct(sent: int, received: int) -> float:
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams,
-        recorder: Any = None) -> FrameLossRateResult:
+        recorder: Optional[Recorder] = None) -> FrameLossRateResult:
     rec, runner = setup(measurer, profile, params, recorder, "frame_loss_rate")
     line = profile.max_load_pps
-    out = FrameLossRateResult(method="frame_loss_rate", frame_size_b=profile.frame_size_b,
-                              line_rate_pps=line)
+    points: list[Stored] = []
+    notes: list[str] = []
+    stopped = ""
     zeros = 0
     i = 0
     cap: float | None = None          # the most the generator offered, once it fell short
@@ -70,7 +72,7 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
     while True:
         pct = round(params.start_pct - i * params.step_pct, 9)
         if pct <= 0:
-            out.stopped = "reached 0 % load"
+            stopped = "reached 0 % load"
             break
         load = line * pct / 100.0
         if cap is not None and load > cap:
@@ -82,25 +84,25 @@ def run(measurer: Measurer, profile: TrafficProfile, params: FrameLossRateParams
         tr, point_load = got.trial, got.load_pps
         sent, received = tr.expected or tr.sent, tr.received
         lp = loss_pct(sent, received)
-        point = {"pct": pct, "load_pps": point_load, "sent": sent, "received": received, "loss_pct": lp}
+        point: Stored = {"pct": pct, "load_pps": point_load, "sent": sent, "received": received, "loss_pct": lp}
         if got.note:
             cap = point_load
             point.update(generator_limited=True, requested_load_pps=load,
                          offered_pct=100.0 * point_load / line)
-            out.notes.append(f"frame loss at {pct:g} % of line rate: {got.note}; steps above "
+            notes.append(f"frame loss at {pct:g} % of line rate: {got.note}; steps above "
                              f"{100.0 * point_load / line:.1f} % are skipped")
-        out.points.append(point)
-        out.trials += 1
+        points.append(point)
         rec.progress(min(1.0, (i + 1) / n_max), f"frame loss at {pct:g} %: {lp:.4f} %")
         zeros = zeros + 1 if received >= sent else 0
         if zeros >= params.zero_loss_stop:
-            out.stopped = f"{zeros} successive zero-loss trials"
+            stopped = f"{zeros} successive zero-loss trials"
             break
         i += 1
     if skipped:
-        out.notes.append(f"not measured (above what the generator could offer): "
-                         f"{', '.join(f'{p:g} %' for p in skipped)} of line rate")
-    return out
+        notes.append(f"not measured (above what the generator could offer): "
+                     f"{', '.join(f'{p:g} %' for p in skipped)} of line rate")
+    return FrameLossRateResult(method="frame_loss_rate", frame_size_b=profile.frame_size_b, points=tuple(points),
+                               trials=len(points), stopped=stopped, line_rate_pps=line, notes=tuple(notes))
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

@@ -3,14 +3,14 @@ with percentiles, histogram, PDV (RFC 5481) and IPDV (RFC 3393); each point repe
 and the mean reported (RFC 2544: ≥20 repetitions of ≥120 s)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Optional
 
 from pydantic import Field, field_validator
 
 from nfvperf.trial import LatencySummary, Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, measure_capped, setup
+from .common import MethodInfo, MethodResult, measure_capped, Recorder, setup
 from .result import MethodMetric, Stored, dicts, num
 from .throughput import ThroughputPrereq, prerequisite
 
@@ -33,7 +33,7 @@ class LatencyParams(ThroughputPrereq):
         return v
 
 
-@dataclass
+@dataclass(frozen=True)
 class LatencyPoint:
     fraction: float
     load_pps: float
@@ -44,10 +44,10 @@ class LatencyPoint:
     max_ns: float = 0.0
     min_of_min_ns: float = 0.0
     max_of_max_ns: float = 0.0
-    percentiles_ns: dict = field(default_factory=dict)   # mean over repetitions
-    histogram: list = field(default_factory=list)         # merged over repetitions
-    pdv_ns: dict = field(default_factory=dict)            # mean over repetitions
-    ipdv_ns: dict = field(default_factory=dict)
+    percentiles_ns: Mapping[str, float] = field(default_factory=dict)   # mean over repetitions
+    histogram: tuple[tuple[float, int], ...] = ()                      # merged over repetitions
+    pdv_ns: Mapping[str, float] = field(default_factory=dict)           # mean over repetitions
+    ipdv_ns: Mapping[str, float] = field(default_factory=dict)
     lost: int = 0
     loss_ratio_max: float = 0.0
     requested_load_pps: Optional[float] = None   # set when the generator could not offer the load
@@ -60,19 +60,19 @@ LATENCY_METRIC = MethodMetric("avg_ns", "average latency at Throughput", 1e-3, "
                               study_title="average latency at Throughput, µs", digits=2)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LatencyResult(MethodResult):
     LATENCY = True
 
     method: str
     frame_size_b: int
     throughput_pps: float
-    points: list = field(default_factory=list)
+    points: tuple[LatencyPoint, ...] = ()      # read back from the store: their dicts
     definition: str = ""
     trial_duration_s: float = 0.0
     repetitions: int = 0
-    throughput_result: Optional[dict] = None
-    notes: list = field(default_factory=list)
+    throughput_result: Optional[Stored] = None
+    notes: tuple[str, ...] = ()
 
     def latency_points(self) -> list[Stored]:
         """The measured points (fraction, load_pps, min/avg/max_ns, percentiles_ns, ...)."""
@@ -97,13 +97,34 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def _point(frac: float, load: float, asked: float, repetitions: int, lost: int, lr_max: float,
+           sums: list[LatencySummary]) -> LatencyPoint:
+    """One load point: the repetitions' latency summaries averaged (histograms merged)."""
+    pt = LatencyPoint(fraction=frac, load_pps=load, repetitions=repetitions, lost=lost, loss_ratio_max=lr_max,
+                      requested_load_pps=asked if load < asked else None, generator_limited=load < asked)
+    if not sums:
+        return pt
+    hist: dict[float, int] = {}
+    for s in sums:
+        for ub, c in s.histogram:
+            hist[ub] = hist.get(ub, 0) + c
+
+    def means(attr: str) -> dict[str, float]:
+        return {k: _mean([getattr(s, attr).get(k, 0.0) for s in sums]) for k in getattr(sums[0], attr)}
+    return replace(pt, count=sum(s.count for s in sums), min_ns=_mean([s.min_ns for s in sums]),
+                   avg_ns=_mean([s.avg_ns for s in sums]), max_ns=_mean([s.max_ns for s in sums]),
+                   min_of_min_ns=min(s.min_ns for s in sums), max_of_max_ns=max(s.max_ns for s in sums),
+                   percentiles_ns=means("percentiles_ns"), pdv_ns=means("pdv_ns"), ipdv_ns=means("ipdv_ns"),
+                   histogram=tuple(sorted(hist.items())))
+
+
 def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
-        recorder: Any = None) -> LatencyResult:
+        recorder: Optional[Recorder] = None) -> LatencyResult:
     rec, runner = setup(measurer, profile, params, recorder, "latency")
     tput, tres = prerequisite(runner, rec, profile, params)
-    out = LatencyResult(method="latency", frame_size_b=profile.frame_size_b, throughput_pps=tput,
-                        trial_duration_s=params.trial_duration_s, repetitions=params.repetitions,
-                        throughput_result=tres)
+    points: list[LatencyPoint] = []
+    notes: list[str] = []
+    definition = ""
     total = len(params.fractions) * params.repetitions
     done = 0
     for frac in params.fractions:
@@ -118,8 +139,8 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
                                  repetition=i + 1)
             tr = got.trial
             if got.note:
-                out.notes.append(f"latency at {frac:.0%} of Throughput, repetition {i + 1}: {got.note}; "
-                                 f"the following repetitions ran at that load too")
+                notes.append(f"latency at {frac:.0%} of Throughput, repetition {i + 1}: {got.note}; "
+                             f"the following repetitions ran at that load too")
                 load = got.load_pps
             done += 1
             rec.progress(done / total, f"latency {frac:.0%} of Throughput, repetition {i + 1}")
@@ -127,32 +148,15 @@ def run(measurer: Measurer, profile: TrafficProfile, params: LatencyParams,
             lr_max = max(lr_max, tr.loss_ratio)
             if tr.latency is not None and tr.latency.count:
                 sums.append(tr.latency)
-                out.definition = tr.latency.definition
-        pt = LatencyPoint(fraction=frac, load_pps=load, repetitions=params.repetitions, lost=lost,
-                          loss_ratio_max=lr_max)
-        if load < asked:
-            pt.requested_load_pps, pt.generator_limited = asked, True
-        if sums:
-            pt.count = sum(s.count for s in sums)
-            pt.min_ns = _mean([s.min_ns for s in sums])
-            pt.avg_ns = _mean([s.avg_ns for s in sums])
-            pt.max_ns = _mean([s.max_ns for s in sums])
-            pt.min_of_min_ns = min(s.min_ns for s in sums)
-            pt.max_of_max_ns = max(s.max_ns for s in sums)
-            for attr in ("percentiles_ns", "pdv_ns", "ipdv_ns"):
-                keys = getattr(sums[0], attr).keys()
-                setattr(pt, attr, {k: _mean([getattr(s, attr).get(k, 0.0) for s in sums]) for k in keys})
-            hist: dict[float, int] = {}
-            for s in sums:
-                for ub, c in s.histogram:
-                    hist[ub] = hist.get(ub, 0) + c
-            pt.histogram = [[ub, c] for ub, c in sorted(hist.items())]
-        else:
-            out.notes.append(f"no latency samples at fraction {frac} (measurer did not timestamp)")
+                definition = tr.latency.definition
+        points.append(_point(frac, load, asked, params.repetitions, lost, lr_max, sums))
+        if not sums:
+            notes.append(f"no latency samples at fraction {frac} (measurer did not timestamp)")
         if lost:
-            out.notes.append(f"frames lost at fraction {frac}: {lost} (lost frames have no latency)")
-        out.points.append(pt)
-    return out
+            notes.append(f"frames lost at fraction {frac}: {lost} (lost frames have no latency)")
+    return LatencyResult(method="latency", frame_size_b=profile.frame_size_b, throughput_pps=tput,
+                         points=tuple(points), definition=definition, trial_duration_s=params.trial_duration_s,
+                         repetitions=params.repetitions, throughput_result=tres, notes=tuple(notes))
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

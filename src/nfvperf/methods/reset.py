@@ -3,15 +3,15 @@ and timestamp method (largest gap between received frames), through
 ``measurer.measure_reset`` and the measurer's ``reset_hook``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from dataclasses import dataclass
+from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
 from nfvperf.trial import Measurer, TrafficProfile
 
-from .common import MethodInfo, MethodResult, setup
-from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
+from .common import MethodInfo, MethodResult, Recorder, setup
+from .result import MethodMetric, ResultTable, Stored, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -33,7 +33,7 @@ class ResetParams(ThroughputPrereq):
         return self
 
 
-@dataclass
+@dataclass(frozen=True)
 class ResetResult(MethodResult):
     METRIC = MethodMetric("reset_time_frame_loss_s", "reset time (frame-loss method)", 1e3, "ms")
     TABLE = ResultTable(
@@ -47,17 +47,17 @@ class ResetResult(MethodResult):
     frame_size_b: int
     reset_type: str
     offered_pps: float
-    methods: list = field(default_factory=list)
-    trials: list = field(default_factory=list)   # per repetition: frames_lost, reset_time_*_s
+    methods: tuple[str, ...] = ()
+    trials: tuple[Stored, ...] = ()   # per repetition: frames_lost, reset_time_*_s
     mean_frames_lost: Optional[float] = None
     reset_time_frame_loss_s: Optional[float] = None
     reset_time_timestamp_s: Optional[float] = None
     reset_hook_set: bool = False
-    throughput_result: Optional[dict] = None
-    notes: list = field(default_factory=list)
+    throughput_result: Optional[Stored] = None
+    notes: tuple[str, ...] = ()
 
     def table_row(self, first: str) -> list[str]:
-        trials = self.trials if isinstance(self.trials, list) else []
+        trials = self.trials if isinstance(self.trials, (list, tuple)) else []
         return [first, str(self.reset_type or ""), fmt_num(num(self.offered_pps), 0),
                 fmt_num(len(trials) or self.stored().get("repetitions")), fmt_num(num(self.mean_frames_lost), 0),
                 fmt_ms(self.reset_time_frame_loss_s), fmt_ms(self.reset_time_timestamp_s),
@@ -70,42 +70,41 @@ def reset_time_frame_loss_s(frames_lost: int, offered_pps: float) -> float:
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: ResetParams,
-        recorder: Any = None) -> ResetResult:
+        recorder: Optional[Recorder] = None) -> ResetResult:
     rec, runner = setup(measurer, profile, params, recorder, "reset")
     tput, tres = prerequisite(runner, rec, profile, params)
-    out = ResetResult(method="reset", frame_size_b=profile.frame_size_b,
-                      reset_type=params.reset_type, offered_pps=tput, methods=list(params.methods),
-                      reset_hook_set=getattr(measurer, "reset_hook", None) is not None,
-                      throughput_result=tres)
+    notes: list[str] = []
+    trials: list[Stored] = []
     if profile.frame_size_b != 64:
-        out.notes.append("RFC 2544 §26.6 offers minimum-size frames; this run used "
-                         f"{profile.frame_size_b} B")
+        notes.append(f"RFC 2544 §26.6 offers minimum-size frames; this run used {profile.frame_size_b} B")
     fl, ts, lost_all = [], [], []
     for i in range(params.repetitions):
         tr = runner.measure_reset(params.trial_duration_s, tput, params.reset_at_s,
                                   phase="reset", reset_type=params.reset_type, repetition=i + 1)
-        row: dict[str, Any] = {"repetition": i + 1}
+        row: Stored = {"repetition": i + 1}
         # frame-loss method uses the per-stream loss (each direction offered tput)
         per_stream = [s.lost for s in tr.streams] or [tr.lost]
         lost = max(per_stream)
         lost_all.append(lost)
         row["frames_lost"] = lost
         if "frame_loss" in params.methods:
-            row["reset_time_frame_loss_s"] = reset_time_frame_loss_s(lost, tput)
-            fl.append(row["reset_time_frame_loss_s"])
+            fl.append(reset_time_frame_loss_s(lost, tput))
+            row["reset_time_frame_loss_s"] = fl[-1]
         if "timestamp" in params.methods:
             gaps = [s.max_rx_gap_ns for s in tr.streams if s.max_rx_gap_ns is not None]
             if gaps:
-                row["reset_time_timestamp_s"] = max(gaps) / 1e9
-                ts.append(row["reset_time_timestamp_s"])
+                ts.append(max(gaps) / 1e9)
+                row["reset_time_timestamp_s"] = ts[-1]
             else:
-                out.notes.append("the measurer reports no rx gaps: timestamp method unavailable")
-        out.trials.append(row)
+                notes.append("the measurer reports no rx gaps: timestamp method unavailable")
+        trials.append(row)
         rec.progress((i + 1) / params.repetitions, f"reset repetition {i + 1}: {lost} frames lost")
-    out.mean_frames_lost = sum(lost_all) / len(lost_all)
-    out.reset_time_frame_loss_s = sum(fl) / len(fl) if fl else None
-    out.reset_time_timestamp_s = sum(ts) / len(ts) if ts else None
-    return out
+    return ResetResult(method="reset", frame_size_b=profile.frame_size_b, reset_type=params.reset_type,
+                       offered_pps=tput, methods=tuple(params.methods), trials=tuple(trials),
+                       mean_frames_lost=sum(lost_all) / len(lost_all),
+                       reset_time_frame_loss_s=sum(fl) / len(fl) if fl else None,
+                       reset_time_timestamp_s=sum(ts) / len(ts) if ts else None,
+                       reset_hook_set=measurer.reset_hook is not None, throughput_result=tres, notes=tuple(notes))
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

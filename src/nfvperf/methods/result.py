@@ -1,6 +1,6 @@
 """What a method's result is to the rest of nfvperf (INTERFACES §4): :class:`MethodResult`.
 
-Each method module declares its result as a dataclass over :class:`MethodResult` and names it in
+Each method module declares its result as a frozen dataclass over :class:`MethodResult` and names it in
 ``MethodInfo(result=...)``.  The run stores ``to_dict()``; the report, compare and the run log read
 a stored dict back with ``from_dict()`` and ask the result for what they show: the rate per
 interface (:meth:`MethodResult.rate_pps`), the main scalar (:meth:`MethodResult.metric`, declared
@@ -250,8 +250,8 @@ class MethodResult:
         names = [f.name for f in dataclasses.fields(cls) if f.init]
         absent = frozenset(n for n in names if n not in data)
         obj = cls(**{n: data.get(n) for n in names})
-        obj._stored = data
-        obj._absent = absent
+        object.__setattr__(obj, "_stored", data)      # what it was read from (the classes are frozen)
+        object.__setattr__(obj, "_absent", absent)
         return obj
 
     def to_dict(self) -> Stored:
@@ -360,7 +360,7 @@ class MethodResult:
         return cls.METRIC
 
 
-@dataclass
+@dataclass(frozen=True)
 class StoredResult(MethodResult):
     """A result of a method this nfvperf does not know (a plugin since removed): only its dict."""
 

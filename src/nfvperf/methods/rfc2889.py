@@ -6,15 +6,16 @@ test frame is lost and none is flooded (``TrialResult.extra['flooded']``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
 
 from pydantic import Field, model_validator
 
+from nfvperf.search.validity import TrialRunner
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodInfo, MethodParams, RATE, MethodResult, setup
-from .result import MethodMetric, headline_pps, num
+from .common import MethodInfo, MethodParams, RATE, MethodResult, Recorder, setup
+from .result import MethodMetric, Stored, headline_pps, num
 from .throughput import ThroughputPrereq, prerequisite
 
 
@@ -26,15 +27,15 @@ class ForwardingParams(ThroughputPrereq):
     trial_duration_s: float = Field(30.0, gt=0.0, description="RFC 2889: ≥30 s")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ForwardingResult(MethodResult):
     method: str
     frame_size_b: int
     throughput_pps: float
-    points: list = field(default_factory=list)     # [{offered_pps, forwarding_rate_pps, loss_ratio}]
+    points: tuple[Stored, ...] = ()     # ({offered_pps, forwarding_rate_pps, loss_ratio}, ...)
     max_forwarding_rate_pps: float = 0.0
     at_offered_pps: float = 0.0
-    throughput_result: Optional[dict] = None
+    throughput_result: Optional[Stored] = None
 
     def rate_pps(self) -> Optional[float]:
         """The maximum forwarding rate (MFR), else the rate the result holds."""
@@ -42,7 +43,7 @@ class ForwardingResult(MethodResult):
 
 
 def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: ForwardingParams,
-                   recorder: Any = None) -> ForwardingResult:
+                   recorder: Optional[Recorder] = None) -> ForwardingResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_forwarding")
     tput, tres = prerequisite(runner, rec, profile, params)
     line = profile.max_load_pps
@@ -54,21 +55,23 @@ def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: Forwardi
         loads.append(x)
         x += step
     loads.append(mol)
-    out = ForwardingResult(method="rfc2889_forwarding", frame_size_b=profile.frame_size_b,
-                           throughput_pps=tput, throughput_result=tres)
+    points: list[Stored] = []
+    best, at = 0.0, 0.0
     for i, load in enumerate(loads):
         tr = runner.measure(params.trial_duration_s, load, phase="forwarding_rate")
         fr = tr.forwarding_rate_pps
-        out.points.append({"offered_pps": load, "forwarding_rate_pps": fr, "loss_ratio": tr.loss_ratio})
-        if fr > out.max_forwarding_rate_pps:
-            out.max_forwarding_rate_pps, out.at_offered_pps = fr, load
+        points.append({"offered_pps": load, "forwarding_rate_pps": fr, "loss_ratio": tr.loss_ratio})
+        if fr > best:
+            best, at = fr, load
         rec.progress((i + 1) / len(loads), f"forwarding rate {fr:,.0f} pps at {load:,.0f} offered")
-    return out
+    return ForwardingResult(method="rfc2889_forwarding", frame_size_b=profile.frame_size_b, throughput_pps=tput,
+                            points=tuple(points), max_forwarding_rate_pps=best, at_offered_pps=at,
+                            throughput_result=tres)
 
 
 # --- address caching / learning ------------------------------------------------------------
 
-def _addr_trial(runner: Any, measurer: Measurer, addresses: int, learning_pps: float,
+def _addr_trial(runner: TrialRunner, measurer: Measurer, addresses: int, learning_pps: float,
                 duration_s: float, load_pps: float, phase: str) -> TrialResult:
     fn = getattr(measurer, "measure_addresses", None)
     if not callable(fn):
@@ -101,7 +104,7 @@ class AddressCachingParams(MethodParams):
         return self
 
 
-@dataclass
+@dataclass(frozen=True)
 class AddressResult(MethodResult):
     method: str
     frame_size_b: int
@@ -110,31 +113,32 @@ class AddressResult(MethodResult):
     address_count: Optional[int] = None
     lower_bound: Optional[float] = None
     upper_bound: Optional[float] = None
-    trials: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    trials: tuple[Stored, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class AddressCachingResult(AddressResult):
     METRIC = MethodMetric("address_capacity", "address caching capacity", 1.0, "addresses")
 
 
-@dataclass
+@dataclass(frozen=True)
 class AddressLearningResult(AddressResult):
     METRIC = MethodMetric("learning_rate_pps", "address learning rate", 1.0, "fps")
 
 
 def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: AddressCachingParams,
-                        recorder: Any = None) -> AddressResult:
+                        recorder: Optional[Recorder] = None) -> AddressResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_caching")
     load = profile.max_load_pps * params.load_pct / 100.0
-    out = AddressCachingResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b)
+    trials: list[Stored] = []
+    notes: list[str] = []
 
     def ok(n: int) -> bool:
         tr = _addr_trial(runner, measurer, n, params.learning_rate_pps, params.trial_duration_s,
                          load, "address_caching")
         good = _addr_ok(tr)
-        out.trials.append({"addresses": n, "ok": good, "lost": tr.lost,
+        trials.append({"addresses": n, "ok": good, "lost": tr.lost,
                            "flooded": tr.extra.get("flooded", 0)})
         rec.progress(0.5, f"address caching: {n} addresses {'ok' if good else 'fail'}")
         return good
@@ -142,7 +146,7 @@ def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: Add
     lo, hi = params.min_addresses - 1, params.max_addresses
     if ok(hi):
         lo = hi
-        out.notes.append("max_addresses passed: the capacity is at least this")
+        notes.append("max_addresses passed: the capacity is at least this")
     else:
         hi_fail = hi
         while hi_fail - lo > params.resolution_addresses:
@@ -154,9 +158,9 @@ def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: Add
             else:
                 hi_fail = mid
         hi = hi_fail
-    out.address_capacity = lo if lo >= params.min_addresses else 0
-    out.lower_bound, out.upper_bound = lo, hi
-    return out
+    return AddressCachingResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b,
+                                address_capacity=lo if lo >= params.min_addresses else 0, lower_bound=lo,
+                                upper_bound=hi, trials=tuple(trials), notes=tuple(notes))
 
 
 class AddressLearningParams(MethodParams):
@@ -169,43 +173,43 @@ class AddressLearningParams(MethodParams):
 
 
 def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: AddressLearningParams,
-                         recorder: Any = None) -> AddressResult:
+                         recorder: Optional[Recorder] = None) -> AddressResult:
     rec, runner = setup(measurer, profile, params, recorder, "rfc2889_address_learning")
     load = profile.max_load_pps * params.load_pct / 100.0
     top = params.max_rate_pps or profile.max_load_pps
     if params.min_rate_pps >= top:
         raise ValueError("min_rate_pps must be below max_rate_pps / line rate")
-    out = AddressLearningResult(method="rfc2889_address_learning", frame_size_b=profile.frame_size_b,
-                        address_count=params.address_count)
+    trials: list[Stored] = []
+
+    def result(rate: Optional[float], lower: Optional[float], upper: Optional[float],
+               *notes: str) -> AddressLearningResult:
+        return AddressLearningResult(method="rfc2889_address_learning", frame_size_b=profile.frame_size_b,
+                                     learning_rate_pps=rate, address_count=params.address_count, lower_bound=lower,
+                                     upper_bound=upper, trials=tuple(trials), notes=notes)
 
     def ok(rate: float) -> bool:
         tr = _addr_trial(runner, measurer, params.address_count, rate, params.trial_duration_s,
                          load, "address_learning")
         good = _addr_ok(tr)
-        out.trials.append({"learning_rate_pps": rate, "ok": good, "lost": tr.lost,
+        trials.append({"learning_rate_pps": rate, "ok": good, "lost": tr.lost,
                            "flooded": tr.extra.get("flooded", 0)})
         rec.progress(0.5, f"address learning at {rate:,.0f} pps {'ok' if good else 'fail'}")
         return good
 
     if ok(top):
-        out.learning_rate_pps, out.lower_bound = top, top
-        out.notes.append("the DUT learned at the maximum rate tried")
-        return out
+        return result(top, top, None, "the DUT learned at the maximum rate tried")
     lo, hi = 0.0, top
     if ok(params.min_rate_pps):
         lo = params.min_rate_pps
     else:
-        out.notes.append("the DUT failed even at min_rate_pps")
-        out.learning_rate_pps, out.upper_bound = None, params.min_rate_pps
-        return out
+        return result(None, None, params.min_rate_pps, "the DUT failed even at min_rate_pps")
     while hi - lo > params.resolution_pct / 100.0 * hi:
         mid = (lo + hi) / 2.0
         if ok(mid):
             lo = mid
         else:
             hi = mid
-    out.learning_rate_pps, out.lower_bound, out.upper_bound = lo, lo, hi
-    return out
+    return result(lo, lo, hi)
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

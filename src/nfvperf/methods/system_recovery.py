@@ -4,15 +4,15 @@ moment the rate drops and B the time of the last lost frame (the RFC text says "
 A"; B − A is what is meant)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from dataclasses import dataclass
+from typing import Literal, Optional
 
 from pydantic import Field
 
 from nfvperf.trial import Measurer, Segment, TrafficProfile
 
-from .common import MethodInfo, MethodResult, setup
-from .result import MethodMetric, ResultTable, fmt_ms, fmt_num, num
+from .common import MethodInfo, MethodResult, Recorder, setup
+from .result import MethodMetric, ResultTable, Stored, fmt_ms, fmt_num, num
 from .throughput import ThroughputPrereq, prerequisite
 
 VARIANTS = {"rfc2544": (110.0, 50.0), "opnfv": (150.0, 75.0)}
@@ -27,7 +27,7 @@ class SystemRecoveryParams(ThroughputPrereq):
     repetitions: int = Field(1, ge=1, le=100)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SystemRecoveryResult(MethodResult):
     METRIC = MethodMetric("recovery_time_s", "recovery time", 1e3, "ms")
     TABLE = ResultTable(
@@ -45,15 +45,15 @@ class SystemRecoveryResult(MethodResult):
     recovery_load_pps: float
     overload_capped_at_line_rate: bool
     a_s: float
-    recovery_times_s: list = field(default_factory=list)
+    recovery_times_s: tuple[float, ...] = ()
     recovery_time_s: Optional[float] = None     # mean over repetitions
-    b_minus_a_s: list = field(default_factory=list)   # raw, may be ≤ 0
-    lost: list = field(default_factory=list)
-    throughput_result: Optional[dict] = None
-    notes: list = field(default_factory=list)
+    b_minus_a_s: tuple[Optional[float], ...] = ()   # raw, may be ≤ 0
+    lost: tuple[int, ...] = ()
+    throughput_result: Optional[Stored] = None
+    notes: tuple[str, ...] = ()
 
     def table_row(self, first: str) -> list[str]:
-        reps = self.recovery_times_s or []
+        reps = self.recovery_times_s or ()
         return [first, str(self.variant or ""), fmt_num(num(self.throughput_pps), 0),
                 fmt_num(num(self.overload_pps), 0) + (" (line rate)" if self.overload_capped_at_line_rate else ""),
                 fmt_num(num(self.recovery_load_pps), 0), fmt_ms(self.recovery_time_s),
@@ -61,7 +61,7 @@ class SystemRecoveryResult(MethodResult):
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParams,
-        recorder: Any = None) -> SystemRecoveryResult:
+        recorder: Optional[Recorder] = None) -> SystemRecoveryResult:
     rec, runner = setup(measurer, profile, params, recorder, "system_recovery")
     tput, tres = prerequisite(runner, rec, profile, params)
     over_pct, low_pct = VARIANTS[params.variant]
@@ -73,29 +73,33 @@ def run(measurer: Measurer, profile: TrafficProfile, params: SystemRecoveryParam
     over = min(over, line)
     low = tput * low_pct / 100.0
     a = params.overload_s
-    out = SystemRecoveryResult(method="system_recovery", frame_size_b=profile.frame_size_b,
-                               variant=params.variant, throughput_pps=tput, overload_pps=over,
-                               recovery_load_pps=low, overload_capped_at_line_rate=capped, a_s=a,
-                               throughput_result=tres)
+    times: list[float] = []
+    b_minus_a: list[Optional[float]] = []
+    lost: list[int] = []
+    notes: list[str] = []
     if capped:
-        out.notes.append(f"overload {over_pct:g} % of Throughput is above line rate; line rate used")
+        notes.append(f"overload {over_pct:g} % of Throughput is above line rate; line rate used")
     for i in range(params.repetitions):
         tr = runner.measure_segments([Segment(a, over), Segment(params.recovery_s, low)],
                                      phase="system_recovery", variant=params.variant,
                                      repetition=i + 1)
         lasts = [s.last_loss_ns for s in tr.streams if s.last_loss_ns is not None]
-        out.lost.append(tr.lost)
+        lost.append(tr.lost)
         if not lasts:
-            out.notes.append(f"repetition {i + 1}: no frame lost (overload did not overflow the DUT)")
-            out.recovery_times_s.append(0.0)
-            out.b_minus_a_s.append(None)
+            notes.append(f"repetition {i + 1}: no frame lost (overload did not overflow the DUT)")
+            times.append(0.0)
+            b_minus_a.append(None)
             continue
         b = max(lasts) / 1e9
-        out.b_minus_a_s.append(b - a)
-        out.recovery_times_s.append(max(0.0, b - a))
+        b_minus_a.append(b - a)
+        times.append(max(0.0, b - a))
         rec.progress((i + 1) / params.repetitions, f"recovery {max(0.0, b - a):.3f} s")
-    out.recovery_time_s = sum(out.recovery_times_s) / len(out.recovery_times_s)
-    return out
+    return SystemRecoveryResult(method="system_recovery", frame_size_b=profile.frame_size_b,
+                                variant=params.variant, throughput_pps=tput, overload_pps=over,
+                                recovery_load_pps=low, overload_capped_at_line_rate=capped, a_s=a,
+                                recovery_times_s=tuple(times), recovery_time_s=sum(times) / len(times),
+                                b_minus_a_s=tuple(b_minus_a), lost=tuple(lost), throughput_result=tres,
+                                notes=tuple(notes))
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

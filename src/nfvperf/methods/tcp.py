@@ -3,13 +3,13 @@ a measurer without it raises Unsupported (the iperf3 measurer provides it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from pydantic import Field, StrictBool, field_validator
 
-from nfvperf.trial import Measurer, TrafficProfile, Unsupported
+from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
 
-from .common import MethodInfo, MethodParams, MethodResult, setup
+from .common import MethodInfo, MethodParams, MethodResult, Recorder, setup
 from .result import MethodMetric, ResultTable, fmt_num, num
 
 
@@ -34,14 +34,14 @@ class TcpParams(MethodParams):
 
     @field_validator("multiqueue")
     @classmethod
-    def _queues(cls, v: Any) -> Any:
+    def _queues(cls, v: Optional[Union[bool, int]]) -> Optional[Union[bool, int]]:
         if v is not None and not isinstance(v, bool) and not 1 <= v <= 4096:
             raise ValueError(f"multiqueue: {v} queues; give 1..4096, true (as many as the "
                              "interface allows), false (1) or leave it unset")
         return v
 
 
-@dataclass
+@dataclass(frozen=True)
 class TcpResult(MethodResult):
     METRIC = MethodMetric("mean_throughput_bps", "TCP goodput (iperf3, mean)", 1e-6, "Mbps",
                           study_key="tcp", study_title="TCP goodput, Gbit/s (iperf3, mean over repetitions)",
@@ -58,17 +58,17 @@ class TcpResult(MethodResult):
          "Per repetition Gbps", "Retransmits", "Guest accel"), first="Test")
 
     method: str
-    throughput_bps: list = field(default_factory=list)
+    throughput_bps: tuple[float, ...] = ()
     mean_throughput_bps: Optional[float] = None
     streams: int = 1
     processes: int = 1
     duration_s: float = 0.0
-    retransmits: list = field(default_factory=list)
+    retransmits: tuple[Optional[int], ...] = ()
     tso: Optional[bool] = None
     multiqueue: Union[bool, int, None] = None
     # what the path's interfaces read back after params.tso/multiqueue were applied ("<ns>/<if>";
     # in a TCP guest "vm:<name>/<if>")
-    interface_settings: dict = field(default_factory=dict)
+    interface_settings: Mapping[str, object] = field(default_factory=dict)
     # where it ran: the topology kind (seed 001's scenarios: host-vm, vm-link-vm, vm-vm) and, with
     # iperf3 inside VMs, the guests' accelerator (kvm | tcg)
     scenario: Optional[str] = None
@@ -99,13 +99,12 @@ class TcpResult(MethodResult):
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
-        recorder: Any = None) -> TcpResult:
+        recorder: Optional[Recorder] = None) -> TcpResult:
     fn = getattr(measurer, "measure_tcp", None)
     if not callable(fn):
         raise Unsupported(f"{measurer.name} cannot run TCP tests (needs the iperf3 measurer)")
     rec, runner = setup(measurer, profile, params, recorder, "tcp")
-    out = TcpResult(method="tcp", streams=params.streams, processes=params.processes,
-                    duration_s=params.duration_s, tso=params.tso, multiqueue=params.multiqueue)
+    settings: Mapping[str, object] = {}
     if params.reverse and params.bidirectional:
         raise ValueError("reverse and bidirectional are exclusive (iperf3)")
     kw: dict[str, Any] = dict(duration_s=params.duration_s, streams=params.streams,
@@ -115,24 +114,29 @@ def run(measurer: Measurer, profile: TrafficProfile, params: TcpParams,
         kw["pin_cores"] = params.pin_cores
     apply = getattr(measurer, "apply_tcp_settings", None)
     if callable(apply):     # real interfaces: ethtool, read back
-        out.interface_settings = apply(tso=params.tso, multiqueue=params.multiqueue)
+        settings = apply(tso=params.tso, multiqueue=params.multiqueue)
     elif params.tso is not None or params.multiqueue is not None:
         kw.update(tso=params.tso, multiqueue=params.multiqueue)   # the sim models them
 
-    def trial() -> Any:
+    def trial() -> TrialResult:
         r = fn(**kw)
         return r.to_trial_result() if hasattr(r, "to_trial_result") else r
 
+    bps: list[float] = []
+    retransmits: list[Optional[int]] = []
+    scenario = accel = None
     for i in range(params.repetitions):
         tr = runner.call(trial, params.duration_s, 0.0, phase="tcp", repetition=i + 1)
-        out.throughput_bps.append(float(tr.extra.get("throughput_bps", 0.0)))
+        bps.append(float(tr.extra.get("throughput_bps", 0.0)))
         path = (tr.extra.get("tcp") or {}).get("path") or {}
-        out.scenario = path.get("scenario") or path.get("topology") or tr.extra.get("topology")
-        out.guest_accel = path.get("guest_accel")
-        out.retransmits.append(tr.extra.get("retransmits"))
-        rec.progress((i + 1) / params.repetitions, f"tcp {out.throughput_bps[-1] / 1e9:.2f} Gbps")
-    out.mean_throughput_bps = sum(out.throughput_bps) / len(out.throughput_bps)
-    return out
+        scenario = path.get("scenario") or path.get("topology") or tr.extra.get("topology")
+        accel = path.get("guest_accel")
+        retransmits.append(tr.extra.get("retransmits"))
+        rec.progress((i + 1) / params.repetitions, f"tcp {bps[-1] / 1e9:.2f} Gbps")
+    return TcpResult(method="tcp", throughput_bps=tuple(bps), mean_throughput_bps=sum(bps) / len(bps),
+                     streams=params.streams, processes=params.processes, duration_s=params.duration_s,
+                     retransmits=tuple(retransmits), tso=params.tso, multiqueue=params.multiqueue,
+                     interface_settings=settings, scenario=scenario, guest_accel=accel)
 
 
 # what this module contributes to nfvperf.methods.REGISTRY

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Literal, Mapping, Optional, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nfvperf.search.result import SearchResult
-from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S
-from nfvperf.search.validity import InvalidTrialsError, check_valid, generator_shortfall
+from nfvperf.search.common import RFC2544_TRIAL_OVERHEAD_S, Progress
+from nfvperf.search.validity import InvalidTrialsError, TrialContext, TrialRunner, check_valid, generator_shortfall
 from nfvperf.trial import Measurer, TrafficProfile, TrialResult
 
-from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, rates, setup
-from .result import headline_pps
+from .common import MAX_RECALIBRATIONS, MethodInfo, MethodParams, RATE, MethodResult, Rec, Recorder, rates, setup
+from .result import Stored, headline_pps, num
 from nfvperf.search.mlr import SearchGoal
 from nfvperf.search.mlr import PRESETS
 from nfvperf.search.binary import binary_search
@@ -41,7 +41,7 @@ class GoalParams(BaseModel):
     duration_sum_s: float = Field(21.0, gt=0.0)
     initial_trial_duration_s: Optional[float] = Field(None, gt=0.0)
 
-    def to_goal(self) -> Any:
+    def to_goal(self) -> SearchGoal:
         return SearchGoal(self.name, self.loss_ratio, self.exceed_ratio, self.relative_width,
                           self.final_trial_duration_s, self.duration_sum_s,
                           initial_trial_duration=self.initial_trial_duration_s)
@@ -79,7 +79,7 @@ class ThroughputParams(MethodParams):
 
     @model_validator(mode="before")
     @classmethod
-    def _preset_implies_mlr(cls, data: Any) -> Any:
+    def _preset_implies_mlr(cls, data: object) -> object:
         """``preset:`` / ``goals:`` without ``search:`` choose the MLR search they belong to."""
         if isinstance(data, dict) and "search" not in data and (data.get("preset") or data.get("goals")):
             data = dict(data, search="mlr")
@@ -108,30 +108,30 @@ class ThroughputParams(MethodParams):
                            initial_trial_duration=min(1.0, self.trial_duration_s)),)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ThroughputResult(MethodResult):
     method: str
     frame_size_b: int
     search: str
     throughput_pps: Optional[float]              # RLB of the first goal / binary result
-    rates: dict = field(default_factory=dict)    # fps, l1_mbps, l1_pct, l2_mbps (per interface)
+    rates: Mapping[str, Optional[float]] = field(default_factory=dict)   # fps, l1_mbps, l1_pct, l2_mbps (per if)
     line_rate_pps: float = 0.0
     max_load_pps: float = 0.0
     lower_bound_pps: Optional[float] = None
     upper_bound_pps: Optional[float] = None
-    goals: list = field(default_factory=list)    # per-goal GoalResult dicts
+    goals: tuple[Stored, ...] = ()               # per-goal GoalResult dicts
     trials: int = 0
     total_trial_s: float = 0.0
     wall_s: float = 0.0
     irregular: bool = False
     bidirectional: bool = True
     load_is: str = "per interface (per direction)"
-    notes: list = field(default_factory=list)
-    info: list = field(default_factory=list)      # facts that do not qualify the result
-    trace: list = field(default_factory=list)     # [{load_pps, duration_s, loss_ratio, phase}]
-    warmup: Optional[dict] = None                 # the discarded warm-up trial, if one ran
+    notes: tuple[str, ...] = ()
+    info: tuple[str, ...] = ()                    # facts that do not qualify the result
+    trace: tuple[Stored, ...] = ()                # ({load_pps, duration_s, loss_ratio, phase}, ...)
+    warmup: Optional[Mapping[str, object]] = None   # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                       # trials repeated because they were invalid
-    invalid_reasons: dict = field(default_factory=dict)   # {kind of reason: count}
+    invalid_reasons: Mapping[str, int] = field(default_factory=dict)   # {kind of reason: count}
 
     def rate_pps(self) -> Optional[float]:
         """The median over repetitions (the runner's ``repeat``), else the first goal's RLB."""
@@ -140,9 +140,8 @@ class ThroughputResult(MethodResult):
     def zero_loss_throughput(self) -> Optional[float]:
         """The rate, when the first goal has loss ratio 0 and exceed ratio 0 (binary search, the
         rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
-        goals = self.goals or [{}]
-        g = goals[0] if isinstance(goals[0], dict) else {}
-        if float(g.get("loss_ratio") or 0.0) == 0.0 and float(g.get("exceed_ratio") or 0.0) == 0.0:
+        g = self.goals[0] if self.goals and isinstance(self.goals[0], dict) else {}
+        if not num(g.get("loss_ratio")) and not num(g.get("exceed_ratio")):
             return self.rate_pps()
         return None
 
@@ -150,7 +149,7 @@ class ThroughputResult(MethodResult):
     def pdr_pps(self) -> Optional[float]:
         for g in self.goals:
             if g.get("name") == "pdr":
-                return g.get("lower_bound_pps")
+                return num(g.get("lower_bound_pps"))
         return None
 
 
@@ -163,8 +162,8 @@ def calibration_duration(params: ThroughputParams) -> float:
     return min(1.0, params.trial_duration_s)
 
 
-def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams, warms: bool = False,
-                       **context: Any) -> tuple[float, Optional[str], TrialResult]:
+def calibrate_max_load(runner: TrialRunner, max_load: float, params: ThroughputParams, warms: bool = False,
+                       context: Optional[TrialContext] = None) -> tuple[float, Optional[str], TrialResult]:
     """One short trial at ``max_load``: if the generator sent less than intended, return a max
     load of ``calibration_margin`` × what it achieved, and a note saying so; and the trial.
 
@@ -172,10 +171,8 @@ def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams, w
     max load the generator cannot offer would see only invalid trials and fail, which tells the
     user nothing about the DUT.  ``warms``: it is also the warm-up's first pass, recorded as one
     (phase ``warmup``, ``warmup: true``, attempt 1) with ``calibration: true`` (see :func:`search`)."""
-    tr = runner.measurer.measure(calibration_duration(params), max_load)
-    if runner.on_trial:
-        ctx = (dict(phase="warmup", warmup=True, calibration=True) if warms else dict(phase="calibration"))
-        runner.on_trial(tr, dict(context, attempt=1, used=False, **ctx))
+    ctx = dict(phase="warmup", warmup=True, calibration=True) if warms else dict(phase="calibration")
+    tr = runner.single(calibration_duration(params), max_load, dict(context or {}, attempt=1, **ctx))
     achieved = generator_shortfall(tr)
     if achieved is None:
         return max_load, None, tr
@@ -186,8 +183,8 @@ def calibrate_max_load(runner: Any, max_load: float, params: ThroughputParams, w
                     f"means the DUT is faster than this generator set-up can show"), tr
 
 
-def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
-           progress: Any = None, **context: Any) -> SearchResult:
+def search(runner: TrialRunner, profile: TrafficProfile, params: ThroughputParams,
+           progress: Optional[Progress] = None, context: Optional[TrialContext] = None) -> SearchResult:
     """Run the chosen search (used by other methods as their throughput prerequisite)."""
     max_load = profile.max_load_pps * params.max_load_pct / 100.0
     limited = params.calibrate and getattr(runner.measurer, "rate_limited", False)
@@ -201,14 +198,14 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
                      and planned[1] <= calibration_duration(params) and (budget is None or planned[1] <= budget))
     calibration: Optional[TrialResult] = None
     if limited:
-        max_load, note, calibration = calibrate_max_load(runner, max_load, params, warms=cal_warms, **context)
+        max_load, note, calibration = calibrate_max_load(runner, max_load, params, cal_warms, context)
         notes += [note] if note else []
     invalid_before, kinds_before = runner.invalid_trials, dict(runner.invalid_by_reason)
     warm = warmup_plan(runner.measurer, profile, params, max_load)
     warmup, warm_note = None, None
     if warm and (budget is None or warm[1] <= budget):
         warmup = warmup_trial(runner, *warm, flows_per_port=profile.flows_per_port,
-                              first_pass=calibration if cal_warms else None, **context)
+                              first_pass=calibration if cal_warms else None, context=context)
         budget = None if budget is None else budget - warmup["total_s"]
     elif warm:
         warm_note = (f"no warm-up: reaching every flow ({profile.flows_per_port:,} per interface) at "
@@ -217,7 +214,7 @@ def search(runner: Any, profile: TrafficProfile, params: ThroughputParams,
                      "caches (raise time_budget_s, or set warmup_s)")
     for restart in range(MAX_RECALIBRATIONS + 1):
         try:
-            sr = _search(runner, profile, params, max_load, progress, budget, **context)
+            sr = _search(runner, profile, params, max_load, progress, budget, context)
             break
         except InvalidTrialsError as e:
             # The generator's capacity moves with what else runs on its cores: a load it offered
@@ -264,7 +261,7 @@ def warmup_duration(flows_per_port: int, load_pps: float) -> float:
     return max(WARMUP_MIN_S, WARMUP_FLOW_PASSES * flows_per_port / max(load_pps, 1e-9))
 
 
-def warmup_plan(measurer: Any, profile: TrafficProfile, params: ThroughputParams,
+def warmup_plan(measurer: Measurer, profile: TrafficProfile, params: ThroughputParams,
                 max_load: float) -> Optional[tuple[float, float]]:
     """(load_pps, duration_s) of the warm-up trial, or None when there is none: ``warmup``
     false or ``warmup_s`` 0; by default on with a measurer that asks for it (a real generator:
@@ -279,8 +276,24 @@ def warmup_plan(measurer: Any, profile: TrafficProfile, params: ThroughputParams
     return load, dur
 
 
-def warmup_trial(runner: Any, load_pps: float, duration_s: float, flows_per_port: Optional[int] = None,
-                 first_pass: Optional[TrialResult] = None, **context: Any) -> dict[str, Any]:
+class WarmupRecord(TypedDict, total=False):
+    """The discarded warm-up trial as the result stores it (``ThroughputResult.warmup``)."""
+
+    load_pps: float
+    duration_s: float
+    loss_ratio: float
+    sent: int
+    received: int
+    valid: bool
+    invalid_reasons: list[str]
+    passes: int
+    total_s: float
+    from_calibration: bool
+
+
+def warmup_trial(runner: TrialRunner, load_pps: float, duration_s: float, flows_per_port: Optional[int] = None,
+                 first_pass: Optional[TrialResult] = None,
+                 context: Optional[TrialContext] = None) -> WarmupRecord:
     """Run the discarded warm-up trial: stored (phase ``warmup``, ``warmup: true``, ``used:
     false``), never retried, never used by the search; an invalid warm-up is only noted.
     ``first_pass``: a trial already run (and stored) at this load for this long, the
@@ -291,25 +304,17 @@ def warmup_trial(runner: Any, load_pps: float, duration_s: float, flows_per_port
     ``flows_per_port`` given and fewer frames per interface taken than that many passes need, a
     second pass runs at 90 % of the rate it took, for as long as :func:`warmup_duration` says at
     that rate.  The result describes the last pass, with the frames of both."""
-    out: dict[str, Any] = {}
+    out = WarmupRecord()
     sent = received = 0
     total_s = 0.0
     for attempt in (1, 2):
-        if attempt == 1 and first_pass is not None:
-            tr = first_pass
-            reasons = check_valid(tr)
-        else:
-            tr = runner.measurer.measure(duration_s, load_pps)
-            reasons = check_valid(tr)
-            if reasons:
-                tr.valid, tr.invalid_reasons = False, reasons
-            if runner.on_trial:
-                runner.on_trial(tr, dict(context, phase="warmup", warmup=True, attempt=attempt, used=False))
+        tr = first_pass if attempt == 1 and first_pass is not None else \
+            runner.single(duration_s, load_pps, dict(context or {}, phase="warmup", warmup=True, attempt=attempt))
+        reasons = check_valid(tr)
         sent, received, total_s = sent + tr.sent, received + tr.received, total_s + tr.duration_s
-        out = {"load_pps": tr.load_pps if attempt == 1 and first_pass is not None else load_pps,
-               "duration_s": tr.duration_s, "loss_ratio": tr.loss_ratio,
-               "sent": sent, "received": received, "valid": not reasons, "invalid_reasons": reasons,
-               "passes": attempt, "total_s": total_s}
+        out = WarmupRecord(load_pps=tr.load_pps if attempt == 1 and first_pass is not None else load_pps,
+                           duration_s=tr.duration_s, loss_ratio=tr.loss_ratio, sent=sent, received=received,
+                           valid=not reasons, invalid_reasons=reasons, passes=attempt, total_s=total_s)
         if first_pass is not None:
             out["from_calibration"] = True
         taken = tr.load_pps * tr.sent / tr.expected if tr.expected else None
@@ -327,8 +332,9 @@ def warmup_trial(runner: Any, load_pps: float, duration_s: float, flows_per_port
     return out
 
 
-def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_load: float,
-            progress: Any = None, budget: Optional[float] = None, **context: Any) -> SearchResult:
+def _search(runner: TrialRunner, profile: TrafficProfile, params: ThroughputParams, max_load: float,
+            progress: Optional[Progress] = None, budget: Optional[float] = None,
+            context: Optional[TrialContext] = None) -> SearchResult:
     final = params.final_trial_duration_s
     kind = params.search
     if kind == "binary":
@@ -336,25 +342,25 @@ def _search(runner: Any, profile: TrafficProfile, params: ThroughputParams, max_
         return binary_search(runner, max_load, trial_duration_s=params.trial_duration_s,
                              final_duration_s=final, resolution_pps=res_pps,
                              loss_ratio=params.loss_ratio, time_budget_s=budget,
-                             progress=progress, **context)
+                             progress=progress, context=context)
     if kind == "ndrpdr":
         return ndrpdr_search(runner, max_load, pdr_loss_ratio=params.pdr_loss_ratio,
                              trial_duration_s=params.trial_duration_s, final_duration_s=final,
                              relative_width=params.relative_width,
-                             time_budget_s=budget, progress=progress, **context)
+                             time_budget_s=budget, progress=progress, context=context)
     if kind == "mlr":
         return mlr_search(runner, params.mlr_goals(), max_load, min_load_pps=params.min_load_pps,
                           warmup_s=0.0, time_budget_s=budget,
-                          progress=progress, **context)
+                          progress=progress, context=context)
     if kind == "mlrsearch":
         return mlrsearch_search(runner, params.mlr_goals(), max_load,
                                 min_load_pps=params.min_load_pps, warmup_s=0.0,
-                                time_budget_s=budget, **context)
+                                time_budget_s=budget, context=context)
     raise ValueError(f"unknown search {kind!r}")
 
 
 def run(measurer: Measurer, profile: TrafficProfile, params: ThroughputParams,
-        recorder: Any = None) -> ThroughputResult:
+        recorder: Optional[Recorder] = None) -> ThroughputResult:
     rec, runner = setup(measurer, profile, params, recorder, "throughput")
     rec.progress(0.0, f"throughput {profile.frame_size_b} B: {params.search} search")
     sr = search(runner, profile, params, progress=rec.progress)
@@ -368,11 +374,11 @@ def from_search(sr: SearchResult, profile: TrafficProfile, params: ThroughputPar
         throughput_pps=sr.load_pps, rates=rates(sr.load_pps, profile),
         line_rate_pps=profile.max_load_pps, max_load_pps=sr.max_load_pps or 0.0,
         lower_bound_pps=sr.lower_bound_pps, upper_bound_pps=sr.upper_bound_pps,
-        goals=[g.to_dict() for g in sr.goals], trials=sr.trials_used,
+        goals=tuple(g.to_dict() for g in sr.goals), trials=sr.trials_used,
         total_trial_s=sr.total_trial_s, wall_s=sr.wall_s, irregular=sr.irregular,
-        bidirectional=profile.bidirectional, notes=list(sr.notes), info=list(sr.info),
-        trace=[{"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
-                "phase": t.phase} for t in sr.trials],
+        bidirectional=profile.bidirectional, notes=tuple(sr.notes), info=tuple(sr.info),
+        trace=tuple({"load_pps": t.load_pps, "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
+                     "phase": t.phase} for t in sr.trials),
         warmup=sr.warmup, invalid_trials=sr.invalid_trials, invalid_reasons=dict(sr.invalid_reasons))
 
 
@@ -385,13 +391,13 @@ class ThroughputPrereq(MethodParams):
                                          description="how to measure the Throughput when throughput_pps is not given")
 
 
-def prerequisite(runner: Any, rec: Any, profile: TrafficProfile,
-                 params: ThroughputPrereq) -> tuple[float, Optional[dict]]:
+def prerequisite(runner: TrialRunner, rec: Rec, profile: TrafficProfile,
+                 params: ThroughputPrereq) -> tuple[float, Optional[Stored]]:
     """(throughput_pps, throughput result dict or None) — measured if not given."""
     if params.throughput_pps is not None:
         return params.throughput_pps, None
     rec.progress(0.0, "measuring the Throughput first")
-    sr = search(runner, profile, params.throughput, phase_group="throughput")
+    sr = search(runner, profile, params.throughput, context={"phase_group": "throughput"})
     if sr.load_pps is None or sr.load_pps <= 0:
         raise RuntimeError(f"throughput prerequisite failed: no lossless load found "
                            f"({'; '.join(sr.notes) or 'min load lost frames'})")

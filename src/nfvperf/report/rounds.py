@@ -1,7 +1,7 @@
 """Reports of interleaved studies (issue 16): per metric, every unit's median over the rounds with
 its 95 % exact rank interval, and its paired ratio to the baseline with that ratio's interval.
 
-A unit of such a study is a test whose last result is of kind ``rounds`` (``nfvperf.rounds``
+A unit of such a study is a test whose last result is of kind ``rounds`` (``nfvperf.runner.rounds``
 writes it; the figures of each round are results of kind ``round``).  A ratio whose interval
 contains 1.0 is printed as "no difference measured (±x %)", never as a bare ratio.
 """

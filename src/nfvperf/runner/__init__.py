@@ -27,40 +27,35 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Optional
 
 from nfvperf.config import Suite, TestConfig, topology_overrides
-from nfvperf.fit import FitChange, fitted_axes
+from nfvperf.fit import FitChange
 from nfvperf.host.facts import host_environment, record_cpu_steadiness
-from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.host.preflight import PreflightError
 from nfvperf.host.run import RunContext
-from nfvperf.methods import REGISTRY, runs_on_iperf3
-from nfvperf.plan import RunPlan, plan_run, test_units, unit_label
+from nfvperf.plan import RunPlan, plan_run, test_units
 from nfvperf.report.extract import headline_of_run
-from nfvperf.rounds import RoundsRun
 from nfvperf.store import Store
 from nfvperf.testbed.spec import TestbedSpec
-from nfvperf.topo import tx_pairs
 from nfvperf.topo.base import HostTooSmall
 from nfvperf.testbed.hosts import TestbedHosts
 from nfvperf.topo.measurers import configure_unit
 from nfvperf.topo.spec import TopologySpec
-from nfvperf.trial import DutFailure, Measurer, TrafficProfile, Unsupported
-from nfvperf.units import directions
+from nfvperf.trial import DutFailure, Measurer
 
 from .books import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TEST_FAILED, RunOutcome, TestbedUnusable,
                     UnitBooks, closing_status, create_run, record_measurer, record_plan)
 from .ceilings import CeilingOptions, HarnessCeilings
 from .factory import MeasurerFactory, measurer_for
-from .groups import ROUNDS, Group, Unit, by_measurer, topology_groups
+from .groups import Group, Unit, topology_groups
 from .interrupts import Interrupts, only_owner
 from .progress import Progress, progress_logs
-from .recorder import Recorder
-from .results import ThroughputReuse, UnitResult, params_dump, result_dict
+from .results import ThroughputReuse
+from .rounds import Rounds
+from .schedule import Build, Schedule, Sequential, TopologyInfo, Visit
 from .testbed import holding, open_testbed
 
 __all__ = ["execute", "RunLoop", "RunOutcome", "TestbedUnusable", "CeilingOptions", "MeasurerFactory",
@@ -86,10 +81,7 @@ class RunLoop:
         self.books = UnitBooks(store, run, suite, interrupts, progress, self.outcome)
         self.group_tg = tg             # the measurer of the topology group being run (by_measurer)
 
-    # ------------------------------------------------------------------ lent to nfvperf.rounds
-    def recorder(self, test_id: int, label: str) -> "Recorder":
-        return Recorder(self.store, test_id, self.interrupts, self.progress, label)
-
+    # ------------------------------------------------------------------ lent to the visits
     def configure_unit(self, measurer: Measurer, spec: TopologySpec, test: TestConfig, size: Optional[int]) -> None:
         """A simulated DUT takes the unit's configuration: the suite's ``sim:`` with the test's
         on top, the unit's topology spec and method params (a real DUT was built for it)."""
@@ -99,10 +91,6 @@ class RunLoop:
         """Commit the run's environment (never cut by Ctrl-C)."""
         with self.interrupts.critical():
             self.store.update_run(self.run.id, environment=self.env)
-
-    @staticmethod
-    def label(test: TestConfig, size: Optional[int]) -> str:
-        return unit_label(test, size)
 
     # ------------------------------------------------------------------ testbed (issue 10)
     def use_testbed(self, testbed: TestbedSpec) -> None:
@@ -119,37 +107,73 @@ class RunLoop:
             self.hosts.close()
             self.hosts = None
 
-    # ------------------------------------------------------------------ topology groups
+    # ------------------------------------------------------------------ the one loop
     def run_groups(self, groups: list[Group]) -> None:
+        """Every group through :meth:`run_schedule`: a study in rounds by :class:`~nfvperf.runner.rounds.Rounds`,
+        any other group by :class:`.schedule.Sequential`."""
         self.env["host"] = host_environment()
         self.cpu_steadiness("before the run")
         for topo_spec, group in groups:
             if self.status != "completed":
                 break
             group = self.books.skip_planned(self.plan, group)
-            if not group:
-                continue
-            if topo_spec is ROUNDS:
-                RoundsRun(self, group).run()
-                continue
-            self.run_topology(cast(TopologySpec, topo_spec), group)
+            if group:
+                self.run_schedule(Rounds(self, group) if topo_spec is None else Sequential(self, topo_spec, group))
         self.cpu_steadiness("after it")
 
-    def run_topology(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
-        """One topology's units, one build per measurer; a failed build skips or fails its units."""
-        for group_tg, units in by_measurer(group, self.plan, self.tg):
-            if self.status != "completed":
-                break
-            self.group_tg = group_tg
-            self.harness_ceiling(topo_spec, units)
-            try:
-                self.run_group(topo_spec, units)
-            except (HostTooSmall, PreflightError) as e:
-                self.books.skip_topology(topo_spec, self.books.not_stored(units), str(e), self.env)
-            except DutFailure:
-                raise                       # a DUT (or its host) that died ends the run
-            except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
-                self.group_failed(topo_spec, units)
+    def run_schedule(self, schedule: Schedule) -> None:
+        """The schedule's builds, one after the other, until the run stops; then its close."""
+        status = "completed"
+        try:
+            for build in schedule.builds():
+                if self.status != "completed":
+                    break
+                self.run_build(build)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            schedule.close(status if status != "completed" else self.status)
+
+    def run_build(self, build: Build) -> None:
+        """Build one topology (the measurer's context), run its visits, release it; a failed build
+        skips (preflight, host too small) or fails its units that have no row; a DUT failure ends the run."""
+        self.group_tg = build.tg
+        self.ceilings.before_group(build.tg, build.spec, build.units)
+        info = {"kind": build.spec.kind, "overrides": topology_overrides(build.spec, self.suite.spec.topology),
+                **build.extra}
+        try:
+            self.env["topologies"].append(info)
+            with self.factory(self.suite, build.tg, self.run.tag, self.run_dir, info, build.spec) as measurer:
+                self.record_measurer(info, measurer)
+                for visit in build.visits(measurer, info):
+                    if self.status != "completed" or not self.run_visit(measurer, visit):
+                        break
+        except (HostTooSmall, PreflightError) as e:
+            self.books.skip_topology(build.spec, self.books.not_stored(build.units), str(e), self.env)
+        except DutFailure:
+            raise                       # a DUT (or its host) that died ends the run
+        except Exception:  # noqa: BLE001 - one topology's failed build must not end the run
+            self.group_failed(build.spec, build.units)
+
+    def run_visit(self, measurer: Measurer, visit: Visit) -> bool:
+        """The unit runner: one visit of one unit.  An error fails this visit only; a DUT failure
+        stops the run (returns False); KeyboardInterrupt goes up to :func:`execute`."""
+        self.progress.unit(visit.label)
+        self.current_test = visit.open()
+        try:
+            visit.measure(measurer)
+        except DutFailure as e:
+            self.status, self.reason = "failed", visit.dut_failed(e)
+            return False
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - one visit's error must not end the run
+            visit.failed(e)
+        finally:
+            if sys.exc_info()[0] is not KeyboardInterrupt:
+                self.current_test = None
+        return True
 
     def cpu_steadiness(self, when: str) -> None:
         """Before a real run on this machine builds anything, and after its last topology is
@@ -165,8 +189,8 @@ class RunLoop:
         return list(u.changes) if u is not None else []
 
     def group_failed(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
-        """Called in the ``except`` of a topology group that failed otherwise (its build, its
-        release): the units it did not run are ``failed`` with the reason; the run goes on."""
+        """Called in the ``except`` of a topology build that failed otherwise (its build, its
+        release): the units that have no row are ``failed`` with the reason; the run goes on."""
         exc = sys.exc_info()[1]
         why = f"{type(exc).__name__}: {exc}"
         with (self.run_dir / "errors.log").open("a") as fh:
@@ -174,117 +198,10 @@ class RunLoop:
         self.progress.log(f"topology {topo_spec.kind} FAILED: {why} (details in "
                           f"{self.run_dir / 'errors.log'}); the run goes on")
         self.books.group_failed(topo_spec, group, why)
-        self.current_test = None
 
-    # ------------------------------------------------------------------ harness ceiling
-    def harness_ceiling(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
-        """Before a topology group of a real run: its path's harness ceiling (:mod:`.ceilings`)."""
-        self.ceilings.before_group(self.group_tg, topo_spec, group)
-
-    def run_group(self, topo_spec: TopologySpec, group: list[Unit]) -> None:
-        """Build one topology (the measurer's context), run its units, release it."""
-        info: dict[str, Any] = {"kind": topo_spec.kind,
-                                "overrides": topology_overrides(topo_spec, self.suite.spec.topology)}
-        fitted = [c.text() for t, s in group for c in self.fit_changes(t, s)]
-        if fitted:
-            info["fitted_to_host"] = list(dict.fromkeys(fitted))
-        if self.group_tg != self.tg:
-            info["measurer_tg"] = self.group_tg
-        self.env["topologies"].append(info)
-        with self.factory(self.suite, self.group_tg, self.run.tag, self.run_dir, info, topo_spec) as measurer:
-            self.record_measurer(info, measurer)
-            # the test rows keep what reports read; the spec itself is run.config.topology + overrides
-            topo_row = {"kind": topo_spec.kind, "ports": topo_spec.ports,
-                        "switching_operations": info.get("switching_operations"),
-                        "overrides": info["overrides"]}
-            overlap = generator_overlap(info.get("environment"))   # DUT polling on the generator's CPUs
-            if overlap is not None:
-                topo_row["generator_cpu_overlap"] = overlap
-            for test, size in group:
-                if not self.run_unit(measurer, topo_spec, topo_row, test, size):
-                    break
-
-    def record_measurer(self, info: dict[str, Any], measurer: Measurer) -> None:
+    def record_measurer(self, info: TopologyInfo, measurer: Measurer) -> None:
         record_measurer(self.env, info, measurer)
         self.store.update_run(self.run.id, environment=self.env)
-
-    # ------------------------------------------------------------------ one (test, size) unit
-    def run_unit(self, measurer: Measurer, topo_spec: TopologySpec, topo_row: dict[str, Any], test: TestConfig,
-                 size: Optional[int]) -> bool:
-        """Run and store one unit.  An error fails this unit only; a DUT failure fails the run
-        (returns False); KeyboardInterrupt goes up to :func:`execute`."""
-        label = unit_label(test, size)
-        self.progress.unit(label)
-        profile = self.suite.traffic_profile(test, size)
-        ndir = directions(test.traffic.model_dump(), topo_spec.ports, tx_pairs(topo_spec))
-        row = dict(topo_row, directions=ndir)
-        changes = self.fit_changes(test, size)
-        if changes:
-            row["fitted_to_host"] = [c.text() for c in changes]
-            axes = fitted_axes(test.study, changes)     # a study axis that ran fitted (pmd_cores 4→2)
-            if axes:
-                row["fitted_axes"] = axes
-        trow = self.store.start_test(self.run.id, name=test.name, method=test.method, frame_size_b=size,
-                                     params=test.params_dict(size), traffic=profile,
-                                     topology=row, study=test.study)
-        self.books.stored.add((id(test), size))
-        self.current_test = trow.id
-        rec = Recorder(self.store, trow.id, self.interrupts, self.progress, label)
-        t0 = time.monotonic()
-        try:
-            text = self.measure_unit(measurer, topo_spec, test, size, profile, ndir, trow.id, rec, label)
-            self.progress.log(f"  {label}: {text} [{rec.trials} trials, {time.monotonic() - t0:.1f} s]")
-        except DutFailure as e:
-            self.unit_failed(trow.id, label, f"DUT failure: {e}")
-            self.status, self.reason = "failed", f"DUT failure in {label}: {e}"
-            self.progress.log(f"  {label}: DUT FAILURE: {e}; stopping the run")
-            return False
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # noqa: BLE001 - one test's error must not end the run
-            tb = traceback.format_exc(limit=8)
-            self.unit_failed(trow.id, label, f"{type(e).__name__}: {e}")
-            with (self.run_dir / "errors.log").open("a") as fh:
-                fh.write(f"== {label}\n{tb}\n")
-            self.progress.log(f"  {label}: FAILED: {type(e).__name__}: {e}")
-        self.progress.unit_done()
-        return True
-
-    def measure_unit(self, measurer: Measurer, topo_spec: TopologySpec, test: TestConfig, size: Optional[int],
-                     profile: TrafficProfile, ndir: int, test_id: int, rec: Recorder, label: str) -> str:
-        """The method's run and its stored result (:class:`.results.UnitResult`); returns the log text."""
-        if self.group_tg == "iperf3" and not runs_on_iperf3(test.method):
-            raise Unsupported(f"method {test.method} needs --tg tgen or sim "
-                              "(--tg iperf3 runs only the tcp method)")
-        run_fn = REGISTRY[test.method].run
-        params = self.reuse.params(test, size, topo_spec)
-        if params is not test.params_for(size):
-            self.store.update_test_params(test_id, params_dump(params))
-            self.progress.log(f"  {label}: using the Throughput measured earlier in this run "
-                              f"({params.throughput_pps:,.0f} fps per interface)")
-        measurer.set_profile(profile)
-        self.configure_unit(measurer, topo_spec, test, size)
-        reps = max(1, int(getattr(test, "repeat", 1) or 1))
-        datas = []
-        for i in range(reps):
-            if reps > 1:
-                rec.repetition = i + 1
-                self.progress.log(f"  {label}: repetition {i + 1} of {reps}")
-            datas.append(result_dict(run_fn(measurer, profile, params, rec)))
-        rec.repetition = None
-        res = UnitResult.of(test.method, datas, profile, ndir)
-        self.reuse.note(test, size, topo_spec, res)
-        with self.interrupts.critical():
-            self.store.add_result(test_id, test.method, res.data, value_pps=res.value_pps)
-            self.store.finish_test(test_id, "failed" if res.failed else "passed", res.reason)
-        self.current_test = None
-        if res.failed:
-            self.outcome.failed_tests.append(label)
-        return res.text
-
-    def unit_failed(self, test_id: int, label: str, reason: str) -> None:
-        self.books.failed(test_id, label, reason)
-        self.current_test = None
 
     # ------------------------------------------------------------------ endings
     def interrupted(self) -> None:
@@ -331,14 +248,13 @@ def execute(suite: Suite, *, store: Store, tg: str = "sim", out_dir: Path = Path
 
     ``fit_host``: run the suite fitted to this host (``--fit-host``, :mod:`nfvperf.fit`); the
     changes are stored in ``environment.fit_host`` and on each unit's test row."""
+    run = functools.partial(_execute, suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress,
+                            log=log, measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling,
+                            fit_host=fit_host)
     if testbed is None:
-        return _execute(suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
-                        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling,
-                        fit_host=fit_host)
-    return holding(store, testbed, tg, wait_lock_s, log, lambda uid, lock: _execute(
-        suite, store=store, tg=tg, out_dir=out_dir, show_progress=show_progress, log=log,
-        measurer_factory=measurer_factory, exiting=exiting, ceiling=ceiling, uid=uid, testbed=testbed,
-        testbed_lock=lock, fit_host=fit_host))
+        return run()
+    return holding(store, testbed, tg, wait_lock_s, log,
+                   lambda uid, lock: run(uid=uid, testbed=testbed, testbed_lock=lock))
 
 
 def _execute(suite: Suite, *, store: Store, tg: str, out_dir: Path, show_progress: bool,

@@ -1,24 +1,21 @@
 """Which test units share a topology build: consecutive units on one topology form a group (torn
 down between groups); the units of a study that runs in interleaved rounds form one group
-``(ROUNDS, units)`` that :mod:`nfvperf.rounds` builds itself; within a group, consecutive
+``(None, units)`` that :mod:`nfvperf.runner.rounds` schedules; within a group, consecutive
 units on the same measurer run on one build (:func:`by_measurer`)."""
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional
 
 from nfvperf.config import TestConfig
 from nfvperf.plan import RunPlan
 from nfvperf.topo.spec import TopologySpec
 
-__all__ = ["ROUNDS", "Unit", "Group", "in_rounds", "topology_groups", "by_measurer"]
+__all__ = ["Unit", "Group", "in_rounds", "topology_groups", "by_measurer"]
 
-
-#: the topology slot of a group that is an interleaved study (``nfvperf.rounds``)
-ROUNDS = object()
 #: a test unit: (test entry, frame size; None for IMIX and size-less methods)
 Unit = tuple[TestConfig, Optional[int]]
-#: units sharing one build: (their topology spec, or ROUNDS for a study in rounds; the units)
-Group = tuple[Union[TopologySpec, object], list[Unit]]
+#: units sharing one build: (their topology spec, or None for a study in rounds; the units)
+Group = tuple[Optional[TopologySpec], list[Unit]]
 
 
 def in_rounds(test: TestConfig) -> bool:
@@ -28,8 +25,8 @@ def in_rounds(test: TestConfig) -> bool:
 
 def topology_groups(units: list[Unit], default: TopologySpec) -> list[Group]:
     """Consecutive test units on the same topology share one build (torn down between groups).
-    The units of a study with ``rounds`` form one group ``(ROUNDS, units)`` where the study's
-    first unit stands (their topologies are built by ``nfvperf.rounds``)."""
+    The units of a study with ``rounds`` form one group ``(None, units)`` where the study's
+    first unit stands (their topologies are built by ``nfvperf.runner.rounds``)."""
     groups: list[Group] = []
     studies: dict[str, list[Unit]] = {}
     for test, size in units:
@@ -37,7 +34,7 @@ def topology_groups(units: list[Unit], default: TopologySpec) -> list[Group]:
             name = (test.study or {})["name"]
             if name not in studies:
                 studies[name] = []
-                groups.append((ROUNDS, studies[name]))
+                groups.append((None, studies[name]))
             studies[name].append((test, size))
             continue
         spec = test.topology or default

@@ -13,21 +13,19 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from nfvperf.config import TestConfig
-from nfvperf.methods import result_of
+from nfvperf.methods import MethodParams, MethodResult, result_of
 from nfvperf.methods.common import rates
+from nfvperf.methods.throughput import ThroughputPrereq
 from nfvperf.search.result import repeat_summary
 from nfvperf.store.db import jsonable
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.trial import TrafficProfile
 
-__all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "throughput_key",
-           "reuse_throughput", "params_dump", "result_dict"]
+__all__ = ["UnitResult", "ThroughputReuse", "combine_repetitions", "throughput_key", "result_dict"]
 
 
-def result_dict(res: Any) -> dict[str, Any]:
-    """A method's return value as the dict the store keeps ({} for None)."""
-    if res is None:
-        return {}
+def result_dict(res: MethodResult) -> dict[str, Any]:
+    """A method's result as the dict the store keeps."""
     d = jsonable(res)
     return d if isinstance(d, dict) else {"value": d}
 
@@ -72,10 +70,18 @@ class ThroughputReuse:
     def __init__(self) -> None:
         self.measured: dict[str, float] = {}
 
-    def params(self, test: TestConfig, size: Optional[int], topo_spec: TopologySpec) -> Any:
-        """The unit's method params, with ``throughput_pps`` from an earlier unit when it needs
-        one and its entry does not set it (see :func:`reuse_throughput`)."""
-        return reuse_throughput(test, size, topo_spec, self.measured)
+    def params(self, test: TestConfig, size: Optional[int],
+               topo_spec: TopologySpec) -> tuple[MethodParams, Optional[float]]:
+        """The unit's method params and the Throughput it reuses (None: none).  A method that needs
+        the Throughput first (latency, back-to-back, recovery, reset, RFC 2889 forwarding) gets the
+        zero-loss Throughput an earlier test of this run measured at the same size, topology and
+        traffic, unless its entry sets ``throughput_pps`` (its ``throughput:`` block is then only the
+        fallback when no earlier measurement exists)."""
+        params = test.params_for(size)
+        v = self.measured.get(throughput_key(test, size, topo_spec))
+        if isinstance(params, ThroughputPrereq) and params.throughput_pps is None and v:
+            return params.model_copy(update={"throughput_pps": v}), v
+        return params, None
 
     def note(self, test: TestConfig, size: Optional[int], topo_spec: TopologySpec, result: UnitResult) -> None:
         """Keep a throughput unit's result when it is an RFC 2544 (zero-loss) Throughput."""
@@ -109,23 +115,4 @@ def throughput_key(test: TestConfig, size: Optional[int], topo_spec: TopologySpe
     return json.dumps([size, topo_spec.model_dump(mode="json"), traffic] +
                       ([sim.model_dump(mode="json")] if sim is not None else []), sort_keys=True, default=str)
 
-
-def params_dump(params: Any) -> dict[str, Any]:
-    return params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
-
-
-def reuse_throughput(test: TestConfig, size: Optional[int], topo_spec: TopologySpec,
-                     measured: dict[str, float]) -> Any:
-    """A method that needs the Throughput first (latency, back-to-back, recovery, reset, RFC 2889
-    forwarding) gets the zero-loss Throughput an earlier test of this run measured at the same
-    size, topology and traffic, unless its entry sets ``throughput_pps``; its ``throughput:``
-    block is then only the fallback when no earlier measurement exists."""
-    params = test.params_for(size)
-    fields = getattr(type(params), "model_fields", {})
-    if "throughput_pps" not in fields or getattr(params, "throughput_pps", None) is not None:
-        return params
-    v = measured.get(throughput_key(test, size, topo_spec))
-    if not v:
-        return params
-    return params.model_copy(update={"throughput_pps": v})
 

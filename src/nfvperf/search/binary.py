@@ -11,7 +11,7 @@ passes, then bisecting again, every trial full-length.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from nfvperf.trial import TrialResult
 
@@ -25,7 +25,7 @@ def binary_search(runner: ValidityRunner, max_load_pps: float, *, trial_duration
                   resolution_pps: Optional[float] = None, loss_ratio: float = 0.0,
                   overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
                   time_budget_s: Optional[float] = None, progress: Optional[Progress] = None,
-                  **context: object) -> SearchResult:
+                  context: Optional[Mapping[str, object]] = None) -> SearchResult:
     """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``.
 
     ``resolution_pps`` overrides ``resolution_pct`` (of ``max_load_pps``).
@@ -37,7 +37,7 @@ def binary_search(runner: ValidityRunner, max_load_pps: float, *, trial_duration
     if res <= 0:
         raise ValueError("resolution must be > 0")
     out = SearchResult(kind="binary", load_pps=None, max_load_pps=max_load_pps)
-    b = _Bisection(TrialBook(runner, out, "binary", overhead_s, time_budget_s, progress, context),
+    b = _Bisection(TrialBook(runner, out, "binary", overhead_s, time_budget_s, progress, dict(context or {})),
                    loss_ratio, res, hi=max_load_pps)
     if b.trial(max_load_pps, trial_duration_s, "search"):
         b.lo = max_load_pps
@@ -63,7 +63,7 @@ class _Bisection:
 
     def trial(self, load: float, dur: float, phase: str) -> bool:
         self.book.check_budget(dur)
-        tr = self.book.measure(load, dur, phase, judge=self.ok, lo_pps=self.lo, hi_pps=self.hi)
+        tr = self.book.measure(load, dur, phase, self.ok, True, lo_pps=self.lo, hi_pps=self.hi)
         passed = self.ok(tr)
         self.book.report(min(0.99, self.res / max(self.hi - self.lo, self.res)),
                          f"binary: {load:,.0f} pps {'ok' if passed else 'loss'}")

@@ -69,8 +69,8 @@ class TrialBook:
         check_budget(self.out.total_trial_s, duration_s, self.time_budget_s,
                      what if what is not None else f"{self.search} search")
 
-    def measure(self, load_pps: float, duration_s: float, phase: str, *,
-                judge: Optional[Callable[[TrialResult], bool]] = None, keep: bool = True,
+    def measure(self, load_pps: float, duration_s: float, phase: str,
+                judge: Optional[Callable[[TrialResult], bool]] = None, keep: bool = True, /,
                 **ctx: object) -> TrialResult:
         """One valid trial at ``load_pps`` for ``duration_s``; ``judge(tr)`` fills the record's
         ``passed`` (single-goal searches)."""

@@ -7,7 +7,7 @@ nothing sleeps, so our ``time_budget_s`` (sum of trial durations) is enforced in
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from .common import RFC2544_TRIAL_OVERHEAD_S, BudgetExceeded, TrialBook
 from .result import GoalResult, SearchResult
@@ -40,7 +40,7 @@ def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_lo
                      min_load_pps: float = 9001.0, warmup_s: float = 1.0,
                      time_budget_s: Optional[float] = None,
                      overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
-                     **context: object) -> SearchResult:
+                     context: Optional[Mapping[str, object]] = None) -> SearchResult:
     try:
         from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
         from MLRsearch import SearchGoal as MGoal
@@ -49,7 +49,7 @@ def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_lo
                            "(pip install MLRsearch==1.2.1)") from e
 
     out = SearchResult(kind="mlrsearch", load_pps=None, max_load_pps=max_load_pps)
-    book = TrialBook(runner, out, "mlrsearch", overhead_s, time_budget_s, context=context)
+    book = TrialBook(runner, out, "mlrsearch", overhead_s, time_budget_s, context=dict(context or {}))
     warm = {"pending": bool(warmup_s)}
 
     class _Adapter(AbstractMeasurer):
@@ -58,8 +58,7 @@ def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_lo
                 raise BudgetExceeded("mlrsearch: trial-time budget used up")
             phase = "warmup" if warm["pending"] else "search"
             warm["pending"] = False
-            tr = book.measure(float(intended_load), float(intended_duration), phase,
-                              keep=phase != "warmup")
+            tr = book.measure(float(intended_load), float(intended_duration), phase, None, phase != "warmup")
             exp = tr.expected or tr.sent
             return MeasurementResult(intended_duration=intended_duration,
                                      intended_load=intended_load, offered_count=exp,

@@ -12,7 +12,7 @@ result follows G10.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from nfvperf.trial import TrialResult
 
@@ -26,12 +26,12 @@ def ndrpdr_search(runner: ValidityRunner, max_load_pps: float, *, pdr_loss_ratio
                   relative_width: float = 0.005, min_load_pps: float = 0.0,
                   overhead_s: float = RFC2544_TRIAL_OVERHEAD_S,
                   time_budget_s: Optional[float] = None, progress: Optional[Progress] = None,
-                  **context: object) -> SearchResult:
+                  context: Optional[Mapping[str, object]] = None) -> SearchResult:
     if not 0.0 < pdr_loss_ratio < 1.0:
         raise ValueError("pdr_loss_ratio must be in (0, 1)")
     final = final_duration_s if final_duration_s is not None else trial_duration_s
     out = SearchResult(kind="ndrpdr", load_pps=None, max_load_pps=max_load_pps)
-    s = _NdrPdr(TrialBook(runner, out, "ndrpdr", overhead_s, time_budget_s, progress, context),
+    s = _NdrPdr(TrialBook(runner, out, "ndrpdr", overhead_s, time_budget_s, progress, dict(context or {})),
                 max_load_pps, min_load_pps, pdr_loss_ratio, relative_width)
     s.initial(trial_duration_s)
     s.bisect(trial_duration_s)
@@ -57,7 +57,7 @@ class _NdrPdr:
 
     def trial(self, load: float, dur: float, phase: str) -> TrialResult:
         self.book.check_budget(dur)
-        tr = self.book.measure(load, dur, phase, judge=lambda t: passes(t, 0.0),
+        tr = self.book.measure(load, dur, phase, lambda t: passes(t, 0.0), True,
                                ndr_interval=list(self.iv["ndr"]),
                                pdr_interval=list(self.iv["pdr"]))
         if not phase.startswith("verify"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, TypedDict
+from typing import TYPE_CHECKING, Mapping, Optional, TypedDict
 
 if TYPE_CHECKING:
     from .mlr.goals import SearchGoal
@@ -81,7 +81,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     # facts worth keeping that do not qualify the result (e.g. a generator cap far above it)
     info: list[str] = field(default_factory=list)
-    warmup: Optional[dict[str, object]] = None      # the discarded warm-up trial, if one ran
+    warmup: Optional[Mapping[str, object]] = None      # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                     # trials repeated because they were invalid
     invalid_reasons: dict[str, int] = field(default_factory=dict)   # count per kind of reason
 

@@ -8,6 +8,7 @@ valid trials.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
@@ -134,8 +135,7 @@ class TrialRunner:
             ctx = dict(context, attempt=attempt, used=not reasons)
             self.trials += 1
             if reasons:
-                tr.valid = False
-                tr.invalid_reasons = reasons
+                tr = dataclasses.replace(tr, valid=False, invalid_reasons=reasons)
                 self.invalid_trials += 1
                 count_reasons(self.invalid_by_reason, reasons)
                 self.total_invalid_s += tr.duration_s
@@ -155,6 +155,19 @@ class TrialRunner:
         """A valid constant-load trial (retried while invalid)."""
         return self._run(lambda: self.measurer.measure(duration_s, load_pps), duration_s, load_pps,
                          context)
+
+    def single(self, duration_s: float, load_pps: float, context: TrialContext,
+               accept: Callable[[list[str]], bool] = lambda _r: False) -> TrialResult:
+        """One constant-load trial, never retried, outside the counts (a calibration, a warm-up, an
+        MRR attempt): an invalid one comes back marked (``valid`` false, its reasons); reported
+        with ``context`` and ``used``: ``accept(reasons)`` (default: not used)."""
+        tr = self.measurer.measure(duration_s, load_pps)
+        reasons = check_valid(tr)
+        if reasons:
+            tr = dataclasses.replace(tr, valid=False, invalid_reasons=reasons)
+        if self.on_trial:
+            self.on_trial(tr, dict(context, used=accept(reasons)))
+        return tr
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0,
                       **context: object) -> TrialResult:

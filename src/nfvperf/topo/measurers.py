@@ -117,7 +117,7 @@ def topology_measurer(tg: str, spec: TopologySpec, *, sim: SimSettings, bidirect
             m = iperf3_measurer(topology, ends, info)
         else:
             m = topology.measurer()
-        # in-place DUT changes between the units of an interleaved study (nfvperf.rounds)
+        # in-place DUT changes between the units of an interleaved study (nfvperf.runner.rounds)
         m.reconfigure_topology = getattr(topology, "reconfigure", None)
         with m:
             yield m

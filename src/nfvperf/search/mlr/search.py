@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
-from ..common import RFC2544_TRIAL_OVERHEAD_S, TrialBook
+from nfvperf.trial import TrialResult
+
+from ..common import RFC2544_TRIAL_OVERHEAD_S, Progress, TrialBook
 from ..result import GoalResult, SearchResult
+from ..validity import ValidityRunner
 from .classify import LOWER, UNDECIDED, UPPER, classify, conditional_throughput
 from .goals import SearchGoal
 
@@ -155,7 +158,7 @@ def _trial_time(db: _Db, load: float) -> float:
     return sum(d for d, _ in db.pairs(load))
 
 
-def _pick_undecided(t: Target, und: list[float], db: _Db, dur: float, rnd: Any,
+def _pick_undecided(t: Target, und: list[float], db: _Db, dur: float, rnd: Callable[[float], float],
                     strategy: Strategy = DEFAULT) -> float:
     """Which undecided load (sorted ``und``, all inside the target's interval) to measure next,
     or a new load between two of them (see :class:`Strategy`)."""
@@ -188,11 +191,12 @@ def _bounds(db: _Db, t: Target) -> tuple[Optional[float], Optional[float], dict[
 Proposal = tuple[float, float, Optional[str]]
 
 
-def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
+def mlr_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_load_pps: float, *,
                min_load_pps: float = 9001.0, warmup_s: float = 1.0,
                time_budget_s: Optional[float] = None,
-               overhead_s: float = RFC2544_TRIAL_OVERHEAD_S, progress: Any = None,
-               strategy: Union[str, Strategy, None] = None, **context: Any) -> SearchResult:
+               overhead_s: float = RFC2544_TRIAL_OVERHEAD_S, progress: Optional[Progress] = None,
+               strategy: Union[str, Strategy, None] = None,
+               context: Optional[Mapping[str, object]] = None) -> SearchResult:
     """Run the search through ``runner.measure(duration_s, load_pps, **ctx)``.
 
     ``strategy``: a name from :data:`STRATEGIES` or a :class:`Strategy` (default ``"default"``).
@@ -205,7 +209,7 @@ def mlr_search(runner: Any, goals: Sequence[SearchGoal], max_load_pps: float, *,
     if len(set(names)) != len(names):
         raise ValueError("goal names must be unique")
     out = SearchResult(kind="mlr", load_pps=None, max_load_pps=max_load_pps)
-    book = TrialBook(runner, out, "mlr", overhead_s, time_budget_s, progress, context)
+    book = TrialBook(runner, out, "mlr", overhead_s, time_budget_s, progress, dict(context or {}))
     s = _MlrSearch(book, goals, max_load_pps, min_load_pps, get_strategy(strategy))
     s.initial(warmup_s)
     s.main_loop()
@@ -229,8 +233,8 @@ class _MlrSearch:
     def rnd(self, load: float) -> float:
         return round(min(self.max_load, max(self.min_load, load)), 3)
 
-    def trial(self, load: float, dur: float, phase: str, use: bool = True, **ctx: Any) -> Any:
-        tr = self.book.measure(load, float(dur), phase, keep=use, **ctx)
+    def trial(self, load: float, dur: float, phase: str, use: bool = True, **ctx: object) -> TrialResult:
+        tr = self.book.measure(load, float(dur), phase, None, use, **ctx)
         if use:
             self.db.add(load, tr.duration_s, tr.loss_ratio, tr.forwarding_rate_pps)
         return tr

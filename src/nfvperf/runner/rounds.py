@@ -28,38 +28,58 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+from nfvperf.config import TestConfig
+from nfvperf.host.polling_overlap import generator_overlap
 from nfvperf.methods.capacity import METRIC_TITLES, WARM_FOR_S, RoundSettings, measure_round
+from nfvperf.plan import unit_label
+from nfvperf.search.validity import TrialContext
 from nfvperf.stats import median_interval, ratio_interval
-from nfvperf.trial import DutFailure
 from nfvperf.topo import tx_pairs
 from nfvperf.topo.inplace import in_place_difference, restart_fields
+from nfvperf.topo.spec import TopologySpec
+from nfvperf.trial import DutFailure, Measurer, TrafficProfile, TrialResult
 from nfvperf.units import directions
-from nfvperf.config import topology_overrides
-from nfvperf.host.polling_overlap import generator_overlap
+
+from .groups import Unit
+from .recorder import Recorder
+from .schedule import Build, TopologyInfo, Visit
+
+if TYPE_CHECKING:
+    from . import RunLoop
+
+#: a round's stored figures (JSON)
+RoundData = dict[str, Any]
 
 
 @dataclass
 class RoundUnit:
-    test: Any
+    test: TestConfig
     size: Optional[int]
     label: str
-    spec: Any                               # its topology spec
+    spec: TopologySpec
     test_id: int = 0
-    rec: Any = None
-    profile: Any = None                     # its TrafficProfile and directions (set with its row)
+    rec: Optional[Recorder] = None
+    profile: TrafficProfile = field(default_factory=TrafficProfile)   # set with its row, as ndir
     ndir: int = 1
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[RoundData] = field(default_factory=list)
     last_end: Optional[float] = None        # monotonic time its traffic last stopped
-    topology_row: dict[str, Any] = field(default_factory=dict)   # its test row's topology
+    topology_row: dict[str, object] = field(default_factory=dict)   # its test row's topology
     #: DUT/VNF polling threads on the generator's CPUs in a build of its own spec or after a switch
     #: to it (report.polling marks the figure); None: unknown (neither said, or nothing stored)
-    overlap: Optional[dict[str, Any]] = None
+    overlap: Optional[dict[str, object]] = None
 
     @property
     def baseline(self) -> bool:
         return bool((self.test.study or {}).get("baseline"))
+
+    def note_overlap(self, fact: object) -> None:
+        """A fact from one build or switch: a shared CPU once seen stays."""
+        if not isinstance(fact, dict):
+            return
+        if self.overlap is None or (fact.get("cpus") and not self.overlap.get("cpus")):
+            self.overlap = fact
 
 
 def round_orders(n_units: int, rounds: int, seed: int) -> list[list[int]]:
@@ -72,18 +92,6 @@ def round_orders(n_units: int, rounds: int, seed: int) -> list[list[int]]:
     return out
 
 
-def _in_place_difference(a: Any, b: Any) -> Optional[dict[str, Any]]:
-    """{field: b's value} when the DUT of ``a`` can switch to ``b`` in place, None if it cannot."""
-    if a == b:
-        return {}
-    return in_place_difference(a, b)
-
-
-def restart_reason(a: Any, b: Any) -> str:
-    fields = restart_fields(a, b)
-    return ", ".join(fields) or "the topology differs"
-
-
 def build_groups(units: list[RoundUnit], sim: bool) -> list[list[int]]:
     """Indices of the units that share one build (the first unit's spec is the group's)."""
     if sim:
@@ -91,7 +99,7 @@ def build_groups(units: list[RoundUnit], sim: bool) -> list[list[int]]:
     groups: list[list[int]] = []
     for i, u in enumerate(units):
         for g in groups:
-            if _in_place_difference(units[g[0]].spec, u.spec) is not None:
+            if in_place_difference(units[g[0]].spec, u.spec) is not None:
                 g.append(i)
                 break
         else:
@@ -117,7 +125,7 @@ def figures_of(u: RoundUnit, metric: str, n: int) -> list[Optional[float]]:
     return out
 
 
-def figure_notes(metric: str, mm: dict[str, Any], measured: int) -> list[str]:
+def figure_notes(metric: str, mm: RoundData, measured: int) -> list[str]:
     """What qualifies a unit's figure over its rounds, said once (not once per round)."""
     out = []
     name = metric.upper()
@@ -134,182 +142,119 @@ def figure_notes(metric: str, mm: dict[str, Any], measured: int) -> list[str]:
     return out
 
 
-class RoundsRun:
-    """One interleaved study inside a run.  ``loop`` is the runner's RunLoop: its store, run,
-    progress, interrupts, measurer factory and harness ceiling, and the three things it lends
-    (``recorder``, ``configure_unit``, ``label``), so this module never imports the runner."""
+class Rounds:
+    """The schedule of one interleaved study inside a run (:class:`.schedule.Schedule`): every
+    round, each build (in the seed's order when there are several) with its units' visits in
+    the round's order; the rows are opened before the first build and closed at the end."""
 
-    def __init__(self, loop: Any, pairs: list[tuple[Any, Optional[int]]]):
+    def __init__(self, loop: RunLoop, pairs: list[Unit]):
         self.loop = loop
         suite = loop.suite
-        self.units = [RoundUnit(t, s, loop.label(t, s), t.topology or suite.spec.topology) for t, s in pairs]
-        st = pairs[0][0].study
-        self.name = st["name"]
+        self.units = [RoundUnit(t, s, unit_label(t, s), t.topology or suite.spec.topology) for t, s in pairs]
+        st = pairs[0][0].study or {}
+        self.name = str(st["name"])
         self.rounds_cfg: dict[str, Any] = dict(st["rounds"])
         self.settings = RoundSettings.from_study(self.rounds_cfg)
         self.n = int(self.rounds_cfg["rounds"])
         self.seed = int(self.rounds_cfg["seed"])
         self.groups = build_groups(self.units, loop.tg == "sim")
         self.orders = round_orders(len(self.units), self.n, self.seed)
-        #: id(measurer) -> the spec its topology is in now, for measurers that reconfigure in place
-        self.live_spec: dict[int, Any] = {}
         self.info: dict[str, Any] = {"study": self.name, "rounds": self.n, "seed": self.seed,
                                      "metrics": self.settings.metrics, "round_trial_s": self.settings.trial_s,
                                      "overload_pct": self.settings.overload_pct,
                                      "units": [u.label for u in self.units], "orders": [],
                                      "switching": self.switching()}
-        self.current: Optional[int] = None
 
     # ------------------------------------------------------------------ plan
-    def switching(self) -> dict[str, Any]:
+    def switching(self) -> dict[str, object]:
         """How units switch inside a round (stored with the run, printed by the report)."""
         if self.loop.tg == "sim":
             return {"how": "in place (simulated DUT)", "restart_units": []}
         if len(self.groups) == 1:
             g = self.groups[0]
-            inplace = any(_in_place_difference(self.units[g[0]].spec, self.units[i].spec) for i in g)
+            inplace = any(in_place_difference(self.units[g[0]].spec, self.units[i].spec) for i in g)
             return {"how": "in place (the DUT reconfigured while running)" if inplace
                     else "by traffic alone (one topology)", "restart_units": []}
         first = self.units[self.groups[0][0]].spec
         restart = [self.units[i].label for g in self.groups[1:] for i in g]
-        reasons = sorted({restart_reason(first, self.units[g[0]].spec) for g in self.groups[1:]})
+        reasons = sorted({", ".join(restart_fields(first, self.units[g[0]].spec)) or "the topology differs"
+                          for g in self.groups[1:]})
         return {"how": "by restarting the topology between units", "builds_per_round": len(self.groups),
                 "restart_units": restart, "restart_reason": "; ".join(reasons)}
 
-    # ------------------------------------------------------------------ run
-    def run(self) -> None:
+    # ------------------------------------------------------------------ the schedule
+    def builds(self) -> Iterator[Build]:
         loop = self.loop
         loop.env.setdefault("rounds", []).append(self.info)
         loop.progress.log(f"study {self.name}: {len(self.units)} units in {self.n} interleaved rounds "
                           f"(seed {self.seed}; {', '.join(self.settings.metrics)}; units switch "
                           f"{self.info['switching']['how']})")
         self.open_rows()
-        for g in self.groups:
-            loop.harness_ceiling(self.units[g[0]].spec, [(self.units[i].test, self.units[i].size) for i in g])
-        status = "completed"
-        try:
-            if len(self.groups) == 1:
-                with self.build(self.groups[0]) as measurer:
-                    for r in range(1, self.n + 1):
-                        self.run_round(r, measurer, self.orders[r - 1])
-            else:
-                for r in range(1, self.n + 1):
-                    order = self.orders[r - 1]
-                    gorder = list(range(len(self.groups)))
-                    random.Random(f"nfvperf-rounds:{self.seed}:{r}:builds").shuffle(gorder)
-                    for gi in gorder:
-                        members = [i for i in order if i in self.groups[gi]]
-                        with self.build(self.groups[gi]) as measurer:
-                            for i in members:          # a fresh build (the DUT restarted): warm up again
-                                self.units[i].last_end = None
-                            self.run_round(r, measurer, members)
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise
-        except DutFailure as e:
-            status = "failed"
-            loop.status, loop.reason = "failed", f"DUT failure in study {self.name}: {e}"
-            loop.progress.log(f"  study {self.name}: DUT FAILURE: {e}; stopping the run")
-        finally:
-            self.close_rows(status)
+        if len(self.groups) == 1:
+            yield self.build(self.groups[0], list(range(1, self.n + 1)))
+            return
+        for r in range(1, self.n + 1):
+            gorder = list(range(len(self.groups)))
+            random.Random(f"nfvperf-rounds:{self.seed}:{r}:builds").shuffle(gorder)
+            for gi in gorder:
+                yield self.build(self.groups[gi], [r])
 
-    def build(self, group: list[int]) -> Any:
-        """The measurer context of one build (the runner's topology life cycle)."""
-        loop = self.loop
+    def build(self, group: list[int], rounds: list[int]) -> Build:
+        """One build of ``group``'s first spec, for ``rounds``."""
         spec = self.units[group[0]].spec
-        info: dict[str, Any] = {"kind": spec.kind, "overrides": topology_overrides(spec, loop.suite.spec.topology),
-                                "rounds_study": self.name}
-        loop.env["topologies"].append(info)
-        return _Build(loop, spec, info, self.live_spec, on_built=lambda: self.note_overlap(group, spec, info))
+        return Build(spec, self.loop.tg, [(self.units[i].test, self.units[i].size) for i in group],
+                     lambda m, info: self.visits(group, rounds, spec, m, info), {"rounds_study": self.name})
 
-    def note_overlap(self, group: list[int], spec: Any, info: dict[str, Any]) -> None:
+    def visits(self, group: list[int], rounds: list[int], spec: TopologySpec, measurer: Measurer,
+               info: TopologyInfo) -> Iterator[Visit]:
+        """The visits on one build: its units in each round's order.  A fresh build (the DUT
+        started): its units warm up again."""
+        self.note_overlap(group, spec, info)
+        live = [spec]                       # the spec the DUT is in now (switched in place)
+        for i in group:
+            self.units[i].last_end = None
+        for r in rounds:
+            if len(self.info["orders"]) < r:
+                self.info["orders"].append([])
+            for i in [i for i in self.orders[r - 1] if i in group]:
+                pos = len(self.info["orders"][r - 1]) + 1
+                self.info["orders"][r - 1].append(self.units[i].label)
+                yield RoundVisit(self, r, pos, self.units[i], live)
+
+    def round_done(self, r: int) -> None:
+        """After each visit: a round whose every unit was visited is logged and saved."""
+        loop = self.loop
+        if len(self.info["orders"][r - 1]) == len(self.units):
+            loop.progress.log(f"  round {r}/{self.n}: {self.round_text(r)}")
+            with loop.interrupts.critical():
+                loop.store.update_run(loop.run.id, environment=loop.env)
+
+    def note_overlap(self, group: list[int], spec: TopologySpec, info: TopologyInfo) -> None:
         """After a build: whether its DUT polling threads ran on the generator's CPUs
         (:func:`generator_overlap` of its environment), for the units of ``group`` built as their
-        own spec.  A unit switched to in place gets its own from the switch (:meth:`measure`:
+        own spec.  A unit switched to in place gets its own from the switch (:meth:`RoundVisit.measure`:
         the topology's ``reconfigure`` says where the DUT polls after it); a switch that cannot
         say leaves it unknown.  One build or switch with the overlap marks the unit."""
-        fact = generator_overlap(info.get("environment"))
-        if fact is None:
-            return
+        env = info.get("environment")
+        fact = generator_overlap(env if isinstance(env, dict) else None)
         for i in group:
-            u = self.units[i]
-            if u.spec == spec:
-                self.note_unit_overlap(u, fact)
-
-    @staticmethod
-    def note_unit_overlap(u: RoundUnit, fact: Optional[dict[str, Any]]) -> None:
-        """A unit's fact from one build or switch: a shared CPU once seen stays."""
-        if fact is None:
-            return
-        if u.overlap is None or (fact.get("cpus") and not u.overlap.get("cpus")):
-            u.overlap = fact
+            if self.units[i].spec == spec:
+                self.units[i].note_overlap(fact)
 
     def open_rows(self) -> None:
         loop = self.loop
         for u in self.units:
             u.profile = loop.suite.traffic_profile(u.test, u.size)
-            u.ndir = directions(u.test.traffic, u.spec.ports, tx_pairs(u.spec))
+            u.ndir = directions(u.test.traffic.model_dump(), u.spec.ports, tx_pairs(u.spec))
             u.topology_row = {"kind": u.spec.kind, "ports": u.spec.ports, "directions": u.ndir}
             with loop.interrupts.critical():
                 row = loop.store.start_test(loop.run.id, name=u.test.name, method=u.test.method,
                                             frame_size_b=u.size, params=u.test.params_dict(u.size),
                                             traffic=u.profile, topology=u.topology_row,
                                             study=u.test.study)
+            loop.books.stored.add((id(u.test), u.size))
             u.test_id = row.id
-            u.rec = loop.recorder(row.id, u.label)
-
-    def run_round(self, r: int, measurer: Any, members: list[int]) -> None:
-        loop = self.loop
-        if len(self.info["orders"]) < r:
-            self.info["orders"].append([])
-        for i in members:
-            if loop.status != "completed":
-                return
-            pos = len(self.info["orders"][r - 1]) + 1
-            self.info["orders"][r - 1].append(self.units[i].label)
-            self.measure(r, pos, i, measurer)
-        if len(self.info["orders"][r - 1]) == len(self.units):
-            loop.progress.log(f"  round {r}/{self.n}: {self.round_text(r)}")
-            with loop.interrupts.critical():
-                loop.store.update_run(loop.run.id, environment=loop.env)
-
-    def measure(self, r: int, pos: int, i: int, measurer: Any) -> None:
-        loop = self.loop
-        u = self.units[i]
-        self.current = i
-        loop.current_test = u.test_id
-        loop.progress.unit(f"round {r}/{self.n}: {u.label}")
-        reconf = getattr(measurer, "reconfigure_topology", None)
-        did: Any = None
-        if reconf is not None and self.live_spec.get(id(measurer)) not in (None, u.spec):
-            did = reconf(u.spec)
-            if isinstance(did, dict):
-                self.note_unit_overlap(u, did.get("generator_cpu_overlap"))
-        if reconf is not None:
-            self.live_spec[id(measurer)] = u.spec
-        measurer.set_profile(u.profile)
-        loop.configure_unit(measurer, u.spec, u.test, u.size)
-        warm = u.last_end is None or time.monotonic() - u.last_end > WARM_FOR_S
-        ctx = {"round": r, "position": pos}
-
-        def on_trial(tr: Any, c: dict[str, Any]) -> None:
-            u.rec.trial(u.test.name, tr, **c)
-        try:
-            data = measure_round(measurer, u.profile, u.test.params_for(u.size), self.settings, u.ndir,
-                                 on_trial, ctx, warm)
-        except (KeyboardInterrupt, DutFailure):
-            raise
-        except Exception as e:  # noqa: BLE001 - a failed round is stored and counted, the rounds go on
-            data = {"figures": {}, "error": f"{type(e).__name__}: {e}"}
-            loop.progress.log(f"  round {r}: {u.label}: FAILED: {data['error']}")
-        u.last_end = time.monotonic()
-        data.update(round=r, position=pos)
-        if did:
-            data["reconfigured"] = did
-        u.rounds.append(data)
-        with loop.interrupts.critical():
-            loop.store.add_result(u.test_id, "round", data)
-        self.current = None
+            u.rec = Recorder(loop.store, row.id, loop.interrupts, loop.progress, u.label)
 
     def round_text(self, r: int) -> str:
         metric = self.settings.metrics[0]
@@ -321,12 +266,11 @@ class RoundsRun:
         return "; ".join(parts) + " fps/if"
 
     # ------------------------------------------------------------------ the books
-    def summary(self, u: RoundUnit) -> dict[str, Any]:
-        out: dict[str, Any] = {"study": self.name, "rounds": self.n, "rounds_measured": len(u.rounds),
-                               "seed": self.seed, "settings": dict(self.rounds_cfg),
-                               "switching": self.info["switching"]["how"],
-                               "positions": [rd.get("position") for rd in u.rounds], "metrics": {},
-                               "ratios": {}}
+    def summary(self, u: RoundUnit) -> RoundData:
+        out: RoundData = {"study": self.name, "rounds": self.n, "rounds_measured": len(u.rounds),
+                          "seed": self.seed, "settings": dict(self.rounds_cfg),
+                          "switching": self.info["switching"]["how"],
+                          "positions": [rd.get("position") for rd in u.rounds], "metrics": {}, "ratios": {}}
         base = baseline_of(self.units, u)
         if base is not None:
             out["baseline_unit"] = base.label
@@ -347,7 +291,8 @@ class RoundsRun:
                 out["ratios"][m] = ri.to_dict() if ri is not None else None
         return out
 
-    def close_rows(self, status: str) -> None:
+    def close(self, status: str) -> None:
+        """The units' summaries (kind ``rounds``) and final status."""
         loop = self.loop
         for u in self.units:
             data = self.summary(u)
@@ -373,28 +318,55 @@ class RoundsRun:
             loop.store.update_run(loop.run.id, environment=loop.env)
 
 
-class _Build:
-    """``with``: the runner's measurer for one topology build, remembering the spec it was built for."""
+class RoundVisit:
+    """One unit in one round (at ``pos`` in the round's order): the DUT switched to its spec in
+    place if it can, a warm-up after a pause, every metric, one ``round`` result stored."""
 
-    def __init__(self, loop: Any, spec: Any, info: dict[str, Any], live_spec: dict[int, Any],
-                 on_built: Any = None):
-        self.loop, self.spec, self.info, self.live_spec = loop, spec, info, live_spec
-        self.on_built = on_built            # called once the topology's environment is recorded
-        self.cm: Any = None
-        self.measurer: Any = None
+    def __init__(self, rounds: Rounds, r: int, pos: int, u: RoundUnit, live: list[TopologySpec]):
+        self.rounds, self.r, self.pos, self.u, self.live = rounds, r, pos, u, live
+        self.label = f"round {r}/{rounds.n}: {u.label}"
+        self.did: Optional[dict[str, Any]] = None      # the in-place switch, if one ran
 
-    def __enter__(self) -> Any:
-        loop = self.loop
-        self.cm = loop.factory(loop.suite, loop.tg, loop.run.tag, loop.run_dir, self.info, self.spec)
-        m = self.cm.__enter__()
-        loop.record_measurer(self.info, m)
-        if self.on_built is not None:
-            self.on_built()
-        if getattr(m, "reconfigure_topology", None) is not None:
-            self.live_spec[id(m)] = self.spec
-        self.measurer = m
-        return m
+    def open(self) -> int:
+        return self.u.test_id
 
-    def __exit__(self, *exc: Any) -> Any:
-        self.live_spec.pop(id(self.measurer), None)
-        return self.cm.__exit__(*exc)
+    def measure(self, measurer: Measurer) -> None:
+        u, loop = self.u, self.rounds.loop
+        reconf = measurer.reconfigure_topology
+        if reconf is not None and self.live[0] != u.spec:
+            did = reconf(u.spec)
+            self.live[0] = u.spec
+            if isinstance(did, dict):
+                self.did = did
+                u.note_overlap(did.get("generator_cpu_overlap"))
+        measurer.set_profile(u.profile)
+        loop.configure_unit(measurer, u.spec, u.test, u.size)
+        warm = u.last_end is None or time.monotonic() - u.last_end > WARM_FOR_S
+        rec = u.rec
+        assert rec is not None, "the rows are opened before the first build"
+
+        def on_trial(tr: TrialResult, c: TrialContext) -> None:
+            rec.trial(u.test.name, tr, **c)
+        self.store(measure_round(measurer, u.profile, u.test.params_for(u.size), self.rounds.settings, u.ndir,
+                                 on_trial, {"round": self.r, "position": self.pos}, warm))
+
+    def store(self, data: RoundData) -> None:
+        u, loop = self.u, self.rounds.loop
+        u.last_end = time.monotonic()
+        data.update(round=self.r, position=self.pos)
+        if self.did:
+            data["reconfigured"] = self.did
+        u.rounds.append(data)
+        with loop.interrupts.critical():
+            loop.store.add_result(u.test_id, "round", data)
+        self.rounds.round_done(self.r)
+
+    def dut_failed(self, e: DutFailure) -> str:
+        self.rounds.loop.progress.log(f"  study {self.rounds.name}: DUT FAILURE: {e}; stopping the run")
+        return f"DUT failure in study {self.rounds.name}: {e}"
+
+    def failed(self, e: Exception) -> None:
+        """A failed round is stored and counted, the rounds go on."""
+        data: RoundData = {"figures": {}, "error": f"{type(e).__name__}: {e}"}
+        self.rounds.loop.progress.log(f"  round {self.r}: {self.u.label}: FAILED: {data['error']}")
+        self.store(data)
