@@ -20,7 +20,7 @@ import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 SYS_NODE = Path("/sys/devices/system/node")
@@ -198,7 +198,7 @@ class CpuTopology:
             out.append(group)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"online": format_cpulist(self.online), "allowed": format_cpulist(self.allowed),
                 "isolated": format_cpulist(self.isolated), "nohz_full": format_cpulist(self.nohz_full),
                 "numa_nodes": self.nodes(), "hyperthreading": self.hyperthreading,
@@ -213,10 +213,10 @@ class PinningPlan:
     roles: dict[str, list[int]] = field(default_factory=dict)
     cores_shared: bool = False
     warnings: list[str] = field(default_factory=list)
-    topology: dict[str, Any] = field(default_factory=dict)
+    topology: dict[str, object] = field(default_factory=dict)
     #: roles whose CPUs came from a core count: role -> ResolvedCores.to_dict() (field, cores,
     #: ht, cpus, mask, siblings)
-    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resolved: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def cpus(self, role: str) -> list[int]:
         return list(self.roles.get(role, []))
@@ -235,7 +235,7 @@ class PinningPlan:
     def mask(self, role: str) -> str:
         return cpu_mask(self.cpus(role))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -369,7 +369,7 @@ class ResolvedCores:
     def threads(self) -> int:
         return len(self.cpus)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["cpu_list"] = format_cpulist(self.cpus)
         return d

@@ -18,10 +18,13 @@ import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence, Union
 
 from . import hugepages as hp
 from .cpu import CpuTopology
+
+if TYPE_CHECKING:
+    from .base import Host
 
 MIN_FREE_HUGEPAGES_MB = 512          # tgen + one DPDK DUT with modest pools
 RECOMMENDED_FREE_HUGEPAGES_MB = 2048
@@ -42,14 +45,37 @@ class PreflightError(RuntimeError):
 
 @dataclass
 class Check:
+    """One check; on a testbed (``nfvperf testbed check``) also the ``host`` it ran on and its
+    ``role``, and then its dict names the check ``check`` and says whether it is ``ok``."""
+
     name: str
     status: str          # ok | warn | fail
     detail: str
     fix: str = ""
     required: bool = False
+    host: str = ""
+    role: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def check(self) -> str:
+        return self.name
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object], host: str = "", role: str = "") -> "Check":
+        """A check as :meth:`to_dict` gave it (e.g. from a remote host's preflight)."""
+        return cls(str(d["name"]), str(d["status"]), str(d["detail"]), str(d.get("fix") or ""),
+                   bool(d.get("required")), host, role)
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        if not self.host:
+            return {k: v for k, v in d.items() if k not in ("host", "role")}
+        return {"host": self.host, "role": self.role, "check": self.name, "ok": self.ok,
+                **{k: d[k] for k in ("status", "detail", "fix", "required")}}
 
 
 def _read(p: str | Path, default: str = "") -> str:
@@ -188,7 +214,7 @@ def check_binary(name: "str | Binary", required: bool = False) -> Check:
                  + (f" (or set {b.env})" if b.env else ""), required=required)
 
 
-def check_tool(name: str, find: Callable[[], Any], fix: str, required: bool = False) -> Check:
+def check_tool(name: str, find: Callable[[], object], fix: str, required: bool = False) -> Check:
     """A check named ``name`` that passes when ``find()`` returns a path (and does not raise)."""
     try:
         path = find()
@@ -216,7 +242,7 @@ class Needs:
 
     binaries: dict[str, tuple[Binary, bool]] = field(default_factory=dict)
     pci: list[str] = field(default_factory=list)
-    checks: list[Callable[[Sequence[str]], Any]] = field(default_factory=list)
+    checks: list[Callable[[Sequence[str]], Union[Check, list[Check]]]] = field(default_factory=list)
     hugepages_mb: int = 0
 
     def need(self, *binaries: Binary, required: bool = True) -> "Needs":
@@ -235,7 +261,7 @@ class Needs:
         return self
 
 
-def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
+def check_pci(addr: str, cpus: Iterable[int] = (), host: Optional["Host"] = None) -> Check:
     """The PCI device ``addr`` exists, is a network device and is bound to a DPDK-usable
     driver, read from ``/sys/bus/pci`` of ``host`` (anything with ``exists``/``read_text``, e.g.
     a :class:`nfvperf.host.base.Host`; default this machine)."""
@@ -281,15 +307,20 @@ def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
     return Check(f"pci:{addr}", "ok", detail, required=True)
 
 
-def run_checks(needs: Any = None, required: Sequence[str] = ("root",),
+class DeclaresNeeds(Protocol):
+    """What declares its :class:`Needs` itself (a TopologySpec)."""
+
+    def preflight_needs(self) -> "Needs": ...
+
+
+def run_checks(needs: Union[Needs, DeclaresNeeds, None] = None, required: Sequence[str] = ("root",),
                cpus: Iterable[int] = ()) -> list[Check]:
     """All checks.  ``needs`` is a :class:`Needs` (or anything with ``preflight_needs()``
     returning one, e.g. a TopologySpec; None: only the host checks and :data:`BASE_BINARIES`).
     ``required`` names checks whose failure is fatal (``root``, ``hugepages``, ``tgen``, ...);
     binaries the needs mark required and the PCI devices are always required."""
-    if needs is not None and not isinstance(needs, Needs):
-        needs = needs.preflight_needs()
-    needs = Needs(binaries=dict(BASE_BINARIES)).merge(needs)
+    given = needs if needs is None or isinstance(needs, Needs) else needs.preflight_needs()
+    needs = Needs(binaries=dict(BASE_BINARIES)).merge(given)
     checks: list[Check] = [check_root()]
     checks += check_hugepages()
     checks += [check_irqbalance(), check_governor(), check_turbo()]

@@ -7,12 +7,11 @@ runs the checks and prints them as JSON.  Nothing else of nfvperf needs to be in
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, TypedDict
 
 from .preflight import Binary, Check
 from . import preflight as pf
@@ -49,22 +48,39 @@ print(json.dumps([c.to_dict() for c in checks]))
 """
 
 
+class BinaryNeed(TypedDict):
+    """A :class:`Binary` as JSON, and whether it is required."""
+
+    name: str
+    package: str
+    candidates: list[str]
+    env: str
+    required: bool
+
+
+class PreflightNeeds(TypedDict):
+    """What :data:`SCRIPT` checks on the host (``SshHost.preflight``, :func:`local_checks`)."""
+
+    binaries: list[BinaryNeed]
+    pci: list[str]
+    required: list[str]
+
+
 def needs_dict(binaries: Iterable[tuple[Binary, bool]], pci: Iterable[str] = (),
-               required: Iterable[str] = ("root",)) -> dict[str, Any]:
+               required: Iterable[str] = ("root",)) -> PreflightNeeds:
     """The ``needs`` argument of ``SshHost.preflight``."""
-    return {"binaries": [{**dataclasses.asdict(b), "candidates": list(b.candidates),
-                          "required": req} for b, req in binaries],
+    return {"binaries": [{"name": b.name, "package": b.package, "candidates": list(b.candidates),
+                          "env": b.env, "required": req} for b, req in binaries],
             "pci": list(pci), "required": list(required)}
 
 
-def local_checks(needs: dict[str, Any]) -> list[dict[str, Any]]:
+def local_checks(needs: PreflightNeeds) -> list[dict[str, object]]:
     """The same checks on this machine (a testbed host with ``local: true``)."""
     n = pf.Needs()
-    for b in needs.get("binaries", []):
-        n.need(Binary(b["name"], b.get("package", ""), tuple(b.get("candidates", ())),
-                      b.get("env", "")), required=bool(b.get("required")))
-    n.pci = list(needs.get("pci", []))
-    return [c.to_dict() for c in pf.run_checks(n, required=needs.get("required", ["root"]))]
+    for b in needs["binaries"]:
+        n.need(Binary(b["name"], b["package"], tuple(b["candidates"]), b["env"]), required=b["required"])
+    n.pci = list(needs["pci"])
+    return [c.to_dict() for c in pf.run_checks(n, required=needs["required"])]
 
 
 __all__ = ["bundle", "BUNDLE_NAME", "SCRIPT", "needs_dict", "local_checks", "Check"]

@@ -49,7 +49,7 @@ from .netns import connect_in_netns, netns_argv
 from .proc import CommandError, Process, ProcessError
 from .run import ResourceTracker, RunContext
 import json
-from .remote_preflight import BUNDLE_NAME, SCRIPT, bundle
+from .remote_preflight import BUNDLE_NAME, SCRIPT, PreflightNeeds, bundle
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -602,7 +602,7 @@ class SshHost:
         """Run tags present on this host (processes, namespaces, links)."""
         return list(json.loads(self.run(["python3", self.agent(), "tags"], timeout=30).stdout))
 
-    def preflight(self, needs: dict[str, list[object]]) -> list[dict[str, object]]:
+    def preflight(self, needs: PreflightNeeds) -> list[dict[str, object]]:
         """:func:`nfvperf.host.preflight.run_checks` on this host: the check modules are
         uploaded as a zip (stdlib only) and run with the host's python3.  ``needs``:
         ``{"binaries": [{name, package, candidates, env, required}], "pci": [...],

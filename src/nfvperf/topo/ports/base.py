@@ -7,25 +7,48 @@ A kind class declares what it can carry and where it can be used (``max_mtu``, `
 """
 from __future__ import annotations
 
-import importlib
 import contextlib
+import functools
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Protocol, Sequence
 
 from nfvperf.dut.base import PortRef
 from nfvperf.host import netns as N
-from nfvperf.plugins import import_plugins
-from nfvperf.tg.tgen import PortSpec
 from nfvperf.host import run as R
+from nfvperf.host.base import Host
+from nfvperf.plugins import import_plugins
+from nfvperf.tg.tgen import PortSpec, TgenProcess
 
 if TYPE_CHECKING:
-    from nfvperf.tg.tgen import PortSpec
-
     from ..spec import TopologyBase
 
 #: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
 UNIX_PATH_MAX = 107
+
+
+class PortsTopology(Protocol):
+    """What a port kind reads and writes on the topology it makes ports for (a
+    :class:`nfvperf.topo.base.Topology`): names and places of the run, the tracker its resources
+    go to, the port list it appends to, the spec, a testbed's cabled links, the hosts and tgen."""
+
+    @property
+    def run(self) -> R.RunContext: ...
+    @property
+    def tracker(self) -> Optional[R.ResourceTracker]: ...
+    @property
+    def ports(self) -> list["HostPort"]: ...
+    @property
+    def spec(self) -> "TopologyBase": ...
+    @property
+    def testbed_links(self) -> Sequence[Mapping[str, Optional[str]]]: ...
+    @property
+    def tg_host(self) -> Host: ...
+    @property
+    def dut_host(self) -> Host: ...
+    @property
+    def tgen(self) -> Optional[TgenProcess]: ...
 
 
 @dataclass
@@ -84,7 +107,7 @@ class HostPort:
                         rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs, workers), rxd=kind.tg_rxd,
                         mac=kind.tg_wire_mac(self), prefetch=kind.tg_prefetch)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
         d["socket"] = str(self.socket) if self.socket else None
         d["port_kind"] = self._kind().name
@@ -125,7 +148,7 @@ class PortKind:
     #: docs/tgen.md "A direction over several cores"); kinds without it keep one queue each
     tg_multiqueue: ClassVar[bool] = False
 
-    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+    def path_facts(self, port: HostPort, topo: PortsTopology) -> dict[str, object]:
         """What the running path of ``port`` turned out to be (read back after bring-up, stored
         with the run's topology environment); {} for kinds with nothing to report."""
         return {}
@@ -189,7 +212,7 @@ class PortKind:
         return 1
 
     # -- making ports --------------------------------------------------------------------------
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         """Make ``n`` ports for ``topo`` (a Topology: its ``run``, ``tracker``, ``spec``,
         ``ports``), register every resource with ``topo.tracker`` and return the new ports
@@ -221,7 +244,7 @@ class PortKind:
                 f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}")
 
     @staticmethod
-    def socket_path(topo: Any, name: str) -> Path:
+    def socket_path(topo: PortsTopology, name: str) -> Path:
         """``/run/nfvperf/<tag>/<tag>-<name>.sock`` (the run's runtime directory, where ``nfvperf
         cleanup`` looks for a killed run's sockets, whatever its output directory), or
         ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
@@ -234,14 +257,14 @@ class PortKind:
         if not d.exists():
             d.mkdir(parents=True, exist_ok=True)
             if topo.tracker is not None:
-                topo.tracker.add("dir", str(d), lambda d=d: _rmdir_if_empty(d))
+                topo.tracker.add("dir", str(d), functools.partial(_rmdir_if_empty, d))
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
         if topo.tracker is not None:
-            topo.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
+            topo.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         return p
 
-    def socket_ports(self, topo: Any, n: int, stem: str, mtu: int) -> list[HostPort]:
+    def socket_ports(self, topo: PortsTopology, n: int, stem: str, mtu: int) -> list[HostPort]:
         """``n`` ports of a socket-based kind (vhost, memif): MACs from the tag, one socket each,
         ``<stem><index>``."""
         new = []
@@ -252,7 +275,7 @@ class PortKind:
                                 socket=self.socket_path(topo, f"{stem}{i}")))
         return self._append(topo, new)
 
-    def _append(self, topo: Any, ports: Sequence[HostPort]) -> list[HostPort]:
+    def _append(self, topo: PortsTopology, ports: Sequence[HostPort]) -> list[HostPort]:
         for p in ports:
             p.port_kind = self
             topo.ports.append(p)

@@ -12,11 +12,11 @@ endpoints).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from nfvperf.dut.base import MemifEnd, PortRef
 
-from .base import HostPort, PortKind, register_port_kind
+from .base import HostPort, PortKind, PortsTopology, register_port_kind
 
 
 @register_port_kind("memif")
@@ -40,7 +40,7 @@ class Memif(PortKind):
     def tg_rx_queues(cls, dut_tx_queues: int) -> int:
         return max(1, int(dut_tx_queues))
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         return self.socket_ports(topo, n, "memif", mtu)
 

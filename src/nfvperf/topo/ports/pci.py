@@ -4,12 +4,12 @@ generator opens the even addresses, the DUT the odd ones; the cables are tg0-dut
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from nfvperf.dut.base import PciNic, PortRef, VhostBackend
 
 from ..errors import TopologyError
-from .base import HostPort, PortKind, register_port_kind
+from .base import HostPort, PortKind, PortsTopology, register_port_kind
 
 if TYPE_CHECKING:
     from ..spec import TopologyBase
@@ -41,7 +41,7 @@ class Pci(PortKind):
     def port_count(cls, spec: TopologyBase) -> int:
         return len(spec.pci) // 2
 
-    def create_from_testbed(self, topo: Any, n: int, mtu: int) -> list[HostPort]:
+    def create_from_testbed(self, topo: PortsTopology, n: int, mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the PCI NICs of its links, in link order, the
         tester's NIC for the generator (``-a <pci>``), the DUT's for the switch (a ``dpdk`` port
         with ``dpdk-devargs=<pci>``); bound to vfio-pci by ``nfvperf testbed prepare``."""
@@ -81,7 +81,7 @@ class Pci(PortKind):
         pci = cls.pci_addresses(spec)
         return pci_numa_node(pci[0]) if pci else None
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         if getattr(topo, "testbed_links", None):
             return self.create_from_testbed(topo, int(topo.spec.ports), mtu)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import Mapping, Optional, Sequence
 
 from nfvperf.dut.base import KernelIf, PortRef
 from nfvperf.host import netns as N
 from nfvperf.host import xdp as X
 
-from .base import HostPort, PortKind, register_port_kind
+from .base import HostPort, PortKind, PortsTopology, register_port_kind
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class VethKind(PortKind):
     path_max_mtu = 9600
     driver = "af_packet"
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         links = getattr(topo, "testbed_links", None)
         if links:
@@ -48,8 +48,8 @@ class VethKind(PortKind):
             new[-1].port_kind = self
         return new
 
-    def from_testbed(self, topo: Any, n: int, links: list[dict[str, Any]], mtu: int
-                     ) -> list[HostPort]:
+    def from_testbed(self, topo: PortsTopology, n: int, links: Sequence[Mapping[str, Optional[str]]],
+                     mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
         end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
         new = []
@@ -133,11 +133,11 @@ class AfXdp(VethKind):
                         "through testpmd were all missed at tgen's af_xdp RX; jumbo frames need "
                         "port_kind vhost (DPDK DUTs) or pci")
 
-    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+    def path_facts(self, port: HostPort, topo: PortsTopology) -> dict[str, object]:
         """The XDP mode each end's program is attached in (``native`` | ``generic``; None = no
         program, e.g. a kernel DUT's end), the copy mode and queue count of veth, and what tgen's
         PMD logged about busy polling.  Ends on another host (a testbed) are not read."""
-        facts: dict[str, Any] = {"zero_copy": False, "queues": 1}
+        facts: dict[str, object] = {"zero_copy": False, "queues": 1}
         ends = (("tg", port.tg_ifname, port.tg_netns, getattr(topo, "tg_host", None)),
                 ("dut", port.dut_ifname, port.dut_netns, getattr(topo, "dut_host", None)))
         for end, ifname, ns, host in ends:

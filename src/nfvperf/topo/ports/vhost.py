@@ -14,11 +14,11 @@ attach it, and the generator ends are not kernel interfaces (no TCP endpoints).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from nfvperf.dut.base import PortRef, VhostBackend, VhostFrontend
 
-from .base import HostPort, PortKind, register_port_kind
+from .base import HostPort, PortKind, PortsTopology, register_port_kind
 
 
 @register_port_kind("vhost")
@@ -43,7 +43,7 @@ class Vhost(PortKind):
         testpmd map their TX queues onto the enabled ones (peer_queues 1)."""
         return max(1, int(dut_peer_queues))
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         return self.socket_ports(topo, n, "vhu", mtu)
 
