@@ -204,28 +204,9 @@ class Topology:
         if self.dut_host.remote and not all(v.runs_remote for v in self.vnf_classes_for(self.spec)):
             raise TopologyError(f"topology.vnf {self.spec.vnf}: this VNF runs on "
                                 f"this machine only; on a testbed's DUT host use vnf: container")
-        family = self.port_kind_class().family
-        if family not in ("veth", "pci"):
-            raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
-                                f"are the cabled links' kernel interfaces (port_kind af_packet or "
-                                f"af_xdp) or their PCI NICs (port_kind pci)")
-        need = self.spec.ports if family == "pci" else self.port_kind_class().port_count(self.spec)
-        if len(self.testbed_links) < need:
-            raise TopologyError(f"topology.ports: {need} ports, but the testbed cables only "
-                                f"{len(self.testbed_links)} tester-DUT link(s) (links: in the "
-                                f"testbed file)")
-        what = ("pci", "pci: (the NIC's PCI address)") if family == "pci" else \
-            ("iface", "iface: (the kernel interface)")
-        for lk in self.testbed_links[:need]:
-            for side in ("tester", "dut"):
-                # pci: a guest's NIC may be cabled to a vhost-user port here (testbed nics.vhost)
-                if not lk.get(f"{side}_{what[0]}") and not (family == "pci" and lk.get(f"{side}_vhost")):
-                    host, _, nic = str(lk.get(side, "?")).partition(".")
-                    raise TopologyError(
-                        f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "
-                        f"topology.port_kind {self.spec.port_kind} drives the link's "
-                        f"{'PCI NICs' if family == 'pci' else 'kernel interfaces'}, but "
-                        f"hosts.{host}.nics.{nic} has no {what[0]}: give it {what[1]}")
+        why = self.port_kind_class().testbed_refusal(self.spec.ports, self.testbed_links)
+        if why:
+            raise TopologyError(why)
 
     def bring_up(self) -> None:
         self.check_spec()

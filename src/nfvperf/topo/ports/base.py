@@ -102,7 +102,7 @@ class HostPort:
         ``topology.tgen_cores`` (one TX and one RX queue each, on kinds with ``tg_multiqueue``)."""
         kind = self._kind()
         workers = max(1, int(workers)) if kind.tg_multiqueue else 1
-        pairs = max(kind.tg_queue_pairs(dut_peer_queues), workers if kind.family == "vhost" else 1)
+        pairs = max(kind.tg_queue_pairs(dut_peer_queues), workers if kind.tg_queue_pair_per_worker else 1)
         return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu, tx_queues=workers,
                         rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs, workers), rxd=kind.tg_rxd,
                         mac=kind.tg_wire_mac(self), prefetch=kind.tg_prefetch)
@@ -147,6 +147,16 @@ class PortKind:
     #: the generator's end can open one TX and one RX queue per tgen worker (topology.tgen_cores:
     #: docs/tgen.md "A direction over several cores"); kinds without it keep one queue each
     tg_multiqueue: ClassVar[bool] = False
+    #: ... and each worker sends on a queue pair of its own, which the DUT must poll (vhost: the
+    #: generator's end creates the pairs)
+    tg_queue_pair_per_worker: ClassVar[bool] = False
+    #: the DUT ends can be SR-IOV VFs that a VM takes over (p2p ``vnf: vm``)
+    dut_vfs: ClassVar[bool] = False
+    #: on a testbed: the link field each end is made of, how to give it, what the ends are (None:
+    #: the kind is not made of a testbed's cables); ``testbed_vhost``: an end may instead be a
+    #: vhost-user cable to a guest's NIC (testbed ``nics.vhost``)
+    testbed_end: ClassVar[Optional[tuple[str, str, str]]] = None
+    testbed_vhost: ClassVar[bool] = False
 
     def path_facts(self, port: HostPort, topo: PortsTopology) -> dict[str, object]:
         """What the running path of ``port`` turned out to be (read back after bring-up, stored
@@ -186,6 +196,26 @@ class PortKind:
     def local_refusal(cls, spec: TopologyBase) -> Optional[str]:
         """Why ``spec`` cannot make this kind's ports on this machine without a testbed (None if
         it can); ``Topology.check_spec`` asks it, so ``nfvperf validate`` and a run say the same."""
+        return None
+
+    @classmethod
+    def testbed_refusal(cls, ports: int, links: Sequence[Mapping[str, object]]) -> Optional[str]:
+        """Why ``ports`` ports of this kind cannot be made of a testbed's cabled ``links`` (None if
+        they can): a kind not made of cables, too few links, a link end without the field."""
+        if cls.testbed_end is None:
+            return (f"topology.port_kind {cls.name}: on a testbed the ports are the cabled links' kernel "
+                    f"interfaces (port_kind af_packet or af_xdp) or their PCI NICs (port_kind pci)")
+        if len(links) < ports:
+            return (f"topology.ports: {ports} ports, but the testbed cables only {len(links)} tester-DUT "
+                    f"link(s) (links: in the testbed file)")
+        field, how, what = cls.testbed_end
+        for lk in links[:ports]:
+            for side in ("tester", "dut"):
+                if not lk.get(f"{side}_{field}") and not (cls.testbed_vhost and lk.get(f"{side}_vhost")):
+                    host, _, nic = str(lk.get(side, "?")).partition(".")
+                    return (f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "
+                            f"topology.port_kind {cls.name} drives the link's {what}, but "
+                            f"hosts.{host}.nics.{nic} has no {field}: give it {how}")
         return None
 
     @classmethod

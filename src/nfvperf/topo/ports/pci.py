@@ -36,6 +36,9 @@ class Pci(PortKind):
     wait_link = True
     #: a NIC offers several queue pairs (RSS): topology.tgen_cores gives tgen one per worker
     tg_multiqueue = True
+    dut_vfs = True
+    testbed_end = ("pci", "pci: (the NIC's PCI address)", "PCI NICs")
+    testbed_vhost = True
 
     @classmethod
     def port_count(cls, spec: TopologyBase) -> int:

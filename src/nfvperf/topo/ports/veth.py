@@ -28,6 +28,7 @@ class VethKind(PortKind):
     #: the kernel veth itself carries any MTU the spec accepts (iperf3, raw frames)
     path_max_mtu = 9600
     driver = "af_packet"
+    testbed_end = ("iface", "iface: (the kernel interface)", "kernel interfaces")
 
     def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:

@@ -35,6 +35,7 @@ class Vhost(PortKind):
     wait_link = True
     tg_rxd = 4096
     tg_multiqueue = True
+    tg_queue_pair_per_worker = True
 
     @classmethod
     def tg_queue_pairs(cls, dut_peer_queues: int) -> int:
