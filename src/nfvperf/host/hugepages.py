@@ -37,10 +37,6 @@ class Pool:
     reserved: int
     surplus: int
 
-    @property
-    def size_label(self) -> str:
-        return "1G" if self.size_kb == 1048576 else f"{self.size_kb // 1024}M"
-
 
 @dataclass
 class Mount:

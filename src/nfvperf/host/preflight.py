@@ -18,7 +18,7 @@ import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence, TypedDict, Union
 
 from . import hugepages as hp
 from .cpu import CpuTopology
@@ -354,3 +354,31 @@ def format_checks(checks: Sequence[Check]) -> str:
         if c.status != "ok" and c.fix:
             lines.append(f"     {'':<{width}} fix: {c.fix}")
     return "\n".join(lines)
+
+
+class BinaryNeed(TypedDict):
+    """A :class:`Binary` as JSON, and whether it is required."""
+
+    name: str
+    package: str
+    candidates: list[str]
+    env: str
+    required: bool
+
+
+class PreflightNeeds(TypedDict):
+    """What :data:`SCRIPT` checks on the host (``SshHost.preflight``, :func:`local_checks`)."""
+
+    binaries: list[BinaryNeed]
+    pci: list[str]
+    required: list[str]
+
+
+def checks_for(needs: PreflightNeeds) -> list[dict[str, object]]:
+    """:func:`run_checks` of ``needs`` as JSON gives them (``nfvperf.host.remote_preflight``: a
+    testbed host runs this, over SSH or here), the checks as dicts."""
+    n = Needs()
+    for b in needs["binaries"]:
+        n.need(Binary(b["name"], b["package"], tuple(b["candidates"]), b["env"]), required=b["required"])
+    n.pci = list(needs["pci"])
+    return [c.to_dict() for c in run_checks(n, required=needs["required"])]

@@ -11,10 +11,9 @@ import hashlib
 import io
 import zipfile
 from pathlib import Path
-from typing import Iterable, TypedDict
+from typing import Iterable
 
-from .preflight import Binary, Check
-from . import preflight as pf
+from .preflight import Binary, Check, PreflightNeeds
 
 _PKG = Path(__file__).resolve().parent.parent
 _FILES = ("__init__.py", "host/__init__.py", "host/run.py", "host/hugepages.py", "host/cpu.py",
@@ -37,33 +36,8 @@ SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from nfvperf.host import preflight as pf
-a = json.loads(sys.argv[2])
-needs = pf.Needs()
-for b in a.get("binaries", []):
-    needs.need(pf.Binary(b["name"], b.get("package", ""), tuple(b.get("candidates", ())),
-                         b.get("env", "")), required=bool(b.get("required")))
-needs.pci = list(a.get("pci", []))
-checks = pf.run_checks(needs, required=a.get("required", ["root"]))
-print(json.dumps([c.to_dict() for c in checks]))
+print(json.dumps(pf.checks_for(json.loads(sys.argv[2]))))
 """
-
-
-class BinaryNeed(TypedDict):
-    """A :class:`Binary` as JSON, and whether it is required."""
-
-    name: str
-    package: str
-    candidates: list[str]
-    env: str
-    required: bool
-
-
-class PreflightNeeds(TypedDict):
-    """What :data:`SCRIPT` checks on the host (``SshHost.preflight``, :func:`local_checks`)."""
-
-    binaries: list[BinaryNeed]
-    pci: list[str]
-    required: list[str]
 
 
 def needs_dict(binaries: Iterable[tuple[Binary, bool]], pci: Iterable[str] = (),
@@ -74,13 +48,4 @@ def needs_dict(binaries: Iterable[tuple[Binary, bool]], pci: Iterable[str] = (),
             "pci": list(pci), "required": list(required)}
 
 
-def local_checks(needs: PreflightNeeds) -> list[dict[str, object]]:
-    """The same checks on this machine (a testbed host with ``local: true``)."""
-    n = pf.Needs()
-    for b in needs["binaries"]:
-        n.need(Binary(b["name"], b["package"], tuple(b["candidates"]), b["env"]), required=b["required"])
-    n.pci = list(needs["pci"])
-    return [c.to_dict() for c in pf.run_checks(n, required=needs["required"])]
-
-
-__all__ = ["bundle", "BUNDLE_NAME", "SCRIPT", "needs_dict", "local_checks", "Check"]
+__all__ = ["bundle", "BUNDLE_NAME", "SCRIPT", "needs_dict", "Check", "PreflightNeeds"]

@@ -5,32 +5,29 @@ is done on all of them: the preflight table of ``nfvperf testbed check`` and the
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
+from nfvperf.dut.base import dut_class
 from nfvperf.host.base import Host
+from nfvperf.host.preflight import Binary, Check, checks_for
 from nfvperf.host.proc import LOCAL
-from nfvperf.host.run import RunContext
+from nfvperf.host.remote_preflight import PreflightNeeds, needs_dict
+from nfvperf.host.run import RunContext, normalize_tag
 from nfvperf.host.ssh import SshError, SshHost
-
-from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_image, guest_problems
-from .spec import HostSpec, TestbedSpec
+from nfvperf.store.cleanup import main as local_cleanup
+from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.topo import topology_class
 from nfvperf.topo.errors import TopologyError
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.vm.pci_guest import GuestPciHost
-from nfvperf.dut.base import dut_class
-from nfvperf.host.preflight import Binary, Check
-from nfvperf.host.remote_preflight import PreflightNeeds, needs_dict
-from nfvperf.tg.tgen import find_tgen_binary
-from nfvperf.host.remote_preflight import local_checks
-import argparse
-import json
-from .spec import TestbedError, load_testbed
-from nfvperf.host.run import normalize_tag
-from nfvperf.store.cleanup import main as local_cleanup
-from pathlib import Path
+
+from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_image, guest_problems
+from .spec import HostSpec, TestbedError, TestbedSpec, load_testbed
 
 
 def make_host(name: str, spec: HostSpec) -> Host:
@@ -244,9 +241,8 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
                                   f"host key matches", required=True, host=name, role=hspec.role))
                 checks = host.preflight(needs)
             else:
-                checks = local_checks(needs)
-            pci_rows = nic_pci_checks(name, hspec, host, port_kind,
-                                      [r for lk in spec.links for r in (lk.tester, lk.dut)])
+                checks = checks_for(needs)
+            pci_rows = nic_pci_checks(name, hspec, host, port_kind, linked)
         except (SshError, OSError) as e:
             rows.append(Check("ssh", "fail", str(e), required=True, host=name, role=hspec.role))
             continue

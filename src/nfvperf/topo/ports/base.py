@@ -12,43 +12,20 @@ import functools
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import PortRef
 from nfvperf.host import netns as N
 from nfvperf.host import run as R
-from nfvperf.host.base import Host
 from nfvperf.plugins import import_plugins
-from nfvperf.tg.tgen import PortSpec, TgenProcess
+from nfvperf.tg.tgen import PortSpec
 
 if TYPE_CHECKING:
+    from ..base import Topology
     from ..spec import TopologyBase
 
 #: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
 UNIX_PATH_MAX = 107
-
-
-class PortsTopology(Protocol):
-    """What a port kind reads and writes on the topology it makes ports for (a
-    :class:`nfvperf.topo.base.Topology`): names and places of the run, the tracker its resources
-    go to, the port list it appends to, the spec, a testbed's cabled links, the hosts and tgen."""
-
-    @property
-    def run(self) -> R.RunContext: ...
-    @property
-    def tracker(self) -> Optional[R.ResourceTracker]: ...
-    @property
-    def ports(self) -> list["HostPort"]: ...
-    @property
-    def spec(self) -> "TopologyBase": ...
-    @property
-    def testbed_links(self) -> Sequence[Mapping[str, Optional[str]]]: ...
-    @property
-    def tg_host(self) -> Host: ...
-    @property
-    def dut_host(self) -> Host: ...
-    @property
-    def tgen(self) -> Optional[TgenProcess]: ...
 
 
 @dataclass
@@ -147,6 +124,8 @@ class PortKind:
     #: the generator's end can open one TX and one RX queue per tgen worker (topology.tgen_cores:
     #: docs/tgen.md "A direction over several cores"); kinds without it keep one queue each
     tg_multiqueue: ClassVar[bool] = False
+    #: ports are Unix sockets ``<tag>-<stem><index>.sock`` between the two ends (vhost, memif)
+    socket_stem: ClassVar[str] = ""
     #: ... and each worker sends on a queue pair of its own, which the DUT must poll (vhost: the
     #: generator's end creates the pairs)
     tg_queue_pair_per_worker: ClassVar[bool] = False
@@ -158,7 +137,7 @@ class PortKind:
     testbed_end: ClassVar[Optional[tuple[str, str, str]]] = None
     testbed_vhost: ClassVar[bool] = False
 
-    def path_facts(self, port: HostPort, topo: PortsTopology) -> dict[str, object]:
+    def path_facts(self, port: HostPort, topo: Topology) -> dict[str, object]:
         """What the running path of ``port`` turned out to be (read back after bring-up, stored
         with the run's topology environment); {} for kinds with nothing to report."""
         return {}
@@ -242,12 +221,14 @@ class PortKind:
         return 1
 
     # -- making ports --------------------------------------------------------------------------
-    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: Topology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         """Make ``n`` ports for ``topo`` (a Topology: its ``run``, ``tracker``, ``spec``,
         ``ports``), register every resource with ``topo.tracker`` and return the new ports
-        (also appended to ``topo.ports``)."""
-        raise NotImplementedError
+        (also appended to ``topo.ports``).  Kinds with a ``socket_stem`` make one socket each."""
+        if not self.socket_stem:
+            raise NotImplementedError
+        return self.socket_ports(topo, n, self.socket_stem, mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         raise NotImplementedError
@@ -274,7 +255,7 @@ class PortKind:
                 f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}")
 
     @staticmethod
-    def socket_path(topo: PortsTopology, name: str) -> Path:
+    def socket_path(topo: Topology, name: str) -> Path:
         """``/run/nfvperf/<tag>/<tag>-<name>.sock`` (the run's runtime directory, where ``nfvperf
         cleanup`` looks for a killed run's sockets, whatever its output directory), or
         ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
@@ -294,7 +275,7 @@ class PortKind:
             topo.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         return p
 
-    def socket_ports(self, topo: PortsTopology, n: int, stem: str, mtu: int) -> list[HostPort]:
+    def socket_ports(self, topo: Topology, n: int, stem: str, mtu: int) -> list[HostPort]:
         """``n`` ports of a socket-based kind (vhost, memif): MACs from the tag, one socket each,
         ``<stem><index>``."""
         new = []
@@ -305,7 +286,7 @@ class PortKind:
                                 socket=self.socket_path(topo, f"{stem}{i}")))
         return self._append(topo, new)
 
-    def _append(self, topo: PortsTopology, ports: Sequence[HostPort]) -> list[HostPort]:
+    def _append(self, topo: Topology, ports: Sequence[HostPort]) -> list[HostPort]:
         for p in ports:
             p.port_kind = self
             topo.ports.append(p)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import KernelIf, PortRef
 from nfvperf.host import netns as N
 from nfvperf.host import xdp as X
 
-from .base import HostPort, PortKind, PortsTopology, register_port_kind
+from .base import HostPort, PortKind, register_port_kind
+
+if TYPE_CHECKING:
+    from ..base import Topology
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ class VethKind(PortKind):
     driver = "af_packet"
     testbed_end = ("iface", "iface: (the kernel interface)", "kernel interfaces")
 
-    def create(self, topo: PortsTopology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: Topology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         links = getattr(topo, "testbed_links", None)
         if links:
@@ -49,7 +52,7 @@ class VethKind(PortKind):
             new[-1].port_kind = self
         return new
 
-    def from_testbed(self, topo: PortsTopology, n: int, links: Sequence[Mapping[str, Optional[str]]],
+    def from_testbed(self, topo: Topology, n: int, links: Sequence[Mapping[str, Optional[str]]],
                      mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
         end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
@@ -134,7 +137,7 @@ class AfXdp(VethKind):
                         "through testpmd were all missed at tgen's af_xdp RX; jumbo frames need "
                         "port_kind vhost (DPDK DUTs) or pci")
 
-    def path_facts(self, port: HostPort, topo: PortsTopology) -> dict[str, object]:
+    def path_facts(self, port: HostPort, topo: Topology) -> dict[str, object]:
         """The XDP mode each end's program is attached in (``native`` | ``generic``; None = no
         program, e.g. a kernel DUT's end), the copy mode and queue count of veth, and what tgen's
         PMD logged about busy polling.  Ends on another host (a testbed) are not read."""
