@@ -87,6 +87,10 @@ class DpdkTelemetry:
             reply = json.loads(raw.decode())
         except ValueError:
             raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: not JSON: {raw[:200]!r}") from None
+        return self._answer(cmd, reply)
+
+    def _answer(self, cmd: str, reply: object) -> object:
+        """The value under ``cmd``'s name in ``reply``."""
         key = cmd.split(",", 1)[0]
         if not isinstance(reply, dict) or key not in reply:
             raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: unexpected answer {reply!r:.200}")
@@ -150,12 +154,7 @@ class HostTelemetry(DpdkTelemetry):
                 time.sleep(0.5)
 
     def command(self, cmd: str) -> object:
-        objs = self._ask(cmd)
-        key = cmd.split(",", 1)[0]
-        reply = objs[-1]
-        if not isinstance(reply, dict) or key not in reply:
-            raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: unexpected answer {reply!r:.200}")
-        return reply[key]
+        return self._answer(cmd, self._ask(cmd)[-1])
 
     def close(self) -> None:
         """Nothing held open."""

@@ -71,11 +71,8 @@ class Check:
                    bool(d.get("required")), host, role)
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        if not self.host:
-            return {k: v for k, v in d.items() if k not in ("host", "role")}
-        return {"host": self.host, "role": self.role, "check": self.name, "ok": self.ok,
-                **{k: d[k] for k in ("status", "detail", "fix", "required")}}
+        d = {k: v for k, v in asdict(self).items() if k not in ("host", "role")}
+        return {"host": self.host, "role": self.role, "check": d.pop("name"), "ok": self.ok, **d} if self.host else d
 
 
 def _read(p: str | Path, default: str = "") -> str:
@@ -261,35 +258,39 @@ class Needs:
         return self
 
 
+def pci_device(addr: str, host: Optional["Host"] = None) -> Optional[tuple[str, str, str]]:
+    """(PCI class, driver, NUMA node) of the device ``addr``, read from ``/sys/bus/pci`` of
+    ``host`` (default this machine; "" for what cannot be read); None when there is none."""
+    dev = Path("/sys/bus/pci/devices") / (addr if re.match(r"^[0-9a-fA-F]{4}:", addr) else f"0000:{addr}")
+
+    def read(name: str) -> str:
+        try:
+            return (host.read_text(str(dev / name)) if host is not None else (dev / name).read_text()).strip()
+        except OSError:
+            return ""
+    if not (host.exists(str(dev)) if host is not None else dev.exists()):
+        return None
+    drv = next((ln.split("=", 1)[1].strip() for ln in read("uevent").splitlines()
+                if ln.startswith("DRIVER=")), "")
+    if not drv and host is None and (dev / "driver").exists():
+        drv = Path(os.path.realpath(dev / "driver")).name
+    return read("class"), drv, read("numa_node")
+
+
 def check_pci(addr: str, cpus: Iterable[int] = (), host: Optional["Host"] = None) -> Check:
     """The PCI device ``addr`` exists, is a network device and is bound to a DPDK-usable
-    driver, read from ``/sys/bus/pci`` of ``host`` (anything with ``exists``/``read_text``, e.g.
-    a :class:`nfvperf.host.base.Host`; default this machine)."""
+    driver (:func:`pci_device`)."""
     full = addr if re.match(r"^[0-9a-fA-F]{4}:", addr) else f"0000:{addr}"
-    dev = Path("/sys/bus/pci/devices") / full
-    if host is not None:
-        def _hread(p: Path, default: str = "") -> str:
-            try:
-                return str(host.read_text(str(p))).strip()
-            except OSError:
-                return default
-        exists, read = (lambda p: bool(host.exists(str(p)))), _hread
-    else:
-        exists, read = (lambda p: p.exists()), _read
-    if not exists(dev):
+    found = pci_device(addr, host)
+    if found is None:
         return Check(f"pci:{addr}", "fail", f"no PCI device {full}", "check the address with "
                      "`dpdk-devbind.py --status` or `lspci -D`", required=True)
-    pci_class = read(dev / "class")
+    pci_class, drv, node = found
     if pci_class and not pci_class.startswith("0x02"):
         return Check(f"pci:{addr}", "fail", f"{full} is not a network device (PCI class "
                      f"{pci_class}; a NIC is 0x02xxxx)", "give a NIC's address in topology.pci "
                      "(`lspci -D -d ::0200`, `dpdk-devbind.py --status`)", required=True)
-    drv = next((ln.split("=", 1)[1].strip() for ln in read(dev / "uevent").splitlines()
-                if ln.startswith("DRIVER=")), "")
-    if not drv and host is None and (dev / "driver").exists():
-        drv = Path(os.path.realpath(dev / "driver")).name
-    drv = drv or "(none)"
-    node = read(dev / "numa_node", "-1")
+    drv, node = drv or "(none)", node or "-1"
     detail = f"driver {drv}, NUMA node {node}"
     if drv not in ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx5_core", "mlx4_core"):
         return Check(f"pci:{addr}", "fail", detail + " (not bound to a DPDK-usable driver)",
@@ -367,7 +368,7 @@ class BinaryNeed(TypedDict):
 
 
 class PreflightNeeds(TypedDict):
-    """What :data:`SCRIPT` checks on the host (``SshHost.preflight``, :func:`local_checks`)."""
+    """What :func:`checks_for` checks on a testbed host (``SshHost.preflight`` runs it there)."""
 
     binaries: list[BinaryNeed]
     pci: list[str]

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, runtim
 
 from nfvperf.dut.base import dut_class
 from nfvperf.host.base import Host
-from nfvperf.host.preflight import Binary, Check, checks_for
+from nfvperf.host.preflight import Binary, Check, checks_for, pci_device
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.remote_preflight import PreflightNeeds, needs_dict
 from nfvperf.host.run import RunContext, normalize_tag
@@ -161,18 +161,14 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Host, port_kind: Optional[st
         required = (port_kind == "pci" and f"{name}.{nic.name}" in linked) or \
             (port_kind is None and not nic.iface)
         bad = "fail" if required else "warn"
-        dev = f"/sys/bus/pci/devices/{nic.pci}"
         fix = f"nfvperf testbed prepare <testbed file> --limit {name} (binds the listed NICs to {want})"
-        if not host.exists(dev):
-            rows.append(Check(f"pci:{nic.name}", bad,
-                              f"{field}: no PCI device {nic.pci} on host {name}",
+        found = pci_device(nic.pci, host)
+        if found is None:
+            rows.append(Check(f"pci:{nic.name}", bad, f"{field}: no PCI device {nic.pci} on host {name}",
                               f"check the address on the host (lspci -D, dpdk-devbind.py "
                               f"--status) and correct {field}", required, name, spec.role))
             continue
-        try:
-            pci_class = host.read_text(f"{dev}/class").strip()
-        except OSError:
-            pci_class = ""
+        pci_class, drv, _ = found
         if pci_class and not pci_class.startswith("0x02"):
             rows.append(Check(f"pci:{nic.name}", bad,
                               f"{field}: {nic.pci} on host {name} is not a network device "
@@ -180,12 +176,6 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Host, port_kind: Optional[st
                               f"give the NIC's address (lspci -D -d ::0200, dpdk-devbind.py "
                               f"--status) in {field}", required, name, spec.role))
             continue
-        try:
-            uevent = host.read_text(f"{dev}/uevent")
-        except OSError:
-            uevent = ""
-        drv = next((ln.split("=", 1)[1].strip() for ln in uevent.splitlines()
-                    if ln.startswith("DRIVER=")), "")
         if drv == want:
             rows.append(Check(f"pci:{nic.name}", "ok",
                               f"{nic.pci} bound to {drv}", required=required, host=name, role=spec.role))

@@ -39,8 +39,8 @@ class VethKind(PortKind):
         if links:
             return self.from_testbed(topo, n, links, mtu)
         new = []
-        for _ in range(n):
-            i = len(topo.ports)          # this port is appended below
+        for k in range(n):
+            i = len(topo.ports) + k
             a, b = topo.run.ifname(f"p{i}"), topo.run.ifname(f"d{i}")
             mac_a, mac_b = self.macs(topo.run.tag, i)
             pair = N.create_veth(a, b, tg_netns, dut_netns, mtu=mtu, tracker=topo.tracker,
@@ -48,26 +48,22 @@ class VethKind(PortKind):
             new.append(HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
                                 dut_netns=dut_netns, driver=self.driver, mtu=mtu, veth=pair,
                                 tg_mac=mac_a, dut_mac=mac_b))
-            topo.ports.append(new[-1])
-            new[-1].port_kind = self
-        return new
+        return self._append(topo, new)
 
     def from_testbed(self, topo: Topology, n: int, links: Sequence[Mapping[str, Optional[str]]],
                      mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
         end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
         new = []
-        for _ in range(n):
-            i = len(topo.ports)
+        for k in range(n):
+            i = len(topo.ports) + k
             if i >= len(links):
                 raise ValueError(f"the testbed cables {len(links)} link(s); port {i} has none")
             lk = links[i]
             new.append(HostPort(i, "veth", tg_ifname=lk["tester_iface"], tg_netns=None,
                                 dut_ifname=lk["dut_iface"], dut_netns=None, driver=self.driver,
                                 mtu=mtu, tg_mac=lk.get("tester_mac"), dut_mac=lk.get("dut_mac")))
-            topo.ports.append(new[-1])
-            new[-1].port_kind = self
-        return new
+        return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         return PortRef(f"tg{port.index}", KernelIf(self.driver), ifname=port.tg_ifname,
