@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import hugepages as hp
-from . import netns as N
+from . import hugepages as hp, netns as N
 from .run import DEFAULT_RUN_ROOT, REGISTRY_DIR, TAG_RE, RunContext, normalize_tag
 
 

@@ -145,8 +145,7 @@ class HostTelemetry(DpdkTelemetry):
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                greeting = self._ask("")[0]
-                self.info = greeting if isinstance(greeting, dict) else {}
+                self.info = g if isinstance(g := self._ask("")[0], dict) else {}
                 return dict(self.info)
             except TelemetryError:
                 if time.monotonic() >= deadline:

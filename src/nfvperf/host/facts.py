@@ -95,7 +95,6 @@ def record_cpu_steadiness(env: dict[str, object], when: str) -> str:
     except Exception as e:  # noqa: BLE001 - a failed probe must not fail the run
         st = {"error": f"{type(e).__name__}: {e}"}
     st["when"] = when
-    prev = env.get("cpu_steadiness")
-    before = (prev.get("probes") if isinstance(prev, dict) else None) or []
+    before = (prev.get("probes") if isinstance(prev := env.get("cpu_steadiness"), dict) else None) or []
     env["cpu_steadiness"] = steadiness.combine([*before, st])
     return steadiness.steadiness_text(st)

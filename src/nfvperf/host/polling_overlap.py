@@ -31,8 +31,7 @@ def generator_overlap(environment: object) -> Optional[dict[str, list[int] | lis
     pinning = env.get("pinning")
     if not isinstance(pinning, dict):
         return None
-    hosts = env.get("hosts")
-    hosts = hosts if isinstance(hosts, dict) else {}
+    hosts = h if isinstance(h := env.get("hosts"), dict) else {}
     gen_on, dut_on = hosts.get("generator_on"), hosts.get("dut_on")
     if (gen_on and dut_on and gen_on != dut_on) or env.get("pinning_hosts"):
         return {}           # one plan per host (topo.base): ``pinning`` is the DUT host's alone

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence, TypedDict, Union
 
 from . import hugepages as hp
-from .cpu import CpuTopology
+from .cpu import CpuTopology, read_stripped as _read
 
 if TYPE_CHECKING:
     from .base import Host
@@ -45,8 +45,7 @@ class PreflightError(RuntimeError):
 
 @dataclass
 class Check:
-    """One check; on a testbed (``nfvperf testbed check``) also the ``host`` it ran on and its
-    ``role``, and then its dict names the check ``check`` and says whether it is ``ok``."""
+    """One check; on a testbed also the ``host`` it ran on and its ``role`` (its dict then says ``check``, ``ok``)."""
 
     name: str
     status: str          # ok | warn | fail
@@ -64,22 +63,9 @@ class Check:
     def ok(self) -> bool:
         return self.status != "fail"
 
-    @classmethod
-    def from_dict(cls, d: dict[str, object], host: str = "", role: str = "") -> "Check":
-        """A check as :meth:`to_dict` gave it (e.g. from a remote host's preflight)."""
-        return cls(str(d["name"]), str(d["status"]), str(d["detail"]), str(d.get("fix") or ""),
-                   bool(d.get("required")), host, role)
-
     def to_dict(self) -> dict[str, object]:
         d = {k: v for k, v in asdict(self).items() if k not in ("host", "role")}
         return {"host": self.host, "role": self.role, "check": d.pop("name"), "ok": self.ok, **d} if self.host else d
-
-
-def _read(p: str | Path, default: str = "") -> str:
-    try:
-        return Path(p).read_text().strip()
-    except OSError:
-        return default
 
 
 def _proc_running(comm: str) -> list[int]:

@@ -1,7 +1,5 @@
-"""A process on a host reached over SSH (:class:`RemotePopen`, what :meth:`SshHost.popen
-<nfvperf.host.ssh.SshHost.popen>` gives :class:`~nfvperf.host.proc.Process`): started under the
-agent's guard, its output copied into the controller's log files as it comes, and, for an
-interactive one, the local pty standing for the remote terminal."""
+"""A process on a host reached over SSH (:class:`RemotePopen`, what ``SshHost.popen`` gives
+:class:`~nfvperf.host.proc.Process`), under the agent's guard, its output copied as it comes."""
 from __future__ import annotations
 
 import contextlib

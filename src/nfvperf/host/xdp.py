@@ -11,7 +11,9 @@ has ``SO_PREFER_BUSY_POLL``, 5.11+) and uses need_wakeup when the kernel has it.
 from __future__ import annotations
 
 import re
-from typing import Optional, Protocol
+from typing import Optional
+
+from pyroute2.netlink import nla
 
 from .netns import ipr
 
@@ -28,13 +30,7 @@ _BUSY_RE = re.compile(r"Busy polling budget set to: (\d+)")
 _BUSY_FAIL_RE = re.compile(r"(Failed to set SO_\w*BUSY\w*|Failed configure busy polling[^\n]*)")
 
 
-class Nla(Protocol):
-    """A pyroute2 netlink attribute (what ``get_attr`` of a link message gives)."""
-
-    def get_attr(self, name: str) -> object: ...
-
-
-def xdp_modes(xdp_attr: Optional[Nla]) -> list[str]:
+def xdp_modes(xdp_attr: Optional[nla]) -> list[str]:
     """The attach modes an IFLA_XDP attribute (a pyroute2 nla, or None) reports, e.g.
     ``["native"]``; ``[]`` when no program is attached."""
     if xdp_attr is None:

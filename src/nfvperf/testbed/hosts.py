@@ -161,7 +161,6 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Host, port_kind: Optional[st
         required = (port_kind == "pci" and f"{name}.{nic.name}" in linked) or \
             (port_kind is None and not nic.iface)
         bad = "fail" if required else "warn"
-        fix = f"nfvperf testbed prepare <testbed file> --limit {name} (binds the listed NICs to {want})"
         found = pci_device(nic.pci, host)
         if found is None:
             rows.append(Check(f"pci:{nic.name}", bad, f"{field}: no PCI device {nic.pci} on host {name}",
@@ -176,13 +175,11 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Host, port_kind: Optional[st
                               f"give the NIC's address (lspci -D -d ::0200, dpdk-devbind.py "
                               f"--status) in {field}", required, name, spec.role))
             continue
-        if drv == want:
-            rows.append(Check(f"pci:{nic.name}", "ok",
-                              f"{nic.pci} bound to {drv}", required=required, host=name, role=spec.role))
-        else:
-            rows.append(Check(f"pci:{nic.name}", bad,
-                              f"{field}: {nic.pci} on host {name} is bound to "
-                              f"{drv or 'no driver'}, not {want}", fix, required, name, spec.role))
+        ok = drv == want
+        rows.append(Check(f"pci:{nic.name}", "ok" if ok else bad, f"{nic.pci} bound to {drv}" if ok else
+                          f"{field}: {nic.pci} on host {name} is bound to {drv or 'no driver'}, not {want}",
+                          "" if ok else f"nfvperf testbed prepare <testbed file> --limit {name} (binds the "
+                          f"listed NICs to {want})", required, name, spec.role))
     return rows
 
 
@@ -238,7 +235,8 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
             continue
         finally:
             host.close() if host.remote else None
-        rows += [Check.from_dict(c, name, hspec.role) for c in checks] + pci_rows
+        rows += [Check(str(c["name"]), str(c["status"]), str(c["detail"]), str(c.get("fix") or ""),
+                       bool(c.get("required")), name, hspec.role) for c in checks] + pci_rows
     return rows
 
 
@@ -316,13 +314,8 @@ def cleanup_main(argv: Sequence[str]) -> int:
                 items = [f"{k} {v}" for k, vs in (rep.items() if isinstance(rep, dict) else ()) for v in vs]
                 print(f"{host}: {t}: {verb} {len(items)} item(s)"
                       + "".join(f"\n  {i}" for i in items))
-    local = list(rest)
-    for flag in ("dry_run", "force", "json"):
-        if getattr(args, flag):
-            local.append("--" + flag.replace("_", "-"))
-    if args.tag:
-        local += ["--tag", args.tag]
-    rc = local_cleanup(local)
+    rc = local_cleanup(list(rest) + [f"--{f.replace('_', '-')}" for f in ("dry_run", "force", "json")
+                                      if getattr(args, f)] + (["--tag", args.tag] if args.tag else []))
     return 1 if failed else int(rc or 0)
 
 
@@ -377,11 +370,10 @@ def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, An
 
 @dataclass
 class _Unopened:
-    """A testbed host before it is reached (``nfvperf validate --testbed``): its name, and
-    whether it is another machine than this one (SSH or a guest)."""
+    """A testbed host before it is reached (``nfvperf validate --testbed``)."""
 
     name: str
-    remote: bool
+    remote: bool        # another machine than this one (SSH or a guest)
 
 
 def suite_problems(spec: TestbedSpec, topology: TopologySpec) -> list[str]:

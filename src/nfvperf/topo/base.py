@@ -83,7 +83,6 @@ def host_lacks(check_name: str) -> bool:
     return check_name in HOST_CAPACITY_CHECKS or check_name.startswith(HOST_HARDWARE_PREFIXES)
 
 
-
 class Topology:
     """Base class; see the module doc.  Subclasses set ``kind`` and implement ``setup()``."""
 

@@ -37,13 +37,12 @@ from typing import Any, Callable, Optional
 
 from nfvperf.host.run import RunContext
 from nfvperf.search.validity import check_valid, generator_shortfall
-from nfvperf.store.ceiling import CeilingCache, ceiling_key, utc_iso
+from nfvperf.store.ceiling import CACHE_FILE, CeilingCache, ceiling_key, utc_iso
 from nfvperf.trial import Measurer, TrafficProfile
 
 from .ports import port_kind_class
 from .spec import TopologySpec, tgen_worker_count
 from nfvperf.topo import build
-from nfvperf.store.ceiling import CACHE_FILE
 
 #: how the ceiling is measured; cache entries of another method are measured again (2: the
 #: forwarding-rate floor, and tgen's vhost ends with 4096-entry virtqueues; 3: tgen's memif ends

@@ -1,8 +1,5 @@
-"""Kernel TCP endpoints of a topology's generator ends (iperf3 instead of tgen: ``--tg iperf3``).
-
-:func:`tcp_endpoints` moves the veth ends of two ports into namespaces of the run, addresses them
-and returns :class:`TcpEnds`; :meth:`nfvperf.topo.base.Topology.tcp_endpoints` calls it.
-"""
+"""Kernel TCP endpoints of a topology's generator ends (``--tg iperf3``): :func:`tcp_endpoints`
+moves the veth ends of two ports into namespaces of the run and addresses them (``Topology.tcp_endpoints``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, TypedDict

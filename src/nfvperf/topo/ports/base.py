@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import PortRef
-from nfvperf.host import netns as N
-from nfvperf.host import run as R
+from nfvperf.host import netns as N, run as R
 from nfvperf.plugins import import_plugins
 from nfvperf.tg.tgen import PortSpec
 
@@ -225,10 +224,16 @@ class PortKind:
                mtu: int) -> list[HostPort]:
         """Make ``n`` ports for ``topo`` (a Topology: its ``run``, ``tracker``, ``spec``,
         ``ports``), register every resource with ``topo.tracker`` and return the new ports
-        (also appended to ``topo.ports``).  Kinds with a ``socket_stem`` make one socket each."""
+        (also appended to ``topo.ports``).  Here: socket kinds (``socket_stem``), MACs from the
+        tag and one socket ``<stem><index>`` per port."""
         if not self.socket_stem:
             raise NotImplementedError
-        return self.socket_ports(topo, n, self.socket_stem, mtu)
+        new = []
+        for i in range(len(topo.ports), len(topo.ports) + n):
+            tg_mac, dut_mac = self.macs(topo.run.tag, i)
+            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
+                                socket=self.socket_path(topo, f"{self.socket_stem}{i}")))
+        return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         raise NotImplementedError
@@ -274,17 +279,6 @@ class PortKind:
         if topo.tracker is not None:
             topo.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         return p
-
-    def socket_ports(self, topo: Topology, n: int, stem: str, mtu: int) -> list[HostPort]:
-        """``n`` ports of a socket-based kind (vhost, memif): MACs from the tag, one socket each,
-        ``<stem><index>``."""
-        new = []
-        for k in range(n):
-            i = len(topo.ports) + k
-            tg_mac, dut_mac = self.macs(topo.run.tag, i)
-            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
-                                socket=self.socket_path(topo, f"{stem}{i}")))
-        return self._append(topo, new)
 
     def _append(self, topo: Topology, ports: Sequence[HostPort]) -> list[HostPort]:
         for p in ports:

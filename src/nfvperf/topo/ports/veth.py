@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import KernelIf, PortRef
-from nfvperf.host import netns as N
-from nfvperf.host import xdp as X
+from nfvperf.host import netns as N, xdp as X
 
 from .base import HostPort, PortKind, register_port_kind
 
