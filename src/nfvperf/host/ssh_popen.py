@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Protocol
 
 import paramiko
 
-from .proc import ProcessError
+from .proc import ProcessError, read_fd
 
 if TYPE_CHECKING:
     from .ssh import SshHost
@@ -59,10 +59,7 @@ class RemotePopen:
             ready, _, _ = select.select([fd], [], [], 0.1)
             if not ready:
                 continue
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                data = b""
+            data = read_fd(fd, 4096)
             if not data:
                 break
             try:
