@@ -353,7 +353,7 @@ class BinaryNeed(TypedDict):
     required: bool
 
 
-class PreflightNeeds(TypedDict):
+class PreflightNeeds(TypedDict, total=False):
     """What :func:`checks_for` checks on a testbed host (``SshHost.preflight`` runs it there)."""
 
     binaries: list[BinaryNeed]
@@ -364,8 +364,7 @@ class PreflightNeeds(TypedDict):
 def checks_for(needs: PreflightNeeds) -> list[dict[str, object]]:
     """:func:`run_checks` of ``needs`` as JSON gives them (``nfvperf.host.remote_preflight``: a
     testbed host runs this, over SSH or here), the checks as dicts."""
-    n = Needs()
-    for b in needs["binaries"]:
+    n = Needs(pci=list(needs.get("pci", [])))
+    for b in needs.get("binaries", []):
         n.need(Binary(b["name"], b["package"], tuple(b["candidates"]), b["env"]), required=b["required"])
-    n.pci = list(needs["pci"])
-    return [c.to_dict() for c in run_checks(n, required=needs["required"])]
+    return [c.to_dict() for c in run_checks(n, required=needs.get("required", ["root"]))]
