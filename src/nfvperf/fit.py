@@ -282,7 +282,7 @@ def _generator_sharing(topo: Any, host: HostFacts) -> Optional[tuple[list[int], 
     except HostTooSmall:
         return None
     over = generator_overlap({"pinning": {"roles": plan.roles}})
-    return (list(over["cpus"]), list(over["roles"])) if over else None
+    return ([int(c) for c in over["cpus"]], [str(r) for r in over["roles"]]) if over else None
 
 
 def _fit_sharing(d: dict[str, Any], start_tgen: bool, host: HostFacts

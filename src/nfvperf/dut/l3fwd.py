@@ -548,12 +548,13 @@ class L3fwd(SnapshotCounters, DutAdapter):
 
     def _read_port_macs(self) -> list[str]:
         assert self.dpdk_telemetry is not None
-        names = {int(i): self.dpdk_telemetry.command(f"/ethdev/info,{i}")
-                 for i in self.dpdk_telemetry.command("/ethdev/list")}
+        ids = self.dpdk_telemetry.command("/ethdev/list")
+        names = {int(str(i)): self.dpdk_telemetry.command(f"/ethdev/info,{i}")
+                 for i in (ids if isinstance(ids, list) else [])}
         macs = []
         for i, p in enumerate(self.ports):
             info = names.get(self.port_ids[i])
-            if info is None:
+            if not isinstance(info, dict):
                 raise DutFailure(f"{self.proc_name}: port {p.name} (DPDK port {self.port_ids[i]}) did "
                                  f"not come up; log {self.proc.log_path if self.proc else '?'}")
             if p.end.pci_device and _norm_pci(str(info.get("name", ""))) != _norm_pci(str(p.pci)):

@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import hugepages as hp
-from . import netns as N
+from . import hugepages as hp, netns as N
 from .run import DEFAULT_RUN_ROOT, REGISTRY_DIR, TAG_RE, RunContext, normalize_tag
 
 
@@ -236,30 +235,23 @@ def cleanup(tag: Optional[str] = None, dry_run: bool = False, force: bool = Fals
     if victims and not dry_run:
         kill_processes(victims)
 
-    # 2. namespaces and root-namespace links
-    for ns, t in _netns_tagged(tag):
-        if t in live:
-            rep.spared_live.append(t)
-            continue
-        rep.netns.append(ns)
-        if not dry_run:
-            try:
-                N.delete_netns(ns)
-            except Exception as e:  # noqa: BLE001
-                rep.errors.append(f"netns {ns}: {e}")
-    if not dry_run and rep.netns:
-        time.sleep(0.1)   # veth peers of deleted namespaces disappear asynchronously
-    for name, t in _links_tagged(tag):
-        if t in live:
-            rep.spared_live.append(t)
-            continue
-        rep.links.append(name)
-        if not dry_run:
-            try:
-                N.delete_link(name)
-            except Exception as e:  # noqa: BLE001
-                if N.link_exists(name):
-                    rep.errors.append(f"link {name}: {e}")
+    # 2. namespaces, then root-namespace links (a link that went with its namespace is no error)
+    for what, found, into, delete, gone in (
+            ("netns", _netns_tagged, rep.netns, N.delete_netns, lambda _n: False),
+            ("link", _links_tagged, rep.links, N.delete_link, lambda n: not N.link_exists(n))):
+        if what == "link" and not dry_run and rep.netns:
+            time.sleep(0.1)   # veth peers of deleted namespaces disappear asynchronously
+        for name, t in found(tag):
+            if t in live:
+                rep.spared_live.append(t)
+                continue
+            into.append(name)
+            if not dry_run:
+                try:
+                    delete(name)
+                except Exception as e:  # noqa: BLE001
+                    if not gone(name):
+                        rep.errors.append(f"{what} {name}: {e}")
 
     # 3. hugepage files / DPDK runtime dirs not used by any live process
     try:

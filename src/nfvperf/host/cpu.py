@@ -20,7 +20,7 @@ import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 SYS_NODE = Path("/sys/devices/system/node")
@@ -64,9 +64,10 @@ def cpu_mask(cpus: Iterable[int]) -> str:
     return hex(m)
 
 
-def _read(p: Path, default: str = "") -> str:
+def read_stripped(p: str | Path, default: str = "") -> str:
+    """The text of file ``p`` without surrounding blanks; ``default`` when it cannot be read."""
     try:
-        return p.read_text().strip()
+        return Path(p).read_text().strip()
     except OSError:
         return default
 
@@ -98,7 +99,7 @@ class CpuTopology:
         process's affinity."""
         if reader is not None:
             return cls._read_with(Path(root), Path(node_root), reader)
-        online = parse_cpulist(_read(root / "online", "0"))
+        online = parse_cpulist(read_stripped(root / "online", "0"))
         cpus: dict[int, Cpu] = {}
         for c in online:
             t = root / f"cpu{c}" / "topology"
@@ -108,16 +109,16 @@ class CpuTopology:
                     node = int(n.name[4:])
                 except ValueError:
                     pass
-            sib = parse_cpulist(_read(t / "thread_siblings_list", str(c))) or [c]
-            cpus[c] = Cpu(c, int(_read(t / "core_id", str(c)) or c),
-                          int(_read(t / "physical_package_id", "0") or 0), node, sib)
+            sib = parse_cpulist(read_stripped(t / "thread_siblings_list", str(c))) or [c]
+            cpus[c] = Cpu(c, int(read_stripped(t / "core_id", str(c)) or c),
+                          int(read_stripped(t / "physical_package_id", "0") or 0), node, sib)
         try:
             # this process's affinity applies to this host's sysfs, not to a copy of another's
             allowed = sorted(os.sched_getaffinity(0)) if root == SYS_CPU else list(online)
         except (AttributeError, OSError):
             allowed = list(online)
-        return cls(cpus, online, allowed, parse_cpulist(_read(root / "isolated")),
-                   parse_cpulist(_read(root / "nohz_full")))
+        return cls(cpus, online, allowed, parse_cpulist(read_stripped(root / "isolated")),
+                   parse_cpulist(read_stripped(root / "nohz_full")))
 
     @classmethod
     def _read_with(cls, root: Path, node_root: Path, reader: Callable[[Path], str]) -> "CpuTopology":
@@ -198,7 +199,7 @@ class CpuTopology:
             out.append(group)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"online": format_cpulist(self.online), "allowed": format_cpulist(self.allowed),
                 "isolated": format_cpulist(self.isolated), "nohz_full": format_cpulist(self.nohz_full),
                 "numa_nodes": self.nodes(), "hyperthreading": self.hyperthreading,
@@ -213,10 +214,10 @@ class PinningPlan:
     roles: dict[str, list[int]] = field(default_factory=dict)
     cores_shared: bool = False
     warnings: list[str] = field(default_factory=list)
-    topology: dict[str, Any] = field(default_factory=dict)
+    topology: dict[str, object] = field(default_factory=dict)
     #: roles whose CPUs came from a core count: role -> ResolvedCores.to_dict() (field, cores,
     #: ht, cpus, mask, siblings)
-    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resolved: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def cpus(self, role: str) -> list[int]:
         return list(self.roles.get(role, []))
@@ -235,7 +236,7 @@ class PinningPlan:
     def mask(self, role: str) -> str:
         return cpu_mask(self.cpus(role))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -369,7 +370,7 @@ class ResolvedCores:
     def threads(self) -> int:
         return len(self.cpus)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["cpu_list"] = format_cpulist(self.cpus)
         return d

@@ -16,7 +16,9 @@ import shlex
 import socket
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
+
+from .base import Host
 
 #: DPDK's runtime directory of a process started as root with ``--file-prefix <prefix>``
 RUNTIME_ROOT = Path("/var/run/dpdk")
@@ -38,10 +40,10 @@ class DpdkTelemetry:
         self.path = Path(path)
         self.timeout_s = timeout_s
         self.sock: Optional[socket.socket] = None
-        self.info: dict[str, Any] = {}
+        self.info: dict[str, object] = {}
         self.max_len = 16384
 
-    def connect(self, wait_s: float = 0.0) -> dict[str, Any]:
+    def connect(self, wait_s: float = 0.0) -> dict[str, object]:
         """Connect (retrying for ``wait_s`` s while the socket is not there yet); returns the
         greeting (``version``, ``pid``, ``max_output_len``)."""
         deadline = time.monotonic() + wait_s
@@ -64,10 +66,10 @@ class DpdkTelemetry:
             self.close()
             raise TelemetryError(f"DPDK telemetry socket {self.path}: not a telemetry greeting: "
                                  f"{greeting[:200]!r}") from None
-        self.max_len = int(self.info.get("max_output_len") or 16384)
+        self.max_len = int(str(self.info.get("max_output_len") or 16384))
         return dict(self.info)
 
-    def command(self, cmd: str) -> Any:
+    def command(self, cmd: str) -> object:
         """The answer to ``cmd`` (the value under its command name)."""
         if self.sock is None:
             self.connect()
@@ -85,6 +87,10 @@ class DpdkTelemetry:
             reply = json.loads(raw.decode())
         except ValueError:
             raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: not JSON: {raw[:200]!r}") from None
+        return self._answer(cmd, reply)
+
+    def _answer(self, cmd: str, reply: object) -> object:
+        """The value under ``cmd``'s name in ``reply``."""
         key = cmd.split(",", 1)[0]
         if not isinstance(reply, dict) or key not in reply:
             raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: unexpected answer {reply!r:.200}")
@@ -109,11 +115,11 @@ class HostTelemetry(DpdkTelemetry):
     each command is one ``socat`` there (``UNIX-CONNECT:<path>,type=5``, SOCK_SEQPACKET), whose
     output is the greeting then the answer.  Same interface as :class:`DpdkTelemetry`."""
 
-    def __init__(self, host: Any, path: "str | Path", timeout_s: float = 5.0):
+    def __init__(self, host: Host, path: "str | Path", timeout_s: float = 5.0):
         super().__init__(path, timeout_s)
         self.host = host
 
-    def _ask(self, cmd: str) -> list[Any]:
+    def _ask(self, cmd: str) -> list[object]:
         """The JSON objects socat printed for ``cmd`` ("" : the greeting alone)."""
         line = f"printf %s {shlex.quote(cmd)} | socat -t 1 - UNIX-CONNECT:{self.path},type=5"
         try:
@@ -135,34 +141,29 @@ class HostTelemetry(DpdkTelemetry):
                                  f"({cp.returncode}): {(cp.stdout + cp.stderr).strip()[-200:]}")
         return objs
 
-    def connect(self, wait_s: float = 0.0) -> dict[str, Any]:
+    def connect(self, wait_s: float = 0.0) -> dict[str, object]:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                self.info = self._ask("")[0]
+                self.info = g if isinstance(g := self._ask("")[0], dict) else {}
                 return dict(self.info)
             except TelemetryError:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.5)
 
-    def command(self, cmd: str) -> Any:
-        objs = self._ask(cmd)
-        key = cmd.split(",", 1)[0]
-        reply = objs[-1]
-        if not isinstance(reply, dict) or key not in reply:
-            raise TelemetryError(f"DPDK telemetry {self.path}: {cmd}: unexpected answer {reply!r:.200}")
-        return reply[key]
+    def command(self, cmd: str) -> object:
+        return self._answer(cmd, self._ask(cmd)[-1])
 
     def close(self) -> None:
         """Nothing held open."""
 
 
-def ethdev_counters(stats: dict[str, Any]) -> dict[str, int]:
-    """``/ethdev/stats`` as nfvperf's port counters (rx/tx packets, bytes, dropped, errors;
-    ``rx_dropped`` = missed + no mbuf, ``tx_dropped`` = the PMD's TX errors)."""
+def ethdev_counters(stats: object) -> dict[str, int]:
+    """``/ethdev/stats`` (a JSON object) as nfvperf's port counters (rx/tx packets, bytes, dropped,
+    errors; ``rx_dropped`` = missed + no mbuf, ``tx_dropped`` = the PMD's TX errors)."""
     def g(k: str) -> int:
-        v = stats.get(k, 0)
+        v = stats.get(k, 0) if isinstance(stats, dict) else 0
         return int(v) if isinstance(v, (int, float)) else 0
 
     return {"rx_packets": g("ipackets"), "tx_packets": g("opackets"), "rx_bytes": g("ibytes"),

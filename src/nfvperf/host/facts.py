@@ -9,7 +9,7 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from nfvperf.host import steadiness
 from nfvperf import __version__
@@ -38,9 +38,9 @@ def _cpu_model() -> Optional[str]:
     return platform.processor() or None
 
 
-def host_environment() -> dict[str, Any]:
+def host_environment() -> dict[str, object]:
     """CPU, kernel, python, DPDK/OVS package versions (argument-list subprocesses only)."""
-    env: dict[str, Any] = {
+    env: dict[str, object] = {
         "hostname": platform.node(),
         "cpu_model": _cpu_model(),
         "cpus_online": os.cpu_count(),
@@ -86,7 +86,7 @@ def _version() -> str:
     return __version__
 
 
-def record_cpu_steadiness(env: dict[str, Any], when: str) -> str:
+def record_cpu_steadiness(env: dict[str, object], when: str) -> str:
     """Probe how much the CPUs' speed moves on their own now (``when``: "before the run") and
     keep the worse of this and earlier probes in ``env["cpu_steadiness"]`` (all of them under
     ``probes``); returns the probe as text.  A failed probe is recorded, never raised."""
@@ -95,6 +95,6 @@ def record_cpu_steadiness(env: dict[str, Any], when: str) -> str:
     except Exception as e:  # noqa: BLE001 - a failed probe must not fail the run
         st = {"error": f"{type(e).__name__}: {e}"}
     st["when"] = when
-    before = (env.get("cpu_steadiness") or {}).get("probes") or []
+    before = (prev.get("probes") if isinstance(prev := env.get("cpu_steadiness"), dict) else None) or []
     env["cpu_steadiness"] = steadiness.combine([*before, st])
     return steadiness.steadiness_text(st)

@@ -18,9 +18,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from .run import TAG_RE
+
+if TYPE_CHECKING:
+    from .base import Host
 
 SYS_HUGEPAGES = Path("/sys/kernel/mm/hugepages")
 DPDK_RUNTIME_DIRS = (Path("/var/run/dpdk"), Path("/run/dpdk"))
@@ -33,10 +36,6 @@ class Pool:
     free: int
     reserved: int
     surplus: int
-
-    @property
-    def size_label(self) -> str:
-        return "1G" if self.size_kb == 1048576 else f"{self.size_kb // 1024}M"
 
 
 @dataclass
@@ -231,7 +230,7 @@ def remove_leftovers(tag: Optional[str] = None, spare_tags: Iterable[str] = (),
     return removed
 
 
-def remove_prefix_on(host: Any, file_prefix: str) -> None:
+def remove_prefix_on(host: "Host", file_prefix: str) -> None:
     """A DPDK process's hugepage files and runtime directory (``--file-prefix``) on ``host``, a
     testbed host reached over SSH or a guest's shell (nothing raised: the host may be gone)."""
     with contextlib.suppress(Exception):

@@ -176,11 +176,6 @@ def set_link(ifname: str, ns: Optional[str] = None, **attrs) -> None:
         h.link("set", index=_index(h, ifname), **attrs)
 
 
-def link_index(ifname: str, ns: Optional[str] = None) -> int:
-    with ipr(ns) as h:
-        return _index(h, ifname)
-
-
 def link_mac(ifname: str, ns: Optional[str] = None) -> str:
     with ipr(ns) as h:
         return h.get_links(_index(h, ifname))[0].get_attr("IFLA_ADDRESS")

@@ -13,13 +13,13 @@ only about polling threads on the same CPU as the generator's polling threads.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 #: the generator's role in a pinning plan
 GENERATOR_ROLE = "tgen"
 
 
-def generator_overlap(environment: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def generator_overlap(environment: object) -> Optional[dict[str, list[int] | list[str]]]:
     """``{"cpus": [0], "roles": ["dut"]}``: the CPUs where a DUT/VNF role's polling threads ran on
     the generator's polling CPUs, and those roles; ``{}`` when none did; ``None`` when the
     environment does not say (no pinning stored, no generator role: ``--tg sim``, iperf3).
@@ -27,11 +27,11 @@ def generator_overlap(environment: Optional[dict[str, Any]]) -> Optional[dict[st
     ``environment``: one entry of ``runs.environment["topologies"][i]["environment"]`` (the
     topology's own environment: ``pinning`` and ``hosts``).  A generator on another host than the
     DUT shares no CPU with it, whatever the CPU numbers say."""
-    env = environment or {}
+    env = environment if isinstance(environment, dict) else {}
     pinning = env.get("pinning")
     if not isinstance(pinning, dict):
         return None
-    hosts = env.get("hosts") or {}
+    hosts = h if isinstance(h := env.get("hosts"), dict) else {}
     gen_on, dut_on = hosts.get("generator_on"), hosts.get("dut_on")
     if (gen_on and dut_on and gen_on != dut_on) or env.get("pinning_hosts"):
         return {}           # one plan per host (topo.base): ``pinning`` is the DUT host's alone

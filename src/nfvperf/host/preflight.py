@@ -18,10 +18,13 @@ import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Protocol, Sequence, TypedDict, Union
 
 from . import hugepages as hp
-from .cpu import CpuTopology
+from .cpu import CpuTopology, read_stripped as _read
+
+if TYPE_CHECKING:
+    from .base import Host
 
 MIN_FREE_HUGEPAGES_MB = 512          # tgen + one DPDK DUT with modest pools
 RECOMMENDED_FREE_HUGEPAGES_MB = 2048
@@ -42,21 +45,27 @@ class PreflightError(RuntimeError):
 
 @dataclass
 class Check:
+    """One check; on a testbed also the ``host`` it ran on and its ``role`` (its dict then says ``check``, ``ok``)."""
+
     name: str
     status: str          # ok | warn | fail
     detail: str
     fix: str = ""
     required: bool = False
+    host: str = ""
+    role: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def check(self) -> str:
+        return self.name
 
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
 
-def _read(p: str | Path, default: str = "") -> str:
-    try:
-        return Path(p).read_text().strip()
-    except OSError:
-        return default
+    def to_dict(self) -> dict[str, object]:
+        d = {k: v for k, v in asdict(self).items() if k not in ("host", "role")}
+        return {"host": self.host, "role": self.role, "check": d.pop("name"), "ok": self.ok, **d} if self.host else d
 
 
 def _proc_running(comm: str) -> list[int]:
@@ -188,7 +197,7 @@ def check_binary(name: "str | Binary", required: bool = False) -> Check:
                  + (f" (or set {b.env})" if b.env else ""), required=required)
 
 
-def check_tool(name: str, find: Callable[[], Any], fix: str, required: bool = False) -> Check:
+def check_tool(name: str, find: Callable[[], object], fix: str, required: bool = False) -> Check:
     """A check named ``name`` that passes when ``find()`` returns a path (and does not raise)."""
     try:
         path = find()
@@ -216,7 +225,7 @@ class Needs:
 
     binaries: dict[str, tuple[Binary, bool]] = field(default_factory=dict)
     pci: list[str] = field(default_factory=list)
-    checks: list[Callable[[Sequence[str]], Any]] = field(default_factory=list)
+    checks: list[Callable[[Sequence[str]], Union[Check, list[Check]]]] = field(default_factory=list)
     hugepages_mb: int = 0
 
     def need(self, *binaries: Binary, required: bool = True) -> "Needs":
@@ -235,35 +244,39 @@ class Needs:
         return self
 
 
-def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
+def pci_device(addr: str, host: Optional["Host"] = None) -> Optional[tuple[str, str, str]]:
+    """(PCI class, driver, NUMA node) of the device ``addr``, read from ``/sys/bus/pci`` of
+    ``host`` (default this machine; "" for what cannot be read); None when there is none."""
+    dev = Path("/sys/bus/pci/devices") / (addr if re.match(r"^[0-9a-fA-F]{4}:", addr) else f"0000:{addr}")
+
+    def read(name: str) -> str:
+        try:
+            return (host.read_text(str(dev / name)) if host is not None else (dev / name).read_text()).strip()
+        except OSError:
+            return ""
+    if not (host.exists(str(dev)) if host is not None else dev.exists()):
+        return None
+    drv = next((ln.split("=", 1)[1].strip() for ln in read("uevent").splitlines()
+                if ln.startswith("DRIVER=")), "")
+    if not drv and host is None and (dev / "driver").exists():
+        drv = Path(os.path.realpath(dev / "driver")).name
+    return read("class"), drv, read("numa_node")
+
+
+def check_pci(addr: str, cpus: Iterable[int] = (), host: Optional["Host"] = None) -> Check:
     """The PCI device ``addr`` exists, is a network device and is bound to a DPDK-usable
-    driver, read from ``/sys/bus/pci`` of ``host`` (anything with ``exists``/``read_text``, e.g.
-    a :class:`nfvperf.host.base.Host`; default this machine)."""
+    driver (:func:`pci_device`)."""
     full = addr if re.match(r"^[0-9a-fA-F]{4}:", addr) else f"0000:{addr}"
-    dev = Path("/sys/bus/pci/devices") / full
-    if host is not None:
-        def _hread(p: Path, default: str = "") -> str:
-            try:
-                return str(host.read_text(str(p))).strip()
-            except OSError:
-                return default
-        exists, read = (lambda p: bool(host.exists(str(p)))), _hread
-    else:
-        exists, read = (lambda p: p.exists()), _read
-    if not exists(dev):
+    found = pci_device(addr, host)
+    if found is None:
         return Check(f"pci:{addr}", "fail", f"no PCI device {full}", "check the address with "
                      "`dpdk-devbind.py --status` or `lspci -D`", required=True)
-    pci_class = read(dev / "class")
+    pci_class, drv, node = found
     if pci_class and not pci_class.startswith("0x02"):
         return Check(f"pci:{addr}", "fail", f"{full} is not a network device (PCI class "
                      f"{pci_class}; a NIC is 0x02xxxx)", "give a NIC's address in topology.pci "
                      "(`lspci -D -d ::0200`, `dpdk-devbind.py --status`)", required=True)
-    drv = next((ln.split("=", 1)[1].strip() for ln in read(dev / "uevent").splitlines()
-                if ln.startswith("DRIVER=")), "")
-    if not drv and host is None and (dev / "driver").exists():
-        drv = Path(os.path.realpath(dev / "driver")).name
-    drv = drv or "(none)"
-    node = read(dev / "numa_node", "-1")
+    drv, node = drv or "(none)", node or "-1"
     detail = f"driver {drv}, NUMA node {node}"
     if drv not in ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx5_core", "mlx4_core"):
         return Check(f"pci:{addr}", "fail", detail + " (not bound to a DPDK-usable driver)",
@@ -281,15 +294,20 @@ def check_pci(addr: str, cpus: Iterable[int] = (), host: Any = None) -> Check:
     return Check(f"pci:{addr}", "ok", detail, required=True)
 
 
-def run_checks(needs: Any = None, required: Sequence[str] = ("root",),
+class DeclaresNeeds(Protocol):
+    """What declares its :class:`Needs` itself (a TopologySpec)."""
+
+    def preflight_needs(self) -> "Needs": ...
+
+
+def run_checks(needs: Union[Needs, DeclaresNeeds, None] = None, required: Sequence[str] = ("root",),
                cpus: Iterable[int] = ()) -> list[Check]:
     """All checks.  ``needs`` is a :class:`Needs` (or anything with ``preflight_needs()``
     returning one, e.g. a TopologySpec; None: only the host checks and :data:`BASE_BINARIES`).
     ``required`` names checks whose failure is fatal (``root``, ``hugepages``, ``tgen``, ...);
     binaries the needs mark required and the PCI devices are always required."""
-    if needs is not None and not isinstance(needs, Needs):
-        needs = needs.preflight_needs()
-    needs = Needs(binaries=dict(BASE_BINARIES)).merge(needs)
+    given = needs if needs is None or isinstance(needs, Needs) else needs.preflight_needs()
+    needs = Needs(binaries=dict(BASE_BINARIES)).merge(given)
     checks: list[Check] = [check_root()]
     checks += check_hugepages()
     checks += [check_irqbalance(), check_governor(), check_turbo()]
@@ -323,3 +341,30 @@ def format_checks(checks: Sequence[Check]) -> str:
         if c.status != "ok" and c.fix:
             lines.append(f"     {'':<{width}} fix: {c.fix}")
     return "\n".join(lines)
+
+
+class BinaryNeed(TypedDict):
+    """A :class:`Binary` as JSON, and whether it is required."""
+
+    name: str
+    package: str
+    candidates: list[str]
+    env: str
+    required: bool
+
+
+class PreflightNeeds(TypedDict, total=False):
+    """What :func:`checks_for` checks on a testbed host (``SshHost.preflight`` runs it there)."""
+
+    binaries: list[BinaryNeed]
+    pci: list[str]
+    required: list[str]
+
+
+def checks_for(needs: PreflightNeeds) -> list[dict[str, object]]:
+    """:func:`run_checks` of ``needs`` as JSON gives them (``nfvperf.host.remote_preflight``: a
+    testbed host runs this, over SSH or here), the checks as dicts."""
+    n = Needs(pci=list(needs.get("pci", [])))
+    for b in needs.get("binaries", []):
+        n.need(Binary(b["name"], b["package"], tuple(b["candidates"]), b["env"]), required=b["required"])
+    return [c.to_dict() for c in run_checks(n, required=needs.get("required", ["root"]))]

@@ -57,6 +57,14 @@ log = logging.getLogger(__name__)
 __all__ = ["Process", "ProcessError", "CommandError", "LocalHost", "LOCAL", "local_host"]
 
 
+def read_fd(fd: int, n: int) -> bytes:
+    """Up to ``n`` bytes from ``fd``; b"" at its end or when it is gone (a closed pty)."""
+    try:
+        return os.read(fd, n)
+    except OSError:
+        return b""
+
+
 class ProcessError(RuntimeError):
     """A process could not be started, did not come up, or did not answer in time."""
 
@@ -337,10 +345,7 @@ class Process:
         fd = self._master_fd
         assert fd is not None
         while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
+            data = read_fd(fd, 65536)
             if not data:
                 break
             with contextlib.suppress(Exception):

@@ -7,15 +7,13 @@ runs the checks and prints them as JSON.  Nothing else of nfvperf needs to be in
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
-from .preflight import Binary, Check
-from . import preflight as pf
+from .preflight import Binary, Check, PreflightNeeds
 
 _PKG = Path(__file__).resolve().parent.parent
 _FILES = ("__init__.py", "host/__init__.py", "host/run.py", "host/hugepages.py", "host/cpu.py",
@@ -38,33 +36,16 @@ SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from nfvperf.host import preflight as pf
-a = json.loads(sys.argv[2])
-needs = pf.Needs()
-for b in a.get("binaries", []):
-    needs.need(pf.Binary(b["name"], b.get("package", ""), tuple(b.get("candidates", ())),
-                         b.get("env", "")), required=bool(b.get("required")))
-needs.pci = list(a.get("pci", []))
-checks = pf.run_checks(needs, required=a.get("required", ["root"]))
-print(json.dumps([c.to_dict() for c in checks]))
+print(json.dumps(pf.checks_for(json.loads(sys.argv[2]))))
 """
 
 
 def needs_dict(binaries: Iterable[tuple[Binary, bool]], pci: Iterable[str] = (),
-               required: Iterable[str] = ("root",)) -> dict[str, Any]:
+               required: Iterable[str] = ("root",)) -> PreflightNeeds:
     """The ``needs`` argument of ``SshHost.preflight``."""
-    return {"binaries": [{**dataclasses.asdict(b), "candidates": list(b.candidates),
-                          "required": req} for b, req in binaries],
+    return {"binaries": [{"name": b.name, "package": b.package, "candidates": list(b.candidates),
+                          "env": b.env, "required": req} for b, req in binaries],
             "pci": list(pci), "required": list(required)}
 
 
-def local_checks(needs: dict[str, Any]) -> list[dict[str, Any]]:
-    """The same checks on this machine (a testbed host with ``local: true``)."""
-    n = pf.Needs()
-    for b in needs.get("binaries", []):
-        n.need(Binary(b["name"], b.get("package", ""), tuple(b.get("candidates", ())),
-                      b.get("env", "")), required=bool(b.get("required")))
-    n.pci = list(needs.get("pci", []))
-    return [c.to_dict() for c in pf.run_checks(n, required=needs.get("required", ["root"]))]
-
-
-__all__ = ["bundle", "BUNDLE_NAME", "SCRIPT", "needs_dict", "local_checks", "Check"]
+__all__ = ["bundle", "BUNDLE_NAME", "SCRIPT", "needs_dict", "Check", "PreflightNeeds"]

@@ -165,7 +165,7 @@ _INSTALLED: dict[int, Any] = {}
 class _Resource:
     kind: str
     name: str
-    release: Callable[[], Any]
+    release: Callable[[], object]
     created: float = field(default_factory=time.time)
 
 
@@ -196,11 +196,11 @@ class ResourceTracker:
             self._install_handlers()
 
     # -- registration ------------------------------------------------------------------------
-    def add(self, kind: str, name: str, release: Callable[[], Any]) -> None:
+    def add(self, kind: str, name: str, release: Callable[[], object]) -> None:
         with self._lock:
             self._items.append(_Resource(kind, name, release))
 
-    def callback(self, name: str, release: Callable[[], Any]) -> None:
+    def callback(self, name: str, release: Callable[[], object]) -> None:
         self.add("callback", name, release)
 
     def forget(self, kind: str, name: str) -> None:

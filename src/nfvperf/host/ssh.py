@@ -29,9 +29,9 @@ import base64
 import contextlib
 import fnmatch
 import hashlib
+import json
 import logging
 import os
-import select
 import shlex
 import socket
 import subprocess
@@ -46,10 +46,10 @@ from nfvperf.trial import DutFailure
 
 from .base import Host, ProcessOptions, Stream
 from .netns import connect_in_netns, netns_argv
-from .proc import CommandError, Process, ProcessError
+from .proc import CommandError, Process
+from .remote_preflight import BUNDLE_NAME, SCRIPT, PreflightNeeds, bundle
 from .run import ResourceTracker, RunContext
-import json
-from .remote_preflight import BUNDLE_NAME, SCRIPT, bundle
+from .ssh_popen import RemotePopen
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -77,12 +77,6 @@ class SshTarget(Protocol):
     def known_hosts_path(self) -> Optional[Path]: ...
 
 
-class _Sink(Protocol):
-    """Where a remote process's output is copied: a binary file or :class:`_FdWriter`."""
-
-    def write(self, data: bytes, /) -> object: ...
-
-
 class SshError(RuntimeError):
     """The host cannot be reached or logged in to; the message names the host and the fix."""
 
@@ -106,150 +100,6 @@ def _pkey_from_line(line: str) -> paramiko.PKey:
     if len(parts) < 2:
         raise ValueError("not 'type base64'")
     return paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
-
-
-class RemotePopen:
-    """A remote process under the agent's guard, with the :class:`subprocess.Popen` methods
-    :class:`Process` uses: ``pid`` (the remote pid, also its process group), ``poll()``,
-    ``wait()``, ``returncode``.  A lost connection reads as exit status 255 and sets ``lost``."""
-
-    def __init__(self, host: "SshHost", chan: paramiko.Channel, stdout: Optional[_Sink],
-                 stderr: Optional[_Sink], timeout: float = 15.0, console: Optional[int] = None):
-        self.host = host
-        self.chan = chan
-        self.returncode: Optional[int] = None
-        self._lost: Optional[str] = None
-        self.pid = self._read_pid(timeout)
-        if console is not None:
-            # an interactive process (agent guard-pty): the local pty slave ``console`` (a dup
-            # of the one Process gave) stands for the remote terminal, both ways
-            stdout = stderr = _FdWriter(console)
-        self._output_done = threading.Event()
-        self._threads = [threading.Thread(target=self._pump, args=(chan.recv, stdout,
-                                                                   self._output_done), daemon=True),
-                         threading.Thread(target=self._pump, args=(chan.recv_stderr, stderr),
-                                          daemon=True)]
-        for t in self._threads:
-            t.start()
-        if console is not None:
-            threading.Thread(target=self._console_input, args=(console,), daemon=True).start()
-
-    def _console_input(self, fd: int) -> None:
-        """What :class:`Process` writes to its pty goes to the remote terminal.  The slave ``fd``
-        is closed once the channel's output ended (the process exited or was stopped: the local
-        pty then reads EOF as with a local process) or the local side closed."""
-        while not self._output_done.is_set():
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if not ready:
-                continue
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            try:
-                self.chan.sendall(data)
-            except Exception:  # noqa: BLE001 - the channel went away
-                break
-        for t in self._threads:
-            t.join(2.0)
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-    def _read_pid(self, timeout: float) -> int:
-        buf = b""
-        deadline = time.monotonic() + timeout
-        self.chan.settimeout(0.2)
-        while b"\n" not in buf:
-            if time.monotonic() > deadline:
-                raise ProcessError(f"{self.host.name}: the remote process did not start within "
-                                   f"{timeout:g} s")
-            try:
-                data = self.chan.recv(1)
-            except socket.timeout:
-                continue
-            if not data:
-                err = b""
-                with contextlib.suppress(Exception):
-                    while self.chan.recv_stderr_ready():
-                        err += self.chan.recv_stderr(4096)
-                raise ProcessError(f"{self.host.name}: the remote process did not start "
-                                   f"(status {self.chan.recv_exit_status()}): "
-                                   f"{err.decode(errors='replace').strip()}")
-            buf += data
-        line = buf.decode(errors="replace").strip()
-        if not line.startswith("NFVPERF-PID "):
-            raise ProcessError(f"{self.host.name}: unexpected agent output {line[:80]!r}")
-        self.chan.settimeout(None)
-        return int(line.split()[1])
-
-    @staticmethod
-    def _pump(recv: Callable[[int], bytes], out: Optional[_Sink], done: Optional[threading.Event] = None) -> None:
-        try:
-            while True:
-                try:
-                    data = recv(65536)
-                except Exception:  # noqa: BLE001 - the channel went away
-                    return
-                if not data:
-                    return
-                if out is not None:
-                    with contextlib.suppress(Exception):
-                        out.write(data)
-        finally:
-            if done is not None:
-                done.set()
-
-    def poll(self) -> Optional[int]:
-        if self.returncode is not None:
-            return self.returncode
-        if self.chan.exit_status_ready():
-            rc = self.chan.recv_exit_status()
-            # the guard exits with 128 + signal for a signalled child: Popen says -signal
-            self.returncode = -(rc - 128) if 128 < rc < 160 else rc
-            for t in self._threads:
-                t.join(1.0)
-            return self.returncode
-        lost = self.host.lost_reason()
-        if lost is not None or self.chan.closed:
-            self._lost = lost or "the channel closed"
-            self.returncode = 255
-            return 255
-        return None
-
-    @property
-    def lost(self) -> Optional[str]:
-        """Why the process's host became unreachable (its exit status then says little: the
-        host's sshd going away also ends the process)."""
-        return self._lost or self.host.lost_reason()
-
-    def wait(self, timeout: Optional[float] = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            rc = self.poll()
-            if rc is not None:
-                return rc
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"{self.host.name}:{self.pid}", timeout or 0)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        """Close the channel: the guard kills the process group."""
-        with contextlib.suppress(Exception):
-            self.chan.close()
-
-
-class _FdWriter:
-    """``write(data)`` of all of ``data`` to a file descriptor (a pty slave)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
 
 
 class SshHost:
@@ -602,7 +452,7 @@ class SshHost:
         """Run tags present on this host (processes, namespaces, links)."""
         return list(json.loads(self.run(["python3", self.agent(), "tags"], timeout=30).stdout))
 
-    def preflight(self, needs: dict[str, list[object]]) -> list[dict[str, object]]:
+    def preflight(self, needs: PreflightNeeds) -> list[dict[str, object]]:
         """:func:`nfvperf.host.preflight.run_checks` on this host: the check modules are
         uploaded as a zip (stdlib only) and run with the host's python3.  ``needs``:
         ``{"binaries": [{name, package, candidates, env, required}], "pci": [...],

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from nfvperf.host.preflight import Check
 
@@ -67,7 +67,7 @@ def _pct(sorted_vals: list[float], q: float) -> float:
     return sorted_vals[k]
 
 
-def summarize(per_cpu: dict[int, list[float]], seconds: float) -> dict[str, Any]:
+def summarize(per_cpu: dict[int, list[float]], seconds: float) -> dict[str, object]:
     """{"cpus": {cpu: {p10_rel, median_rel, p90_rel, chunks}}, "spread_pct", "slowest_rel", ...}.
 
     Rates are relative to the 90th percentile of all chunks of all CPUs (the CPUs' usual best).
@@ -77,7 +77,7 @@ def summarize(per_cpu: dict[int, list[float]], seconds: float) -> dict[str, Any]
     if not every or every[-1] <= 0:
         return {"error": "no chunk was timed", "seconds": round(seconds, 2)}
     ref = _pct(every, 90)
-    cpus: dict[str, Any] = {}
+    cpus: dict[str, dict[str, float]] = {}
     for cpu, rates in sorted(per_cpu.items()):
         rel = sorted(r / ref for r in rates)
         cpus[str(cpu)] = {"p10_rel": round(_pct(rel, 10), 4), "median_rel": round(statistics.median(rel), 4),
@@ -103,7 +103,7 @@ def budget_from_env() -> float:
 
 
 def probe_cpus(cpus: Optional[Sequence[int]] = None, budget_s: Optional[float] = None,
-               chunk: Callable[[], float] = _chunk) -> dict[str, Any]:
+               chunk: Callable[[], float] = _chunk) -> dict[str, object]:
     """Probe ``cpus`` (default: this process's affinity set, at most ``MAX_CPUS``) within
     ``budget_s`` (default :func:`budget_from_env`); this process's affinity is restored
     afterwards, also on error."""
@@ -126,7 +126,7 @@ def probe_cpus(cpus: Optional[Sequence[int]] = None, budget_s: Optional[float] =
     return summarize(per_cpu, time.monotonic() - t0)
 
 
-def combine(probes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def combine(probes: Sequence[dict[str, object]]) -> dict[str, object]:
     """Several probes of one run (before and after it) as one: the worst probe's numbers, with
     every probe kept under ``probes`` and ``when`` naming them."""
     good = [p for p in probes if p and not p.get("error")]
@@ -138,33 +138,34 @@ def combine(probes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def spread_pct(st: Optional[dict[str, Any]]) -> Optional[float]:
+def spread_pct(st: Optional[dict[str, object]]) -> Optional[float]:
     """A probe's (or a run's) ``spread_pct``; None when it was not measured or failed."""
-    if not st or st.get("error") or st.get("spread_pct") is None:
-        return None
-    return float(st["spread_pct"])
+    v = st.get("spread_pct") if st and not st.get("error") else None
+    return float(v) if isinstance(v, (int, float)) else None
 
 
-def moved_pct(st: Optional[dict[str, Any]]) -> Optional[float]:
+def moved_pct(st: Optional[dict[str, object]]) -> Optional[float]:
     """``spread_pct`` when it is above ``NOTE_ABOVE_PCT`` (worth a note or a warning), else None."""
     v = spread_pct(st)
     return v if v is not None and v > NOTE_ABOVE_PCT else None
 
 
-def steadiness_text(st: Optional[dict[str, Any]]) -> str:
+def steadiness_text(st: Optional[dict[str, object]]) -> str:
     """The report's header cell."""
     if not st:
         return "not measured"
     if st.get("error"):
         return f"not measured ({st['error']})"
-    cpus = st.get("cpus") or {}
-    parts = [f"CPU {c} {100 * v['p10_rel']:.0f}–{100 * v['p90_rel']:.0f} %" for c, v in cpus.items()]
-    when = " and ".join(p.get("when", "") for p in st.get("probes") or [st] if p.get("when"))
+    cpus, probes = st.get("cpus"), st.get("probes")
+    parts = [f"CPU {c} {100 * v['p10_rel']:.0f}–{100 * v['p90_rel']:.0f} %"
+             for c, v in (cpus.items() if isinstance(cpus, dict) else ())]
+    when = " and ".join(str(p.get("when", "")) for p in (probes if isinstance(probes, list) and probes else [st])
+                        if p.get("when"))
     return (f"speed moved {st['spread_pct']:.0f} % in {st['seconds']:.1f} s probe(s){' ' + when if when else ''} "
             f"({'; '.join(parts)} of the usual best, p10–p90 of {CHUNK_ITERATIONS:,}-iteration chunks)")
 
 
-def steadiness_note(st: Optional[dict[str, Any]]) -> Optional[str]:
+def steadiness_note(st: Optional[dict[str, object]]) -> Optional[str]:
     """A note when the CPUs' speed moved more than NOTE_ABOVE_PCT, else None."""
     moved = moved_pct(st)
     if moved is None:
@@ -176,7 +177,7 @@ def steadiness_note(st: Optional[dict[str, Any]]) -> Optional[str]:
             "or use --repeat and a loss-tolerant goal and read the spread.")
 
 
-def check_steadiness(probe: Callable[[], dict[str, Any]] = probe_cpus) -> Check:
+def check_steadiness(probe: Callable[[], dict[str, object]] = probe_cpus) -> Check:
     """``nfvperf preflight``'s ``cpu_steadiness`` check: ok up to NOTE_ABOVE_PCT, else a warning."""
     st = probe()
     if st.get("error"):

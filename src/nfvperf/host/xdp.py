@@ -11,7 +11,9 @@ has ``SO_PREFER_BUSY_POLL``, 5.11+) and uses need_wakeup when the kernel has it.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Optional
+
+from pyroute2.netlink import nla
 
 from .netns import ipr
 
@@ -28,7 +30,7 @@ _BUSY_RE = re.compile(r"Busy polling budget set to: (\d+)")
 _BUSY_FAIL_RE = re.compile(r"(Failed to set SO_\w*BUSY\w*|Failed configure busy polling[^\n]*)")
 
 
-def xdp_modes(xdp_attr: Any) -> list[str]:
+def xdp_modes(xdp_attr: Optional[nla]) -> list[str]:
     """The attach modes an IFLA_XDP attribute (a pyroute2 nla, or None) reports, e.g.
     ``["native"]``; ``[]`` when no program is attached."""
     if xdp_attr is None:
@@ -53,11 +55,11 @@ def xdp_mode(ifname: str, ns: Optional[str] = None) -> Optional[str]:
     return "+".join(modes) if modes else None
 
 
-def busy_poll_from_log(text: str) -> dict[str, Any]:
+def busy_poll_from_log(text: str) -> dict[str, object]:
     """What net_af_xdp logged about preferred busy polling (needs :data:`AF_XDP_LOG_LEVEL`):
     ``{"busy_poll_budget": 64}`` per socket set up, or ``{"busy_poll_error": "..."}``, or {}
     when the log says nothing (older PMD, log level not raised)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     budgets = sorted({int(b) for b in _BUSY_RE.findall(text)})
     if budgets:
         out["busy_poll_budget"] = budgets[0] if len(budgets) == 1 else budgets

@@ -26,6 +26,7 @@ the guest's own ``/sys/bus/pci``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -38,8 +39,10 @@ from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from nfvperf.dut.base import DutFailure
+from nfvperf.host.base import Host
 from nfvperf.host.netns import (add_address, create_netns, link_exists, link_stats, run_in_netns,
                                 set_link)
+from nfvperf.host.preflight import Binary, Check
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.host.ssh import SshError, SshHost
 from nfvperf.tg.tgen import find_tgen_binary
@@ -149,38 +152,27 @@ def guest_problems(spec: TestbedSpec) -> list[str]:
     return problems
 
 
-def guest_checks(name: str, hspec: HostSpec, host: GuestPciHost,
-                 binaries: Sequence[Any]) -> list[dict[str, Any]]:
-    """A booted guest's preflight rows (the shape of ``nfvperf.host.remote_preflight``'s): each
-    program of its role found in the guest (``binaries``: Binary objects; a tester's tgen is
-    :data:`GUEST_TGEN`), hugepages reserved in the guest."""
+def guest_checks(name: str, hspec: HostSpec, host: Host, binaries: Sequence[Binary]) -> list[Check]:
+    """A booted guest's preflight rows: each program of its role found in the guest
+    (``binaries``; a tester's tgen is :data:`GUEST_TGEN`), hugepages reserved in the guest."""
     rows = []
     for b in binaries:
         cands = [GUEST_TGEN] if b.name == "tgen" else \
             list(b.candidates) or [f"/usr/bin/{b.name}", f"/usr/sbin/{b.name}"]
         found = next((c for c in cands if host.exists(c)), None)
-        if found:
-            rows.append({"name": f"binary:{b.name}", "status": "ok", "detail": found,
-                         "required": True})
-        else:
-            rows.append({"name": f"binary:{b.name}", "status": "fail", "required": True,
-                         "detail": f"hosts.{name}: the guest image has no {b.name} (looked for "
-                                   f"{', '.join(cands)})",
-                         "fix": "the guest image holds dpdk-testpmd, OVS-DPDK, this host's tgen "
-                                "and l3fwd build: rebuild it (nfvperf image build) or use one of "
-                                "those DUTs"})
+        rows.append(Check(f"binary:{b.name}", "ok", found, required=True) if found else Check(
+            f"binary:{b.name}", "fail", f"hosts.{name}: the guest image has no {b.name} (looked for "
+            f"{', '.join(cands)})", "the guest image holds dpdk-testpmd, OVS-DPDK, this host's tgen "
+            "and l3fwd build: rebuild it (nfvperf image build) or use one of those DUTs", True))
     try:
         pages = int(host.read_text("/proc/sys/vm/nr_hugepages").strip() or 0)
     except (OSError, ValueError):
         pages = 0
     g = hspec.guest
-    rows.append({"name": "hugepages", "required": True,
-                 "status": "ok" if pages > 0 else "fail",
-                 "detail": f"{pages} x 2 MB pages in the guest",
-                 "fix": f"raise hosts.{name}.guest.hugepages_mb (now {g.hugepages_mb if g else '?'})"})
-    rows.append({"name": "root", "status": "ok", "detail": "the guest's shell runs as root",
-                 "required": True})
-    return rows
+    rows.append(Check("hugepages", "ok" if pages > 0 else "fail", f"{pages} x 2 MB pages in the guest",
+                      f"raise hosts.{name}.guest.hugepages_mb (now {g.hugepages_mb if g else '?'})", True))
+    rows.append(Check("root", "ok", "the guest's shell runs as root", required=True))
+    return [dataclasses.replace(c, host=name, role=hspec.role) for c in rows]
 
 
 class TapCables:

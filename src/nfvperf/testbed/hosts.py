@@ -5,33 +5,32 @@ is done on all of them: the preflight table of ``nfvperf testbed check`` and the
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
-from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Optional, Sequence
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
-from nfvperf.host.proc import LOCAL, LocalHost
-from nfvperf.host.run import RunContext
+from nfvperf.dut.base import dut_class
+from nfvperf.host.base import Host
+from nfvperf.host.preflight import Binary, Check, checks_for, pci_device
+from nfvperf.host.proc import LOCAL
+from nfvperf.host.remote_preflight import PreflightNeeds, needs_dict
+from nfvperf.host.run import RunContext, normalize_tag
 from nfvperf.host.ssh import SshError, SshHost
-
-from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_image, guest_problems
-from .spec import HostSpec, TestbedSpec
+from nfvperf.store.cleanup import main as local_cleanup
+from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.topo import topology_class
 from nfvperf.topo.errors import TopologyError
+from nfvperf.topo.spec import TopologySpec
 from nfvperf.vm.pci_guest import GuestPciHost
-from nfvperf.dut.base import dut_class
-from nfvperf.host.preflight import Binary
-from nfvperf.host.remote_preflight import needs_dict
-from nfvperf.tg.tgen import find_tgen_binary
-from nfvperf.host.remote_preflight import local_checks
-import argparse
-import json
-from .spec import TestbedError, load_testbed
-from nfvperf.host.run import normalize_tag
-from nfvperf.store.cleanup import main as local_cleanup
-from pathlib import Path
+
+from .guests import GUEST_TGEN, TestbedGuests, guest_checks, guest_image, guest_problems
+from .spec import HostSpec, TestbedError, TestbedSpec, load_testbed
 
 
-def make_host(name: str, spec: HostSpec) -> Any:
+def make_host(name: str, spec: HostSpec) -> Host:
     """The host object of one testbed host (not connected yet); a ``guest:`` host has none until
     nfvperf boots it (:meth:`TestbedHosts.boot_guests`)."""
     if spec.guest is not None:
@@ -49,11 +48,11 @@ class TestbedHosts:
 
     def __init__(self, spec: TestbedSpec):
         self.spec = spec
-        self.hosts: dict[str, Any] = {n: make_host(n, h) for n, h in spec.hosts.items()
+        self.hosts: dict[str, Host] = {n: make_host(n, h) for n, h in spec.hosts.items()
                                       if h.guest is None}
         self.guests: Optional[TestbedGuests] = None
 
-    def boot_guests(self, run: RunContext, say: Any = None) -> "TestbedHosts":
+    def boot_guests(self, run: RunContext, say: Optional[Callable[[str], object]] = None) -> "TestbedHosts":
         """Boot the testbed's ``guest:`` hosts for the run ``run`` (stopped by :meth:`close`)."""
         if self.spec.guests() and self.guests is None:
             self.guests = TestbedGuests(self.spec, run)
@@ -88,16 +87,16 @@ class TestbedHosts:
             self.guests.stop()
             self.guests = None
 
-    def role(self, role: str) -> tuple[str, Any]:
+    def role(self, role: str) -> tuple[str, Host]:
         """(name, host object) of the one host with ``role``."""
         name, _ = self.spec.role_host(role)
         return name, self.hosts[name]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, dict[str, object]]:
         """Which host is which, without secrets (for a run's environment)."""
-        out = {}
+        out: dict[str, dict[str, object]] = {}
         for n, h in self.hosts.items():
-            d = h.public() if isinstance(h, (SshHost, GuestPciHost)) else {"via": "local"}
+            d: dict[str, object] = h.public() if isinstance(h, (SshHost, GuestPciHost)) else {"via": "local"}
             d["role"] = self.spec.hosts[n].role
             out[n] = d
         return out
@@ -108,35 +107,29 @@ class TestbedHosts:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __iter__(self) -> Iterator[tuple[str, Any]]:
+    def __iter__(self) -> Iterator[tuple[str, Host]]:
         return iter(self.hosts.items())
 
 
 # ----------------------------------------------------------------------------------- check
-@dataclass
-class HostCheck:
-    host: str
-    role: str
-    check: str
-    ok: bool
-    status: str            # ok | warn | fail
-    detail: str
-    fix: str = ""
-    required: bool = False
+@runtime_checkable
+class Reachable(Protocol):
+    """A testbed host on another machine (:class:`SshHost`): connected, and its preflight run there."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def connect(self) -> None: ...
+
+    def preflight(self, needs: PreflightNeeds) -> list[dict[str, object]]: ...
 
 
 def role_needs(name: str, spec: HostSpec, dut: str = "ovs-dpdk",
-               vnf_binaries: Sequence[Any] = ()) -> dict[str, Any]:
+               vnf_binaries: Sequence[Binary] = ()) -> PreflightNeeds:
     """What preflight checks on a host of this role: the tester's tgen, the DUT adapter's
     binaries and those of the topology's VNFs (``vnf_binaries``: Binary objects, e.g. pvp's
     dpdk-testpmd), the NICs' PCI devices; root and hugepages required."""
     return needs_dict(_role_binaries(spec, dut, vnf_binaries), [], required=("root", "hugepages"))
 
 
-def _role_binaries(spec: HostSpec, dut: str, vnf_binaries: Sequence[Any]) -> list[tuple[Binary, bool]]:
+def _role_binaries(spec: HostSpec, dut: str, vnf_binaries: Sequence[Binary]) -> list[tuple[Binary, bool]]:
     binaries: list[tuple[Binary, bool]] = []
     if spec.role == "tester":
         path = spec.tgen
@@ -152,8 +145,8 @@ def _role_binaries(spec: HostSpec, dut: str, vnf_binaries: Sequence[Any]) -> lis
     return binaries
 
 
-def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str] = None,
-                   linked: Sequence[str] = ()) -> list[HostCheck]:
+def nic_pci_checks(name: str, spec: HostSpec, host: Host, port_kind: Optional[str] = None,
+                   linked: Sequence[str] = ()) -> list[Check]:
     """One row per NIC of the host with a ``pci:`` address: the device exists on that host and is
     bound to its DPDK driver (``driver:``, default vfio-pci), read from the host's
     ``/sys/bus/pci/devices/<pci>/uevent``.  Required (else a warning) for the cabled NICs
@@ -168,43 +161,30 @@ def nic_pci_checks(name: str, spec: HostSpec, host: Any, port_kind: Optional[str
         required = (port_kind == "pci" and f"{name}.{nic.name}" in linked) or \
             (port_kind is None and not nic.iface)
         bad = "fail" if required else "warn"
-        dev = f"/sys/bus/pci/devices/{nic.pci}"
-        fix = f"nfvperf testbed prepare <testbed file> --limit {name} (binds the listed NICs to {want})"
-        if not host.exists(dev):
-            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
-                                  f"{field}: no PCI device {nic.pci} on host {name}",
-                                  f"check the address on the host (lspci -D, dpdk-devbind.py "
-                                  f"--status) and correct {field}", required))
+        found = pci_device(nic.pci, host)
+        if found is None:
+            rows.append(Check(f"pci:{nic.name}", bad, f"{field}: no PCI device {nic.pci} on host {name}",
+                              f"check the address on the host (lspci -D, dpdk-devbind.py "
+                              f"--status) and correct {field}", required, name, spec.role))
             continue
-        try:
-            pci_class = host.read_text(f"{dev}/class").strip()
-        except OSError:
-            pci_class = ""
+        pci_class, drv, _ = found
         if pci_class and not pci_class.startswith("0x02"):
-            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
-                                  f"{field}: {nic.pci} on host {name} is not a network device "
-                                  f"(PCI class {pci_class}; a NIC is 0x02xxxx)",
-                                  f"give the NIC's address (lspci -D -d ::0200, dpdk-devbind.py "
-                                  f"--status) in {field}", required))
+            rows.append(Check(f"pci:{nic.name}", bad,
+                              f"{field}: {nic.pci} on host {name} is not a network device "
+                              f"(PCI class {pci_class}; a NIC is 0x02xxxx)",
+                              f"give the NIC's address (lspci -D -d ::0200, dpdk-devbind.py "
+                              f"--status) in {field}", required, name, spec.role))
             continue
-        try:
-            uevent = host.read_text(f"{dev}/uevent")
-        except OSError:
-            uevent = ""
-        drv = next((ln.split("=", 1)[1].strip() for ln in uevent.splitlines()
-                    if ln.startswith("DRIVER=")), "")
-        if drv == want:
-            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", True, "ok",
-                                  f"{nic.pci} bound to {drv}", required=required))
-        else:
-            rows.append(HostCheck(name, spec.role, f"pci:{nic.name}", False, bad,
-                                  f"{field}: {nic.pci} on host {name} is bound to "
-                                  f"{drv or 'no driver'}, not {want}", fix, required))
+        ok = drv == want
+        rows.append(Check(f"pci:{nic.name}", "ok" if ok else bad, f"{nic.pci} bound to {drv}" if ok else
+                          f"{field}: {nic.pci} on host {name} is bound to {drv or 'no driver'}, not {want}",
+                          "" if ok else f"nfvperf testbed prepare <testbed file> --limit {name} (binds the "
+                          f"listed NICs to {want})", required, name, spec.role))
     return rows
 
 
-def guest_rows(name: str, hspec: HostSpec, host: Any, dut: str, vnf_binaries: Sequence[Any],
-               port_kind: Optional[str], linked: Sequence[str]) -> list[HostCheck]:
+def guest_rows(name: str, hspec: HostSpec, host: Optional[Host], dut: str, vnf_binaries: Sequence[Binary],
+               port_kind: Optional[str], linked: Sequence[str]) -> list[Check]:
     """A ``guest:`` host's rows: before it is booted (``host`` None: ``nfvperf testbed check``)
     what stops it from booting here, else its preflight in the guest and its NICs' PCI rows."""
     role = hspec.role
@@ -212,29 +192,26 @@ def guest_rows(name: str, hspec: HostSpec, host: Any, dut: str, vnf_binaries: Se
         probs = [p for p in guest_problems(TestbedSpec.model_construct(
             name="x", hosts={name: hspec}, links=[])) if p]
         if probs:
-            return [HostCheck(name, role, "guest", False, "fail", p, required=True) for p in probs]
+            return [Check("guest", "fail", p, required=True, host=name, role=role) for p in probs]
         g = hspec.guest
         assert g is not None
-        return [HostCheck(name, role, "guest", True, "ok",
-                          f"QEMU guest, {g.nics} emulated PCI NIC(s) ({', '.join(g.pci_addresses())}), "
-                          f"booted by nfvperf for a run", required=True)]
+        return [Check("guest", "ok", f"QEMU guest, {g.nics} emulated PCI NIC(s) "
+                      f"({', '.join(g.pci_addresses())}), booted by nfvperf for a run", required=True,
+                      host=name, role=role)]
     binaries = [b for b, _ in _role_binaries(hspec, dut, vnf_binaries)]
-    rows = [HostCheck(name, role, c["name"], c["status"] != "fail", c["status"], c["detail"],
-                      c.get("fix", ""), bool(c.get("required")))
-            for c in guest_checks(name, hspec, host, binaries)]
-    return rows + nic_pci_checks(name, hspec, host, port_kind, linked)
+    return guest_checks(name, hspec, host, binaries) + nic_pci_checks(name, hspec, host, port_kind, linked)
 
 
 def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
-                  vnf_binaries: Sequence[Any] = (), port_kind: Optional[str] = None,
-                  make: Any = None) -> list[HostCheck]:
+                  vnf_binaries: Sequence[Binary] = (), port_kind: Optional[str] = None,
+                  make: Optional[Callable[[str, HostSpec], Host]] = None) -> list[Check]:
     """The preflight of every host, one row per (host, check); a host that cannot be reached
     (or presents a wrong key) is one failed ``ssh`` row with the reason.  ``vnf_binaries``: the
     programs of the topology's VNFs, checked on the DUT host (see :func:`role_needs`);
     ``port_kind``: the run's, for the NICs' PCI rows (:func:`nic_pci_checks`); ``make``: the
     host factory (default :func:`make_host`; for a ``guest:`` host it gives the booted guest's
     host object, or None: :func:`guest_rows`)."""
-    rows: list[HostCheck] = []
+    rows: list[Check] = []
     linked = [r for lk in spec.links for r in (lk.tester, lk.dut)]
     for name, hspec in spec.hosts.items():
         if hspec.guest is not None:
@@ -244,29 +221,26 @@ def check_testbed(spec: TestbedSpec, dut: str = "ovs-dpdk",
         host = (make or make_host)(name, hspec)
         needs = role_needs(name, hspec, dut, vnf_binaries)
         try:
-            if getattr(host, "remote", False):
+            if host.remote:
+                assert isinstance(host, Reachable), host     # an SshHost (guests: guest_rows)
                 host.connect()
-                rows.append(HostCheck(name, hspec.role, "ssh", True, "ok",
-                                      f"{hspec.ssh.user}@{hspec.ssh.address}:{hspec.ssh.port}, "  # type: ignore[union-attr]
-                                      f"host key matches", required=True))
+                rows.append(Check("ssh", "ok", f"{hspec.ssh.user}@{hspec.ssh.address}:{hspec.ssh.port}, "  # type: ignore[union-attr]
+                                  f"host key matches", required=True, host=name, role=hspec.role))
                 checks = host.preflight(needs)
             else:
-                checks = local_checks(needs)
-            pci_rows = nic_pci_checks(name, hspec, host, port_kind,
-                                      [r for lk in spec.links for r in (lk.tester, lk.dut)])
+                checks = checks_for(needs)
+            pci_rows = nic_pci_checks(name, hspec, host, port_kind, linked)
         except (SshError, OSError) as e:
-            rows.append(HostCheck(name, hspec.role, "ssh", False, "fail", str(e), required=True))
+            rows.append(Check("ssh", "fail", str(e), required=True, host=name, role=hspec.role))
             continue
         finally:
-            host.close() if getattr(host, "remote", False) else None
-        for c in checks:
-            rows.append(HostCheck(name, hspec.role, c["name"], c["status"] != "fail", c["status"],
-                                  c["detail"], c.get("fix", ""), bool(c.get("required"))))
-        rows += pci_rows
+            host.close() if host.remote else None
+        rows += [Check(str(c["name"]), str(c["status"]), str(c["detail"]), str(c.get("fix") or ""),
+                       bool(c.get("required")), name, hspec.role) for c in checks] + pci_rows
     return rows
 
 
-def format_check_table(rows: Sequence[HostCheck]) -> str:
+def format_check_table(rows: Sequence[Check]) -> str:
     head = ("host", "role", "check", "ok", "detail")
     table = [head] + [(r.host, r.role, r.check, {"ok": "ok", "warn": "WARN"}.get(r.status, "FAIL")
                        + ("*" if r.required else ""), r.detail + (f" (fix: {r.fix})"
@@ -282,18 +256,18 @@ def format_check_table(rows: Sequence[HostCheck]) -> str:
 
 # --------------------------------------------------------------------------------- cleanup
 def cleanup_testbed(spec: TestbedSpec, tag: Optional[str] = None, dry_run: bool = False,
-                    force: bool = False) -> dict[str, Any]:
+                    force: bool = False) -> dict[str, dict[str, object]]:
     """Remove run leftovers on every SSH host of the testbed: ``tag``'s, or (no tag) every tag
     found there that no live run of this controller holds (``force``: every tag found).
     Returns {host: {tag: report} | {"error": ...}}; the controller itself is cleaned by the
     local ``nfvperf cleanup``."""
     live = set() if force else RunContext.live_tags()
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, object]] = {}
     for name, hspec in spec.hosts.items():
         if hspec.guest is not None:     # stopped with its run; its QEMU is this machine's
             continue
         host = make_host(name, hspec)
-        if isinstance(host, LocalHost):
+        if not isinstance(host, SshHost):
             continue
         try:
             host.connect()
@@ -337,16 +311,11 @@ def cleanup_main(argv: Sequence[str]) -> int:
             if not per_tag:
                 print(f"{host}: nothing to clean")
             for t, rep in per_tag.items():
-                items = [f"{k} {v}" for k, vs in rep.items() for v in vs]
+                items = [f"{k} {v}" for k, vs in (rep.items() if isinstance(rep, dict) else ()) for v in vs]
                 print(f"{host}: {t}: {verb} {len(items)} item(s)"
                       + "".join(f"\n  {i}" for i in items))
-    local = list(rest)
-    for flag in ("dry_run", "force", "json"):
-        if getattr(args, flag):
-            local.append("--" + flag.replace("_", "-"))
-    if args.tag:
-        local += ["--tag", args.tag]
-    rc = local_cleanup(local)
+    rc = local_cleanup(list(rest) + [f"--{f.replace('_', '-')}" for f in ("dry_run", "force", "json")
+                                      if getattr(args, f)] + (["--tag", args.tag] if args.tag else []))
     return 1 if failed else int(rc or 0)
 
 
@@ -401,14 +370,13 @@ def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, An
 
 @dataclass
 class _Unopened:
-    """A testbed host before it is reached (``nfvperf validate --testbed``): its name, and
-    whether it is another machine than this one (SSH or a guest)."""
+    """A testbed host before it is reached (``nfvperf validate --testbed``)."""
 
     name: str
-    remote: bool
+    remote: bool        # another machine than this one (SSH or a guest)
 
 
-def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
+def suite_problems(spec: TestbedSpec, topology: TopologySpec) -> list[str]:
     """Why the suite's topology (a TopologySpec) cannot run on the testbed, found without
     reaching a host: the topology's own testbed checks (kind, DUT adapter over a remote host,
     port kind, enough cabled links with the addresses it drives) and what stops the testbed's
@@ -443,7 +411,7 @@ def suite_problems(spec: TestbedSpec, topology: Any) -> list[str]:
     return problems + guest_problems(spec)
 
 
-def preflight_failures(rows: Sequence[HostCheck]) -> list[str]:
+def preflight_failures(rows: Sequence[Check]) -> list[str]:
     """The required checks that failed, as ``host: check: detail (fix)``."""
     return [f"{r.host}: {r.check}: {r.detail}" + (f" (fix: {r.fix})" if r.fix else "")
             for r in rows if r.required and r.status == "fail"]

@@ -204,7 +204,6 @@ class HostSpec(_Strict):
             raise ValueError(f"nics: duplicate name(s) {', '.join(dup)}")
         return self
 
-
     def _guest_nics(self, g: GuestSpec) -> None:
         """A guest host: reached through its console (no ssh:, not local), its NICs the guest's
         own addresses bound to uio_pci_generic (listed as p0, p1, ... when nics: is not given)."""

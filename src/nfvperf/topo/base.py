@@ -25,34 +25,28 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
-from nfvperf.host.cpu import CoreRequest, CoreRequestError, CpuTopology, ResolvedCores, resolve_cores
-from nfvperf.host import netns as N
-from nfvperf.host.cpu import PinningPlan, plan_pinning
+from nfvperf.host import hugepages as hp, netns as N, preflight as pf
 from nfvperf.host.base import Host
-from nfvperf.host.preflight import Needs
+from nfvperf.host.cpu import (CoreRequest, CoreRequestError, CpuTopology, PinningPlan, ResolvedCores, plan_pinning,
+                              resolve_cores)
 from nfvperf.host.polling_overlap import generator_overlap
+from nfvperf.host.preflight import Needs
 from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.tg.tgen import TgenMeasurer, TgenProcess
+from nfvperf.topo.preflight import run_checks, tgen_check
 from nfvperf.trial import Measurer, MeasurerError
 
+from .errors import TopologyError
+from .host_cpus import HostCpuHints, plan_host, read_host_topology
+from .inplace import in_place_difference, restart_fields, restart_reason
 from .ports import HostPort, PortKind, port_kind_class
 from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
-from .errors import TopologyError
-from .spec import TopologySpec
-from .spec import allowed_duts, allowed_port_kinds
-from nfvperf.topo.preflight import tgen_check
-from nfvperf.host import hugepages as hp
-from nfvperf.host import preflight as pf
-from nfvperf.topo.preflight import run_checks
-from .host_cpus import HostCpuHints, plan_host, read_host_topology
-from nfvperf.tg.tgen import TgenProcess
-from nfvperf.tg.tgen import TgenMeasurer
-from .inplace import in_place_difference, restart_reason
-from .inplace import restart_fields
-from .ports import port_kind_names
+from .spec import TopologySpec, allowed_duts, allowed_port_kinds
+from .tcp_ends import TcpEnds, tcp_endpoints
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
@@ -87,21 +81,6 @@ HOST_HARDWARE_PREFIXES = ("kmod:", "sriov:0")
 
 def host_lacks(check_name: str) -> bool:
     return check_name in HOST_CAPACITY_CHECKS or check_name.startswith(HOST_HARDWARE_PREFIXES)
-
-
-
-class TcpEnds(TypedDict):
-    """:meth:`Topology.tcp_endpoints`: the two kernel TCP endpoints a topology made of its
-    generator ends (namespaces, addresses, interfaces, MTU, each end's offload state)."""
-
-    client_ns: str
-    server_ns: str
-    client_ip: str
-    server_ip: str
-    client_if: Optional[str]
-    server_if: Optional[str]
-    mtu: int
-    offloads: dict[str, dict[str, str]]
 
 
 class Topology:
@@ -204,28 +183,9 @@ class Topology:
         if self.dut_host.remote and not all(v.runs_remote for v in self.vnf_classes_for(self.spec)):
             raise TopologyError(f"topology.vnf {self.spec.vnf}: this VNF runs on "
                                 f"this machine only; on a testbed's DUT host use vnf: container")
-        family = self.port_kind_class().family
-        if family not in ("veth", "pci"):
-            raise TopologyError(f"topology.port_kind {self.spec.port_kind}: on a testbed the ports "
-                                f"are the cabled links' kernel interfaces (port_kind af_packet or "
-                                f"af_xdp) or their PCI NICs (port_kind pci)")
-        need = self.spec.ports if family == "pci" else self.port_kind_class().port_count(self.spec)
-        if len(self.testbed_links) < need:
-            raise TopologyError(f"topology.ports: {need} ports, but the testbed cables only "
-                                f"{len(self.testbed_links)} tester-DUT link(s) (links: in the "
-                                f"testbed file)")
-        what = ("pci", "pci: (the NIC's PCI address)") if family == "pci" else \
-            ("iface", "iface: (the kernel interface)")
-        for lk in self.testbed_links[:need]:
-            for side in ("tester", "dut"):
-                # pci: a guest's NIC may be cabled to a vhost-user port here (testbed nics.vhost)
-                if not lk.get(f"{side}_{what[0]}") and not (family == "pci" and lk.get(f"{side}_vhost")):
-                    host, _, nic = str(lk.get(side, "?")).partition(".")
-                    raise TopologyError(
-                        f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "
-                        f"topology.port_kind {self.spec.port_kind} drives the link's "
-                        f"{'PCI NICs' if family == 'pci' else 'kernel interfaces'}, but "
-                        f"hosts.{host}.nics.{nic} has no {what[0]}: give it {what[1]}")
+        why = self.port_kind_class().testbed_refusal(self.spec.ports, self.testbed_links)
+        if why:
+            raise TopologyError(why)
 
     def bring_up(self) -> None:
         self.check_spec()
@@ -623,77 +583,9 @@ class Topology:
         or None.  Topologies that forward only the generator's own traffic say so."""
         return None
 
-    def tcp_endpoints(self, net: str = "198.18.0", client_port: int = 0,
-                      server_port: int = 1) -> TcpEnds:
-        """Turn the generator ends of ports ``client_port``/``server_port`` into TCP endpoints
-        (for iperf3, instead of tgen; build the topology with ``start_tgen=False``).
-
-        Each veth end moves into a namespace of the run (``<tag>-tcpc`` / ``<tag>-tcps``,
-        released by the tracker), gets ``<net>.1/24`` (client) / ``<net>.2/24`` (server) and a
-        permanent neighbour entry for the other side (the OVS topologies forward IPv4 only,
-        ``dl_type=0x800``, so ARP would not pass), and is brought up.  MTU and offloads stay as
-        the topology set them (``create_veth`` turns offloads off: TCP goodput is lower than with
-        TSO/GSO on); the state in force is in the returned ``offloads``.
-
-        Returns ``{"client_ns", "server_ns", "server_ip", "client_ip", "client_if", "server_if",
-        "mtu", "offloads"}``."""
-        if not self.port_kind_class().tcp:
-            veth = [k for k in port_kind_names() if port_kind_class(k).tcp]
-            raise TopologyError(f"TCP endpoints need kernel interfaces at the generator ends: "
-                                f"topology.port_kind {' or '.join(veth)}, not {self.spec.port_kind}")
-        if not self.up or self.tracker is None:
-            raise TopologyError("tcp_endpoints(): the topology is not up")
-        if self.tgen is not None:
-            raise TopologyError("tcp_endpoints(): tgen holds the generator ports "
-                                "(build the topology with start_tgen=False)")
-        refusal = self.tcp_refusal()
-        if refusal:
-            raise TopologyError(refusal)
-        if max(client_port, server_port) >= len(self.ports):
-            raise TopologyError(f"tcp_endpoints(): ports {client_port}/{server_port} do not exist")
-        cp, sp = self.ports[client_port], self.ports[server_port]
-        ends = []
-        for role, port, host in (("tcpc", cp, 1), ("tcps", sp, 2)):
-            if not port.tg_ifname:
-                raise TopologyError(f"port {port.index} is not a veth port")
-            ns = self.make_netns(role)
-            N.run_in_netns(ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                                "net.ipv6.conf.default.disable_ipv6=1"], check=False)
-            N.run_in_netns(port.tg_netns, ["ip", "link", "set", "dev", port.tg_ifname,
-                                           "netns", ns])
-            port.tg_netns = ns
-            if port.veth is not None:
-                port.veth.ns_a = ns
-            ends.append((ns, port, f"{net}.{host}"))
-        for (ns, port, ip), (_, peer, peer_ip) in zip(ends, reversed(ends)):
-            assert port.tg_ifname is not None and peer.tg_ifname is not None  # checked above
-            N.add_address(port.tg_ifname, f"{ip}/24", ns)
-            N.set_link(port.tg_ifname, ns, state="up")
-            mac = peer.tg_mac or N.link_mac(peer.tg_ifname, peer.tg_netns)
-            N.run_in_netns(ns, ["ip", "neigh", "replace", peer_ip, "lladdr", mac, "nud",
-                                "permanent", "dev", port.tg_ifname])
-        offloads: dict[str, dict[str, str]] = {}
-        want = ("tcp-segmentation-offload", "generic-segmentation-offload",
-                "generic-receive-offload", "tx-checksumming", "rx-checksumming")
-        for port in (cp, sp):
-            for ifname, if_ns in ((port.tg_ifname, port.tg_netns), (port.dut_ifname, port.dut_netns)):
-                try:
-                    assert ifname is not None  # veth ports have both ends (caught below like any failure)
-                    out = N.run_in_netns(if_ns, ["ethtool", "-k", ifname], check=False).stdout
-                except Exception as e:  # noqa: BLE001 - best effort
-                    offloads[f"{if_ns}/{ifname}"] = {"error": str(e)}
-                    continue
-                st = {}
-                for line in out.splitlines():
-                    k, _, v = line.partition(":")
-                    if k.strip() in want:
-                        st[k.strip()] = v.strip()
-                offloads[f"{if_ns}/{ifname}"] = st
-        tcp: TcpEnds = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
-                        "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
-                        "mtu": cp.mtu, "offloads": offloads}
-        self.tcp = dict(tcp)
-        return tcp
+    def tcp_endpoints(self, net: str = "198.18.0", client_port: int = 0, server_port: int = 1) -> TcpEnds:
+        """Turn the generator ends of two ports into kernel TCP endpoints (:func:`.tcp_ends.tcp_endpoints`)."""
+        return tcp_endpoints(self, net, client_port, server_port)
 
     # ------------------------------------------------------------------------------ DUT views
     def dut_alive(self) -> None:
@@ -724,17 +616,6 @@ class Topology:
         if self.vnfs:
             out["vnfs"] = {getattr(v, "vnf_name", None) or f"vnf{i}": v.telemetry()
                            for i, v in enumerate(self.vnfs)}
-        return out
-
-    def port_counters(self) -> dict[str, object]:
-        """Kernel counters of the veth ends (both sides)."""
-        out: dict[str, Any] = {}
-        for p in self.ports:
-            if p.veth is not None:
-                try:
-                    out.update(p.veth.stats())
-                except Exception as e:  # noqa: BLE001
-                    out[p.tg_ifname or str(p.index)] = {"error": str(e)}
         return out
 
     def _path_facts(self, port: HostPort) -> dict[str, object]:

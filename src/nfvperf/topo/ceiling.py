@@ -37,12 +37,12 @@ from typing import Any, Callable, Optional
 
 from nfvperf.host.run import RunContext
 from nfvperf.search.validity import check_valid, generator_shortfall
-from nfvperf.store.ceiling import CeilingCache, ceiling_key, utc_iso
+from nfvperf.store.ceiling import CACHE_FILE, CeilingCache, ceiling_key, utc_iso
 from nfvperf.trial import Measurer, TrafficProfile
 
+from .ports import port_kind_class
 from .spec import TopologySpec, tgen_worker_count
 from nfvperf.topo import build
-from nfvperf.store.ceiling import CACHE_FILE
 
 #: how the ceiling is measured; cache entries of another method are measured again (2: the
 #: forwarding-rate floor, and tgen's vhost ends with 4096-entry virtqueues; 3: tgen's memif ends
@@ -58,14 +58,13 @@ def ceiling_spec(spec: TopologySpec, tgen_lcores: Optional[str] = None) -> Topol
     d: dict[str, Any] = {"kind": "p2p", "dut": "testpmd", "ports": 2,
                          "port_kind": spec.port_kind, "mtu": int(spec.mtu or 1500),
                          "testpmd": {"forward_mode": "io"},
-                         "preflight": bool(spec.preflight)}
-    if spec.port_kind == "pci":
-        d["pci"] = list(spec.pci)[:4]
+                         "preflight": bool(spec.preflight),
+                         "pci": port_kind_class(spec.port_kind).pci_addresses(spec)[:4]}
     lc = tgen_lcores or spec.tgen_lcores
     if lc:
         d["tgen_lcores"] = lc
     workers = tgen_worker_count(None, False, lc)
-    if workers > 1 and spec.port_kind == "vhost":
+    if workers > 1 and port_kind_class(spec.port_kind).tg_queue_pair_per_worker:
         # tgen splits each direction over its workers' queue pairs (tgen_cores): testpmd polls them all
         d["testpmd"]["queues"] = workers
     return TopologySpec.model_validate(d)

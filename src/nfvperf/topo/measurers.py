@@ -28,7 +28,7 @@ from nfvperf.trial import Measurer
 
 import nfvperf.topo as topo   # looked up per call: tests replace topo.build
 
-from .base import TcpEnds
+from .tcp_ends import TcpEnds
 from .spec import TopologySpec
 
 __all__ = ["SimSettings", "sim_traits", "sim_unit", "sim_measurer", "configure_unit", "topology_measurer",

@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from . import register
 from .base import Topology, TopologyError
+from .ports import port_kind_class
 from .spec import TopologySpec
 from nfvperf.host.preflight import Check
 from nfvperf.vm import sriov
@@ -69,7 +70,7 @@ class P2P(Topology):
         needs = super().preflight_needs(spec)
         if cls.sriov(spec):
             needs.merge(_vm_vnf_class().preflight_needs(spec))
-            if spec.port_kind != "pci":
+            if not port_kind_class(spec.port_kind).dut_vfs:
                 pk = spec.port_kind
 
                 def no_vfs(_req: object) -> Check:
@@ -133,7 +134,7 @@ class P2P(Topology):
         """testpmd in the VM VNF forwarding between the VFs passed through to it (the DUT's
         addresses); the generator opens the even addresses."""
         spec = self.spec
-        if spec.port_kind != "pci":
+        if not self.port_kind_class().dut_vfs:
             raise TopologyError(f"topology.vnf: vm on kind p2p needs port_kind: pci (SR-IOV VFs), "
                                 f"not {spec.port_kind!r}")
         ports = self.add_ports_from_spec(dut_netns=None)

@@ -7,17 +7,17 @@ Without ``--kind``/``--dut`` every registered adapter's binaries are listed (opt
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
-
-from nfvperf.host import preflight as pf
-from nfvperf.tg.tgen import find_tgen_binary
-from nfvperf.dut.base import DUT_REGISTRY
-from nfvperf.topo.spec import dut_names
 import argparse
 import json
+from typing import Any, Optional, Sequence
+
 from pydantic import ValidationError
-from nfvperf.topo.spec import TopologySpec, allowed_duts, kind_names
+
+from nfvperf.dut.base import DUT_REGISTRY
+from nfvperf.host import preflight as pf
 from nfvperf.host.steadiness import check_steadiness
+from nfvperf.tg.tgen import find_tgen_binary
+from nfvperf.topo.spec import TopologySpec, allowed_duts, dut_names, kind_names
 from nfvperf.validation import format_validation_error
 
 
@@ -35,16 +35,16 @@ def all_needs() -> pf.Needs:
     return needs
 
 
-def needs_for(spec: Any) -> pf.Needs:
+def needs_for(spec: Optional[TopologySpec]) -> pf.Needs:
     """What a TopologySpec needs (None: :func:`all_needs`), everything else listed optional."""
-    if spec is None:
-        return all_needs()
     needs = all_needs()
-    needs.checks = []
-    return needs.merge(spec.preflight_needs())
+    if spec is not None:
+        needs.checks = []
+        needs.merge(spec.preflight_needs())
+    return needs
 
 
-def run_checks(spec: Any = None, required: Sequence[str] = ("root",),
+def run_checks(spec: Optional[TopologySpec] = None, required: Sequence[str] = ("root",),
                cpus: Sequence[int] = ()) -> list[pf.Check]:
     """:func:`nfvperf.host.preflight.run_checks` with the needs of ``spec`` (a TopologySpec or
     None for everything)."""
@@ -53,8 +53,6 @@ def run_checks(spec: Any = None, required: Sequence[str] = ("root",),
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``nfvperf preflight [--dut D --kind K --pci A ...] [--json]``."""
-
-
     p = argparse.ArgumentParser(prog="nfvperf preflight",
                                 description="Check the host: root, hugepages, irqbalance, governor, "
                                             "turbo, isolcpus/nohz_full, KSM, binaries, tgen, NICs, "
@@ -89,9 +87,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.json:
         print(json.dumps([c.to_dict() for c in checks], indent=2))
     else:
-        print(format_checks(checks))
+        print(pf.format_checks(checks))
     failed = [c for c in checks if c.required and c.status == "fail"]
     return 1 if failed else 0
 
-
-format_checks = pf.format_checks

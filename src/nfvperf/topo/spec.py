@@ -168,7 +168,8 @@ class TopologyBase(_Strict):
         a forwarder that polls fewer RX queues never sees the frames of the others, and they
         would count as its loss."""
         workers = self.tgen_worker_count()
-        if workers <= 1 or self.port_kind != "vhost" or self.dut not in ("testpmd", "l3fwd"):
+        if workers <= 1 or not port_kind_class(self.port_kind).tg_queue_pair_per_worker \
+                or self.dut not in ("testpmd", "l3fwd"):
             return self
         queues = int(getattr(getattr(self, self.dut, None), "queues", 1) or 1)
         if queues < workers:

@@ -7,21 +7,20 @@ A kind class declares what it can carry and where it can be used (``max_mtu``, `
 """
 from __future__ import annotations
 
-import importlib
 import contextlib
+import functools
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import PortRef
-from nfvperf.host import netns as N
+from nfvperf.host import netns as N, run as R
 from nfvperf.plugins import import_plugins
 from nfvperf.tg.tgen import PortSpec
-from nfvperf.host import run as R
 
 if TYPE_CHECKING:
-    from nfvperf.tg.tgen import PortSpec
-
+    from ..base import Topology
     from ..spec import TopologyBase
 
 #: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
@@ -79,12 +78,12 @@ class HostPort:
         ``topology.tgen_cores`` (one TX and one RX queue each, on kinds with ``tg_multiqueue``)."""
         kind = self._kind()
         workers = max(1, int(workers)) if kind.tg_multiqueue else 1
-        pairs = max(kind.tg_queue_pairs(dut_peer_queues), workers if kind.family == "vhost" else 1)
+        pairs = max(kind.tg_queue_pairs(dut_peer_queues), workers if kind.tg_queue_pair_per_worker else 1)
         return PortSpec(self.tg_devargs(dpdk_index, pairs), mtu=self.mtu, tx_queues=workers,
                         rx_queues=max(kind.tg_rx_queues(dut_tx_queues), pairs, workers), rxd=kind.tg_rxd,
                         mac=kind.tg_wire_mac(self), prefetch=kind.tg_prefetch)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("veth", "port_kind")}
         d["socket"] = str(self.socket) if self.socket else None
         d["port_kind"] = self._kind().name
@@ -124,8 +123,20 @@ class PortKind:
     #: the generator's end can open one TX and one RX queue per tgen worker (topology.tgen_cores:
     #: docs/tgen.md "A direction over several cores"); kinds without it keep one queue each
     tg_multiqueue: ClassVar[bool] = False
+    #: ports are Unix sockets ``<tag>-<stem><index>.sock`` between the two ends (vhost, memif)
+    socket_stem: ClassVar[str] = ""
+    #: ... and each worker sends on a queue pair of its own, which the DUT must poll (vhost: the
+    #: generator's end creates the pairs)
+    tg_queue_pair_per_worker: ClassVar[bool] = False
+    #: the DUT ends can be SR-IOV VFs that a VM takes over (p2p ``vnf: vm``)
+    dut_vfs: ClassVar[bool] = False
+    #: on a testbed: the link field each end is made of, how to give it, what the ends are (None:
+    #: the kind is not made of a testbed's cables); ``testbed_vhost``: an end may instead be a
+    #: vhost-user cable to a guest's NIC (testbed ``nics.vhost``)
+    testbed_end: ClassVar[Optional[tuple[str, str, str]]] = None
+    testbed_vhost: ClassVar[bool] = False
 
-    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+    def path_facts(self, port: HostPort, topo: Topology) -> dict[str, object]:
         """What the running path of ``port`` turned out to be (read back after bring-up, stored
         with the run's topology environment); {} for kinds with nothing to report."""
         return {}
@@ -166,6 +177,26 @@ class PortKind:
         return None
 
     @classmethod
+    def testbed_refusal(cls, ports: int, links: Sequence[Mapping[str, object]]) -> Optional[str]:
+        """Why ``ports`` ports of this kind cannot be made of a testbed's cabled ``links`` (None if
+        they can): a kind not made of cables, too few links, a link end without the field."""
+        if cls.testbed_end is None:
+            return (f"topology.port_kind {cls.name}: on a testbed the ports are the cabled links' kernel "
+                    f"interfaces (port_kind af_packet or af_xdp) or their PCI NICs (port_kind pci)")
+        if len(links) < ports:
+            return (f"topology.ports: {ports} ports, but the testbed cables only {len(links)} tester-DUT "
+                    f"link(s) (links: in the testbed file)")
+        field, how, what = cls.testbed_end
+        for lk in links[:ports]:
+            for side in ("tester", "dut"):
+                if not lk.get(f"{side}_{field}") and not (cls.testbed_vhost and lk.get(f"{side}_vhost")):
+                    host, _, nic = str(lk.get(side, "?")).partition(".")
+                    return (f"links.{lk.get('link', '?')}: {lk.get('tester')} -> {lk.get('dut')}: "
+                            f"topology.port_kind {cls.name} drives the link's {what}, but "
+                            f"hosts.{host}.nics.{nic} has no {field}: give it {how}")
+        return None
+
+    @classmethod
     def numa_node(cls, spec: TopologyBase) -> Optional[int]:
         """NUMA node the generator's ports sit on (None: unknown / not NUMA)."""
         return None
@@ -189,12 +220,20 @@ class PortKind:
         return 1
 
     # -- making ports --------------------------------------------------------------------------
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: Topology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         """Make ``n`` ports for ``topo`` (a Topology: its ``run``, ``tracker``, ``spec``,
         ``ports``), register every resource with ``topo.tracker`` and return the new ports
-        (also appended to ``topo.ports``)."""
-        raise NotImplementedError
+        (also appended to ``topo.ports``).  Here: socket kinds (``socket_stem``), MACs from the
+        tag and one socket ``<stem><index>`` per port."""
+        if not self.socket_stem:
+            raise NotImplementedError
+        new = []
+        for i in range(len(topo.ports), len(topo.ports) + n):
+            tg_mac, dut_mac = self.macs(topo.run.tag, i)
+            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
+                                socket=self.socket_path(topo, f"{self.socket_stem}{i}")))
+        return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         raise NotImplementedError
@@ -221,7 +260,7 @@ class PortKind:
                 f"02:{t[0:2]}:{t[2:4]}:{t[4:6]}:d0:{i:02x}")
 
     @staticmethod
-    def socket_path(topo: Any, name: str) -> Path:
+    def socket_path(topo: Topology, name: str) -> Path:
         """``/run/nfvperf/<tag>/<tag>-<name>.sock`` (the run's runtime directory, where ``nfvperf
         cleanup`` looks for a killed run's sockets, whatever its output directory), or
         ``/tmp/nfvperf-<tag>-<name>.sock`` when that path is too long for a Unix socket.  The
@@ -234,25 +273,14 @@ class PortKind:
         if not d.exists():
             d.mkdir(parents=True, exist_ok=True)
             if topo.tracker is not None:
-                topo.tracker.add("dir", str(d), lambda d=d: _rmdir_if_empty(d))
+                topo.tracker.add("dir", str(d), functools.partial(_rmdir_if_empty, d))
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
         if topo.tracker is not None:
-            topo.tracker.add("socket", str(p), lambda s=p: s.unlink(missing_ok=True))
+            topo.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         return p
 
-    def socket_ports(self, topo: Any, n: int, stem: str, mtu: int) -> list[HostPort]:
-        """``n`` ports of a socket-based kind (vhost, memif): MACs from the tag, one socket each,
-        ``<stem><index>``."""
-        new = []
-        for k in range(n):
-            i = len(topo.ports) + k
-            tg_mac, dut_mac = self.macs(topo.run.tag, i)
-            new.append(HostPort(i, self.family, mtu=mtu, tg_mac=tg_mac, dut_mac=dut_mac,
-                                socket=self.socket_path(topo, f"{stem}{i}")))
-        return self._append(topo, new)
-
-    def _append(self, topo: Any, ports: Sequence[HostPort]) -> list[HostPort]:
+    def _append(self, topo: Topology, ports: Sequence[HostPort]) -> list[HostPort]:
         for p in ports:
             p.port_kind = self
             topo.ports.append(p)

@@ -12,8 +12,6 @@ endpoints).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from nfvperf.dut.base import MemifEnd, PortRef
 
 from .base import HostPort, PortKind, register_port_kind
@@ -35,14 +33,11 @@ class Memif(PortKind):
     kernel_refusal = ("memif ports are userspace (DPDK net_memif): only DPDK DUTs can attach "
                       "them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
+    socket_stem = "memif"
 
     @classmethod
     def tg_rx_queues(cls, dut_tx_queues: int) -> int:
         return max(1, int(dut_tx_queues))
-
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
-               mtu: int) -> list[HostPort]:
-        return self.socket_ports(topo, n, "memif", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         # zero-copy: the DUT (the server) copies into and out of tgen's own mbufs, and tgen does

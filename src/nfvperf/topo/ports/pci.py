@@ -4,7 +4,7 @@ generator opens the even addresses, the DUT the odd ones; the cables are tg0-dut
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from nfvperf.dut.base import PciNic, PortRef, VhostBackend
 
@@ -12,6 +12,7 @@ from ..errors import TopologyError
 from .base import HostPort, PortKind, register_port_kind
 
 if TYPE_CHECKING:
+    from ..base import Topology
     from ..spec import TopologyBase
 
 
@@ -36,12 +37,15 @@ class Pci(PortKind):
     wait_link = True
     #: a NIC offers several queue pairs (RSS): topology.tgen_cores gives tgen one per worker
     tg_multiqueue = True
+    dut_vfs = True
+    testbed_end = ("pci", "pci: (the NIC's PCI address)", "PCI NICs")
+    testbed_vhost = True
 
     @classmethod
     def port_count(cls, spec: TopologyBase) -> int:
         return len(spec.pci) // 2
 
-    def create_from_testbed(self, topo: Any, n: int, mtu: int) -> list[HostPort]:
+    def create_from_testbed(self, topo: Topology, n: int, mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the PCI NICs of its links, in link order, the
         tester's NIC for the generator (``-a <pci>``), the DUT's for the switch (a ``dpdk`` port
         with ``dpdk-devargs=<pci>``); bound to vfio-pci by ``nfvperf testbed prepare``."""
@@ -81,7 +85,7 @@ class Pci(PortKind):
         pci = cls.pci_addresses(spec)
         return pci_numa_node(pci[0]) if pci else None
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: Topology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         if getattr(topo, "testbed_links", None):
             return self.create_from_testbed(topo, int(topo.spec.ports), mtu)
@@ -95,14 +99,15 @@ class Pci(PortKind):
                for k in range(0, len(pci), 2)]
         return self._append(topo, new)
 
+    @staticmethod
+    def _end(name: str, pci: Optional[str], mac: Optional[str], port: HostPort) -> PortRef:
+        """The NIC at ``pci``, or without one the vhost-user cable to a guest's NIC."""
+        if pci is None and port.socket is not None:
+            return PortRef(name, VhostBackend(client=True), socket=port.socket, mtu=port.mtu, mac=mac)
+        return PortRef(name, PciNic(), pci=pci, mtu=port.mtu)
+
     def tg_portref(self, port: HostPort) -> PortRef:
-        if port.tg_pci is None and port.socket is not None:
-            return PortRef(f"tg{port.index}", VhostBackend(client=True), socket=port.socket,
-                           mtu=port.mtu, mac=port.tg_mac)
-        return PortRef(f"tg{port.index}", PciNic(), pci=port.tg_pci, mtu=port.mtu)
+        return self._end(f"tg{port.index}", port.tg_pci, port.tg_mac, port)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        if port.dut_pci is None and port.socket is not None:
-            return PortRef(f"phy{port.index}", VhostBackend(client=True), socket=port.socket,
-                           mtu=port.mtu, mac=port.dut_mac)
-        return PortRef(f"phy{port.index}", PciNic(), pci=port.dut_pci, mtu=port.mtu)
+        return self._end(f"phy{port.index}", port.dut_pci, port.dut_mac, port)

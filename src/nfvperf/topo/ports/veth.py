@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import KernelIf, PortRef
-from nfvperf.host import netns as N
-from nfvperf.host import xdp as X
+from nfvperf.host import netns as N, xdp as X
 
 from .base import HostPort, PortKind, register_port_kind
+
+if TYPE_CHECKING:
+    from ..base import Topology
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +30,16 @@ class VethKind(PortKind):
     #: the kernel veth itself carries any MTU the spec accepts (iperf3, raw frames)
     path_max_mtu = 9600
     driver = "af_packet"
+    testbed_end = ("iface", "iface: (the kernel interface)", "kernel interfaces")
 
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
+    def create(self, topo: Topology, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
                mtu: int) -> list[HostPort]:
         links = getattr(topo, "testbed_links", None)
         if links:
             return self.from_testbed(topo, n, links, mtu)
         new = []
-        for _ in range(n):
-            i = len(topo.ports)          # this port is appended below
+        for k in range(n):
+            i = len(topo.ports) + k
             a, b = topo.run.ifname(f"p{i}"), topo.run.ifname(f"d{i}")
             mac_a, mac_b = self.macs(topo.run.tag, i)
             pair = N.create_veth(a, b, tg_netns, dut_netns, mtu=mtu, tracker=topo.tracker,
@@ -44,26 +47,22 @@ class VethKind(PortKind):
             new.append(HostPort(i, "veth", tg_ifname=a, tg_netns=tg_netns, dut_ifname=b,
                                 dut_netns=dut_netns, driver=self.driver, mtu=mtu, veth=pair,
                                 tg_mac=mac_a, dut_mac=mac_b))
-            topo.ports.append(new[-1])
-            new[-1].port_kind = self
-        return new
+        return self._append(topo, new)
 
-    def from_testbed(self, topo: Any, n: int, links: list[dict[str, Any]], mtu: int
-                     ) -> list[HostPort]:
+    def from_testbed(self, topo: Topology, n: int, links: Sequence[Mapping[str, Optional[str]]],
+                     mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
         end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
         new = []
-        for _ in range(n):
-            i = len(topo.ports)
+        for k in range(n):
+            i = len(topo.ports) + k
             if i >= len(links):
                 raise ValueError(f"the testbed cables {len(links)} link(s); port {i} has none")
             lk = links[i]
             new.append(HostPort(i, "veth", tg_ifname=lk["tester_iface"], tg_netns=None,
                                 dut_ifname=lk["dut_iface"], dut_netns=None, driver=self.driver,
                                 mtu=mtu, tg_mac=lk.get("tester_mac"), dut_mac=lk.get("dut_mac")))
-            topo.ports.append(new[-1])
-            new[-1].port_kind = self
-        return new
+        return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         return PortRef(f"tg{port.index}", KernelIf(self.driver), ifname=port.tg_ifname,
@@ -133,11 +132,11 @@ class AfXdp(VethKind):
                         "through testpmd were all missed at tgen's af_xdp RX; jumbo frames need "
                         "port_kind vhost (DPDK DUTs) or pci")
 
-    def path_facts(self, port: HostPort, topo: Any) -> dict[str, Any]:
+    def path_facts(self, port: HostPort, topo: Topology) -> dict[str, object]:
         """The XDP mode each end's program is attached in (``native`` | ``generic``; None = no
         program, e.g. a kernel DUT's end), the copy mode and queue count of veth, and what tgen's
         PMD logged about busy polling.  Ends on another host (a testbed) are not read."""
-        facts: dict[str, Any] = {"zero_copy": False, "queues": 1}
+        facts: dict[str, object] = {"zero_copy": False, "queues": 1}
         ends = (("tg", port.tg_ifname, port.tg_netns, getattr(topo, "tg_host", None)),
                 ("dut", port.dut_ifname, port.dut_netns, getattr(topo, "dut_host", None)))
         for end, ifname, ns, host in ends:

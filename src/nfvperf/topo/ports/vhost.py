@@ -14,8 +14,6 @@ attach it, and the generator ends are not kernel interfaces (no TCP endpoints).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from nfvperf.dut.base import PortRef, VhostBackend, VhostFrontend
 
 from .base import HostPort, PortKind, register_port_kind
@@ -33,8 +31,10 @@ class Vhost(PortKind):
     kernel_refusal = ("vhost ports are userspace (vhost-user sockets): only DPDK DUTs (testpmd, "
                       "ovs-dpdk) can attach them; a kernel DUT needs port_kind af_packet or af_xdp")
     wait_link = True
+    socket_stem = "vhu"
     tg_rxd = 4096
     tg_multiqueue = True
+    tg_queue_pair_per_worker = True
 
     @classmethod
     def tg_queue_pairs(cls, dut_peer_queues: int) -> int:
@@ -42,10 +42,6 @@ class Vhost(PortKind):
         (l3fwd) needs as many, or what it sends on queues the frontend lacks is lost.  OVS and
         testpmd map their TX queues onto the enabled ones (peer_queues 1)."""
         return max(1, int(dut_peer_queues))
-
-    def create(self, topo: Any, n: int, *, dut_netns: Optional[str], tg_netns: Optional[str],
-               mtu: int) -> list[HostPort]:
-        return self.socket_ports(topo, n, "vhu", mtu)
 
     def tg_portref(self, port: HostPort) -> PortRef:
         # the frontend, vhost-user server, with virtqueues of tg_rxd entries (DPDK's default is 256)
