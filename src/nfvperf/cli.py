@@ -28,7 +28,7 @@ DEMO_SUITES = ("quick.yaml", "quick-pvp.yaml")
 def cmd_validate(args: argparse.Namespace) -> int:
     """The suite checked, then the run plan on this host: the units ``nfvperf run`` with the same
     options would skip, and why (:func:`nfvperf.plan.plan_run`, which the run calls too)."""
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     path = _suite_path(args.suite)
     suite = load_suite(path, quick=args.quick, port_kind=args.port_kind)
     if args.test:
@@ -81,7 +81,7 @@ def _validate_testbed(args: argparse.Namespace, suite: Any) -> Optional[dict[str
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.runner import execute
     from nfvperf.store import Store
     suite = load_suite(_suite_path(args.suite), quick=args.quick,        # SuiteError -> exit 2, nothing written
@@ -181,7 +181,7 @@ def _tgen_problem() -> Optional[str]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.report.html import write_html
     from nfvperf.report.terminal import print_report
     from nfvperf.runner import execute
@@ -220,7 +220,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     """``nfvperf baseline``: the harness ceiling alone (tgen through testpmd io), cached."""
-    from nfvperf.config import ProfileSpec, TrafficSpec, load_suite, parse_link_speed
+    from nfvperf.config import ProfileSpec, TrafficSpec, parse_link_speed
+    from nfvperf.suite_load import load_suite
     from nfvperf.store.ceiling import CeilingCache
     from nfvperf.topo import RunContext, TopologySpec
     from nfvperf.topo.ceiling import default_cache_path, harness_ceiling
@@ -272,7 +273,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def _baseline_fits(topo: Any, traffic: Any, sizes: list[int]) -> None:
     """ValueError naming the option when tgen cannot carry ``topo.mtu`` on the port kind, or a
     frame size (with VXLAN/VLAN overhead) is above the MTU + 18 B."""
-    from nfvperf.config import ETH_OVERHEAD_B, frames_over_mtu
+    from nfvperf.suite_load import ETH_OVERHEAD_B, frames_over_mtu
     from nfvperf.topo.ports import port_kind_class
     mtu = int(topo.mtu)
     why = port_kind_class(topo.port_kind).check_mtu(mtu, generator=True)

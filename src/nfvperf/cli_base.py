@@ -51,5 +51,5 @@ def _load(store: Any, ref: str, testbed: Optional[str] = None) -> Any:
 
 
 def _suite_path(name: str) -> Path:
-    from nfvperf.config import find_suite
+    from nfvperf.suite_load import find_suite
     return find_suite(name)
