@@ -28,8 +28,7 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from nfvperf.tg import ifsettings
-from nfvperf.tg.iperf3 import (Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc, check_tcp_args,
-                               client_argv)
+from nfvperf.tg.iperf3 import Iperf3Measurer, TcpResult, _parse_json, _Proc, check_tcp_args, client_argv
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
@@ -158,15 +157,6 @@ class VmTcpMeasurer(Iperf3Measurer):
         self.path_info["interface_settings"] = applied
         return applied
 
-    def read_tcp_settings(self) -> dict[str, dict[str, Any]]:
-        """What each guest's NIC reads back now (ethtool -k / -l), without changing it."""
-        out: dict[str, dict[str, Any]] = {}
-        for g in self.guests:
-            ch = ifsettings.read_channels(g.ifname, g.iface, g.host)
-            out[f"{g.iface}/{g.ifname}"] = {"tso": ifsettings.read_tso(g.ifname, g.iface, g.host),
-                                           "channels": ch}
-        return out
-
     def environment(self) -> dict[str, Any]:
         env = super().environment()
         env.update(path=self.path_info, client=getattr(self.client, "iface", self.client),
@@ -237,17 +227,9 @@ class VmTcpMeasurer(Iperf3Measurer):
                         time.sleep(0.2)
             for p in clients + servers:
                 p.kill()
-            for i in range(processes):
-                cpu = cores[i] if i < len(cores) else None
-                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpu,
-                                      client_cmd=clients[i].argv, server_cmd=servers[i].argv)
-                server: Any = servers[i]          # duck-typed like _Proc: argv, killed, output()
-                self._parse_process(pr, clients[i], server, bidir,
-                                    timed_out=clients[i] in timed_out)
-                res.per_process.append(pr)
-                if pr.error:
-                    res.errors.append(pr.error)
-            self._aggregate(res)
+            # servers duck-typed like _Proc: argv, killed, output()
+            self._collect(res, clients, list(servers), [cores[i] if i < len(cores) else None
+                                                        for i in range(processes)], bidir, timed_out)
         finally:
             for p in clients + servers:
                 try:
@@ -259,17 +241,8 @@ class VmTcpMeasurer(Iperf3Measurer):
             res.wall_s = time.monotonic() - t0
             if self.dut_counters_fn is not None:
                 res.dut_counters = {"before": before, "after": self._read_dut_counters()}
-        if self.dut_alive_fn is not None:
-            self.dut_alive_fn()
-        if not [p for p in res.per_process if p.error is None]:
-            err = MeasurerError(f"iperf3 could not measure from {getattr(self.client, 'iface', self.client)} "
-                                f"to {self.server.iface} ({self.server_ip}) ports {self.base_port}-"
-                                f"{self.base_port + processes - 1}: " + "; ".join(res.errors))
-            err.result = res  # type: ignore[attr-defined]
-            raise err
-        if res.errors:
-            res.valid = False
-        return res
+        return self._conclude(res, f"from {getattr(self.client, 'iface', self.client)} to {self.server.iface} "
+                              f"({self.server_ip}) ports {self.base_port}-{self.base_port + processes - 1}")
 
     def _wd(self) -> Any:
         d = Path(self._workdir or self.server.run.run_dir) / "iperf3"
