@@ -14,6 +14,7 @@ import pytest
 
 from nfvperf.vm import image as I
 from nfvperf.vm import pci_guest as P
+from nfvperf.vm import pci_overlay
 
 
 def _cpio_names(raw: bytes) -> dict[str, bytes]:
@@ -54,12 +55,12 @@ def _a_binary() -> Path:
 
 def test_closure_finds_the_libraries_and_names_a_missing_one(tmp_path, monkeypatch):
     b = _a_binary()
-    got = P.host_closure([b])
+    got = pci_overlay.host_closure([b])
     assert "usr/lib/x86_64-linux-gnu/libc.so.6" in got
     assert all(p.exists() for p in got.values())
-    monkeypatch.setattr(P, "LIB_DIRS", (str(tmp_path),))
+    monkeypatch.setattr(pci_overlay, "LIB_DIRS", (str(tmp_path),))
     with pytest.raises(ValueError, match=r"libc\.so\.6 \(needed by"):
-        P.host_closure([b])
+        pci_overlay.host_closure([b])
 
 
 def test_overlay_appends_an_archive_with_the_init_and_the_programs(tmp_path):
