@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nfvperf.vm import image as I
+from nfvperf.vm import initramfs
 from nfvperf.vm import pci_guest as P
 from nfvperf.vm import pci_overlay
 
@@ -36,7 +37,7 @@ def _cpio_names(raw: bytes) -> dict[str, bytes]:
 
 
 def _fake_image(tmp_path: Path) -> I.ImageInfo:
-    base = I._gzip(I._cpio({"init": I._Entry("file", mode=0o755, data=b"#!/bin/sh\n")}))
+    base = initramfs._gzip(initramfs._cpio({"init": initramfs._Entry("file", mode=0o755, data=b"#!/bin/sh\n")}))
     (tmp_path / "initrd.img").write_bytes(base)
     (tmp_path / "manifest.json").write_text('{"pmd_dir": "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"}')
     return I.ImageInfo(key="k", directory=tmp_path, kernel=tmp_path / "vmlinuz",

@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 
 from . import image as vm_image
 from .guest import SHELL_READY
+from .initramfs import _cpio, _Entry, _gzip, elf_needed
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 
 #: where the overlay puts this host's tgen and socat in the guest
@@ -118,7 +119,7 @@ def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
     seen: set[str] = set()
     while todo:
         f = todo.pop()
-        needed = vm_image.elf_needed(Path(os.path.realpath(f)).read_bytes()) or []
+        needed = elf_needed(Path(os.path.realpath(f)).read_bytes()) or []
         for so in needed:
             if so in seen:
                 continue
@@ -184,21 +185,21 @@ def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
     pmd = ""
     with contextlib.suppress(OSError, ValueError):
         pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
-    entries: dict[str, vm_image._Entry] = {}
+    entries: dict[str, _Entry] = {}
     for guest, host in files.items():
-        entries[guest] = vm_image._Entry("file", mode=0o755,
+        entries[guest] = _Entry("file", mode=0o755,
                                          data=Path(os.path.realpath(host)).read_bytes())
     init = PCI_INIT.replace("@PMD_DIR@", pmd).replace("@SHELL_READY@", SHELL_READY) \
         .replace("@MGMT_PCI@", pci_address(MAX_NICS))
-    entries[GUEST_INIT.lstrip("/")] = vm_image._Entry("file", mode=0o755, data=init.encode())
+    entries[GUEST_INIT.lstrip("/")] = _Entry("file", mode=0o755, data=init.encode())
     for path, (mode, data) in (ssh.files(pmd) if ssh is not None else {}).items():
-        entries[path] = vm_image._Entry("file", mode=mode, data=data)
+        entries[path] = _Entry("file", mode=mode, data=data)
     for p in list(entries):
         d = os.path.dirname(p)
         while d and d not in entries:
-            entries[d] = vm_image._Entry("dir", mode=0o700 if d == "root/.ssh" else 0o755)
+            entries[d] = _Entry("dir", mode=0o700 if d == "root/.ssh" else 0o755)
             d = os.path.dirname(d)
-    extra = vm_image._gzip(vm_image._cpio(entries))
+    extra = _gzip(_cpio(entries))
     base = image.initrd.read_bytes()
     out.parent.mkdir(parents=True, exist_ok=True)
     # the first archive ends padded to 4 bytes; pad again so the second starts aligned
