@@ -92,14 +92,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
     if getattr(args, "rounds", None) is not None:
         suite.set_rounds(args.rounds)                                 # SuiteError naming --rounds
-    if args.tg == "tgen":
-        problem = _tgen_problem()
-        if problem:
-            raise CliError(problem)
-    if args.tg == "iperf3":
-        problem = _iperf3_problem()
-        if problem:
-            raise CliError(problem)
+    problem = {"tgen": _tgen_problem, "iperf3": _iperf3_problem}.get(args.tg, lambda: None)()
+    if problem:
+        raise CliError(problem)
     testbed = None
     if args.testbed:
         from nfvperf.testbed.spec import load_testbed

@@ -16,6 +16,7 @@ from nfvperf.vm import image as I
 from nfvperf.vm import initramfs
 from nfvperf.vm import pci_guest as P
 from nfvperf.vm import pci_overlay
+from nfvperf.vm.guest import env_prefix
 
 
 def _cpio_names(raw: bytes) -> dict[str, bytes]:
@@ -219,7 +220,7 @@ def test_guest_host_starts_a_process_and_copies_its_output(tmp_path):
     with pytest.raises(ValueError, match="no network namespaces"):
         h.wrap(["x"], netns="ns1")
     with pytest.raises(ValueError, match="environment variable name"):
-        P._env_prefix({"A-B": "1"})
+        env_prefix({"A-B": "1"})
     with pytest.raises(OSError, match="reads no stdin but a terminal"):
         h.popen(["x"], stdin=5)
 

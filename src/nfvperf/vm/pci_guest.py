@@ -33,19 +33,17 @@ import contextlib
 import functools
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence, Union
 
 from nfvperf.dut.base import DutFailure
 from nfvperf.dut.l3fwd import find_l3fwd
-from nfvperf.host.proc import CommandError
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.tgen import find_tgen_binary
 
 from . import image as vm_image
 from .guest import GuestShell, ShellGuest
-from .pci_host import GuestPciHost, GuestPopen, _env_prefix
+from .pci_host import GuestPciHost, GuestPopen
 from .pci_overlay import (GUEST_INIT, GUEST_L3FWD, GUEST_SSHD_LOG, GUEST_TGEN, GUEST_WORK, MGMT_SLOT,  # noqa: F401
                           PCI_INIT, GuestSsh, host_closure, overlay)
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
@@ -198,15 +196,6 @@ class PciGuest(ShellGuest):
             m = self._await_shell(r"nics=(\S*)", timeout)
             self.guest_nics = [a for a in m.group(1).split(",") if a]
             self._open_shell()
-
-    def run_argv(self, argv: Sequence[str], check: bool = True, timeout: float = 30.0,
-                 env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
-        line = _env_prefix(env) + shlex.join([str(a) for a in argv])
-        rc, out = self.shell_line(line, timeout)
-        cp = subprocess.CompletedProcess(list(argv), rc, out, "")
-        if check and rc != 0:
-            raise CommandError(f"{self.vnf_name}: {line} failed ({rc}): {out.strip()[-500:]}", cp)
-        return cp
 
     @property
     def host(self) -> "GuestPciHost":

@@ -22,6 +22,7 @@ from nfvperf.host.base import Host, PathLike, Stream
 from nfvperf.host.proc import CommandError, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 
+from .guest import env_prefix
 from .pci_overlay import GUEST_SOCAT, GUEST_WORK
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class GuestPciHost:
         base = f"{GUEST_WORK}/p{n}"
         out, err, rcp = f"{base}.out", f"{base}.err", f"{base}.rc"
         redirect = f">{out} 2>&1" if stderr == subprocess.STDOUT else f">{out} 2>{err}"
-        inner = f"{_env_prefix(env)}{shlex.join([str(a) for a in cmd])} {redirect} </dev/null; " \
+        inner = f"{env_prefix(env)}{shlex.join([str(a) for a in cmd])} {redirect} </dev/null; " \
                 f"echo $? > {rcp}"
         line = (f"mkdir -p {GUEST_WORK}; rm -f {out} {err} {rcp}; busybox setsid sh -c "
                 f"{shlex.quote(inner)} </dev/null >/dev/null 2>&1 & echo PID=$!")
@@ -207,7 +208,7 @@ class GuestPciHost:
         n = next(self._ids)
         base = f"{GUEST_WORK}/t{n}"
         script = f"{base}.sh"
-        exports = "".join(f"export {a}\n" for a in _env_prefix(env).split())
+        exports = "".join(f"export {a}\n" for a in env_prefix(env).split())
         self.write_text(script, "#!/bin/sh\n" + exports + "exec " +
                         shlex.join([str(a) for a in cmd]) + "\n", mode=0o755)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -385,14 +386,6 @@ class GuestPciHost:
                 time.sleep(0.1)
         self._conn = s
         return s
-
-
-def _env_prefix(env: Optional[dict[str, str]]) -> str:
-    """``K=V ...`` before a command in the guest's shell (the variables are the command's)."""
-    for k in env or {}:
-        if not k.isidentifier():
-            raise ValueError(f"environment variable name {k!r}: letters, digits and '_' only")
-    return "".join(f"{k}={shlex.quote(str(v))} " for k, v in (env or {}).items())
 
 
 def _is_file(s: Stream) -> bool:
