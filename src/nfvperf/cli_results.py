@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -15,8 +16,7 @@ from nfvperf.trend.commands import CommandError, add_gate_options, add_trend_opt
 
 def cmd_report(args: argparse.Namespace) -> int:
     from nfvperf.report.terminal import print_report
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         run = _load(store, args.run)
         net = args.latency_net_of_harness or None
         if not args.quiet and args.markdown != "-":
@@ -36,8 +36,6 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"HTML report: {html}")
         if args.plots is not None or html is not None:
             _write_plots(run, args.plots or None, html, net)
-    finally:
-        store.close()
     return EXIT_OK
 
 
@@ -61,12 +59,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     from nfvperf.report.terminal import console_for
     from nfvperf.store.db import aborted_notice
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         aborted = store.mark_aborted_runs()
         runs = store.list_runs(args.limit, testbed=args.testbed)
-    finally:
-        store.close()
     for r, note in aborted:      # on stderr with --json: stdout stays one JSON document
         print(aborted_notice(r, note), file=sys.stderr if args.json else sys.stdout)
     if args.json:
@@ -95,11 +90,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from nfvperf.report.compare import compare_many, render
     from nfvperf.report.terminal import console_for
     refs = [args.a] + (list(args.others) or ["latest"])
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         runs = [_load(store, r, args.testbed) for r in refs]
-    finally:
-        store.close()
     cmp = compare_many(runs, threshold=args.threshold / 100.0)
     render(cmp, console_for())
     return EXIT_OK
@@ -138,11 +130,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from nfvperf.store.db import CSV_COLUMNS, run_to_csv_rows, run_to_dict
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         run = _load(store, args.run)
-    finally:
-        store.close()
     out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout
     try:
         if args.format == "json":
@@ -168,11 +157,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {e}") from None
     if not isinstance(data, dict) or data.get("schema") != "nfvperf-run":
         raise CliError(f"{args.file} is not an nfvperf run export (schema 'nfvperf-run')")
-    store = _open_store(args, must_exist=False)
-    try:
+    with closing(_open_store(args, must_exist=False)) as store:
         rid = store.import_dict(data, new_uid=args.new_id)
-    finally:
-        store.close()
     print(f"imported as run {rid}")
     return EXIT_OK
 
@@ -183,12 +169,9 @@ def cmd_site(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     if out.exists() and not out.is_dir():
         raise CliError(f"site DIR: {out} is a file; give a directory (created if missing)")
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         rep = build_site(store, out, parts=args.only or _site_parts(),
                          log=lambda m: print(m, file=sys.stderr, flush=True))
-    finally:
-        store.close()
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2))
         return EXIT_OK

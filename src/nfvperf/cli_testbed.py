@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +92,8 @@ def _add_testbed_lock_parsers(tsub: Any, db: argparse.ArgumentParser) -> None:
 
 def cmd_testbed_locks(args: argparse.Namespace) -> int:
     from nfvperf.store.lock import list_locks, staleness
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         locks = list_locks(store)
-    finally:
-        store.close()
     if not locks:
         print("no testbed is locked")
     for h in locks:
@@ -106,8 +104,7 @@ def cmd_testbed_locks(args: argparse.Namespace) -> int:
 
 def cmd_testbed_unlock(args: argparse.Namespace) -> int:
     from nfvperf.store.lock import force_release, read_holder, staleness
-    store = _open_store(args)
-    try:
+    with closing(_open_store(args)) as store:
         h = read_holder(store, args.name)
         if h is None:
             print(f"testbed {args.name} is not locked")
@@ -118,6 +115,4 @@ def cmd_testbed_unlock(args: argparse.Namespace) -> int:
                            f"--force frees it anyway")
         force_release(store, h)
         print(f"testbed {args.name}: freed the lock of {h.describe()}" + (f" ({note})" if note else " (forced)"))
-    finally:
-        store.close()
     return EXIT_OK

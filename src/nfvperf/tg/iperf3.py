@@ -16,13 +16,7 @@ throughput").
 Where it runs
 -------------
 Servers and clients run in two network namespaces given by name (a topology built elsewhere),
-or in a standalone topology this module builds itself (:class:`VethTopology`: two namespaces
-joined by one veth pair, or by two veth pairs and a Linux bridge in a third namespace, with
-TSO/GSO/GRO and the veth queue count as options; seed 001's TSO and multi-queue knobs).
-:class:`VethTopology` is built with :mod:`nfvperf.host.netns` and named with a run tag
-(``<tag>-tcpc`` / ``-tcps`` / ``-tcpb``, links ``<tag>c0`` ...); its namespaces, veths and bridge
-are registered with a :class:`~nfvperf.host.run.ResourceTracker`, so they are released like every
-other resource and ``nfvperf cleanup`` finds what a killed run left by the tag.
+or in a standalone :class:`~nfvperf.tg.veth_topo.VethTopology` (:meth:`Iperf3Measurer.standalone`).
 
 Every subprocess is a :class:`nfvperf.host.proc.Process` with an argument list (never a shell
 string)::

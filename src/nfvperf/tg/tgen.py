@@ -160,7 +160,9 @@ class TgenMeasurer(Measurer):
             raise MeasurerError("TgenMeasurer: set_profile() first")
         return self.profile
 
-    def _trial_base(self, profile: TrafficProfile, drain_s: Optional[float] = None) -> dict:
+    def _trial_base(self, drain_s: Optional[float] = None, **fields: Any) -> dict:
+        """The ``trial.start`` object with ``fields`` (set_profile() first)."""
+        profile = self._need_profile()
         t: dict[str, Any] = {"streams": list(self.stream_ids),
                              "drain_s": float(profile.drain_s if drain_s is None else drain_s),
                              "latency": bool(profile.latency)}
@@ -170,7 +172,11 @@ class TgenMeasurer(Measurer):
             wait = profile.learning_s if self.learning_wait_s is None else self.learning_wait_s
             t.update(learning=True, learning_frames=int(self.learning_frames),
                      learning_wait_s=float(wait))
-        return t
+        return dict(t, **fields)
+
+    def _each(self, frames: int) -> list[int]:
+        """``frames`` expected of every (sub-)stream."""
+        return [int(frames)] * len(self.stream_ids)
 
     def _check_dut(self) -> None:
         if self.dut_alive is not None:
@@ -399,59 +405,47 @@ class TgenMeasurer(Measurer):
         return tel
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if duration_s <= 0 or load_pps <= 0:
             raise ValueError("measure() needs duration_s > 0 and load_pps > 0")
-        trial = self._trial_base(profile)
         n = self.split_n        # a split direction: each sub-stream 1/n of the rate (tgen_split)
-        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
-        raw = self._run(trial, duration_s)
-        exp = [int(round(load_pps / n * duration_s))] * len(self.stream_ids)
-        return self._convert(raw, duration_s, load_pps, exp)
+        raw = self._run(self._trial_base(duration_s=float(duration_s), pps=float(load_pps) / n), duration_s)
+        return self._convert(raw, duration_s, load_pps, self._each(round(load_pps / n * duration_s)))
 
     def measure_frames(self, frames: int, load_pps: float) -> TrialResult:
         """A constant-load trial of exactly ``frames`` frames per stream."""
-        profile = self._need_profile()
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial.update(frames=split_frames(frames, n), pps=float(load_pps) / n)
+        trial = self._trial_base(frames=split_frames(frames, n), pps=float(load_pps) / n)
         dur = frames / load_pps
-        raw = self._run(trial, dur)
-        return self._convert(raw, dur, load_pps, [split_frames(frames, n)] * len(self.stream_ids))
+        return self._convert(self._run(trial, dur), dur, load_pps, self._each(split_frames(frames, n)))
 
     def measure_segments(self, segments: list[Segment]) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if not segments:
             raise ValueError("measure_segments() needs at least one segment")
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial["segments"] = [{"duration_s": float(s.duration_s), "pps": float(s.load_pps) / n}
-                             for s in segments]
+        trial = self._trial_base(segments=[{"duration_s": float(s.duration_s), "pps": float(s.load_pps) / n}
+                                           for s in segments])
         total = sum(s.duration_s for s in segments)
         frames = sum(int(round(s.load_pps / n * s.duration_s)) for s in segments)
-        raw = self._run(trial, total)
-        res = self._convert(raw, total, frames * n / total if total else 0.0,
-                            [frames] * len(self.stream_ids))
+        res = self._convert(self._run(trial, total), total, frames * n / total if total else 0.0,
+                            self._each(frames))
         res.extra["segments"] = [{"duration_s": s.duration_s, "load_pps": s.load_pps}
                                  for s in segments]
         return res
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0
                       ) -> TrialResult:
-        profile = self._need_profile()
-        trial = self._trial_base(profile, drain_s=drain_s)
         n = self.split_n
-        trial.update(mode="burst", burst_frames=split_frames(burst_frames, n), bursts=1,
-                     pps=float(burst_pps) / n)
+        trial = self._trial_base(drain_s, mode="burst", burst_frames=split_frames(burst_frames, n), bursts=1,
+                                 pps=float(burst_pps) / n)
         dur = burst_frames / burst_pps
-        raw = self._run(trial, dur)
-        res = self._convert(raw, dur, burst_pps,
-                            [split_frames(burst_frames, n)] * len(self.stream_ids))
+        res = self._convert(self._run(trial, dur), dur, burst_pps, self._each(split_frames(burst_frames, n)))
         res.extra["burst_frames"] = int(burst_frames)
         return res
 
     def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if self.reset_hook is None:
             raise Unsupported("tgen measure_reset needs a reset_hook (set by the runner)")
         if not 0 <= reset_at_s < duration_s:
@@ -479,9 +473,8 @@ class TgenMeasurer(Measurer):
             # the DUT is expected to be down while it resets: check it only before and after
             return state["timer"] is None or state["done"]
 
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
+        trial = self._trial_base(duration_s=float(duration_s), pps=float(load_pps) / n)
         try:
             raw = self._run(trial, duration_s, on_running=on_running, dut_checks=dut_checks)
         finally:
@@ -491,8 +484,7 @@ class TgenMeasurer(Measurer):
             raise MeasurerError(f"reset hook failed: {state['error']}") from state["error"]
         if state["timer"] is None:
             raise MeasurerError("tgen: the trial ended before the reset could be triggered")
-        res = self._convert(raw, duration_s, load_pps,
-                            [int(round(load_pps / n * duration_s))] * len(self.stream_ids))
+        res = self._convert(raw, duration_s, load_pps, self._each(round(load_pps / n * duration_s)))
         res.extra["reset_at_s"] = reset_at_s
         return res
 

@@ -1,6 +1,8 @@
 """The iperf3 measurer's standalone topology (seed 001's TSO and multi-queue knobs): client and
 server namespaces joined by one veth pair, or by two veth pairs and a Linux bridge in a third
-namespace, built with :mod:`nfvperf.host.netns` and named and released by a run's tag."""
+namespace, built with :mod:`nfvperf.host.netns`, registered with a run's
+:class:`~nfvperf.host.run.ResourceTracker` and named by its tag, so ``nfvperf cleanup`` finds
+what a killed run left."""
 from __future__ import annotations
 
 import shutil

@@ -11,11 +11,8 @@ init loads ``uio_pci_generic`` and leaves every NIC unbound, as a freshly booted
 guest's shell (second serial port) and a byte stream for tgen's JSON-RPC (third serial port,
 relayed to tgen's Unix socket by socat in the guest) are the only ways in.
 
-:class:`GuestPciHost` is that guest as a :class:`nfvperf.host.base.Host`: processes, files and
-``connect_unix`` over the guest's shell and RPC port, so nfvperf's code that runs on a testbed
-host (``TgenProcess(ports=[PortSpec("0000:00:04.0"), ...], host=...)``: tgen with ``-a <pci>``;
-``nfvperf.testbed.hosts.nic_pci_checks``: the per-host NIC preflight against that host's
-``/sys/bus/pci``) runs in the guest unchanged::
+:class:`~nfvperf.vm.pci_host.GuestPciHost` is that guest as a Host (tgen with ``-a <pci>``, the
+NIC preflight of ``nfvperf.testbed.hosts.nic_pci_checks`` run in it unchanged)::
 
     g = PciGuest(run, tracker, sockets=[s0, s1], name="tester")
     g.start(wait=False); ... a vhost-user backend (host testpmd, OVS) connects s0, s1 ...
