@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -114,10 +115,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                        "`nfvperf testbed check FILE`: drop --fit-host or --testbed")
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
-    store = Store(url)
     from nfvperf.runner import CeilingOptions
     ceiling = CeilingOptions(enabled=not args.no_ceiling, refresh=args.refresh_ceiling)
-    try:
+    with closing(Store(url)) as store:
         outcome = _execute_on_testbed(execute, suite, store, args, out, ceiling, testbed)
         run = store.load_run(outcome.run_id)
         if args.report and outcome.status != "interrupted":
@@ -133,8 +133,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
         return outcome.exit_code
-    finally:
-        store.close()
 
 
 def _execute_on_testbed(execute: Any, suite: Any, store: Any, args: argparse.Namespace, out: Path,
@@ -190,10 +188,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not suites:
         raise CliError("the shipped demo suites (suites/quick.yaml) are missing")
     out = Path(args.out or "results")
-    store = Store(_store_url(args))
     worst = EXIT_OK
     ids: list[int] = []
-    try:
+    with closing(Store(_store_url(args))) as store:
         for suite in suites:
             outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
                           exiting=True)
@@ -205,8 +202,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"HTML report: {html}")
             ids.append(outcome.run_id)
             worst = max(worst, outcome.exit_code)
-    finally:
-        store.close()
     db = f" --db {args.db}" if args.db else ""
     print(f"demo done: runs {', '.join(map(str, ids))}; next: nfvperf history{db}"
           + (f"; nfvperf compare {ids[0]} {ids[-1]}{db}" if len(ids) > 1 else ""))

@@ -7,6 +7,7 @@ import csv
 import json
 import sys
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -120,14 +121,6 @@ def _trend_command(args: argparse.Namespace, command: Callable[[Any, argparse.Na
         store.close()
 
 
-def cmd_trend(args: argparse.Namespace) -> int:
-    return _trend_command(args, trend_command)
-
-
-def cmd_gate(args: argparse.Namespace) -> int:
-    return _trend_command(args, gate_command)
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     from nfvperf.store.db import CSV_COLUMNS, run_to_csv_rows, run_to_dict
     with closing(_open_store(args)) as store:
@@ -165,12 +158,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_site(args: argparse.Namespace) -> int:
     """``nfvperf site DIR``: build or update the static results site (docs/site.md)."""
-    from nfvperf.site import build_site
+    from nfvperf.site import PARTS, build_site
     out = Path(args.dir)
     if out.exists() and not out.is_dir():
         raise CliError(f"site DIR: {out} is a file; give a directory (created if missing)")
     with closing(_open_store(args)) as store:
-        rep = build_site(store, out, parts=args.only or _site_parts(),
+        rep = build_site(store, out, parts=args.only or tuple(PARTS),
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2))
@@ -180,11 +173,6 @@ def cmd_site(args: argparse.Namespace) -> int:
     print(f"site {out}: {len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed "
           f"in {rep.seconds:.1f} s; open {out / 'index.html'}")
     return EXIT_OK
-
-
-def _site_parts() -> tuple[str, ...]:
-    from nfvperf.site import PARTS
-    return tuple(PARTS)
 
 
 def _add_site_parser(sub: Any, db: argparse.ArgumentParser) -> None:
@@ -207,8 +195,8 @@ def _add_trend_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     add_trend_options(tr)
     tr.add_argument("--json", action="store_true", help="print one JSON object (the shape in docs/trending.md)")
     tr.add_argument("--points", action="store_true", help="list every series' points (default: when one series)")
-    tr.set_defaults(func=cmd_trend)
+    tr.set_defaults(func=partial(_trend_command, command=trend_command))
     gt = sub.add_parser("gate", parents=[db], help="CI gate: exit 1 when the newest run regressed against the "
                         "history of its series beyond the noise (--ab: two builds in one interleaved run)")
     add_gate_options(gt)
-    gt.set_defaults(func=cmd_gate)
+    gt.set_defaults(func=partial(_trend_command, command=gate_command))

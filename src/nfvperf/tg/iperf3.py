@@ -29,6 +29,7 @@ string)::
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -89,6 +90,9 @@ class _Proc:
     def popen(self) -> Popened:
         assert self.process.proc is not None
         return self.process.proc
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
 
     def kill(self) -> None:
         """SIGTERM (its process group), 2 s, SIGKILL; then close the files."""
@@ -181,6 +185,7 @@ class Iperf3Measurer(Measurer):
         self.profile: Optional[TrafficProfile] = None
         self._workdir = workdir
         self._procs: list[_Proc] = []
+        self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
         self.version = self._version()
         # what the topology says about the path (topology, DUT, offloads ...): in every result
         self.path_info: dict[str, Any] = dict(path or {})
@@ -311,92 +316,106 @@ class Iperf3Measurer(Measurer):
         duration_s = check_tcp_args(duration_s, streams, processes, reverse, bidir)
         if self.base_port + processes - 1 > 65535:
             raise ValueError("port range exceeds 65535")
+        cpus = self._cpus(list(pin_cores or []), processes)
         res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,
                         reverse=reverse, bidir=bidir, server=self.server_ip,
                         client_ns=self.client_ns, server_ns=self.server_ns,
                         iperf3_version=self.version, path=dict(self.path_info))
         before = self._read_dut_counters()
-        cores = list(pin_cores) if pin_cores else []
+        limit = duration_s + omit_s + self.connect_timeout_ms / 1000.0 + self.timeout_margin_s
+        opts = dict(duration_s=duration_s, streams=streams, reverse=reverse, bidir=bidir, length_b=length_b,
+                    mss=mss, zerocopy=zerocopy, omit_s=omit_s, interval_s=interval_s, congestion=congestion)
         t0 = time.monotonic()
-        tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
-        wd = Path(tmp.name)
-        servers: list[_Proc] = []
+        servers: list[_Proc] = []     # or vm.tcp's GuestProcs: argv, running(), output(), kill()
         clients: list[_Proc] = []
         try:
+            self._begin_trial()
             # 1. servers, each checked to be listening before any client starts
             for i in range(processes):
-                port = self.base_port + i
-                cpu = cores[i % len(cores)] if cores else None
-                p = _Proc(self.server_cmd(port, cpu), wd, f"server{i}", self.host, self.tag)
-                self._procs.append(p)
-                servers.append(p)
-                res.commands.append(p.argv)
+                servers.append(self._server(i, cpus[i], limit))
+                res.commands.append(servers[-1].argv)
             for i, p in enumerate(servers):
                 self._wait_listening(p, self.base_port + i)
             # 2. clients, all at once
             res.started_at = time.time()
             for i in range(processes):
-                port = self.base_port + i
-                cpu = cores[i % len(cores)] if cores else None
-                p = _Proc(self.client_cmd(port, cpu, duration_s, streams, reverse, bidir, length_b,
-                                          mss, zerocopy, omit_s, interval_s, congestion),
-                          wd, f"client{i}", self.host, self.tag)
-                self._procs.append(p)
-                clients.append(p)
-                res.commands.append(p.argv)
+                clients.append(self._client(i, cpus[i], limit, opts))
+                res.commands.append(clients[-1].argv)
             # 3. wait: duration + omit + connect timeout + margin, then kill what is left
-            deadline = time.monotonic() + duration_s + omit_s + self.connect_timeout_ms / 1000.0 \
-                + self.timeout_margin_s
-            timed_out = self._wait_all(clients, deadline)
+            timed_out = self._wait_all(clients, time.monotonic() + limit + self.CLIENT_GRACE_S, self.POLL_S[0])
             # a server finishes right after its client (-1); give those whose client succeeded a
             # moment for their JSON, and do not wait for the others (nobody will connect)
             # (iperf3 3.12 -J exits 0 even after "unable to connect", so look at its JSON)
             self._wait_all([s for s, c in zip(servers, clients) if c not in timed_out
                             and _parse_json(*c.output(), "")[1] is None],
-                           time.monotonic() + 3.0)
+                           time.monotonic() + 3.0, self.POLL_S[1])
             for p in clients + servers:
                 p.kill()
             # 4. parse
-            self._collect(res, clients, servers, [cores[i % len(cores)] if cores else None
-                                                  for i in range(processes)], bidir, timed_out)
+            for i, (c, srv) in enumerate(zip(clients, servers)):
+                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpus[i], client_cmd=c.argv,
+                                      server_cmd=srv.argv)
+                self._parse_process(pr, c, srv, bidir, timed_out=c in timed_out)
+                res.per_process.append(pr)
+                if pr.error:
+                    res.errors.append(pr.error)
+            aggregate(res)
         finally:
             for p in clients + servers:
-                p.kill()
+                with contextlib.suppress(Exception):   # a guest may be gone; the trial already failed
+                    p.kill()
                 if p in self._procs:
                     self._procs.remove(p)
-            tmp.cleanup()
+            self._end_trial()
             res.wall_s = time.monotonic() - t0
             if self.dut_counters_fn is not None:
                 res.dut_counters = {"before": before, "after": self._read_dut_counters()}
-        where = f" (client netns {self.client_ns}, server netns {self.server_ns})" \
-            if self.client_ns or self.server_ns else ""
-        return self._conclude(res, f"against server {self.server_ip} ports {self.base_port}-"
-                              f"{self.base_port + processes - 1}{where}")
-
-    def _collect(self, res: TcpResult, clients: list[Any], servers: list[Any], cpus: list[Optional[int]],
-                 bidir: bool, timed_out: list[Any]) -> None:
-        """Each client/server pair's output parsed into ``res.per_process``, then summed."""
-        for i, (c, srv) in enumerate(zip(clients, servers)):
-            pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpus[i], client_cmd=c.argv,
-                                  server_cmd=srv.argv)
-            self._parse_process(pr, c, srv, bidir, timed_out=c in timed_out)
-            res.per_process.append(pr)
-            if pr.error:
-                res.errors.append(pr.error)
-        aggregate(res)
-
-    def _conclude(self, res: TcpResult, where: str) -> TcpResult:
-        """The DUT checked after the trial; a MeasurerError (with ``result``) naming ``where`` when
-        no process measured, else the result, invalid when some failed."""
         if self.dut_alive_fn is not None:
             self.dut_alive_fn()
         if not [p for p in res.per_process if p.error is None]:
-            err = MeasurerError(f"iperf3 could not measure {where}: " + "; ".join(res.errors))
+            err = MeasurerError(f"iperf3 could not measure {self._where(processes)}: " + "; ".join(res.errors))
             err.result = res  # type: ignore[attr-defined]
             raise err
         if res.errors:
             res.valid = False
         return res
+
+    # -- where the processes run (VmTcpMeasurer: in guests) ----------------------------------
+    #: seconds between polls of the clients and of the servers while a trial ends
+    POLL_S = (0.05, 0.05)
+    #: how long after duration + omit + connect timeout + margin the clients may still run
+    CLIENT_GRACE_S = 0.0
+
+    def _cpus(self, cores: list[int], processes: int) -> list[Optional[int]]:
+        """Process i's CPU: ``pin_cores`` round-robin (None: not pinned)."""
+        return [cores[i % len(cores)] if cores else None for i in range(processes)]
+
+    def _begin_trial(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
+
+    def _end_trial(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def _host_proc(self, argv: list[str], wd: Path, name: str) -> _Proc:
+        p = _Proc(argv, wd, name, self.host, self.tag)
+        self._procs.append(p)
+        return p
+
+    def _server(self, i: int, cpu: Optional[int], limit_s: float) -> Any:
+        assert self._tmp is not None
+        return self._host_proc(self.server_cmd(self.base_port + i, cpu), Path(self._tmp.name), f"server{i}")
+
+    def _client(self, i: int, cpu: Optional[int], limit_s: float, opts: dict[str, Any]) -> Any:
+        assert self._tmp is not None
+        return self._host_proc(self.client_cmd(self.base_port + i, cpu, **opts), Path(self._tmp.name),
+                               f"client{i}")
+
+    def _where(self, processes: int) -> str:
+        ns = f" (client netns {self.client_ns}, server netns {self.server_ns})" \
+            if self.client_ns or self.server_ns else ""
+        return f"against server {self.server_ip} ports {self.base_port}-{self.base_port + processes - 1}{ns}"
 
     def _wait_listening(self, p: _Proc, port: int) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
@@ -414,12 +433,12 @@ class Iperf3Measurer(Measurer):
                             f"after {self.ready_timeout_s} s")
 
     @staticmethod
-    def _wait_all(procs: list[_Proc], deadline: float) -> list[_Proc]:
+    def _wait_all(procs: list[Any], deadline: float, poll_s: float) -> list[Any]:
         """Wait for all to exit until ``deadline``; return those still running (not killed)."""
-        pending = [p for p in procs if p.popen.poll() is None]
+        pending = [p for p in procs if p.running()]
         while pending and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pending = [p for p in pending if p.popen.poll() is None]
+            time.sleep(poll_s)
+            pending = [p for p in pending if p.running()]
         return pending
 
     def _parse_process(self, pr: TcpProcessResult, client: Any, server: Any, bidir: bool,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from nfvperf.host.base import Popened
+from nfvperf.host.cpu import parse_cpulist
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import MeasurerError
@@ -43,7 +44,6 @@ def tsc_hz_option(value: Optional[str]) -> Optional[str]:
         raise ValueError(f"{TSC_HZ_ENV}/tsc_hz: {value!r} is not 'calibrate', 'dpdk' or a frequency "
                          "in Hz (1e6..1e11)")
     return str(int(round(hz)))
-
 
 
 class TgenError(MeasurerError):
@@ -433,23 +433,11 @@ class TgenProcess:
         raise MeasurerError(msg)
 
 
-
-
 def _lcore_cpus(lcores: str) -> dict[int, set[int]]:
     """Parse an EAL --lcores string ("0@0,1@0", "0-3", "(0,1)@(0,1)", "1@(2-3)") into
     {lcore: {cpus}}.  Unknown shapes map an lcore to itself."""
     def rng(txt: str) -> list[int]:
-        out: list[int] = []
-        for part in txt.strip("()").split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        return out
+        return parse_cpulist(txt.strip("()"))
 
     res: dict[int, set[int]] = {}
     for item in re.findall(r"\([^)]*\)(?:@\([^)]*\)|@\d+(?:-\d+)?)?|[^,]+", lcores):

@@ -142,24 +142,12 @@ class GuestShell(_Console):
             with self._cv:
                 self._buf = ""
             self.sock.sendall(text.encode())
-            deadline = time.monotonic() + timeout
-            with self._cv:
-                while True:
-                    m = end.search(self._buf)
-                    if m:
-                        out = self._buf[: m.start()]
-                        self._buf = self._buf[m.end():]
-                        b = out.find(begin)
-                        out = out[b + len(begin):] if b >= 0 else out
-                        return int(m.group(1)), out.replace("\r", "").strip("\n")
-                    if self._closed:
-                        raise DutFailure(f"{self.name}: guest shell {self.path} closed during "
-                                         f"{line[:200]!r}")
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise DutFailure(f"{self.name}: no end of {line[:200]!r} within "
-                                         f"{timeout:.0f} s; got {self._buf[-500:]!r}")
-                    self._cv.wait(min(left, 0.2))
+            out, m = self._expect(end, timeout, f"{self.name}: guest shell {self.path} closed during {line[:200]!r}",
+                                  f"{self.name}: no end of {line[:200]!r} within {timeout:.0f} s")
+            out = out[: m.start()]
+            b = out.find(begin)
+            out = out[b + len(begin):] if b >= 0 else out
+            return int(m.group(1)), out.replace("\r", "").strip("\n")
 
 
 def env_prefix(env: Optional[dict[str, str]]) -> str:

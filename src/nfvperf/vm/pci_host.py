@@ -24,6 +24,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 
 from .guest import env_prefix
 from .pci_overlay import GUEST_SOCAT, GUEST_WORK
+from .qemu import connect_unix_retry
 
 if TYPE_CHECKING:
     from .pci_guest import PciGuest
@@ -374,18 +375,8 @@ class GuestPciHost:
                 raise OSError(f"{self.name}: the RPC relay did not connect to {path} within "
                               f"{timeout:.0f} s")
             time.sleep(0.1)
-        while True:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(str(self.guest.rpc_sock))
-                break
-            except OSError:
-                s.close()
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        self._conn = s
-        return s
+        self._conn = connect_unix_retry(self.guest.rpc_sock, deadline, 0.1)
+        return self._conn
 
 
 def _is_file(s: Stream) -> bool:
