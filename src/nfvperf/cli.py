@@ -5,72 +5,31 @@ Exit codes: 0 ok, 1 a test failed, 2 bad input (suite, arguments, unknown run), 
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import json
 import os
 import shutil
 import sys
+from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from nfvperf import __version__, units
-from nfvperf.host.cpu import SYS_CPU, CoreRequestError, CpuTopology, format_cpulist, resolve_cores
+from nfvperf.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError,  # noqa: F401
+                              _err, _store_url, _suite_path)
+from nfvperf.cli_calc import _add_calc_parser
+from nfvperf.cli_results import (_add_site_parser, _add_trend_parsers, _write_plots, cmd_compare, cmd_export,
+                                 cmd_history, cmd_import, cmd_report)
+from nfvperf.cli_testbed import _add_testbed_filters, _add_testbed_parsers
 from nfvperf.report.ceiling import LOWER_BOUND_NOTE, ceiling_text, is_lower_bound
-from nfvperf.trend.commands import CommandError, add_gate_options, add_trend_options, gate_command, trend_command
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 DEMO_SUITES = ("quick.yaml", "quick-pvp.yaml")
 
 
-class CliError(Exception):
-    """Bad input: printed as ``error: ...`` with exit code 2."""
-
-
-def _err(msg: str) -> None:
-    print(f"nfvperf: error: {msg}", file=sys.stderr)
-
-
-# --------------------------------------------------------------------------- store helpers
-
-def _store_url(args: argparse.Namespace, suite_url: Optional[str] = None) -> str:
-    from nfvperf.store import default_url, resolve_url
-    if getattr(args, "db", None):
-        return resolve_url(args.db)
-    if os.environ.get("NFVPERF_DB"):
-        return default_url()
-    if suite_url:
-        return resolve_url(suite_url)
-    return default_url()
-
-
-def _open_store(args: argparse.Namespace, must_exist: bool = True) -> Any:
-    from sqlalchemy.engine import make_url
-
-    from nfvperf.store import Store
-    url = _store_url(args)
-    u = make_url(url)
-    if must_exist and u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:" \
-            and not Path(u.database).exists():
-        raise CliError(f"no results store at {u.database}; run a suite first (nfvperf run ...) or pass --db URL")
-    return Store(url)
-
-
-def _load(store: Any, ref: str, testbed: Optional[str] = None) -> Any:
-    from nfvperf.store.db import RunNotFound
-    try:
-        return store.load_run(ref, testbed) if testbed else store.load_run(ref)
-    except RunNotFound as e:
-        raise CliError(str(e)) from None
-
-
-# --------------------------------------------------------------------------- commands
-
 def cmd_validate(args: argparse.Namespace) -> int:
     """The suite checked, then the run plan on this host: the units ``nfvperf run`` with the same
     options would skip, and why (:func:`nfvperf.plan.plan_run`, which the run calls too)."""
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     path = _suite_path(args.suite)
     suite = load_suite(path, quick=args.quick, port_kind=args.port_kind)
     if args.test:
@@ -122,13 +81,8 @@ def _validate_testbed(args: argparse.Namespace, suite: Any) -> Optional[dict[str
     return {"name": tb.name, "problems": problems, "hosts": hosts}
 
 
-def _suite_path(name: str) -> Path:
-    from nfvperf.config import find_suite
-    return find_suite(name)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.runner import execute
     from nfvperf.store import Store
     suite = load_suite(_suite_path(args.suite), quick=args.quick,        # SuiteError -> exit 2, nothing written
@@ -139,14 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         suite.set_repeat(args.repeat)                                 # SuiteError naming --repeat
     if getattr(args, "rounds", None) is not None:
         suite.set_rounds(args.rounds)                                 # SuiteError naming --rounds
-    if args.tg == "tgen":
-        problem = _tgen_problem()
-        if problem:
-            raise CliError(problem)
-    if args.tg == "iperf3":
-        problem = _iperf3_problem()
-        if problem:
-            raise CliError(problem)
+    problem = {"tgen": _tgen_problem, "iperf3": _iperf3_problem}.get(args.tg, lambda: None)()
+    if problem:
+        raise CliError(problem)
     testbed = None
     if args.testbed:
         from nfvperf.testbed.spec import load_testbed
@@ -166,10 +115,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                        "`nfvperf testbed check FILE`: drop --fit-host or --testbed")
     url = _store_url(args, suite.spec.store)
     out = Path(args.out or suite.spec.output or "results")
-    store = Store(url)
     from nfvperf.runner import CeilingOptions
     ceiling = CeilingOptions(enabled=not args.no_ceiling, refresh=args.refresh_ceiling)
-    try:
+    with closing(Store(url)) as store:
         outcome = _execute_on_testbed(execute, suite, store, args, out, ceiling, testbed)
         run = store.load_run(outcome.run_id)
         if args.report and outcome.status != "interrupted":
@@ -185,8 +133,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run {outcome.run_id} ({run.tag}) {outcome.status}; store {url}")
         print(f"see: nfvperf report {outcome.run_id}" + (f" --db {args.db}" if args.db else ""))
         return outcome.exit_code
-    finally:
-        store.close()
 
 
 def _execute_on_testbed(execute: Any, suite: Any, store: Any, args: argparse.Namespace, out: Path,
@@ -228,7 +174,7 @@ def _tgen_problem() -> Optional[str]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.report.html import write_html
     from nfvperf.report.terminal import print_report
     from nfvperf.runner import execute
@@ -242,10 +188,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not suites:
         raise CliError("the shipped demo suites (suites/quick.yaml) are missing")
     out = Path(args.out or "results")
-    store = Store(_store_url(args))
     worst = EXIT_OK
     ids: list[int] = []
-    try:
+    with closing(Store(_store_url(args))) as store:
         for suite in suites:
             outcome = execute(suite, store=store, tg=args.tg, out_dir=out, show_progress=not args.no_progress,
                           exiting=True)
@@ -257,8 +202,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"HTML report: {html}")
             ids.append(outcome.run_id)
             worst = max(worst, outcome.exit_code)
-    finally:
-        store.close()
     db = f" --db {args.db}" if args.db else ""
     print(f"demo done: runs {', '.join(map(str, ids))}; next: nfvperf history{db}"
           + (f"; nfvperf compare {ids[0]} {ids[-1]}{db}" if len(ids) > 1 else ""))
@@ -267,7 +210,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     """``nfvperf baseline``: the harness ceiling alone (tgen through testpmd io), cached."""
-    from nfvperf.config import ProfileSpec, TrafficSpec, load_suite, parse_link_speed
+    from nfvperf.config import ProfileSpec, TrafficSpec, parse_link_speed
+    from nfvperf.suite_load import load_suite
     from nfvperf.store.ceiling import CeilingCache
     from nfvperf.topo import RunContext, TopologySpec
     from nfvperf.topo.ceiling import default_cache_path, harness_ceiling
@@ -319,7 +263,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def _baseline_fits(topo: Any, traffic: Any, sizes: list[int]) -> None:
     """ValueError naming the option when tgen cannot carry ``topo.mtu`` on the port kind, or a
     frame size (with VXLAN/VLAN overhead) is above the MTU + 18 B."""
-    from nfvperf.config import ETH_OVERHEAD_B, frames_over_mtu
+    from nfvperf.suite_load import ETH_OVERHEAD_B, frames_over_mtu
     from nfvperf.topo.ports import port_kind_class
     mtu = int(topo.mtu)
     why = port_kind_class(topo.port_kind).check_mtu(mtu, generator=True)
@@ -354,294 +298,6 @@ def _print_baseline(res: dict[str, Any], profiles: dict[int, Any], cache: Any) -
     if res.get("error"):
         print(f"error: {res['error']}")
     print(f"cache: {cache.path} (max age {cache.max_age_s / 3600:g} h)")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from nfvperf.report.terminal import print_report
-    store = _open_store(args)
-    try:
-        run = _load(store, args.run)
-        net = args.latency_net_of_harness or None
-        if not args.quiet and args.markdown != "-":
-            print_report(run, net_of_harness=net)
-        html = None
-        if args.markdown:
-            from nfvperf.report.markdown import render_markdown
-            text = render_markdown(run, net_of_harness=net)
-            if args.markdown == "-":
-                sys.stdout.write(text)
-            else:
-                Path(args.markdown).write_text(text, encoding="utf-8")
-                print(f"Markdown report: {args.markdown}")
-        if args.html:
-            from nfvperf.report.html import write_html
-            html = write_html(run, Path(args.html), net_of_harness=net)
-            print(f"HTML report: {html}")
-        if args.plots is not None or html is not None:
-            _write_plots(run, args.plots or None, html, net)
-    finally:
-        store.close()
-    return EXIT_OK
-
-
-def _write_plots(run: Any, directory: Optional[str], html: Optional[Path],
-                 net_of_harness: Optional[bool] = None) -> None:
-    """The study plots and throughput vs size as PNG and SVG files (default: the run's
-    ``report/`` directory); study latency net of the harness as the report."""
-    from nfvperf.report.plots import plots_dir, write_plot_files
-    where = Path(directory) if directory else plots_dir(run, html)
-    try:
-        files = write_plot_files(run, where, net_of_harness)
-    except OSError as e:
-        print(f"plots not written to {where}: {e}", file=sys.stderr)
-        return
-    if files:
-        print(f"plots: {len(files)} files (PNG and SVG) in {where}")
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from nfvperf.report.terminal import console_for
-    from nfvperf.store.db import aborted_notice
-    store = _open_store(args)
-    try:
-        aborted = store.mark_aborted_runs()
-        runs = store.list_runs(args.limit, testbed=args.testbed)
-    finally:
-        store.close()
-    for r, note in aborted:      # on stderr with --json: stdout stays one JSON document
-        print(aborted_notice(r, note), file=sys.stderr if args.json else sys.stdout)
-    if args.json:
-        print(json.dumps([{"id": r.id, "tag": r.tag, "started_at": r.started_at.isoformat(), "suite": r.suite,
-                           "topology": r.topology, "dut": r.dut, "tg": r.tg, "status": r.status,
-                           "reason": r.reason, "headline": r.headline, "testbed": r.testbed} for r in runs],
-                         indent=2))
-        return EXIT_OK
-    on = f" on testbed {args.testbed}" if args.testbed else ""
-    if not runs:
-        print(f"no runs{on} in the store yet")
-        return EXIT_OK
-    t = Table(title=f"nfvperf runs{on} (newest first)", title_justify="left")
-    for c in ("ID", "Run", "Date (UTC)", "Suite", "Topology", "DUT", "TG", "Testbed", "Status", "Headline"):
-        t.add_column(c)
-    from nfvperf.store.db import run_liveness
-    for r in runs:
-        status = r.status + (" (killed?)" if run_liveness(r) else "")
-        t.add_row(str(r.id), r.tag, r.started_at.strftime("%Y-%m-%d %H:%M"), r.suite, r.topology, r.dut, r.tg,
-                  r.testbed or "(local)", status, r.headline or "—")
-    console_for().print(t)
-    return EXIT_OK
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from nfvperf.report.compare import compare_many, render
-    from nfvperf.report.terminal import console_for
-    refs = [args.a] + (list(args.others) or ["latest"])
-    store = _open_store(args)
-    try:
-        runs = [_load(store, r, args.testbed) for r in refs]
-    finally:
-        store.close()
-    cmp = compare_many(runs, threshold=args.threshold / 100.0)
-    render(cmp, console_for())
-    return EXIT_OK
-
-
-def _trend_store(args: argparse.Namespace) -> Any:
-    """The store, migrated in place when older (Store() adds missing columns and indexes); refused
-    with the way to migrate it when that fails (e.g. a read-only copy or role)."""
-    from sqlalchemy.exc import SQLAlchemyError
-    try:
-        return _open_store(args)
-    except SQLAlchemyError as e:
-        raise CliError(f"cannot open the store {_store_url(args)} (an older schema is migrated in place on "
-                       f"open, which needs write access): {type(e).__name__}: {str(e).splitlines()[0]}; migrate "
-                       f"it once with write access: nfvperf history --db URL") from None
-
-
-def _trend_command(args: argparse.Namespace, command: Callable[[Any, argparse.Namespace], int]) -> int:
-    """``nfvperf trend`` / ``gate``: ``command`` (from nfvperf.trend.commands) on the store."""
-    store = _trend_store(args)
-    try:
-        return command(store, args)
-    except CommandError as e:
-        raise CliError(str(e)) from None
-    finally:
-        store.close()
-
-
-def cmd_trend(args: argparse.Namespace) -> int:
-    return _trend_command(args, trend_command)
-
-
-def cmd_gate(args: argparse.Namespace) -> int:
-    return _trend_command(args, gate_command)
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from nfvperf.store.db import CSV_COLUMNS, run_to_csv_rows, run_to_dict
-    store = _open_store(args)
-    try:
-        run = _load(store, args.run)
-    finally:
-        store.close()
-    out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout
-    try:
-        if args.format == "json":
-            json.dump(run_to_dict(run), out, indent=2, sort_keys=False)
-            out.write("\n")
-        else:
-            w = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-            w.writeheader()
-            for row in run_to_csv_rows(run):
-                w.writerow(row)
-    finally:
-        if args.output:
-            out.close()
-    if args.output:
-        print(f"wrote {args.output}", file=sys.stderr)
-    return EXIT_OK
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    try:
-        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise CliError(f"cannot read {args.file}: {e}") from None
-    if not isinstance(data, dict) or data.get("schema") != "nfvperf-run":
-        raise CliError(f"{args.file} is not an nfvperf run export (schema 'nfvperf-run')")
-    store = _open_store(args, must_exist=False)
-    try:
-        rid = store.import_dict(data, new_uid=args.new_id)
-    finally:
-        store.close()
-    print(f"imported as run {rid}")
-    return EXIT_OK
-
-
-def cmd_site(args: argparse.Namespace) -> int:
-    """``nfvperf site DIR``: build or update the static results site (docs/site.md)."""
-    from nfvperf.site import build_site
-    out = Path(args.dir)
-    if out.exists() and not out.is_dir():
-        raise CliError(f"site DIR: {out} is a file; give a directory (created if missing)")
-    store = _open_store(args)
-    try:
-        rep = build_site(store, out, parts=args.only or _site_parts(),
-                         log=lambda m: print(m, file=sys.stderr, flush=True))
-    finally:
-        store.close()
-    if args.json:
-        print(json.dumps(rep.to_dict(), indent=2))
-        return EXIT_OK
-    for n in rep.notes:
-        print(f"note: {n}")
-    print(f"site {out}: {len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed "
-          f"in {rep.seconds:.1f} s; open {out / 'index.html'}")
-    return EXIT_OK
-
-
-def _site_parts() -> tuple[str, ...]:
-    from nfvperf.site import PARTS
-    return tuple(PARTS)
-
-
-def _calc_pmd_mask(args: argparse.Namespace) -> int:
-    """``calc pmd-mask``: a CPU list, a mask (--mask) or a core count (--cores N [--ht],
-    resolved from this host's or --sysfs's sibling map) -> the mask, the CPUs and their siblings."""
-    given = [x for x in (args.cpus, args.mask, args.cores) if x is not None]
-    if len(given) != 1:
-        raise CliError("calc pmd-mask: give one of a CPU list (2,20), --mask HEX or --cores N [--ht]")
-    if args.ht and args.cores is None:
-        raise CliError("calc pmd-mask: --ht goes with --cores N (both hyper-threads of N cores)")
-    topo = CpuTopology.read(Path(args.sysfs) if args.sysfs else SYS_CPU)
-    how = ""
-    try:
-        if args.cores is not None:
-            res = resolve_cores(args.cores, args.ht, field="--cores", ht_field="--ht", topo=topo)
-            cpus = res.cpus
-            how = (f"{args.cores} physical core{'s' if args.cores != 1 else ''} × "
-                   f"{2 if args.ht else 1} thread{'s' if args.ht else ''} = {len(cpus)} PMD thread"
-                   f"{'s' if len(cpus) != 1 else ''}")
-            for w in res.warnings:
-                print(f"warning: {w}")
-        elif args.mask is not None:
-            cpus = units.cores_from_mask(args.mask.lower().removeprefix("0x"))
-            if not cpus:
-                raise ValueError("empty mask")
-        else:
-            cpus = units.parse_core_list(args.cpus)
-        mask = units.pmd_cpu_mask(cpus)
-    except CoreRequestError as e:
-        raise CliError(str(e)) from None
-    except ValueError as e:
-        raise CliError(f"pmd-mask {args.mask or args.cpus!r}: {e}") from None
-    print(f"pmd-cpu-mask=0x{mask}" + (f"   ({how})" if how else ""))
-    print(f"CPUs {format_cpulist(cpus)}" + (f" -> pmd-cpu-mask={mask}" if args.cpus else ""))
-    for line in topo.describe(cpus):
-        print(f"  {line}")
-    print(f"ovs-vsctl set Open_vSwitch . other_config:pmd-cpu-mask={mask}")
-    return EXIT_OK
-
-
-def cmd_calc(args: argparse.Namespace) -> int:
-    from nfvperf.config import parse_link_speed
-    if args.calc == "rate":
-        try:
-            link = parse_link_speed(args.speed)
-        except ValueError as e:
-            raise CliError(f"--speed: {e}") from None
-        sizes = args.size or list(units.RFC2544_FRAME_SIZES_B)
-        print(f"Line rate at {args.speed} per port (METHODOLOGY A1: fps = link / ((S + 20) × 8)); "
-              f"L1 counts preamble+SFD+IFG, L2 the frame incl. FCS" + ("; VXLAN +50 B outer" if args.vxlan else ""))
-        print(f"{'Frame B':>8} {'wire B':>7} {'max fps':>16} {'L1 Mbps':>11} {'L2 Mbps':>11}" +
-              (f" {'at load fps':>14} {'% L1':>7} {'L1 Mbps':>10} {'L2 Mbps':>10}" if args.fps or args.pct else ""))
-        for s in sizes:
-            wire = units.vxlan_outer_size_b(s, args.ip_version) if args.vxlan else s
-            mx = units.max_fps(wire, link)
-            line = (f"{s:>8} {wire:>7} {mx:>16,.2f} {units.l1_bps(mx, wire) / 1e6:>11,.1f} "
-                    f"{units.l2_bps(mx, wire) / 1e6:>11,.1f}")
-            if args.fps or args.pct:
-                fps = args.fps if args.fps else units.fps_from_pct(args.pct, wire, link)
-                line += (f" {fps:>14,.2f} {units.pct_line_rate(fps, wire, link):>7.2f} "
-                         f"{units.l1_bps(fps, wire) / 1e6:>10,.1f} {units.l2_bps(fps, wire) / 1e6:>10,.1f}")
-                if fps > mx * (1 + 1e-9):
-                    line += "  (above line rate!)"
-            print(line)
-        return EXIT_OK
-    if args.calc == "socket-mem":
-        per_socket: list[list[int]] = []
-        for spec in args.socket:
-            mtus: list[int] = []
-            for part in spec.split(","):
-                part = part.strip()
-                if not part or part == "-":
-                    continue
-                n, _, mtu = part.partition("x")
-                try:
-                    mtus += [int(mtu)] * int(n) if mtu else [int(n)]
-                except ValueError:
-                    raise CliError(f"--socket {spec!r}: use COUNTxMTU[,COUNTxMTU] (e.g. 4x9000) or '-'") from None
-            per_socket.append(mtus)
-        for i, mtus in enumerate(per_socket):
-            mb = units.dpdk_socket_memory_mb(mtus)
-            if not mtus:
-                print(f"socket {i}: no DPDK ports -> {mb} MB")
-                continue
-            detail = " + ".join(f"{units.dpdk_port_mempool_bytes(m):,} B (MTU {m})" for m in mtus)
-            print(f"socket {i}: {detail} + 512 MiB buffer, rounded up to 1024 MB -> {mb} MB")
-        print(f"dpdk-socket-mem={units.dpdk_socket_mem(per_socket)}   (seed 003 App. C)")
-        return EXIT_OK
-    if args.calc == "pmd-mask":
-        return _calc_pmd_mask(args)
-    if args.calc == "buffer":
-        mx = units.max_fps(args.size, parse_link_speed(args.speed))
-        implied = units.implied_buffer_time_s(args.frames, mx)
-        corrected = units.corrected_buffer_time_s(args.frames, mx, args.throughput)
-        print(f"RFC 9004 K4: implied buffer time {implied * 1e3:.3f} ms, corrected {corrected * 1e3:.3f} ms")
-        return EXIT_OK
-    raise CliError("calc: choose rate, socket-mem, pmd-mask or buffer")
 
 
 # Commands whose options belong to another module: their argv is handed over untouched
@@ -720,122 +376,6 @@ def _add_run_parser(sub: Any, db: argparse.ArgumentParser) -> None:
     r.set_defaults(func=cmd_run)
 
 
-# --------------------------------------------------------------------------- testbed (issue 10)
-
-def cmd_testbed_check(args: argparse.Namespace) -> int:
-    """``nfvperf testbed check FILE``: the preflight of every host, one table."""
-    from nfvperf.testbed.hosts import check_testbed, format_check_table
-    from nfvperf.testbed.spec import TestbedError, load_testbed
-    try:
-        spec = load_testbed(args.testbed)
-    except TestbedError as e:
-        raise CliError(str(e)) from None
-    rows = check_testbed(spec, dut=args.dut)
-    if args.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=2))
-    else:
-        print(f"testbed {spec.name}: {len(spec.hosts)} host(s)")
-        print(format_check_table(rows))
-    bad = [r for r in rows if r.required and r.status == "fail"]
-    return 1 if bad else EXIT_OK
-
-
-def _add_testbed_parser(sub: Any) -> Any:
-    """``nfvperf testbed check|prepare|locks|unlock``: commands on a testbed file (hosts, SSH,
-    NICs, cabling); returns the group's subparsers (prepare, locks, unlock are added to it)."""
-    tb = sub.add_parser("testbed", help="commands on a testbed file (several hosts over SSH)")
-    tsub = tb.add_subparsers(dest="testbed_cmd", metavar="WHAT")
-    tc = tsub.add_parser("check", help="run the preflight on every host over SSH; one table")
-    tc.add_argument("testbed", help="testbed YAML")
-    tc.add_argument("--dut", default="ovs-dpdk", help="the DUT adapter whose binaries the DUT "
-                    "host must have (default ovs-dpdk)")
-    tc.add_argument("--json", action="store_true", help="the rows as JSON")
-    tc.set_defaults(func=cmd_testbed_check)
-    return tsub
-
-
-def _add_testbed_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
-    tsub = _add_testbed_parser(sub)
-    _add_testbed_prepare_parser(tsub)
-    _add_testbed_lock_parsers(tsub, db)
-
-
-def _add_testbed_filters(history: argparse.ArgumentParser, compare: argparse.ArgumentParser) -> None:
-    """``--testbed NAME`` of ``history`` and ``compare`` (issue 10 item 6)."""
-    history.add_argument("--testbed", metavar="NAME", help="only the runs on testbed NAME (its name:, not the file)")
-    compare.add_argument("--testbed", metavar="NAME", help="runs on testbed NAME only: latest and -N count its "
-                         "runs, a run that ran elsewhere is refused")
-
-
-def _add_testbed_prepare_parser(tsub: Any) -> None:
-    p = tsub.add_parser("prepare", help="prepare the testbed's hosts with Ansible (packages, hugepages, "
-                        "kernel command line advice, vfio-pci, irqbalance off)",
-                        description="Prepare the testbed's hosts with the repository's Ansible playbook "
-                        "(ansible/prepare.yml). SSH host keys come from the testbed file only: an unknown "
-                        "or changed key is refused. Never reboots; the kernel command line is advice.")
-    p.add_argument("testbed", help="testbed YAML file")
-    p.add_argument("--check", action="store_true", help="dry run (Ansible check mode): report, change nothing")
-    p.add_argument("--limit", metavar="HOST", help="only this host of the testbed")
-    p.add_argument("--inventory-dir", metavar="DIR", help="write (and keep) the inventory, known_hosts and "
-                   "ansible.cfg in DIR instead of a temporary directory")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more Ansible output (-v ... -vvvv)")
-    p.set_defaults(func=cmd_testbed_prepare)
-
-
-def cmd_testbed_prepare(args: argparse.Namespace) -> int:
-    from nfvperf.testbed.prepare import run_prepare, summary_lines
-    from nfvperf.testbed.spec import load_testbed
-    spec = load_testbed(args.testbed)                       # TestbedError: exit 2, naming the field
-    res = run_prepare(spec, check=args.check, limit=args.limit, verbose=args.verbose,
-                      inventory_dir=Path(args.inventory_dir) if args.inventory_dir else None)
-    for line in summary_lines(spec, res):
-        print(line)
-    return EXIT_OK if res.ok else EXIT_FAILED
-
-
-def _add_testbed_lock_parsers(tsub: Any, db: argparse.ArgumentParser) -> None:
-    lk = tsub.add_parser("locks", parents=[db], help="which testbeds are locked, by which run")
-    lk.set_defaults(func=cmd_testbed_locks)
-    ul = tsub.add_parser("unlock", parents=[db], help="free a testbed whose lock is stale (--force: any lock)")
-    ul.add_argument("name", help="the testbed's name:")
-    ul.add_argument("--force", action="store_true", help="free it even if its holder may be alive")
-    ul.set_defaults(func=cmd_testbed_unlock)
-
-
-def cmd_testbed_locks(args: argparse.Namespace) -> int:
-    from nfvperf.store.lock import list_locks, staleness
-    store = _open_store(args)
-    try:
-        locks = list_locks(store)
-    finally:
-        store.close()
-    if not locks:
-        print("no testbed is locked")
-    for h in locks:
-        note = staleness(h)
-        print(f"{h.testbed}: {h.describe()}" + (f" — STALE: {note}" if note else ""))
-    return EXIT_OK
-
-
-def cmd_testbed_unlock(args: argparse.Namespace) -> int:
-    from nfvperf.store.lock import force_release, read_holder, staleness
-    store = _open_store(args)
-    try:
-        h = read_holder(store, args.name)
-        if h is None:
-            print(f"testbed {args.name} is not locked")
-            return EXIT_OK
-        note = staleness(h)
-        if not note and not args.force:
-            raise CliError(f"testbed {args.name} is held by {h.describe()}, which may be alive; "
-                           f"--force frees it anyway")
-        force_release(store, h)
-        print(f"testbed {args.name}: freed the lock of {h.describe()}" + (f" ({note})" if note else " (forced)"))
-    finally:
-        store.close()
-    return EXIT_OK
-
-
 def _add_baseline_parser(sub: Any) -> None:
     """``nfvperf baseline``: the harness ceiling alone."""
     bl = sub.add_parser("baseline", help="measure the harness ceiling alone (cached per host, port kind, "
@@ -856,33 +396,6 @@ def _add_baseline_parser(sub: Any) -> None:
     bl.add_argument("--json", action="store_true", help="print the stored shape as JSON")
     bl.add_argument("--tag", help="run tag naming every resource (nfv + 6 hex; default: a new one)")
     bl.set_defaults(func=cmd_baseline)
-
-
-def _add_site_parser(sub: Any, db: argparse.ArgumentParser) -> None:
-    """``nfvperf site DIR``: the static results site (issue 17 item 4)."""
-    st = sub.add_parser("site", parents=[db], help="write a static results site (runs, reports, studies, "
-                        "comparisons, trends) to DIR; incremental", description="Build or update a static site "
-                        "from the store: an index of runs (filterable), each run's report, study and comparison "
-                        "pages, and trend pages. Works from file:// and any web server. Only pages whose inputs "
-                        "changed are written again (DIR/manifest.json). See docs/site.md.")
-    st.add_argument("dir", metavar="DIR", help="output directory (created if missing)")
-    st.add_argument("--only", action="append", choices=("index", "runs", "studies", "compare", "trends"),
-                    help="build only this part (repeatable); the other parts' pages are left as they are")
-    st.add_argument("--json", action="store_true", help="print what was written as JSON")
-    st.set_defaults(func=cmd_site)
-
-
-def _add_trend_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
-    tr = sub.add_parser("trend", parents=[db], help="series by configuration over the runs: values, groups "
-                        "and changes (regression/progression) found by jumpavg; see docs/trending.md")
-    add_trend_options(tr)
-    tr.add_argument("--json", action="store_true", help="print one JSON object (the shape in docs/trending.md)")
-    tr.add_argument("--points", action="store_true", help="list every series' points (default: when one series)")
-    tr.set_defaults(func=cmd_trend)
-    gt = sub.add_parser("gate", parents=[db], help="CI gate: exit 1 when the newest run regressed against the "
-                        "history of its series beyond the noise (--ab: two builds in one interleaved run)")
-    add_gate_options(gt)
-    gt.set_defaults(func=cmd_gate)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -967,32 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--new-id", action="store_true", help="give the run a new id (to import twice)")
     im.set_defaults(func=cmd_import)
 
-    k = sub.add_parser("calc", help="line-rate arithmetic, DPDK socket memory, pmd-cpu-mask, RFC 9004 buffer")
-    ksub = k.add_subparsers(dest="calc", metavar="WHAT")
-    kr = ksub.add_parser("rate", help="max fps and L1/L2 Mbps per frame size and link speed")
-    kr.add_argument("--speed", default="10G", help="link speed per port (10G, 25G, 100G, bit/s)")
-    kr.add_argument("--size", type=int, action="append", help="frame size B (repeatable; default RFC 2544 sizes)")
-    kr.add_argument("--fps", type=float, help="also show a given rate in fps")
-    kr.add_argument("--pct", type=float, help="also show a given % of line rate (L1)")
-    kr.add_argument("--vxlan", action="store_true", help="frames are VXLAN-encapsulated (+50 B, +70 B IPv6)")
-    kr.add_argument("--ip-version", type=int, choices=(4, 6), default=4, help="VXLAN underlay IP version")
-    ks = ksub.add_parser("socket-mem", help="DPDK socket memory from port MTUs (seed 003 App. C)")
-    ks.add_argument("--socket", action="append", required=True, metavar="COUNTxMTU[,...]",
-                    help="ports on one NUMA socket, e.g. 4x9000; repeat per socket; '-' for none")
-    kp = ksub.add_parser("pmd-mask", help="OVS pmd-cpu-mask and CPU list (with siblings) from a "
-                         "CPU list (2,20 or 2-5), a mask (--mask 0xc0c) or a core count (--cores 2 --ht)")
-    kp.add_argument("cpus", nargs="?", help="CPU list, e.g. 2,20 or 2-5")
-    kp.add_argument("--mask", help="a pmd-cpu-mask (hex), shown as CPUs with their siblings")
-    kp.add_argument("--cores", type=int, help="physical cores, picked from the host's thread "
-                    "siblings as a run with ovs.pmd_cores does")
-    kp.add_argument("--ht", action="store_true", help="with --cores: both hyper-threads of each core")
-    kp.add_argument("--sysfs", help="read the sibling map from this copy of /sys/devices/system/cpu")
-    kb = ksub.add_parser("buffer", help="RFC 9004 implied/corrected buffer time")
-    kb.add_argument("--frames", type=float, required=True, help="mean back-to-back frames")
-    kb.add_argument("--throughput", type=float, required=True, help="throughput fps")
-    kb.add_argument("--size", type=int, default=64)
-    kb.add_argument("--speed", default="10G")
-    k.set_defaults(func=cmd_calc)
+    _add_calc_parser(sub)
 
     _add_testbed_parsers(sub, db)
     _add_site_parser(sub, db)

@@ -184,7 +184,7 @@ def test_forked_child_signal_does_not_touch_the_run(tmp_path) -> None:
     the runner and mark the run interrupted."""
     import contextlib
 
-    from nfvperf.config import validate_suite
+    from nfvperf.suite_load import validate_suite
     from nfvperf.runner import execute
     from nfvperf.topo.measurers import sim_measurer
     from nfvperf.store import Store
@@ -258,7 +258,7 @@ def test_topology_too_big_for_the_host_is_skipped_and_the_run_goes_on(tmp_path) 
     has its units stored as skipped with the reason; the other topologies still run."""
     import contextlib
 
-    from nfvperf.config import validate_suite
+    from nfvperf.suite_load import validate_suite
     from nfvperf.runner import execute
     from nfvperf.topo.measurers import sim_measurer
     from nfvperf.store import Store

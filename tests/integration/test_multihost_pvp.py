@@ -114,7 +114,7 @@ tests:
 def test_multihost_pvvp_run_on_testbed_stores_results(testbed_hosts, tmp_path, leak_check):
     """A whole run of PVVP (two VNFs chained through OVS on the DUT host: the same code as PVP
     with a longer chain): completed, trials and roles in the store, both hosts clean."""
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.runner import execute
     from nfvperf.store import Store
     tb = testbed_hosts

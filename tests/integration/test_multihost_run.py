@@ -150,7 +150,7 @@ tests:
 
 
 def _suite(tmp_path: Path, name: str, stop: int):
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     p = tmp_path / f"{name}.yaml"
     p.write_text(SUITE.format(name=name, stop=stop))
     return load_suite(p)
@@ -244,7 +244,7 @@ def test_multihost_run_lost_dut_host_fails_the_run_keeps_trials(testbed_hosts, t
 _CONTROLLER = """
 import sys
 from pathlib import Path
-from nfvperf.config import load_suite
+from nfvperf.suite_load import load_suite
 from nfvperf.runner import execute
 from nfvperf.store import Store
 from nfvperf.testbed.spec import load_testbed

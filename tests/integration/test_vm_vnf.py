@@ -171,7 +171,7 @@ def test_vm_vnf_argv_and_interface(tmp_path):
 def test_image_pieces_are_deterministic():
     """No root, no network: the ELF reader and the initramfs writer."""
     import gzip
-    from nfvperf.vm import image as I
+    from nfvperf.vm import initramfs as I
 
     tree = {"init": I._Entry("file", mode=0o755, data=b"#!/bin/sh\n"),
             "usr/bin/sh": I._Entry("symlink", target="busybox"),

@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf import topo
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut import load_adapters
 from nfvperf.dut.base import DUT_REGISTRY, AdapterOptions, DutAdapter, register_dut
 from nfvperf.host.preflight import Binary, Needs
@@ -188,7 +189,8 @@ def test_new_adapter_and_topology_are_one_file_each(tmp_path: Path) -> None:
         nfvperf.dut.__path__.append({str(tmp_path / "dut")!r})
         import nfvperf.topo
         nfvperf.topo.__path__.append({str(tmp_path / "topo")!r})
-        from nfvperf.config import SuiteError, validate_suite
+        from nfvperf.config import SuiteError
+        from nfvperf.suite_load import validate_suite
         s = validate_suite({{"name": "s", "topology": {{"kind": "faketopo", "dut": "fakesw",
                              "fakesw": {{"queues": 3}}}}, "tests": [{{"method": "throughput"}}]}})
         out = {{"queues": s.spec.topology.fakesw.queues,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.report import ceiling as hc
 from nfvperf.report.html import render_html
 from nfvperf.report.plots import throughput_figure

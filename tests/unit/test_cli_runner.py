@@ -8,7 +8,7 @@ import os
 import pytest
 
 import nfvperf.topo as topo
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.report.tables import build
 from nfvperf.runner import execute
 from nfvperf.runner.ceilings import CeilingOptions

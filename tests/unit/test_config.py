@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nfvperf.config import (SuiteError, load_suite, parse_link_speed, validate_suite)
+from nfvperf.config import SuiteError, parse_link_speed
+from nfvperf.suite_load import load_suite, validate_suite
 
 REPO = Path(__file__).resolve().parents[2]
 SUITES = sorted((REPO / "suites").glob("*.yaml"))

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf.cli import main
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
 from nfvperf.host.cpu import (CoreRequestError, CpuTopology, cpu_mask, plan_pinning,
                               resolve_cores)

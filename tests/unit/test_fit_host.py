@@ -128,7 +128,7 @@ def test_guest_vcpus_beyond_the_hosts_cpus_are_kept_and_seed_001s_pinned_units_s
     CPU(s) its plan gives that guest whatever their number, and seed 001's Table 5 pins one
     iperf3 process per vCPU (processes: 4, pin_cores 0..3), which 2 vCPUs would refuse.  So
     --fit-host leaves it (docs/run-plan.md) and the scenario-3 units run fitted on 2 cores."""
-    from nfvperf.config import find_suite, load_suite
+    from nfvperf.suite_load import find_suite, load_suite
     from nfvperf.plan import plan_run
     s = spec(kind="vm-vm", port_kind="af_packet", vm={"vcpus": 4, "queues": 8})
     fit = fit_topology(s, host(2))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut.base import DUT_REGISTRY, DutFailure, KernelIf, MemifEnd, PciNic, PortRef, VhostBackend, \
     dut_class
 from nfvperf.dut.l3fwd import L3fwd, L3fwdSpec, rx_queues_per_port

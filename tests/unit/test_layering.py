@@ -16,10 +16,14 @@ higher one, not even lazily inside a function.  The layers, lowest first:
     config, testbed, fit        the suite schema (uses topo's spec and methods' registry); the testbed
                                 file (hosts, SSH, NICs, cabling) and what is built on it; a topology
                                 fitted to this host (--fit-host: cores, HT, NUMA, hugepages)
+    suite_load                  reading a suite file: every entry checked against the schema (config)
     plan                        the run plan: which units run here and why the others are skipped
                                 (validate and run call it)
     runner                      runs a suite (its one loop; interleaved rounds are a schedule of it)
     site                        the static results site (uses report, store and trend)
+    cli_base                    what every command shares (exit codes, CliError, the store)
+    cli_calc, cli_results,      commands by group: calc; those on the store; testbed files
+    cli_testbed
     cli, __main__               the command line
 """
 from __future__ import annotations
@@ -37,9 +41,11 @@ LAYER = {
     "report": 4, "vm": 4,
     "topo": 5, "study": 5, "trend": 5,
     "config": 6, "testbed": 6, "fit": 6,
+    "suite_load": 6.5,           # split from config: the layers above keep their numbers
     "plan": 7,
     "runner": 8,
     "site": 9,
+    "cli_base": 9.3, "cli_calc": 9.6, "cli_results": 9.6, "cli_testbed": 9.6,   # split from cli
     "cli": 10, "__main__": 11,
 }
 
@@ -111,7 +117,7 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path, monkeypatch):
 def layer_statement() -> str:
     """The one statement of the layers, from ``LAYER``: peers joined by commas, layers by arrows,
     lowest first (docs/ARCHITECTURE.md shows exactly this line)."""
-    by: dict[int, list[str]] = {}
+    by: dict[float, list[str]] = {}
     for comp, n in LAYER.items():
         if comp != "__init__":
             by.setdefault(n, []).append(f"`{comp}`")

@@ -64,7 +64,8 @@ def test_bonds_only_on_p_ovs_p_with_ovs_dpdk() -> None:
 
 
 def test_suite_validation_refuses_the_one_member_bond() -> None:
-    from nfvperf.config import SuiteError, validate_suite
+    from nfvperf.config import SuiteError
+    from nfvperf.suite_load import validate_suite
     base = {"name": "t", "topology": {"kind": "p-ovs-p", "port_kind": "vhost",
                                       "ovs": {"bond_mode": "balance-slb"}},
             "traffic": {"frame_sizes": [64]}, "tests": [{"method": "throughput"}]}

@@ -44,7 +44,8 @@ def test_tcp_refused_with_vlan_translation(tmp_path) -> None:
 
 
 def test_suite_with_vlan_translation_needs_the_tag() -> None:
-    from nfvperf.config import SuiteError, validate_suite
+    from nfvperf.config import SuiteError
+    from nfvperf.suite_load import validate_suite
     base = {"name": "t", "topology": {"kind": "p-ovs-p", "ovs": {"vlan_translate": {100: 200}}},
             "traffic": {"frame_sizes": [64]}, "tests": [{"method": "throughput"}]}
     with pytest.raises(SuiteError) as ei:

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut import ovs_rules as R
 from nfvperf.report.rule_install import rule_install_tables
 from nfvperf.report.tables import build
@@ -100,7 +100,8 @@ def test_seed004_rule_tests_validate_within_the_limits(tmp_path) -> None:
     quick mode too, and each install's time limit covers it at the slowest rate allowed for."""
     from pathlib import Path
 
-    from nfvperf.config import SuiteError, load_suite
+    from nfvperf.config import SuiteError
+    from nfvperf.suite_load import load_suite
     from nfvperf.dut.ovs_dpdk import OvsSpec
     path = Path(__file__).resolve().parents[2] / "suites" / "seed004-ovs-scaling.yaml"
     for quick in (False, True):

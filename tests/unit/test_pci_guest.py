@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from nfvperf.vm import image as I
+from nfvperf.vm import initramfs
 from nfvperf.vm import pci_guest as P
+from nfvperf.vm import pci_overlay
+from nfvperf.vm.guest import env_prefix
 
 
 def _cpio_names(raw: bytes) -> dict[str, bytes]:
@@ -35,7 +38,7 @@ def _cpio_names(raw: bytes) -> dict[str, bytes]:
 
 
 def _fake_image(tmp_path: Path) -> I.ImageInfo:
-    base = I._gzip(I._cpio({"init": I._Entry("file", mode=0o755, data=b"#!/bin/sh\n")}))
+    base = initramfs._gzip(initramfs._cpio({"init": initramfs._Entry("file", mode=0o755, data=b"#!/bin/sh\n")}))
     (tmp_path / "initrd.img").write_bytes(base)
     (tmp_path / "manifest.json").write_text('{"pmd_dir": "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"}')
     return I.ImageInfo(key="k", directory=tmp_path, kernel=tmp_path / "vmlinuz",
@@ -54,12 +57,12 @@ def _a_binary() -> Path:
 
 def test_closure_finds_the_libraries_and_names_a_missing_one(tmp_path, monkeypatch):
     b = _a_binary()
-    got = P.host_closure([b])
+    got = pci_overlay.host_closure([b])
     assert "usr/lib/x86_64-linux-gnu/libc.so.6" in got
     assert all(p.exists() for p in got.values())
-    monkeypatch.setattr(P, "LIB_DIRS", (str(tmp_path),))
+    monkeypatch.setattr(pci_overlay, "LIB_DIRS", (str(tmp_path),))
     with pytest.raises(ValueError, match=r"libc\.so\.6 \(needed by"):
-        P.host_closure([b])
+        pci_overlay.host_closure([b])
 
 
 def test_overlay_appends_an_archive_with_the_init_and_the_programs(tmp_path):
@@ -217,7 +220,7 @@ def test_guest_host_starts_a_process_and_copies_its_output(tmp_path):
     with pytest.raises(ValueError, match="no network namespaces"):
         h.wrap(["x"], netns="ns1")
     with pytest.raises(ValueError, match="environment variable name"):
-        P._env_prefix({"A-B": "1"})
+        env_prefix({"A-B": "1"})
     with pytest.raises(OSError, match="reads no stdin but a terminal"):
         h.popen(["x"], stdin=5)
 

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut.testpmd import mbuf_size_for
 from nfvperf.host.run import RunContext
 from nfvperf.topo import build

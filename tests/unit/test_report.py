@@ -8,7 +8,7 @@ import re
 import pytest
 
 from nfvperf import units
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.report.compare import compare_runs
 from nfvperf.report.html import render_html
 from nfvperf.report.tables import build

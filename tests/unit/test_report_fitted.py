@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.fit import FitChange, HostFacts, fitted_axes
 from nfvperf.host.cpu import CpuTopology
 from nfvperf.report.extract import resolved_tests

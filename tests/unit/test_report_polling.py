@@ -177,7 +177,7 @@ def test_runner_stores_the_fact_with_each_test_row(tmp_path) -> None:
     the topology's environment recorded); the report reads it from there."""
     import contextlib
 
-    from nfvperf.config import validate_suite
+    from nfvperf.suite_load import validate_suite
     from nfvperf.runner import execute, measurer_for
 
     @contextlib.contextmanager
@@ -219,7 +219,7 @@ def _pinned_rounds(tmp_path, reconfigure=None):
     of each build."""
     import contextlib
 
-    from nfvperf.config import validate_suite
+    from nfvperf.suite_load import validate_suite
     from nfvperf.runner import execute, measurer_for
 
     built: list[int] = []

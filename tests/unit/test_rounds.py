@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.report.rounds import rounds_result, rounds_tables, round_rows
 from nfvperf.runner.rounds import build_groups, round_orders
 from nfvperf.runner import execute

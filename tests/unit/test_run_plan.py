@@ -9,7 +9,7 @@ import contextlib
 import pytest
 
 import nfvperf.topo as topo
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.fit import HostFacts
 from nfvperf.host.cpu import CpuTopology
 from nfvperf.host.preflight import Check, PreflightError

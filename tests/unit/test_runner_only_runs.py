@@ -9,7 +9,7 @@ import typing
 from pathlib import Path
 
 import nfvperf.tg.sim as simmod
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.tg.sim import SimMeasurer
 from nfvperf.topo import measurers
 

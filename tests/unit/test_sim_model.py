@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.dut.l3fwd import L3fwdSpec
 from nfvperf.dut.linux_bridge import LinuxBridgeSpec
 from nfvperf.dut.ovs_dpdk import OvsSpec

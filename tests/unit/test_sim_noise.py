@@ -13,7 +13,8 @@ import statistics
 
 import pytest
 
-from nfvperf.config import SimSpec, validate_suite
+from nfvperf.config import SimSpec
+from nfvperf.suite_load import validate_suite
 from nfvperf.stats import ratio_interval
 from nfvperf.tg.sim import SimMeasurer
 from nfvperf.tg.sim_noise import HostNoise, HostNoiseParams

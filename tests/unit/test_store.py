@@ -133,7 +133,7 @@ def test_models_are_sqlalchemy_2() -> None:
 
 def test_full_run_and_report_on_the_store(store: Store, tmp_path) -> None:
     """The runner, the report and compare work the same on SQLite and PostgreSQL."""
-    from nfvperf.config import validate_suite
+    from nfvperf.suite_load import validate_suite
     from nfvperf.report.compare import compare_runs
     from nfvperf.report.tables import build
     from nfvperf.runner import execute

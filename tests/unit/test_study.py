@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from nfvperf.config import SuiteError, override_port_kind, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import override_port_kind, validate_suite
 from nfvperf import runner
 from nfvperf.study import ALIAS_FUNCS, ALIASES, MAX_STUDY_UNITS, describe, summaries
 from nfvperf.topo.measurers import sim_unit
@@ -254,7 +255,7 @@ def test_port_kind_override_rewrites_suite_tests_and_studies() -> None:
 
 
 def test_port_kind_override_error_names_the_test(tmp_path) -> None:
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     import yaml
     data = _nic_suite()
     data["tests"].append({"method": "tcp", "name": "iperf"})

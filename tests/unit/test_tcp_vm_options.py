@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 
 
 def _suite(topology: dict[str, Any], *tests: dict[str, Any]) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def test_testbed_lock_released_when_the_run_fails(tmp_path) -> None:
 
     import yaml
 
-    from nfvperf.config import load_suite
+    from nfvperf.suite_load import load_suite
     from nfvperf.runner import execute
     from nfvperf.store.lock import read_holder
     suite_file = tmp_path / "s.yaml"

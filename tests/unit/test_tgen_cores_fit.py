@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nfvperf.config import validate_suite
+from nfvperf.suite_load import validate_suite
 from nfvperf.fit import HostFacts, _topology, fit_topology
 from nfvperf.host.cpu import CpuTopology
 from nfvperf.host.polling_overlap import generator_overlap

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from nfvperf.cli import main
-from nfvperf.config import SuiteError, validate_suite
+from nfvperf.config import SuiteError
+from nfvperf.suite_load import validate_suite
 from nfvperf.methods import REGISTRY, ThroughputParams
 from nfvperf.methods.throughput import warmup_duration
 from nfvperf.report.compare import compare_runs

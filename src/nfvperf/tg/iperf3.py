@@ -16,13 +16,7 @@ throughput").
 Where it runs
 -------------
 Servers and clients run in two network namespaces given by name (a topology built elsewhere),
-or in a standalone topology this module builds itself (:class:`VethTopology`: two namespaces
-joined by one veth pair, or by two veth pairs and a Linux bridge in a third namespace, with
-TSO/GSO/GRO and the veth queue count as options; seed 001's TSO and multi-queue knobs).
-:class:`VethTopology` is built with :mod:`nfvperf.host.netns` and named with a run tag
-(``<tag>-tcpc`` / ``-tcps`` / ``-tcpb``, links ``<tag>c0`` ...); its namespaces, veths and bridge
-are registered with a :class:`~nfvperf.host.run.ResourceTracker`, so they are released like every
-other resource and ``nfvperf cleanup`` finds what a killed run left by the tag.
+or in a standalone :class:`~nfvperf.tg.veth_topo.VethTopology` (:meth:`Iperf3Measurer.standalone`).
 
 Every subprocess is a :class:`nfvperf.host.proc.Process` with an argument list (never a shell
 string)::
@@ -35,321 +29,24 @@ string)::
 """
 from __future__ import annotations
 
-import dataclasses
-import json
+import contextlib
 import math
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 from nfvperf.host.base import Popened
-from nfvperf.host import netns as N
-from nfvperf.host.proc import LOCAL, CommandError, Process, ProcessError
-from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext, normalize_tag
+from nfvperf.host.proc import LOCAL, Process, ProcessError
+from nfvperf.host.run import TAG_RE, ResourceTracker, RunContext
 from nfvperf.tg import ifsettings
+from nfvperf.tg.iperf3_result import (LAYER, LAYER_NOTE, TcpProcessResult, TcpResult, _parse_json,  # noqa: F401
+                                      aggregate, parse_end)
+from nfvperf.tg.veth_topo import VethTopology
 from nfvperf.trial import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
-
-LAYER = "tcp_payload_goodput"
-LAYER_NOTE = ("iperf3 bit rates are TCP payload goodput (application bytes per second through the "
-              "socket); TCP/IP/Ethernet headers, retransmissions and ACKs are not counted")
-
-
-def _run(argv: Sequence[str], check: bool = True, timeout: float = 20.0,
-         netns: Optional[str] = None, host: Any = None) -> subprocess.CompletedProcess:
-    """Run a short helper command (ethtool) from an argument list, in ``netns`` on ``host``."""
-    try:
-        return (host or LOCAL).run(argv, netns=netns, check=check, timeout=timeout)
-    except CommandError as e:
-        raise MeasurerError(str(e)) from None
-
-
-# --------------------------------------------------------------------------------------------
-# Results
-
-
-@dataclass
-class TcpProcessResult:
-    """One iperf3 client/server pair (one port)."""
-
-    index: int
-    port: int
-    cpu: Optional[int] = None
-    streams: int = 0                       # TCP connections iperf3 reported in end.streams
-    sender_bps: float = 0.0                # TCP payload goodput, sending side
-    receiver_bps: float = 0.0              # TCP payload goodput, receiving side
-    sender_bytes: int = 0
-    receiver_bytes: int = 0
-    # --bidir only: the server->client half (sender_* / receiver_* above are client->server)
-    reverse_sender_bps: float = 0.0
-    reverse_receiver_bps: float = 0.0
-    retransmits: Optional[int] = None      # sender-side TCP retransmits (Linux, from tcp_info)
-    seconds: float = 0.0                   # iperf3's measured test length
-    cpu_host_pct: Optional[float] = None   # client process CPU utilisation (iperf3 -J)
-    cpu_remote_pct: Optional[float] = None  # server process CPU utilisation (iperf3 -J)
-    sender_tcp_congestion: Optional[str] = None
-    intervals: list[dict[str, float]] = field(default_factory=list)  # [{start_s, end_s, bps, retransmits}]
-    client_cmd: list[str] = field(default_factory=list)
-    server_cmd: list[str] = field(default_factory=list)
-    error: Optional[str] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
-class TcpResult:
-    """One TCP trial: N iperf3 processes x M streams each."""
-
-    duration_s: float
-    streams: int                    # per process (-P)
-    processes: int
-    reverse: bool = False
-    bidir: bool = False
-    server: str = ""
-    client_ns: Optional[str] = None
-    server_ns: Optional[str] = None
-    layer: str = LAYER
-    layer_note: str = LAYER_NOTE
-    # Aggregate over processes (sum of per-process averages).  For --bidir these are the
-    # client->server half; *_reverse_* the server->client half; total_bps both.
-    sender_bps: float = 0.0
-    receiver_bps: float = 0.0
-    reverse_sender_bps: float = 0.0
-    reverse_receiver_bps: float = 0.0
-    retransmits: Optional[int] = None
-    cpu_host_pct: dict[str, Optional[float]] = field(default_factory=dict)    # mean/max over processes
-    cpu_remote_pct: dict[str, Optional[float]] = field(default_factory=dict)
-    per_process: list[TcpProcessResult] = field(default_factory=list)
-    intervals: list[dict[str, float]] = field(default_factory=list)   # aggregate per interval index
-    commands: list[list[str]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    valid: bool = True
-    started_at: float = 0.0          # unix time the clients were launched
-    wall_s: float = 0.0              # wall time of the whole trial (servers up to all down)
-    iperf3_version: str = ""
-    # where it ran (Iperf3Measurer.in_namespaces: topology, DUT, offloads) and the DUT's
-    # counters before/after the trial; empty for the standalone topology
-    path: dict[str, Any] = field(default_factory=dict)
-    dut_counters: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total_bps(self) -> float:
-        """Receiver goodput of all directions (one direction unless bidir)."""
-        return self.receiver_bps + (self.reverse_receiver_bps if self.bidir else 0.0)
-
-    @property
-    def receiver_gbps(self) -> float:
-        return self.receiver_bps / 1e9
-
-    @property
-    def throughput_bps(self) -> float:
-        """The headline figure (TCP payload goodput, receivers, all directions)."""
-        return self.total_bps
-
-    @property
-    def invalid_reasons(self) -> list[str]:
-        return list(self.errors)
-
-    @property
-    def effective_duration_s(self) -> float:
-        secs = [p.seconds for p in self.per_process if p.error is None]
-        return max(secs) if secs else 0.0
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The keys ``SimMeasurer.measure_tcp`` puts in ``TrialResult.extra``, plus the full record."""
-        return {"throughput_bps": self.throughput_bps, "layer": self.layer,
-                "streams": self.streams, "processes": self.processes,
-                "retransmits": self.retransmits, "tcp": self.to_dict()}
-
-    def to_trial_result(self) -> TrialResult:
-        """The same trial as a :class:`TrialResult` (load 0, no frame counts) for the recorder."""
-        return TrialResult(duration_s=self.duration_s, load_pps=0.0,
-                           effective_duration_s=self.effective_duration_s, valid=self.valid,
-                           invalid_reasons=self.invalid_reasons, extra=self.extra)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["total_bps"] = self.total_bps
-        return d
-
-
-# --------------------------------------------------------------------------------------------
-# Standalone topology: two namespaces, direct veth or via a Linux bridge in a third namespace
-
-
-@dataclass
-class VethTopology:
-    """Client and server namespaces joined by a veth pair (``bridge=False``) or by two veth
-    pairs to a Linux bridge in a third namespace (``bridge=True``, resembles a switch).
-
-    ``tso``/``gso``/``gro``: None leaves the kernel default (on for veth), True/False sets it on
-    every veth end.  ``queues`` sets numtxqueues/numrxqueues of every veth end (multi-queue).
-    Addresses: client ``<net>.1``, server ``<net>.2`` in a /24 of 198.18.0.0/15.
-
-    Names come from the run tag (``run.tag``; or ``tag``, normalised to ``nfv`` + 6 hex; or a
-    new one): namespaces ``<tag>-tcpc``, ``<tag>-tcps``, ``<tag>-tcpb``, links ``<tag>c0``,
-    ``<tag>s0``, ``<tag>cb``, ``<tag>sb``, bridge ``<tag>br``.  Everything is registered with
-    ``tracker`` (a run's tracker; without one the topology has its own, which claims the tag as a
-    live run) and :meth:`delete` releases it through that tracker.
-    """
-
-    tag: str = ""
-    bridge: bool = False
-    tso: Optional[bool] = None
-    gso: Optional[bool] = None
-    gro: Optional[bool] = None
-    queues: int = 1
-    mtu: int = 1500
-    net: str = "198.18.0"
-    up: bool = False
-    offload_state: dict[str, dict[str, str]] = field(default_factory=dict)
-    run: Optional[RunContext] = field(default=None, repr=False)
-    tracker: Optional[ResourceTracker] = field(default=None, repr=False)
-    host: Any = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.queues < 1:
-            raise ValueError("queues must be >= 1")
-        self._own_run = self.run is None
-        if self.run is None:
-            self.run = RunContext(tag=self.tag or None)
-        elif self.tag and normalize_tag(self.tag) != self.run.tag:
-            raise ValueError(f"tag {self.tag!r} is not the run's tag {self.run.tag!r}")
-        self.tag = self.run.tag
-        self.host = self.host or LOCAL
-        run = self.run
-        self.client_ns = run.netns("tcpc")
-        self.server_ns = run.netns("tcps")
-        self.bridge_ns = run.netns("tcpb") if self.bridge else None
-        self.client_if = run.ifname("c0")
-        self.server_if = run.ifname("s0")
-        self.bridge_if = run.ifname("br")
-        self.bridge_ports = (run.ifname("cb"), run.ifname("sb"))
-        self.client_ip = f"{self.net}.1"
-        self.server_ip = f"{self.net}.2"
-        self._tracker: Optional[ResourceTracker] = None
-
-    # names of all namespaces this topology owns
-    @property
-    def namespaces(self) -> list[str]:
-        return [n for n in (self.client_ns, self.server_ns, self.bridge_ns) if n]
-
-    def _ifaces(self) -> list[tuple[str, str]]:
-        out = [(self.client_ns, self.client_if), (self.server_ns, self.server_if)]
-        if self.bridge_ns:
-            out += [(self.bridge_ns, p) for p in self.bridge_ports]
-        return out
-
-    def _resources(self) -> list[tuple[str, str]]:
-        """(kind, name) of what create() registers, oldest first."""
-        out = [("netns", ns) for ns in self.namespaces]
-        out += [("veth", self.client_if), ("veth", self.server_if)]
-        if self.bridge_ns:
-            out.append(("bridge", self.bridge_if))
-        return out
-
-    def create(self) -> "VethTopology":
-        if self.up:
-            return self
-        if self.tracker is not None:
-            tr = self.tracker
-        else:
-            # its own tracker; it claims the tag as a live run only when the run is ours too
-            tr = ResourceTracker(self.run if self._own_run else None)
-        self._tracker = tr
-        veth: dict[str, Any] = dict(mtu=self.mtu, up=True, ipv6=True, offloads_off=False, tracker=tr,
-                                    queues=self.queues)
-        try:
-            for ns in self.namespaces:
-                N.create_netns(ns, tr)
-            if self.bridge_ns:
-                cb, sb = self.bridge_ports
-                N.create_veth(self.client_if, cb, self.client_ns, self.bridge_ns, **veth)
-                N.create_veth(self.server_if, sb, self.server_ns, self.bridge_ns, **veth)
-                N.create_bridge(self.bridge_if, self.bridge_ns, ports=(cb, sb), mtu=self.mtu,
-                                tracker=tr)
-            else:
-                N.create_veth(self.client_if, self.server_if, self.client_ns, self.server_ns,
-                              **veth)
-            for ns, ifc, ip in ((self.client_ns, self.client_if, self.client_ip),
-                                (self.server_ns, self.server_if, self.server_ip)):
-                N.add_address(ifc, f"{ip}/24", ns)
-            self._set_offloads()
-            self.up = True
-            return self
-        except N.NetnsError as e:
-            self.delete()
-            raise MeasurerError(f"TCP topology {self.tag}: {e}") from e
-        except BaseException:
-            self.delete()
-            raise
-
-    def _set_offloads(self) -> None:
-        feats = [(k, v) for k, v in (("tso", self.tso), ("gso", self.gso), ("gro", self.gro)) if v is not None]
-        if feats and not shutil.which("ethtool"):
-            raise MeasurerError("ethtool not found (apt-get install ethtool): needed for tso/gso/gro options")
-        for ns, ifc in self._ifaces():
-            if feats:
-                args = []
-                for k, v in feats:
-                    args += [k, "on" if v else "off"]
-                _run(["ethtool", "-K", ifc, *args], netns=ns, host=self.host)
-            if shutil.which("ethtool"):
-                cp = _run(["ethtool", "-k", ifc], check=False, netns=ns, host=self.host)
-                want = {"tcp-segmentation-offload", "generic-segmentation-offload",
-                        "generic-receive-offload"}
-                st = {}
-                for line in cp.stdout.splitlines():
-                    k, _, v = line.partition(":")
-                    if k.strip() in want:
-                        st[k.strip()] = v.strip()
-                self.offload_state[f"{ns}/{ifc}"] = st
-
-    def delete(self) -> None:
-        """Release what create() made through the tracker: deleting a namespace kills what still
-        runs in it and takes its veths and bridge along.  Idempotent."""
-        tr = self._tracker
-        self._tracker = None
-        self.up = False
-        if tr is None:
-            return
-        if tr is not self.tracker:
-            tr.release_all()                      # our own tracker: everything in it is ours
-            errors = tr.errors
-        else:
-            n = len(tr.errors)
-            for kind, name in reversed(self._resources()):
-                tr.release(kind, name)
-            errors = tr.errors[n:]
-        if errors:
-            raise MeasurerError(f"TCP topology {self.tag}: " + "; ".join(errors))
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "veth+linux-bridge" if self.bridge else "direct-veth",
-                "client_ns": self.client_ns, "server_ns": self.server_ns,
-                "bridge_ns": self.bridge_ns, "client_ip": self.client_ip,
-                "server_ip": self.server_ip, "queues": self.queues, "mtu": self.mtu,
-                "tso": self.tso, "gso": self.gso, "gro": self.gro,
-                "offloads": self.offload_state}
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __enter__(self) -> "VethTopology":
-        return self.create()
-
-    def __exit__(self, *exc: object) -> None:
-        self.delete()
-
-
-# --------------------------------------------------------------------------------------------
-# The measurer
 
 
 def _listening(pid: int, port: int) -> bool:
@@ -394,6 +91,9 @@ class _Proc:
         assert self.process.proc is not None
         return self.process.proc
 
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
     def kill(self) -> None:
         """SIGTERM (its process group), 2 s, SIGKILL; then close the files."""
         if self.process.running():
@@ -402,22 +102,6 @@ class _Proc:
 
     def output(self) -> tuple[str, str]:
         return (self.out_path.read_text(errors="replace"), self.err_path.read_text(errors="replace"))
-
-
-def _parse_json(text: str, stderr: str, what: str) -> tuple[Optional[dict], Optional[str]]:
-    """iperf3 -J output -> (dict, error).  iperf3 puts its own errors in the "error" key."""
-    if not text.strip():
-        return None, f"{what}: no JSON output (stderr: {stderr.strip()[-500:] or 'empty'})"
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        return None, (f"{what}: cannot parse iperf3 JSON ({e}); stderr: {stderr.strip()[-500:] or 'empty'};"
-                      f" stdout starts: {text[:200]!r}")
-    if not isinstance(doc, dict):
-        return None, f"{what}: iperf3 JSON is not an object"
-    if doc.get("error"):
-        return doc, f"{what}: iperf3 error: {doc['error']}"
-    return doc, None
 
 
 def check_tcp_args(duration_s: float, streams: int, processes: int, reverse: bool, bidir: bool) -> int:
@@ -501,6 +185,7 @@ class Iperf3Measurer(Measurer):
         self.profile: Optional[TrafficProfile] = None
         self._workdir = workdir
         self._procs: list[_Proc] = []
+        self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
         self.version = self._version()
         # what the topology says about the path (topology, DUT, offloads ...): in every result
         self.path_info: dict[str, Any] = dict(path or {})
@@ -631,85 +316,106 @@ class Iperf3Measurer(Measurer):
         duration_s = check_tcp_args(duration_s, streams, processes, reverse, bidir)
         if self.base_port + processes - 1 > 65535:
             raise ValueError("port range exceeds 65535")
+        cpus = self._cpus(list(pin_cores or []), processes)
         res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,
                         reverse=reverse, bidir=bidir, server=self.server_ip,
                         client_ns=self.client_ns, server_ns=self.server_ns,
                         iperf3_version=self.version, path=dict(self.path_info))
         before = self._read_dut_counters()
-        cores = list(pin_cores) if pin_cores else []
+        limit = duration_s + omit_s + self.connect_timeout_ms / 1000.0 + self.timeout_margin_s
+        opts = dict(duration_s=duration_s, streams=streams, reverse=reverse, bidir=bidir, length_b=length_b,
+                    mss=mss, zerocopy=zerocopy, omit_s=omit_s, interval_s=interval_s, congestion=congestion)
         t0 = time.monotonic()
-        tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
-        wd = Path(tmp.name)
-        servers: list[_Proc] = []
+        servers: list[_Proc] = []     # or vm.tcp's GuestProcs: argv, running(), output(), kill()
         clients: list[_Proc] = []
         try:
+            self._begin_trial()
             # 1. servers, each checked to be listening before any client starts
             for i in range(processes):
-                port = self.base_port + i
-                cpu = cores[i % len(cores)] if cores else None
-                p = _Proc(self.server_cmd(port, cpu), wd, f"server{i}", self.host, self.tag)
-                self._procs.append(p)
-                servers.append(p)
-                res.commands.append(p.argv)
+                servers.append(self._server(i, cpus[i], limit))
+                res.commands.append(servers[-1].argv)
             for i, p in enumerate(servers):
                 self._wait_listening(p, self.base_port + i)
             # 2. clients, all at once
             res.started_at = time.time()
             for i in range(processes):
-                port = self.base_port + i
-                cpu = cores[i % len(cores)] if cores else None
-                p = _Proc(self.client_cmd(port, cpu, duration_s, streams, reverse, bidir, length_b,
-                                          mss, zerocopy, omit_s, interval_s, congestion),
-                          wd, f"client{i}", self.host, self.tag)
-                self._procs.append(p)
-                clients.append(p)
-                res.commands.append(p.argv)
+                clients.append(self._client(i, cpus[i], limit, opts))
+                res.commands.append(clients[-1].argv)
             # 3. wait: duration + omit + connect timeout + margin, then kill what is left
-            deadline = time.monotonic() + duration_s + omit_s + self.connect_timeout_ms / 1000.0 \
-                + self.timeout_margin_s
-            timed_out = self._wait_all(clients, deadline)
+            timed_out = self._wait_all(clients, time.monotonic() + limit + self.CLIENT_GRACE_S, self.POLL_S[0])
             # a server finishes right after its client (-1); give those whose client succeeded a
             # moment for their JSON, and do not wait for the others (nobody will connect)
             # (iperf3 3.12 -J exits 0 even after "unable to connect", so look at its JSON)
             self._wait_all([s for s, c in zip(servers, clients) if c not in timed_out
                             and _parse_json(*c.output(), "")[1] is None],
-                           time.monotonic() + 3.0)
+                           time.monotonic() + 3.0, self.POLL_S[1])
             for p in clients + servers:
                 p.kill()
             # 4. parse
-            for i in range(processes):
-                cpu = cores[i % len(cores)] if cores else None
-                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpu,
-                                      client_cmd=clients[i].argv, server_cmd=servers[i].argv)
-                self._parse_process(pr, clients[i], servers[i], bidir,
-                                    timed_out=clients[i] in timed_out)
+            for i, (c, srv) in enumerate(zip(clients, servers)):
+                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpus[i], client_cmd=c.argv,
+                                      server_cmd=srv.argv)
+                self._parse_process(pr, c, srv, bidir, timed_out=c in timed_out)
                 res.per_process.append(pr)
                 if pr.error:
                     res.errors.append(pr.error)
-            self._aggregate(res)
+            aggregate(res)
         finally:
             for p in clients + servers:
-                p.kill()
+                with contextlib.suppress(Exception):   # a guest may be gone; the trial already failed
+                    p.kill()
                 if p in self._procs:
                     self._procs.remove(p)
-            tmp.cleanup()
+            self._end_trial()
             res.wall_s = time.monotonic() - t0
             if self.dut_counters_fn is not None:
                 res.dut_counters = {"before": before, "after": self._read_dut_counters()}
         if self.dut_alive_fn is not None:
             self.dut_alive_fn()
-        ok = [p for p in res.per_process if p.error is None]
-        if not ok:
-            where = f" (client netns {self.client_ns}, server netns {self.server_ns})" \
-                if self.client_ns or self.server_ns else ""
-            err = MeasurerError(f"iperf3 could not measure against server {self.server_ip} "
-                                f"ports {self.base_port}-{self.base_port + processes - 1}{where}: "
-                                + "; ".join(res.errors))
+        if not [p for p in res.per_process if p.error is None]:
+            err = MeasurerError(f"iperf3 could not measure {self._where(processes)}: " + "; ".join(res.errors))
             err.result = res  # type: ignore[attr-defined]
             raise err
         if res.errors:
             res.valid = False
         return res
+
+    # -- where the processes run (VmTcpMeasurer: in guests) ----------------------------------
+    #: seconds between polls of the clients and of the servers while a trial ends
+    POLL_S = (0.05, 0.05)
+    #: how long after duration + omit + connect timeout + margin the clients may still run
+    CLIENT_GRACE_S = 0.0
+
+    def _cpus(self, cores: list[int], processes: int) -> list[Optional[int]]:
+        """Process i's CPU: ``pin_cores`` round-robin (None: not pinned)."""
+        return [cores[i % len(cores)] if cores else None for i in range(processes)]
+
+    def _begin_trial(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="nfvperf-iperf3-", dir=self._workdir)
+
+    def _end_trial(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def _host_proc(self, argv: list[str], wd: Path, name: str) -> _Proc:
+        p = _Proc(argv, wd, name, self.host, self.tag)
+        self._procs.append(p)
+        return p
+
+    def _server(self, i: int, cpu: Optional[int], limit_s: float) -> Any:
+        assert self._tmp is not None
+        return self._host_proc(self.server_cmd(self.base_port + i, cpu), Path(self._tmp.name), f"server{i}")
+
+    def _client(self, i: int, cpu: Optional[int], limit_s: float, opts: dict[str, Any]) -> Any:
+        assert self._tmp is not None
+        return self._host_proc(self.client_cmd(self.base_port + i, cpu, **opts), Path(self._tmp.name),
+                               f"client{i}")
+
+    def _where(self, processes: int) -> str:
+        ns = f" (client netns {self.client_ns}, server netns {self.server_ns})" \
+            if self.client_ns or self.server_ns else ""
+        return f"against server {self.server_ip} ports {self.base_port}-{self.base_port + processes - 1}{ns}"
 
     def _wait_listening(self, p: _Proc, port: int) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
@@ -727,15 +433,15 @@ class Iperf3Measurer(Measurer):
                             f"after {self.ready_timeout_s} s")
 
     @staticmethod
-    def _wait_all(procs: list[_Proc], deadline: float) -> list[_Proc]:
+    def _wait_all(procs: list[Any], deadline: float, poll_s: float) -> list[Any]:
         """Wait for all to exit until ``deadline``; return those still running (not killed)."""
-        pending = [p for p in procs if p.popen.poll() is None]
+        pending = [p for p in procs if p.running()]
         while pending and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pending = [p for p in pending if p.popen.poll() is None]
+            time.sleep(poll_s)
+            pending = [p for p in pending if p.running()]
         return pending
 
-    def _parse_process(self, pr: TcpProcessResult, client: _Proc, server: _Proc, bidir: bool,
+    def _parse_process(self, pr: TcpProcessResult, client: Any, server: Any, bidir: bool,
                        timed_out: bool) -> None:
         what = f"iperf3 client {pr.index} -> server {self.server_ip}:{pr.port}"
         out, err = client.output()
@@ -752,69 +458,7 @@ class Iperf3Measurer(Measurer):
                     error = f"{error}; {serror}"
             pr.error = error or f"{what}: no result"
             return
-        end = doc.get("end") or {}
-        ssent = end.get("sum_sent") or {}
-        srecv = end.get("sum_received") or {}
-        if not ssent and not srecv:
-            pr.error = f"{what}: iperf3 JSON has no end summary (stderr: {err.strip()[-300:]})"
-            return
-        pr.sender_bps = float(ssent.get("bits_per_second", 0.0))
-        pr.receiver_bps = float(srecv.get("bits_per_second", 0.0))
-        pr.sender_bytes = int(ssent.get("bytes", 0))
-        pr.receiver_bytes = int(srecv.get("bytes", 0))
-        pr.seconds = float(srecv.get("seconds", ssent.get("seconds", 0.0)))
-        rtx = ssent.get("retransmits")
-        if bidir:
-            rs = end.get("sum_sent_bidir_reverse") or {}
-            rr = end.get("sum_received_bidir_reverse") or {}
-            pr.reverse_sender_bps = float(rs.get("bits_per_second", 0.0))
-            pr.reverse_receiver_bps = float(rr.get("bits_per_second", 0.0))
-            if rtx is not None and rs.get("retransmits") is not None:
-                rtx = int(rtx) + int(rs["retransmits"])
-        pr.retransmits = int(rtx) if rtx is not None else None
-        # number of TCP connections: bidir lists each stream once per direction
-        n = len(end.get("streams") or [])
-        pr.streams = n // 2 if bidir else n
-        cpu = end.get("cpu_utilization_percent") or {}
-        pr.cpu_host_pct = cpu.get("host_total")
-        pr.cpu_remote_pct = cpu.get("remote_total")
-        pr.sender_tcp_congestion = end.get("sender_tcp_congestion")
-        for iv in doc.get("intervals") or []:
-            s = iv.get("sum") or {}
-            row = {"start_s": float(s.get("start", 0.0)), "end_s": float(s.get("end", 0.0)),
-                   "bps": float(s.get("bits_per_second", 0.0))}
-            if s.get("retransmits") is not None:
-                row["retransmits"] = int(s["retransmits"])
-            if bidir:
-                rsum = iv.get("sum_bidir_reverse") or {}
-                row["reverse_bps"] = float(rsum.get("bits_per_second", 0.0))
-            pr.intervals.append(row)
-
-    @staticmethod
-    def _aggregate(res: TcpResult) -> None:
-        ok = [p for p in res.per_process if p.error is None]
-        res.sender_bps = sum(p.sender_bps for p in ok)
-        res.receiver_bps = sum(p.receiver_bps for p in ok)
-        res.reverse_sender_bps = sum(p.reverse_sender_bps for p in ok)
-        res.reverse_receiver_bps = sum(p.reverse_receiver_bps for p in ok)
-        rtx = [p.retransmits for p in ok if p.retransmits is not None]
-        res.retransmits = sum(rtx) if rtx else None
-        for attr, dst in (("cpu_host_pct", res.cpu_host_pct), ("cpu_remote_pct", res.cpu_remote_pct)):
-            vals = [getattr(p, attr) for p in ok if getattr(p, attr) is not None]
-            dst["mean"] = sum(vals) / len(vals) if vals else None
-            dst["max"] = max(vals) if vals else None
-        # aggregate per-interval series by interval index (processes start within ms of each
-        # other; the index is the honest alignment -- the start offsets are not shifted)
-        n = min((len(p.intervals) for p in ok), default=0)
-        for k in range(n):
-            rows = [p.intervals[k] for p in ok]
-            agg = {"start_s": rows[0]["start_s"], "end_s": rows[0]["end_s"],
-                   "bps": sum(r["bps"] for r in rows)}
-            if all("retransmits" in r for r in rows):
-                agg["retransmits"] = sum(r["retransmits"] for r in rows)
-            if res.bidir:
-                agg["reverse_bps"] = sum(r.get("reverse_bps", 0.0) for r in rows)
-            res.intervals.append(agg)
+        parse_end(pr, doc, bidir, f"{what}: iperf3 JSON has no end summary (stderr: {err.strip()[-300:]})")
 
     def close(self) -> None:
         for p in list(self._procs):

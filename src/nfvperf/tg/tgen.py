@@ -1,37 +1,32 @@
-"""Client and measurer for nfvperf's own DPDK traffic generator (``tgen/``).
+"""The measurer on nfvperf's own DPDK traffic generator (``tgen/``).
 
-* :class:`TgenProcess` starts ``tgen`` (argument list, never a shell string), waits until its
-  JSON-RPC socket answers, and is the RPC client (:meth:`TgenProcess.rpc`).
+* :class:`TgenProcess` (``tgen_proc``) starts ``tgen`` and is its JSON-RPC client.
 * :class:`TgenMeasurer` is the :class:`~nfvperf.trial.Measurer` on top of it: one stream per
-  direction, a trial per ``measure()``, results converted to :class:`TrialResult`.
+  direction (``tgen_streams``), a trial per ``measure()``, results converted to
+  :class:`TrialResult` (``tgen_results``).
 
 Wire protocol: ``tgen/PROTOCOL.md`` (JSON-RPC 2.0, one JSON object per line, Unix socket).
 """
 from __future__ import annotations
 
-import itertools
-import json
-import logging
 import os
-import re
-import shutil
-import socket
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from nfvperf.host.base import Popened
-from nfvperf.host.proc import LOCAL, Process, ProcessError
-from nfvperf.host.run import ResourceTracker
 from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
+from nfvperf.tg.tgen_proc import (TSC_HZ_ENV, PortSpec, TgenError, TgenProcess,  # noqa: F401
+                                  _lcore_cpus, find_tgen_binary, tsc_hz_option)
+from nfvperf.tg.tgen_results import (LATENCY_DEFINITION, merge_latency,  # noqa: F401
+                                     percentiles_from_histogram, split_not_sent, stream_from_wire,
+                                     tsc_calibration_record)
 from nfvperf.tg.tgen_split import flow_slices, merge_streams, split_frames, split_stream
+from nfvperf.tg.tgen_streams import (check_rx_groups, directions_for, rx_group, split_base_name,
+                                     split_record, stream_object)
 from nfvperf.trial import (
     MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     DutFailure,
-    LatencySummary,
     Measurer,
     MeasurerError,
     Segment,
@@ -45,8 +40,6 @@ from nfvperf.trial import (
     stretched,
 )
 
-log = logging.getLogger(__name__)
-
 __all__ = [
     "TgenError",
     "PortSpec",
@@ -56,621 +49,6 @@ __all__ = [
     "merge_latency",
     "percentiles_from_histogram",
 ]
-
-# Trial validity thresholds (DESIGN "a trial that cannot be trusted ... is marked invalid").
-# (sent < 99.9 % of intended and negative loss: nfvperf.trial.sent_short / negative_loss)
-# (effective duration > 110 % of intended -> invalid: nfvperf.trial.stretched)
-PERCENTILES = ("50", "90", "99", "99.9", "99.99")
-
-#: ``dpdk`` (DPDK's TSC frequency, rounded to 10 MHz), a frequency in Hz, or ``calibrate`` (the
-#: default: tgen measures its TSC against CLOCK_MONOTONIC_RAW at start-up, PROTOCOL.md §1)
-TSC_HZ_ENV = "NFVPERF_TGEN_TSC_HZ"
-
-
-def tsc_hz_option(value: Optional[str]) -> Optional[str]:
-    """The ``--tsc-hz`` value to give tgen for ``value`` (None: tgen's default, calibrate)."""
-    if value is None or value.strip() in ("", "calibrate"):
-        return None
-    v = value.strip()
-    if v == "dpdk":
-        return v
-    try:
-        hz = float(v)
-    except ValueError:
-        hz = 0.0
-    if not 1e6 <= hz <= 1e11:
-        raise ValueError(f"{TSC_HZ_ENV}/tsc_hz: {value!r} is not 'calibrate', 'dpdk' or a frequency "
-                         "in Hz (1e6..1e11)")
-    return str(int(round(hz)))
-
-
-def tsc_calibration_record(ping: dict[str, Any]) -> dict[str, Any]:
-    """What tgen said about its clock (``ping``: PROTOCOL.md §3), for the run's environment: the
-    frequency DPDK reported, the one tgen uses, the correction in ppm and how it was measured."""
-    used, dpdk = ping.get("tsc_hz"), ping.get("tsc_hz_dpdk")
-    cal = ping.get("tsc_calibration")
-    if dpdk is None or not isinstance(cal, dict):
-        # a tgen from before the calibration used DPDK's value (rounded to 10 MHz)
-        return {"method": "dpdk", "tsc_hz": used, "tsc_hz_dpdk": used, "correction_ppm": 0.0,
-                "reason": "tgen without TSC calibration"}
-    rec: dict[str, Any] = {"method": cal.get("method"), "tsc_hz": used, "tsc_hz_dpdk": dpdk,
-                           "correction_ppm": (float(used) / float(dpdk) - 1.0) * 1e6
-                           if used and dpdk else None}
-    rec.update({k: v for k, v in cal.items() if k not in rec and k != "correction_ppm"})
-    return rec
-
-
-def split_not_sent(raw: dict[str, Any]) -> tuple[dict[int, int], list[str]]:
-    """Frames tgen's workers handed a port that the port's own counters did not count out
-    (``ports[].tx.not_sent``, PROTOCOL.md §6), split over the streams sending on that port in
-    proportion to what each handed it (largest remainder, so the shares add up).  Returns
-    {stream id: frames not sent} and one note per such port."""
-    streams = [s for s in raw.get("streams") or [] if "id" in s]
-    cut: dict[int, int] = {}
-    notes: list[str] = []
-    for p in raw.get("ports") or []:
-        tx = p.get("tx")
-        if not isinstance(tx, dict) or not int(tx.get("not_sent") or 0) or "id" not in p:
-            continue
-        port = int(p["id"])
-        mine = [(int(s["id"]), int(s.get("sent") or 0)) for s in streams
-                if int(s.get("tx_port", -1)) == port]
-        total = sum(n for _, n in mine)
-        if total <= 0:
-            continue
-        n = min(int(tx["not_sent"]), total)
-        shares = {sid: n * sent // total for sid, sent in mine}
-        rest = n - sum(shares.values())
-        for sid, _ in sorted(mine, key=lambda x: -((n * x[1]) % total))[:rest]:
-            shares[sid] += 1
-        for sid, k in shares.items():
-            if k:
-                cut[sid] = cut.get(sid, 0) + k
-        counted = [f"the PMD counted {int(tx['port_opackets']):,} out"
-                   if tx.get("port_opackets") is not None else None,
-                   f"kernel interface {tx.get('iface')} transmitted {int(tx['iface_tx_packets']):,}"
-                   f" (tx_dropped {int(tx.get('iface_tx_dropped') or 0):,})"
-                   if tx.get("iface_tx_packets") is not None else None]
-        notes.append(f"generator's port {port} dropped {n:,} frames at TX: tgen handed it "
-                     f"{total:,}, " + ", ".join(c for c in counted if c)
-                     + "; counted as not sent")
-    return cut, notes
-
-
-class TgenError(MeasurerError):
-    """tgen answered a request with a JSON-RPC error (``code``, ``message``, ``data``)."""
-
-    def __init__(self, message: str, code: Optional[int] = None, data: Any = None,
-                 method: Optional[str] = None):
-        super().__init__(message)
-        self.code = code
-        self.data = data
-        self.method = method
-
-
-def _repo_root() -> Path:
-    # src/nfvperf/tg/tgen.py -> repository root
-    return Path(__file__).resolve().parents[3]
-
-
-def find_tgen_binary() -> Path:
-    """``$NFVPERF_TGEN``, else ``tgen/build/tgen`` of this checkout (or of the cwd)."""
-    env = os.environ.get("NFVPERF_TGEN")
-    if env:
-        p = Path(env)
-        if not (p.is_file() and os.access(p, os.X_OK)):
-            raise FileNotFoundError(f"NFVPERF_TGEN={env} is not an executable file")
-        return p
-    for base in (_repo_root(), Path.cwd()):
-        p = base / "tgen" / "build" / "tgen"
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-    w = shutil.which("tgen")
-    if w:
-        return Path(w)
-    raise FileNotFoundError(
-        "tgen binary not found: build it with `make build` (tgen/build/tgen) or set NFVPERF_TGEN")
-
-
-_PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-
-
-@dataclass
-class PortSpec:
-    """One generator port: a vdev devargs string (``net_ring0``, ``net_af_packet0,iface=x``,
-    ``net_af_xdp0,iface=x``) or a PCI address with optional devargs (``0000:3b:00.0``)."""
-
-    devargs: str
-    speed_bps: Optional[float] = None
-    rx_queues: int = 1
-    tx_queues: int = 1
-    rxd: int = 1024
-    txd: int = 1024
-    mtu: int = 1500
-    promisc: bool = True
-    rx: Optional[bool] = None      # poll this port's RX queues (None: tgen's default - off for net_null)
-    #: another core or device writes and reads this port's mbufs (a zero-copy memif client's
-    #: server): tgen prefetches their lines a burst at a time; None: tgen's default by driver
-    prefetch: Optional[bool] = None
-    #: the address tgen puts on the wire for this port (its frames' source, the default destination
-    #: of streams to it); None: the device's own.  A kernel interface (af_packet) is given another
-    #: address, so that frames to this one stop at the kernel's first IP check instead of being
-    #: routed one by one (topo.ports.veth: AfPacket.tg_wire_mac, kernel_mac)
-    mac: Optional[str] = None
-
-    @property
-    def is_pci(self) -> bool:
-        return bool(_PCI_RE.match(self.devargs))
-
-    def eal_args(self) -> list[str]:
-        return ["-a", self.devargs] if self.is_pci else ["--vdev", self.devargs]
-
-    @property
-    def driver(self) -> str:
-        if self.is_pci:
-            return "pci"
-        return re.sub(r"\d+$", "", self.devargs.split(",", 1)[0])
-
-
-# ---------------------------------------------------------------------------------------------
-# Latency helpers
-# ---------------------------------------------------------------------------------------------
-
-def percentiles_from_histogram(hist: Sequence[tuple[float, int]], pcts: Iterable[str] = PERCENTILES,
-                               min_ns: Optional[float] = None, max_ns: Optional[float] = None
-                               ) -> dict[str, float]:
-    """Percentiles from a histogram of (bucket upper bound ns, count), sorted by bound.
-
-    The value is interpolated linearly inside the bucket that holds the rank and clamped to the
-    observed [min, max]; a bucket's lower bound is the previous bucket's upper bound (or min)."""
-    buckets = sorted((float(b), int(c)) for b, c in hist if int(c) > 0)
-    total = sum(c for _, c in buckets)
-    out: dict[str, float] = {}
-    if total <= 0:
-        return out
-    for p in pcts:
-        rank = float(p) / 100.0 * total
-        cum = 0
-        prev: Optional[float] = None
-        val = buckets[-1][0]
-        for bound, cnt in buckets:
-            lo = prev if prev is not None else min(float(min_ns or 0.0), bound)
-            if cum + cnt >= rank:
-                val = lo + (bound - lo) * (rank - cum) / cnt
-                break
-            cum += cnt
-            prev = bound
-        if min_ns is not None:
-            val = max(val, float(min_ns))
-        if max_ns is not None:
-            val = min(val, float(max_ns))
-        out[p] = val
-    return out
-
-
-def merge_histograms(hists: Iterable[Sequence[tuple[float, int]]]) -> list[tuple[float, int]]:
-    acc: dict[float, int] = {}
-    for h in hists:
-        for b, c in h:
-            acc[float(b)] = acc.get(float(b), 0) + int(c)
-    return sorted((b, c) for b, c in acc.items() if c)
-
-
-def _merge_var(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
-    """Merge PDV/IPDV dicts (min/avg/max/p99) of several streams: min of mins, count-weighted
-    average, max of maxes, and the largest per-stream p99 (a conservative bound)."""
-    parts = [(n, d) for n, d in parts if d and n > 0]
-    if not parts:
-        return {}
-    out: dict[str, float] = {}
-    mins = [d["min"] for _, d in parts if "min" in d]
-    maxs = [d["max"] for _, d in parts if "max" in d]
-    avgs = [(n, d["avg"]) for n, d in parts if "avg" in d]
-    p99 = [d["p99"] for _, d in parts if "p99" in d]
-    if mins:
-        out["min"] = min(mins)
-    if avgs:
-        out["avg"] = sum(n * a for n, a in avgs) / sum(n for n, _ in avgs)
-    if maxs:
-        out["max"] = max(maxs)
-    if p99:
-        out["p99"] = max(p99)
-    return out
-
-
-def merge_latency(summaries: Iterable[Optional[LatencySummary]]) -> Optional[LatencySummary]:
-    """Merge per-stream latency: min of mins, count-weighted mean, max of maxes, the histograms
-    summed and the percentiles recomputed from the merged histogram."""
-    ls = [s for s in summaries if s is not None and s.count > 0]
-    if not ls:
-        return None
-    count = sum(s.count for s in ls)
-    mn = min(s.min_ns for s in ls)
-    mx = max(s.max_ns for s in ls)
-    avg = sum(s.avg_ns * s.count for s in ls) / count
-    hist = merge_histograms(s.histogram for s in ls)
-    if len(ls) == 1 and ls[0].percentiles_ns:
-        pct = dict(ls[0].percentiles_ns)     # one stream: the generator's own figures
-    else:
-        pct = percentiles_from_histogram(hist, min_ns=mn, max_ns=mx) if hist else {}
-    return LatencySummary(count=count, min_ns=mn, avg_ns=avg, max_ns=mx, percentiles_ns=pct,
-                          histogram=hist,
-                          pdv_ns=_merge_var([(s.count, s.pdv_ns) for s in ls]),
-                          ipdv_ns=_merge_var([(s.count, s.ipdv_ns) for s in ls]),
-                          definition=ls[0].definition)
-
-
-# ---------------------------------------------------------------------------------------------
-# The process and its JSON-RPC client
-# ---------------------------------------------------------------------------------------------
-
-class TgenProcess:
-    """One tgen process in RPC mode.
-
-    Every resource carries ``tag``: the EAL file prefix ``nfvperf-<tag>``, the control socket
-    ``<run_dir>/tgen-<tag>.sock``, the log ``<run_dir>/tgen-<tag>.log`` (stderr) and
-    ``<run_dir>/tgen-<tag>.out`` (stdout, the ready line).  The process itself is a
-    :class:`nfvperf.host.proc.Process` on ``host`` (default: this machine), registered with
-    ``tracker`` when one is given.
-    """
-
-    START_TIMEOUT_S = 60.0
-    RPC_TIMEOUT_S = 30.0
-
-    def __init__(self, ports: list[PortSpec], lcores: str = "0@0,1@0", *, run_dir: Path,
-                 tag: str, binary: Optional[Path] = None, hugepages: bool = True,
-                 extra_eal: Sequence[str] = (), extra_args: Sequence[str] = (),
-                 mem_mb: int = 512, netns: Optional[str] = None,
-                 tracker: Optional[ResourceTracker] = None, host: Any = None,
-                 tsc_hz: Optional[str] = None):
-        if not ports:
-            raise ValueError("TgenProcess needs at least one port")
-        # tgen's TSC frequency: calibrated at start-up unless this (or $NFVPERF_TGEN_TSC_HZ)
-        # says "dpdk" or gives a frequency
-        self.tsc_hz = tsc_hz_option(tsc_hz if tsc_hz is not None else os.environ.get(TSC_HZ_ENV))
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
-            raise ValueError(f"tag {tag!r}: only letters, digits, '_', '.', '-'")
-        self.ports = list(ports)
-        self.lcores = lcores
-        self.run_dir = Path(run_dir)
-        self.tag = tag
-        self.binary = Path(binary) if binary else None
-        self.hugepages = hugepages
-        self.extra_eal = list(extra_eal)
-        self.extra_args = list(extra_args)
-        self.mem_mb = mem_mb
-        # run tgen inside this network namespace (its kernel ports - af_packet/af_xdp - live
-        # there); the control socket is a file, reachable from any namespace
-        self.netns = netns
-        self.file_prefix = f"nfvperf-{tag}"
-        self.host = host if host is not None else LOCAL
-        # a remote tgen (a testbed's tester host) listens on that host; the controller reaches
-        # the socket through an SSH-forwarded connection (SshHost.connect_unix)
-        self.remote = bool(getattr(self.host, "remote", False))
-        sock = (Path(self.host.work_dir) if self.remote else self.run_dir) / f"tgen-{tag}.sock"
-        if len(str(sock)) > 100:   # sun_path is 108 bytes
-            sock = Path("/tmp") / f"nfvperf-tgen-{tag}.sock"
-        self.socket_path = sock
-        self.log_path = self.run_dir / f"tgen-{tag}.log"      # stderr (logs, DPDK messages)
-        self.out_path = self.run_dir / f"tgen-{tag}.out"      # stdout (the ready line)
-        self.ready: dict[str, Any] = {}
-        self.tracker = tracker
-        self.process: Optional[Process] = None
-        self._sock: Optional[socket.socket] = None
-        self._rbuf = b""
-        self._ids = itertools.count(1)
-        self._lock = threading.RLock()
-        self.info: dict[str, Any] = {}
-
-    # -- command line -----------------------------------------------------------------------
-    def eal_args(self) -> list[str]:
-        args = ["--lcores", self.lcores, "--file-prefix", self.file_prefix,
-                "--log-level", "lib.eal:warning"]
-        if self.hugepages:
-            args.append("--in-memory")
-        else:
-            args += ["--no-huge", "-m", str(self.mem_mb)]
-        if not any(p.is_pci for p in self.ports):
-            args.append("--no-pci")
-        for p in self.ports:
-            args += p.eal_args()
-        return args + self.extra_eal
-
-    def app_args(self) -> list[str]:
-        args = ["--socket", str(self.socket_path)]
-        for i, p in enumerate(self.ports):
-            kv = [f"rxq={p.rx_queues}", f"txq={p.tx_queues}", f"rxd={p.rxd}", f"txd={p.txd}",
-                  f"mtu={p.mtu}", f"promisc={1 if p.promisc else 0}"]
-            if p.speed_bps:
-                kv.insert(0, f"speed={int(p.speed_bps)}")
-            if p.rx is not None:
-                kv.append(f"rx={1 if p.rx else 0}")
-            if p.prefetch is not None:
-                kv.append(f"prefetch={1 if p.prefetch else 0}")
-            if p.mac:
-                kv.append(f"mac={p.mac}")
-            args += ["--port", f"{i}:" + ",".join(kv)]
-        if self.tsc_hz is not None:
-            args += ["--tsc-hz", self.tsc_hz]
-        return args
-
-    def base_argv(self) -> list[str]:
-        """tgen's own command line (without the namespace prefix)."""
-        binary = self.binary or find_tgen_binary()
-        return [str(binary)] + self.eal_args() + ["--"] + self.app_args() + self.extra_args
-
-    def argv(self) -> list[str]:
-        """The command line started (``ip netns exec <ns>`` first when ``netns`` is set)."""
-        return self.host.wrap(self.base_argv(), self.netns)
-
-    @property
-    def proc(self) -> Optional[Popened]:
-        """The running tgen's Popen (pid, poll(), returncode), None before start()."""
-        return self.process.proc if self.process is not None else None
-
-    # -- life cycle -------------------------------------------------------------------------
-    #: DPDK 22.11's af_packet PMD derives its PACKET_FANOUT group id from the pid and the
-    #: interface index; another process's group with the same id makes the socket option fail
-    #: with EINVAL and the port does not probe.  A new process gets a new pid, so start again.
-    FANOUT_RETRIES = 2
-
-    def start(self) -> "TgenProcess":
-        for attempt in range(self.FANOUT_RETRIES + 1):
-            try:
-                return self._start()
-            except MeasurerError as e:
-                if "could not set PACKET_FANOUT" not in str(e) or attempt == self.FANOUT_RETRIES:
-                    raise
-                log.warning("tgen: af_packet PACKET_FANOUT group clash at start, starting again")
-                self.process = None          # _start() already stopped and cleaned up that one
-        raise AssertionError("unreachable")
-
-    def _start(self) -> "TgenProcess":
-        if self.process is not None:
-            return self
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.remote:
-            self.host.mkdir(self.socket_path.parent)
-        self.host.remove(self.socket_path)
-        self.process = Process("tgen", self.base_argv(), None, self.tracker, netns=self.netns,
-                               host=self.host, log_path=self.log_path, stdout_path=self.out_path,
-                               append=False, tag=self.tag, died=MeasurerError)
-        self.argv_used = self.process.cmd
-        try:
-            self.process.start()
-        except ProcessError as e:
-            self.process = None
-            raise MeasurerError(str(e)) from None
-        try:
-            self._wait_ready(self.START_TIMEOUT_S)
-            self._connect(10.0)
-            self.info = {"ping": self.rpc("ping"), "ports": self.rpc("ports.list")}
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_ready(self, timeout_s: float) -> None:
-        """Wait for tgen's one ready line on stdout: {"ready": true, "socket": ..., ...}."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                text = self.out_path.read_text(errors="replace")
-            except OSError:
-                text = ""
-            for line in text.splitlines():
-                line = line.strip()
-                if line.startswith("{"):
-                    try:
-                        msg = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(msg, dict) and msg.get("ready"):
-                        self.ready = msg
-                        if msg.get("socket"):
-                            self.socket_path = Path(msg["socket"])
-                        return
-            self.check_alive()
-            time.sleep(0.05)
-        raise MeasurerError(f"tgen printed no ready line within {timeout_s:.0f} s; log tail:\n"
-                            f"{self.log_tail()}")
-
-    def _connect(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        last: Optional[Exception] = None
-        while time.monotonic() < deadline:
-            self.check_alive()
-            if self.host.exists(self.socket_path):
-                try:
-                    self._sock = self.host.connect_unix(self.socket_path)
-                    self._rbuf = b""
-                    return
-                except OSError as e:
-                    last = e
-            time.sleep(0.05)
-        raise MeasurerError(f"tgen did not open {self.socket_path} within {timeout_s:.0f} s "
-                            f"({last}); log tail:\n{self.log_tail()}")
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.running()
-
-    def check_alive(self) -> None:
-        if self.process is None:
-            raise MeasurerError("tgen is not started")
-        rc = self.process.returncode()
-        if rc is not None:
-            how = self.process.describe_exit()
-            how = how if how.startswith("unreachable") else f"exited with status {rc}"
-            raise MeasurerError(f"tgen {how}; log tail:\n{self.log_tail()}")
-
-    def log_tail(self, nbytes: int = 3000) -> str:
-        if self.process is not None:
-            return self.process.log_tail(nbytes=nbytes)
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - nbytes))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
-
-    def stop(self, timeout_s: float = 10.0) -> Optional[int]:
-        """Ask tgen to shut down, then SIGTERM, then SIGKILL.  Returns the exit status."""
-        rc = None
-        if self.process is not None:
-            if self.process.running() and self._sock is not None:
-                try:
-                    self.rpc("shutdown", _timeout=2.0)
-                except (MeasurerError, OSError):
-                    pass
-            # asked to shut down: timeout_s for that, then SIGTERM (3 s), then SIGKILL
-            rc = self.process.stop(timeout=3.0, grace=timeout_s)
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-            self._sock = None
-        try:
-            self.host.remove(self.socket_path)
-            self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
-        except Exception as e:  # noqa: BLE001 - the host may be gone; cleanup by tag remains
-            log.warning("tgen: cannot remove its files on %s: %s", self.host.name, e)
-        return rc
-
-    def __enter__(self) -> "TgenProcess":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- JSON-RPC ---------------------------------------------------------------------------
-    def rpc(self, method: str, _timeout: Optional[float] = None, **params: Any) -> Any:
-        """Call ``method`` with named ``params``; return its ``result`` or raise TgenError."""
-        return self.call(method, params, timeout_s=_timeout)
-
-    def call(self, method: str, params: Any = None, timeout_s: Optional[float] = None) -> Any:
-        req: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
-        if params is not None and params != {}:
-            req["params"] = params
-        resp = self.raw(json.dumps(req, separators=(",", ":")).encode() + b"\n", req["id"],
-                        timeout_s)
-        if "error" in resp and resp["error"] is not None:
-            err = resp["error"]
-            if isinstance(err, dict):
-                raise TgenError(f"tgen {method}: {err.get('message', err)}", err.get("code"),
-                                err.get("data"), method)
-            raise TgenError(f"tgen {method}: {err}", None, None, method)
-        if "result" not in resp:
-            raise MeasurerError(f"tgen {method}: malformed response {resp!r}")
-        return resp["result"]
-
-    def raw(self, data: bytes, want_id: Any = None, timeout_s: Optional[float] = None
-            ) -> dict[str, Any]:
-        """Send raw bytes, return the next response (the one with ``want_id`` if given)."""
-        timeout_s = self.RPC_TIMEOUT_S if timeout_s is None else timeout_s
-        with self._lock:
-            self.check_alive()
-            if self._sock is None:
-                raise MeasurerError("tgen: not connected")
-            try:
-                self._sock.sendall(data)
-            except OSError as e:
-                self._died_or(f"tgen: send failed: {e}")
-            deadline = time.monotonic() + timeout_s
-            while True:
-                while b"\n" not in self._rbuf:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        self._died_or(f"tgen: no answer within {timeout_s} s")
-                    self._sock.settimeout(min(left, 0.5))
-                    try:
-                        chunk = self._sock.recv(1 << 20)
-                    except socket.timeout:
-                        self.check_alive()
-                        continue
-                    except OSError as e:
-                        self._died_or(f"tgen: receive failed: {e}")
-                    if not chunk:
-                        self._died_or("tgen closed the control connection")
-                    self._rbuf += chunk
-                line, _, self._rbuf = self._rbuf.partition(b"\n")
-                if not line.strip():
-                    continue
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    raise MeasurerError(f"tgen sent invalid JSON: {line[:200]!r}") from None
-                if not isinstance(msg, dict):
-                    raise MeasurerError(f"tgen sent a non-object: {line[:200]!r}")
-                if want_id is None or msg.get("id") == want_id:
-                    return msg
-                if "id" not in msg:
-                    continue        # a notification
-                # a stale answer to an earlier, timed-out request: skip it
-
-    def _died_or(self, msg: str) -> None:
-        if self.process is not None:
-            self.process.wait(0.5)
-        self.check_alive()
-        raise MeasurerError(msg)
-
-
-# ---------------------------------------------------------------------------------------------
-# The measurer
-# ---------------------------------------------------------------------------------------------
-
-def _lcore_cpus(lcores: str) -> dict[int, set[int]]:
-    """Parse an EAL --lcores string ("0@0,1@0", "0-3", "(0,1)@(0,1)", "1@(2-3)") into
-    {lcore: {cpus}}.  Unknown shapes map an lcore to itself."""
-    def rng(txt: str) -> list[int]:
-        out: list[int] = []
-        for part in txt.strip("()").split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        return out
-
-    res: dict[int, set[int]] = {}
-    for item in re.findall(r"\([^)]*\)(?:@\([^)]*\)|@\d+(?:-\d+)?)?|[^,]+", lcores):
-        item = item.strip().strip(",")
-        if not item:
-            continue
-        if "@" in item:
-            ls, cs = item.split("@", 1)
-            cpus = set(rng(cs))
-            for lc in rng(ls):
-                res[lc] = cpus
-        else:
-            for lc in rng(item):
-                res[lc] = {lc}
-    return res
-
-
-def _latency_from_wire(d: Optional[dict[str, Any]]) -> Optional[LatencySummary]:
-    if not d:
-        return None
-    count = int(d.get("count") or 0)
-    if count <= 0:
-        return LatencySummary(count=0)
-    hist = [(float(b), int(c)) for b, c in (d.get("histogram") or [])]
-    pct = {str(k): float(v) for k, v in (d.get("percentiles_ns") or {}).items() if v is not None}
-    return LatencySummary(
-        count=count, min_ns=float(d.get("min_ns") or 0.0), avg_ns=float(d.get("avg_ns") or 0.0),
-        max_ns=float(d.get("max_ns") or 0.0), percentiles_ns=pct, histogram=hist,
-        pdv_ns={k: float(v) for k, v in (d.get("pdv_ns") or {}).items() if v is not None},
-        ipdv_ns={k: float(v) for k, v in (d.get("ipdv_ns") or {}).items() if v is not None},
-        definition=TgenMeasurer.LATENCY_DEFINITION)
-
-
-def _opt_float(v: Any) -> Optional[float]:
-    return None if v is None else float(v)
-
 
 #: drivers whose TX ring is the DUT's RX ring (virtio-user on vhost-user, memif): a full ring
 #: holds the generator back instead of dropping frames, so the frames the DUT did not take at the
@@ -695,9 +73,7 @@ class TgenMeasurer(Measurer):
     name = "tgen"
     rate_limited = True
     warmup_default = True
-    LATENCY_DEFINITION = ("tgen: tx timestamp (TSC, written as the frame is queued for TX) to rx "
-                          "poll time on the generator clock; includes both generator ports' "
-                          "queueing; RFC 1242 store-and-forward approximation")
+    LATENCY_DEFINITION = LATENCY_DEFINITION
     #: trial.status polls (and DUT checks) while a trial runs
     POLL_S = 0.2
     #: polls once the trial's schedule (learning wait, traffic, drain) should be over: at POLL_S
@@ -719,16 +95,7 @@ class TgenMeasurer(Measurer):
         # the topology's own record (DUT, versions, pinning), kept under "topology" in environment()
         self.topology_environment = topology_environment
         self.pairs = [(int(a), int(b)) for a, b in pairs]
-        self.rx_groups = [[int(p) for p in g] for g in (rx_groups or [])]
-        seen: dict[int, int] = {}
-        for i, g in enumerate(self.rx_groups):
-            if len(set(g)) != len(g) or not g:
-                raise ValueError(f"rx_groups[{i}]: {g} must list distinct ports")
-            for p in g:
-                if p in seen:
-                    raise ValueError(f"rx_groups: port {p} is in groups {seen[p]} and {i}; a port "
-                                     f"belongs to one receive group")
-                seen[p] = i
+        self.rx_groups = check_rx_groups(rx_groups)
         self.dut_counters = dut_counters
         self.dut_alive = dut_alive
         #: the DUT's telemetry, read before and after every trial (outside its measured interval);
@@ -759,65 +126,17 @@ class TgenMeasurer(Measurer):
         return {i for i, p in enumerate(getattr(self.proc, "ports", None) or [])
                 if getattr(p, "driver", None) in BACKPRESSURE_DRIVERS}
 
-    # -- streams ----------------------------------------------------------------------------
-    def directions_for(self, profile: TrafficProfile) -> list[tuple[int, int]]:
-        dirs = list(self.pairs)
-        if profile.bidirectional:
-            dirs += [(b, a) for a, b in self.pairs]
-        return dirs
-
-    def rx_group(self, rx: int) -> Optional[list[int]]:
-        """The receive group port ``rx`` is in (its first member first: ``rx`` itself), or None."""
-        for g in self.rx_groups:
-            if rx in g and len(g) > 1:
-                return [rx] + [p for p in g if p != rx]
-        return None
-
-    def stream_object(self, profile: TrafficProfile, index: int, tx: int, rx: int) -> dict:
-        s: dict[str, Any] = {"port": tx, "rx_port": rx, "name": f"p{tx}->p{rx}",
-                             "flows": int(profile.flows_per_port), "rate": {"pps": 1}}
-        group = self.rx_group(rx)
-        if group is not None:
-            s["rx_ports"] = group
-            s["name"] = f"p{tx}->p{'+'.join(str(p) for p in group)}"
-        if profile.imix:
-            s["imix"] = [[int(sz), int(w)] for sz, w in profile.imix]
-        else:
-            s["size_b"] = int(profile.frame_size_b)
-        if profile.vlan is not None:
-            s["vlan"] = int(profile.vlan)
-        if profile.ip_version == 6:
-            s["ipv6"] = True
-        elif profile.ip_version != 4:
-            raise ValueError(f"ip_version must be 4 or 6, not {profile.ip_version}")
-        if profile.vxlan:
-            s["vxlan"] = {}
-        if index >= len(self.pairs):
-            # a reverse direction: swap tgen's default addresses so replies look like replies
-            # (RFC 2544 198.18.0.0/15; VXLAN outer 10.0.0.1/2)
-            if profile.ip_version == 6:
-                s.update(src_ip="2001:2:0:1::1", dst_ip="2001:2::1")
-            else:
-                s.update(src_ip="198.19.0.1", dst_ip="198.18.0.1")
-            if profile.vxlan:
-                s["vxlan"].update(outer_src_ip="10.0.0.2", outer_dst_ip="10.0.0.1")
-        extra = (self.stream_params[index] if self.stream_params and index < len(self.stream_params)
-                 else None) or {}
-        for k, v in extra.items():
-            if k == "vxlan" and isinstance(v, dict):
-                if profile.vxlan:
-                    s["vxlan"] = {**s.get("vxlan", {}), **v}
-            else:
-                s[k] = v
-        return s
-
+    # -- streams ---------------------------------------------------------------------------
     def set_profile(self, profile: TrafficProfile) -> None:
         self.proc.rpc("stream.remove", all=True)
         self.stream_ids = []
         self.split_groups = []
-        self.directions = self.directions_for(profile)
+        self.directions = directions_for(self.pairs, profile)
         self.profile = profile
-        objs = [self.stream_object(profile, i, tx, rx) for i, (tx, rx) in enumerate(self.directions)]
+        params = self.stream_params or []
+        objs = [stream_object(profile, tx, rx, reverse=i >= len(self.pairs), group=rx_group(self.rx_groups, rx),
+                              extra=params[i] if i < len(params) else None)
+                for i, (tx, rx) in enumerate(self.directions)]
         # every direction is split the same way (tgen's trial-level rate is per stream)
         flows = min(int(o.get("flows", 1)) for o in objs)
         self.split_n = len(flow_slices(flows, self.cores))
@@ -829,45 +148,11 @@ class TgenMeasurer(Measurer):
                     group.append(len(self.stream_ids))
                     self.stream_ids.append(int(r["stream_id"]))
                 self.split_groups.append(group)
-            self.split_info = self._split_record(objs, flows)
+            self.split_info = split_record(self.proc, objs, flows, self.cores, self.split_n,
+                                           self.split_groups, self.directions, self.stream_ids)
         except BaseException:
             self.profile = None
             raise
-
-    @staticmethod
-    def split_base_name(name: str) -> str:
-        """A direction's name from a sub-stream's (``p0->p1#1`` -> ``p0->p1``)."""
-        return re.sub(r"#\d+$", "", name)
-
-    def _split_record(self, objs: list[dict], flows: int) -> dict[str, Any]:
-        """Which lcores each direction uses (tgen's stream.list txq and ports.list tx_lcores /
-        rx_lcores) and what the split could not do, for the result (``extra["tgen_cores"]``)."""
-        notes: list[str] = []
-        if self.cores > 1 and self.split_n < self.cores:
-            notes.append(f"{flows} flow(s) per direction cannot be split over {self.cores} "
-                         f"generator cores: each direction uses {self.split_n} core(s) "
-                         "(give more flows to use them all)")
-        try:
-            txq = {int(s["id"]): int(s.get("txq", 0)) for s in self.proc.rpc("stream.list")}
-            ports = {int(p["id"]): p for p in self.proc.rpc("ports.list")}
-        except (MeasurerError, KeyError, TypeError, ValueError):
-            return {"cores": self.cores, "sub_streams": self.split_n, "notes": notes}
-        lc = _lcore_cpus(getattr(self.proc, "lcores", "") or "")
-        dirs: dict[str, Any] = {}
-        for o, group, (tx, rx) in zip(objs, self.split_groups, self.directions):
-            tx_l = ports.get(tx, {}).get("tx_lcores") or []
-            queues = [txq.get(self.stream_ids[j], 0) for j in group]
-            lcores = [int(tx_l[q]) for q in queues if q < len(tx_l)]
-            if len(set(queues)) < len(queues):
-                notes.append(f"{o.get('name')}: port {tx} has {ports.get(tx, {}).get('txq')} TX "
-                             f"queue(s) for {len(queues)} sub-streams: some share a queue and core")
-            rx_l = sorted({int(x) for x in ports.get(rx, {}).get("rx_lcores") or []})
-            dirs[str(o.get("name"))] = {
-                "sub_streams": len(group), "tx_queues": queues, "tx_lcores": lcores,
-                "tx_cpus": sorted({c for x in lcores for c in lc.get(x, ())}),
-                "rx_lcores": rx_l, "rx_cpus": sorted({c for x in rx_l for c in lc.get(x, ())})}
-        return {"cores": self.cores, "sub_streams": self.split_n, "directions": dirs,
-                "notes": notes}
 
     # -- trials -----------------------------------------------------------------------------
     def _need_profile(self) -> TrafficProfile:
@@ -875,7 +160,9 @@ class TgenMeasurer(Measurer):
             raise MeasurerError("TgenMeasurer: set_profile() first")
         return self.profile
 
-    def _trial_base(self, profile: TrafficProfile, drain_s: Optional[float] = None) -> dict:
+    def _trial_base(self, drain_s: Optional[float] = None, **fields: Any) -> dict:
+        """The ``trial.start`` object with ``fields`` (set_profile() first)."""
+        profile = self._need_profile()
         t: dict[str, Any] = {"streams": list(self.stream_ids),
                              "drain_s": float(profile.drain_s if drain_s is None else drain_s),
                              "latency": bool(profile.latency)}
@@ -885,7 +172,11 @@ class TgenMeasurer(Measurer):
             wait = profile.learning_s if self.learning_wait_s is None else self.learning_wait_s
             t.update(learning=True, learning_frames=int(self.learning_frames),
                      learning_wait_s=float(wait))
-        return t
+        return dict(t, **fields)
+
+    def _each(self, frames: int) -> list[int]:
+        """``frames`` expected of every (sub-)stream."""
+        return [int(frames)] * len(self.stream_ids)
 
     def _check_dut(self) -> None:
         if self.dut_alive is not None:
@@ -1013,21 +304,7 @@ class TgenMeasurer(Measurer):
             if cut:
                 s = dict(s, sent=int(s.get("sent") or 0) - cut)
                 s["lost"] = max(0, int(s["sent"]) - int(s.get("received") or 0))
-            sr = StreamResult(
-                name=str(s.get("name") or f"stream{sid}"), tx_port=int(s.get("tx_port", 0)),
-                rx_port=int(s.get("rx_port", 0)), intended_pps=float(s.get("intended_pps") or 0.0),
-                achieved_pps=float(s.get("achieved_pps") or 0.0), sent=int(s.get("sent") or 0),
-                received=int(s.get("received") or 0), lost=int(s.get("lost") or 0),
-                duplicates=int(s.get("duplicates") or 0), reordered=int(s.get("reordered") or 0),
-                reorder_extent_max=int(s.get("reorder_extent_max") or 0),
-                seq_gaps=int(s.get("seq_gaps") or 0), latency=_latency_from_wire(s.get("latency")),
-                first_loss_ns=_opt_float(s.get("first_loss_ns")),
-                last_loss_ns=_opt_float(s.get("last_loss_ns")),
-                max_rx_gap_ns=_opt_float(s.get("max_rx_gap_ns")),
-                misrouted=int(s.get("misrouted") or 0),
-                rx_ports=[int(p) for p in s.get("rx_ports") or []] if len(s.get("rx_ports") or []) > 1 else [],
-                rx_by_port={str(k): int(v) for k, v in (s.get("rx_by_port") or {}).items()}
-                if len(s.get("rx_ports") or []) > 1 else {})
+            sr = stream_from_wire(s, sid)
             streams.append(sr)
             # The frames the generator's schedule asked for (PROTOCOL.md §6: ceil(duration x
             # rate) per timed segment) are what was offered; it differs from round(load x
@@ -1076,7 +353,7 @@ class TgenMeasurer(Measurer):
                          "frames it did not take at the offered load count as lost: " + "; ".join(pushed_back))
         if self.split_n > 1 and len(self.split_groups) * self.split_n == len(streams):
             # one result per direction from its sub-streams (tgen_split: sums, histogram merged)
-            streams = [merge_streams(self.split_base_name(streams[g[0]].name),
+            streams = [merge_streams(split_base_name(streams[g[0]].name),
                                      [streams[j] for j in g]) for g in self.split_groups]
         if self.split_info.get("notes"):
             notes += [f"tgen_cores: {n}" for n in self.split_info["notes"]]
@@ -1128,59 +405,47 @@ class TgenMeasurer(Measurer):
         return tel
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if duration_s <= 0 or load_pps <= 0:
             raise ValueError("measure() needs duration_s > 0 and load_pps > 0")
-        trial = self._trial_base(profile)
         n = self.split_n        # a split direction: each sub-stream 1/n of the rate (tgen_split)
-        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
-        raw = self._run(trial, duration_s)
-        exp = [int(round(load_pps / n * duration_s))] * len(self.stream_ids)
-        return self._convert(raw, duration_s, load_pps, exp)
+        raw = self._run(self._trial_base(duration_s=float(duration_s), pps=float(load_pps) / n), duration_s)
+        return self._convert(raw, duration_s, load_pps, self._each(round(load_pps / n * duration_s)))
 
     def measure_frames(self, frames: int, load_pps: float) -> TrialResult:
         """A constant-load trial of exactly ``frames`` frames per stream."""
-        profile = self._need_profile()
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial.update(frames=split_frames(frames, n), pps=float(load_pps) / n)
+        trial = self._trial_base(frames=split_frames(frames, n), pps=float(load_pps) / n)
         dur = frames / load_pps
-        raw = self._run(trial, dur)
-        return self._convert(raw, dur, load_pps, [split_frames(frames, n)] * len(self.stream_ids))
+        return self._convert(self._run(trial, dur), dur, load_pps, self._each(split_frames(frames, n)))
 
     def measure_segments(self, segments: list[Segment]) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if not segments:
             raise ValueError("measure_segments() needs at least one segment")
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial["segments"] = [{"duration_s": float(s.duration_s), "pps": float(s.load_pps) / n}
-                             for s in segments]
+        trial = self._trial_base(segments=[{"duration_s": float(s.duration_s), "pps": float(s.load_pps) / n}
+                                           for s in segments])
         total = sum(s.duration_s for s in segments)
         frames = sum(int(round(s.load_pps / n * s.duration_s)) for s in segments)
-        raw = self._run(trial, total)
-        res = self._convert(raw, total, frames * n / total if total else 0.0,
-                            [frames] * len(self.stream_ids))
+        res = self._convert(self._run(trial, total), total, frames * n / total if total else 0.0,
+                            self._each(frames))
         res.extra["segments"] = [{"duration_s": s.duration_s, "load_pps": s.load_pps}
                                  for s in segments]
         return res
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0
                       ) -> TrialResult:
-        profile = self._need_profile()
-        trial = self._trial_base(profile, drain_s=drain_s)
         n = self.split_n
-        trial.update(mode="burst", burst_frames=split_frames(burst_frames, n), bursts=1,
-                     pps=float(burst_pps) / n)
+        trial = self._trial_base(drain_s, mode="burst", burst_frames=split_frames(burst_frames, n), bursts=1,
+                                 pps=float(burst_pps) / n)
         dur = burst_frames / burst_pps
-        raw = self._run(trial, dur)
-        res = self._convert(raw, dur, burst_pps,
-                            [split_frames(burst_frames, n)] * len(self.stream_ids))
+        res = self._convert(self._run(trial, dur), dur, burst_pps, self._each(split_frames(burst_frames, n)))
         res.extra["burst_frames"] = int(burst_frames)
         return res
 
     def measure_reset(self, duration_s: float, load_pps: float, reset_at_s: float) -> TrialResult:
-        profile = self._need_profile()
+        self._need_profile()
         if self.reset_hook is None:
             raise Unsupported("tgen measure_reset needs a reset_hook (set by the runner)")
         if not 0 <= reset_at_s < duration_s:
@@ -1208,9 +473,8 @@ class TgenMeasurer(Measurer):
             # the DUT is expected to be down while it resets: check it only before and after
             return state["timer"] is None or state["done"]
 
-        trial = self._trial_base(profile)
         n = self.split_n
-        trial.update(duration_s=float(duration_s), pps=float(load_pps) / n)
+        trial = self._trial_base(duration_s=float(duration_s), pps=float(load_pps) / n)
         try:
             raw = self._run(trial, duration_s, on_running=on_running, dut_checks=dut_checks)
         finally:
@@ -1220,8 +484,7 @@ class TgenMeasurer(Measurer):
             raise MeasurerError(f"reset hook failed: {state['error']}") from state["error"]
         if state["timer"] is None:
             raise MeasurerError("tgen: the trial ended before the reset could be triggered")
-        res = self._convert(raw, duration_s, load_pps,
-                            [int(round(load_pps / n * duration_s))] * len(self.stream_ids))
+        res = self._convert(raw, duration_s, load_pps, self._each(round(load_pps / n * duration_s)))
         res.extra["reset_at_s"] = reset_at_s
         return res
 

@@ -142,24 +142,20 @@ class GuestShell(_Console):
             with self._cv:
                 self._buf = ""
             self.sock.sendall(text.encode())
-            deadline = time.monotonic() + timeout
-            with self._cv:
-                while True:
-                    m = end.search(self._buf)
-                    if m:
-                        out = self._buf[: m.start()]
-                        self._buf = self._buf[m.end():]
-                        b = out.find(begin)
-                        out = out[b + len(begin):] if b >= 0 else out
-                        return int(m.group(1)), out.replace("\r", "").strip("\n")
-                    if self._closed:
-                        raise DutFailure(f"{self.name}: guest shell {self.path} closed during "
-                                         f"{line[:200]!r}")
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise DutFailure(f"{self.name}: no end of {line[:200]!r} within "
-                                         f"{timeout:.0f} s; got {self._buf[-500:]!r}")
-                    self._cv.wait(min(left, 0.2))
+            out, m = self._expect(end, timeout, f"{self.name}: guest shell {self.path} closed during {line[:200]!r}",
+                                  f"{self.name}: no end of {line[:200]!r} within {timeout:.0f} s")
+            out = out[: m.start()]
+            b = out.find(begin)
+            out = out[b + len(begin):] if b >= 0 else out
+            return int(m.group(1)), out.replace("\r", "").strip("\n")
+
+
+def env_prefix(env: Optional[dict[str, str]]) -> str:
+    """``K=V ...`` before a command in the guest's shell (the variables are the command's)."""
+    for k in env or {}:
+        if not k.isidentifier():
+            raise ValueError(f"environment variable name {k!r}: letters, digits and '_' only")
+    return "".join(f"{k}={shlex.quote(str(v))} " for k, v in (env or {}).items())
 
 
 class GuestHost:
@@ -215,6 +211,17 @@ class ShellGuest(VmVnf):
             # why, with QEMU's status, its log and the guest console (alive), not only "closed"
             self._died_why()
             raise
+
+    def run_argv(self, argv: Sequence[str], check: bool = True, timeout: float = 30.0,
+                 env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
+        """Run ``argv`` in the guest (``env``: variables of the command); raises
+        :class:`CommandError` when ``check`` and it exits non-zero."""
+        line = env_prefix(env) + shlex.join([str(a) for a in argv])
+        rc, out = self.shell_line(line, timeout)
+        cp = subprocess.CompletedProcess(list(argv), rc, out, "")
+        if check and rc != 0:
+            raise CommandError(f"{self.vnf_name}: {line} failed ({rc}): {out.strip()[-500:]}", cp)
+        return cp
 
     def _died_why(self, wait_s: float = 2.0) -> None:
         """Raise :meth:`alive`'s account if QEMU exits within ``wait_s``; return if it runs on."""
@@ -303,17 +310,6 @@ class TcpGuest(ShellGuest):
                 raise DutFailure(f"{self.vnf_name}: the guest found no network interface (virtio-net "
                                  f"did not load); console {self.console_log}:\n{console}")
             self._open_shell()
-
-    def run_argv(self, argv: Sequence[str], check: bool = True,
-                 timeout: float = 30.0) -> subprocess.CompletedProcess:
-        """Run ``argv`` in the guest; raises :class:`CommandError` when ``check`` and it exits
-        non-zero."""
-        line = shlex.join([str(a) for a in argv])
-        rc, out = self.shell_line(line, timeout)
-        cp = subprocess.CompletedProcess(list(argv), rc, out, "")
-        if check and rc != 0:
-            raise CommandError(f"{self.vnf_name}: {line} failed ({rc}): {out.strip()[-500:]}", cp)
-        return cp
 
     @property
     def host(self) -> "GuestHost":

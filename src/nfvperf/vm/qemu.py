@@ -90,6 +90,21 @@ def qemu_version() -> str:
     return run_version([QEMU, "--version"], r"version (\d+\.\d+[\w.\-+~]*)")
 
 
+def connect_unix_retry(path: Path, deadline: float, pause_s: float) -> socket.socket:
+    """A stream socket connected to ``path``, tried every ``pause_s`` until ``deadline`` (then the
+    last OSError)."""
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(str(path))
+            return s
+        except OSError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(pause_s)
+
+
 class _Console:
     """testpmd's command line on the guest's second serial port (a QEMU server socket)."""
 
@@ -102,18 +117,7 @@ class _Console:
         self._closed = False
 
     def connect(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(str(self.path))
-                break
-            except OSError:
-                s.close()
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        self.sock = s
+        self.sock = connect_unix_retry(self.path, time.monotonic() + timeout, 0.2)
         self._reader = threading.Thread(target=self._read, name=f"vm-console-{self.path.name}",
                                         daemon=True)
         self._reader.start()
@@ -141,22 +145,25 @@ class _Console:
         with self._cv:
             self._buf = ""
         self.sock.sendall((line + "\r").encode())
-        rx = re.compile(PROMPT)
+        # the command's own echo comes first; wait for the prompt after the output
+        return self._expect(re.compile(PROMPT), timeout, f"guest console {self.path} closed",
+                            f"guest testpmd: no prompt after {line!r} within {timeout:.0f} s")[0]
+
+    def _expect(self, rx: re.Pattern[str], timeout: float, closed: str, late: str) -> tuple[str, re.Match[str]]:
+        """Wait up to ``timeout`` for ``rx`` in the output: (the output up to the match's end, taken
+        off the buffer; the match).  DutFailure ``closed`` or ``late`` (with the output's tail)."""
         deadline = time.monotonic() + timeout
         with self._cv:
             while True:
-                # the command's own echo comes first; wait for the prompt after the output
                 m = rx.search(self._buf)
                 if m:
-                    out = self._buf[: m.end()]
-                    self._buf = self._buf[m.end():]
-                    return out
+                    out, self._buf = self._buf[: m.end()], self._buf[m.end():]
+                    return out, m
                 if self._closed:
-                    raise DutFailure(f"guest console {self.path} closed")
+                    raise DutFailure(closed)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise DutFailure(f"guest testpmd: no prompt after {line!r} within "
-                                     f"{timeout:.0f} s; got {self._buf[-500:]!r}")
+                    raise DutFailure(f"{late}; got {self._buf[-500:]!r}")
                 self._cv.wait(min(left, 0.2))
 
     def close(self) -> None:

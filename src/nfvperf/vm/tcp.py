@@ -28,8 +28,7 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from nfvperf.tg import ifsettings
-from nfvperf.tg.iperf3 import (Iperf3Measurer, TcpProcessResult, TcpResult, _parse_json, _Proc, check_tcp_args,
-                               client_argv)
+from nfvperf.tg.iperf3 import Iperf3Measurer, client_argv
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
@@ -158,125 +157,51 @@ class VmTcpMeasurer(Iperf3Measurer):
         self.path_info["interface_settings"] = applied
         return applied
 
-    def read_tcp_settings(self) -> dict[str, dict[str, Any]]:
-        """What each guest's NIC reads back now (ethtool -k / -l), without changing it."""
-        out: dict[str, dict[str, Any]] = {}
-        for g in self.guests:
-            ch = ifsettings.read_channels(g.ifname, g.iface, g.host)
-            out[f"{g.iface}/{g.ifname}"] = {"tso": ifsettings.read_tso(g.ifname, g.iface, g.host),
-                                           "channels": ch}
-        return out
-
     def environment(self) -> dict[str, Any]:
         env = super().environment()
         env.update(path=self.path_info, client=getattr(self.client, "iface", self.client),
                    server=self.server.iface)
         return env
 
-    # -- the trial -------------------------------------------------------------------------------
-    def measure_tcp(self, duration_s: float, streams: int = 1, processes: int = 1,
-                    reverse: bool = False, bidir: bool = False,
-                    pin_cores: Optional[list[int]] = None, mss: Optional[int] = None,
-                    zerocopy: bool = False, length_b: Optional[int] = None, omit_s: int = 0,
-                    interval_s: float = 1.0, congestion: Optional[str] = None) -> TcpResult:
-        """``processes`` iperf3 pairs x ``streams`` connections for ``duration_s`` between the
-        ends; process i pinned (``-A``) to ``pin_cores[i]`` in each guest end (a host-namespace
+    # -- the trial (Iperf3Measurer.measure_tcp) in the guests ---------------------------------
+    #: a guest's processes are polled through its shell: less often
+    POLL_S = (0.5, 0.2)
+    CLIENT_GRACE_S = 5.0
+
+    def _cpus(self, cores: list[int], processes: int) -> list[Optional[int]]:
+        """Process i pinned (``-A``) to ``pin_cores[i]`` in each guest end (a host-namespace
         client is not pinned)."""
-        duration_s = check_tcp_args(duration_s, streams, processes, reverse, bidir)
-        cores = list(pin_cores or [])
         for g in self.guests:
             bad = [c for c in cores if not 0 <= c < g.vcpus]
             if bad:
                 raise MeasurerError(f"params.pin_cores: {bad} are not vCPUs of {g.iface} "
                                     f"({g.vcpus} vCPUs: 0..{g.vcpus - 1})")
-        res = TcpResult(duration_s=duration_s, streams=streams, processes=processes,
-                        reverse=reverse, bidir=bidir, server=self.server_ip,
-                        client_ns=self.client_ns, server_ns=None, iperf3_version=self.version,
-                        path=dict(self.path_info))
-        before = self._read_dut_counters()
-        limit = duration_s + omit_s + self.connect_timeout_ms / 1000.0 + self.timeout_margin_s
-        t0 = time.monotonic()
-        servers: list[GuestProc] = []
-        clients: list[Any] = []
-        try:
-            self.server.shell_line(f"rm -f /tmp/{PREFIX}*")
-            if isinstance(self.client, TcpGuest):
-                self.client.shell_line(f"rm -f /tmp/{PREFIX}*")
-            for i in range(processes):
-                cpu = cores[i] if i < len(cores) else None
-                p = GuestProc(self.server, guest_argv("server", self.base_port + i, cpu),
-                              f"server{i}", limit + self.ready_timeout_s + 5)
-                servers.append(p)
-                res.commands.append(p.argv)
-            for i, p in enumerate(servers):
-                self._wait_guest_listening(p, self.base_port + i)
-            res.started_at = time.time()
-            for i in range(processes):
-                port = self.base_port + i
-                cpu = cores[i] if i < len(cores) else None
-                if isinstance(self.client, TcpGuest):
-                    argv = guest_argv("client", port, cpu, self.server_ip, duration_s, streams,
-                                      reverse, bidir, mss, omit_s, interval_s, length_b,
-                                      self.connect_timeout_ms)
-                    c: Any = GuestProc(self.client, argv, f"client{i}", limit)
-                else:
-                    c = _Proc(self.client_cmd(port, None, duration_s, streams, reverse, bidir,
-                                              length_b, mss, zerocopy, omit_s, interval_s,
-                                              congestion), self._wd(), f"client{i}", self.host,
-                              self.tag)
-                    self._procs.append(c)
-                clients.append(c)
-                res.commands.append(c.argv)
-            timed_out = self._wait_clients(clients, time.monotonic() + limit + 5)
-            ok_clients = [c for c in clients if c not in timed_out]
-            deadline = time.monotonic() + 3.0
-            for s, c in zip(servers, clients):
-                c_out, c_err = c.output() if c in ok_clients else ("", "")
-                if c in ok_clients and _parse_json(c_out, c_err, "")[1] is None:
-                    while s.running() and time.monotonic() < deadline:
-                        time.sleep(0.2)
-            for p in clients + servers:
-                p.kill()
-            for i in range(processes):
-                cpu = cores[i] if i < len(cores) else None
-                pr = TcpProcessResult(index=i, port=self.base_port + i, cpu=cpu,
-                                      client_cmd=clients[i].argv, server_cmd=servers[i].argv)
-                server: Any = servers[i]          # duck-typed like _Proc: argv, killed, output()
-                self._parse_process(pr, clients[i], server, bidir,
-                                    timed_out=clients[i] in timed_out)
-                res.per_process.append(pr)
-                if pr.error:
-                    res.errors.append(pr.error)
-            self._aggregate(res)
-        finally:
-            for p in clients + servers:
-                try:
-                    p.kill()
-                except Exception:  # noqa: BLE001 - the guest may be gone; the trial already failed
-                    pass
-                if p in self._procs:
-                    self._procs.remove(p)
-            res.wall_s = time.monotonic() - t0
-            if self.dut_counters_fn is not None:
-                res.dut_counters = {"before": before, "after": self._read_dut_counters()}
-        if self.dut_alive_fn is not None:
-            self.dut_alive_fn()
-        if not [p for p in res.per_process if p.error is None]:
-            err = MeasurerError(f"iperf3 could not measure from {getattr(self.client, 'iface', self.client)} "
-                                f"to {self.server.iface} ({self.server_ip}) ports {self.base_port}-"
-                                f"{self.base_port + processes - 1}: " + "; ".join(res.errors))
-            err.result = res  # type: ignore[attr-defined]
-            raise err
-        if res.errors:
-            res.valid = False
-        return res
+        return [cores[i] if i < len(cores) else None for i in range(processes)]
 
-    def _wd(self) -> Any:
-        d = Path(self._workdir or self.server.run.run_dir) / "iperf3"
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+    def _begin_trial(self) -> None:
+        for g in self.guests:
+            g.shell_line(f"rm -f /tmp/{PREFIX}*")
 
-    def _wait_guest_listening(self, p: GuestProc, port: int) -> None:
+    def _server(self, i: int, cpu: Optional[int], limit_s: float) -> Any:
+        return GuestProc(self.server, guest_argv("server", self.base_port + i, cpu), f"server{i}",
+                         limit_s + self.ready_timeout_s + 5)
+
+    def _client(self, i: int, cpu: Optional[int], limit_s: float, opts: dict[str, Any]) -> Any:
+        if not isinstance(self.client, TcpGuest):
+            wd = Path(self._workdir or self.server.run.run_dir) / "iperf3"
+            wd.mkdir(parents=True, exist_ok=True)
+            return self._host_proc(self.client_cmd(self.base_port + i, None, **opts), wd, f"client{i}")
+        o = opts
+        argv = guest_argv("client", self.base_port + i, cpu, self.server_ip, o["duration_s"], o["streams"],
+                          o["reverse"], o["bidir"], o["mss"], o["omit_s"], o["interval_s"], o["length_b"],
+                          self.connect_timeout_ms)
+        return GuestProc(self.client, argv, f"client{i}", limit_s)
+
+    def _where(self, processes: int) -> str:
+        return (f"from {getattr(self.client, 'iface', self.client)} to {self.server.iface} "
+                f"({self.server_ip}) ports {self.base_port}-{self.base_port + processes - 1}")
+
+    def _wait_listening(self, p: Any, port: int) -> None:
         deadline = time.monotonic() + max(self.ready_timeout_s, 10.0)
         while time.monotonic() < deadline:
             if not p.running():
@@ -288,19 +213,3 @@ class VmTcpMeasurer(Iperf3Measurer):
             time.sleep(0.1)
         raise MeasurerError(f"iperf3 server on port {port} ({self.server.iface}) not listening "
                             f"after {max(self.ready_timeout_s, 10.0):g} s")
-
-    @staticmethod
-    def _wait_clients(clients: list[Any], deadline: float) -> list[Any]:
-        """Wait until every client exited (guest: polled through the shell); return those still
-        running at ``deadline``."""
-        pending = list(clients)
-        while pending and time.monotonic() < deadline:
-            time.sleep(0.5)
-            pending = [c for c in pending if (c.running() if isinstance(c, GuestProc)
-                                              else c.popen.poll() is None)]
-        return pending
-
-    def close(self) -> None:
-        for p in list(self._procs):
-            p.kill()
-        self._procs.clear()
