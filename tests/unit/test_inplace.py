@@ -9,7 +9,10 @@ import pytest
 
 from nfvperf.dut import load_adapters
 from nfvperf.dut.base import DUT_REGISTRY
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsPort, OvsSpec, parse_pmd_rxq, requeue_devargs
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_ctl import OvsPort
+from nfvperf.dut.ovs_spec import OvsSpec
+from nfvperf.dut.ovs_pmd import parse_pmd_rxq, requeue_devargs
 from nfvperf.dut.ovs_rules import RuleInstall
 from nfvperf.host.run import RunContext
 from nfvperf.topo import build

@@ -11,7 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf.dut.base import PortRef, VhostBackend
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec, bond_refusal, parse_bond_show
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec, bond_refusal
+from nfvperf.dut.ovs_ports import parse_bond_show
 from nfvperf.topo.p_ovs_p import PhyOvsPhy
 from nfvperf.topo.spec import TopologySpec
 

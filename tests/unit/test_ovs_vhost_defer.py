@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from nfvperf.dut.base import PortRef, VhostBackend
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.host.run import RunContext
 
 

@@ -23,7 +23,8 @@ from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary, Check, Needs
 
 from .base import PortRef, register_dut
-from .ovs_dpdk import OVSDB_SERVER, OvsDpdk, OvsError, OvsPort
+from .ovs_ctl import OvsError, OvsPort
+from .ovs_dpdk import OVSDB_SERVER, OvsDpdk
 
 #: the plain (kernel-datapath) ovs-vswitchd of the openvswitch-switch package
 VSWITCHD_SYSTEM = Binary("ovs-vswitchd", "openvswitch-switch", candidates=("/usr/sbin/ovs-vswitchd",),

@@ -22,7 +22,7 @@ from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortEnd, PortRef, V
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology, TopologyError
-from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.topo.spec import TopologySpec
 
 #: tgen's stream addresses; the rules and stream_params use the same bases
