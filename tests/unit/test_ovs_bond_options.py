@@ -134,6 +134,10 @@ class FakeOvs(OvsDpdk):
             return f"{self.buckets.get(tuple(args[1:]), hash(args[1:]) & 0xff)}\n"
         return ""
 
+    def ofctl(self, cmd: str, bridge: str, *args: str, timeout: float = 30.0) -> str:
+        self.calls.append(("ofctl", cmd, bridge, *args))
+        return ""
+
     def _ofport(self, name: str, timeout: float = 10.0) -> int:
         return int(name[-1]) + 1
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
+from nfvperf.dut.port_end import PortEnd, phy_end
 from nfvperf.dut.base import DutAdapter, Flow, TopologyView
 from nfvperf.dut.ovs_rules import RuleInstall
 from nfvperf.dut.ovs_spec import OvsSpec
@@ -53,10 +54,13 @@ class OvsCtl(DutAdapter):
                  netns: Optional[str] = None, lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
                  vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
         super().__init__(run, tracker, cpus=cpus, **options)
-        #: the topology's port kind (pci: the ports are NICs, so no --no-pci in the EAL options)
+        #: the topology's port kind, and the class of its PHY ports' ends here (PCI NICs: no
+        #: --no-pci; memif: fixed TX queues), known before the ports are added
         self.port_kind: Optional[str] = None
+        self.phy_ends: tuple[type[PortEnd], ...] = ()
         if spec is not None and not isinstance(spec, OvsSpec):   # a TopologySpec: its ovs section
             self.port_kind = spec.port_kind
+            self.phy_ends = (phy_end(spec.port_kind),)
             spec = self.options(spec)
         plan = options.get("plan")
         if plan is not None and getattr(plan, "housekeeping", None):
@@ -226,6 +230,10 @@ class OvsCtl(DutAdapter):
             except Exception:  # noqa: BLE001 - a log is best effort (the host may be gone)
                 pass
         return " | ".join(text.strip().splitlines()[-lines:])
+
+    def enable_tso(self) -> None:
+        """other_config:userspace-tso-enable at start (see :attr:`userspace_tso`)."""
+        self.userspace_tso = True
 
     def pids(self) -> dict[str, Optional[int]]:
         return {k: p.pid for k, p in self._procs.items()}

@@ -27,6 +27,8 @@ from nfvperf.dut.base import TopologyView, register_dut
 from nfvperf.dut.ovs_telemetry import OVS_OFFERS
 from nfvperf.dut.ovs_ctl import OvsError
 from nfvperf.dut.ovs_telemetry import OvsStats
+from nfvperf.dut.port_end import phy_end
+from nfvperf.dut.vswitch import VSwitch
 from nfvperf.host.preflight import Binary
 from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
 from nfvperf.host import hugepages as hp
@@ -53,7 +55,7 @@ def _find_vswitchd() -> str:
 
 
 @register_dut("ovs-dpdk")
-class OvsDpdk(OvsStats):
+class OvsDpdk(OvsStats, VSwitch):
     """OVS-DPDK in the run directory (see the module doc).
 
     ``cpus`` are the PMD CPUs (``pmd-cpu-mask``) unless ``spec.pmd_cpu_mask`` says otherwise;
@@ -82,7 +84,7 @@ class OvsDpdk(OvsStats):
         OVS that nfvperf only attached to (``existing_db``: not nfvperf's to change; a start
         does not set them either)."""
         out = cls.in_place
-        if spec.port_kind == "memif":
+        if phy_end(spec.port_kind).fixed_rings:
             out = out - {"ovs.pmd_cpu_mask"}
         ovs = cls.options(spec)
         if ovs is not None and ovs.existing_db:

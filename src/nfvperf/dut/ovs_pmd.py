@@ -8,6 +8,8 @@ import time
 from typing import Any, Callable, ClassVar, Optional
 
 from nfvperf.dut.ovs_ctl import OvsError
+from nfvperf.host.hugepages import no_pci_option
+from nfvperf.dut.vswitch import ForwardingSource
 from nfvperf.dut.ovs_flows import OvsFlows
 from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check
 from nfvperf.host.cpu import cpu_mask, format_cpulist
@@ -45,10 +47,10 @@ class OvsPmds(OvsFlows):
     def other_config(self) -> dict[str, str]:
         """The Open_vSwitch other_config set before ovs-vswitchd starts: DPDK memory per NUMA
         socket, EAL options, the PMD and non-PMD CPU masks, EMC/SMC tuning."""
-        # --no-pci keeps DPDK off this host's NICs, except when the ports are PCI NICs
-        # (port_kind pci: each one is probed by its dpdk-devargs=<pci> when the port is added)
-        pci = self.port_kind == "pci"
-        eal = f"--file-prefix={self.file_prefix}{'' if pci else ' --no-pci'} --single-file-segments"
+        # the PHY ports' ends (the topology's, and those added before start) decide --no-pci
+        ends = [*self.phy_ends, *(type(p.end) for p in self.ports)]
+        eal = " ".join([f"--file-prefix={self.file_prefix}", *no_pci_option(e.pci_device for e in ends),
+                        "--single-file-segments"])
         cfg = {
             "dpdk-init": "true",
             "dpdk-socket-mem": self.socket_mem,
@@ -103,7 +105,7 @@ class OvsPmds(OvsFlows):
     def _check_in_place(self, changes: dict[str, Any]) -> None:
         """What this instance cannot change although the class declares it (ValueError, before
         anything is applied)."""
-        if self.port_kind == "memif" and "ovs.pmd_cpu_mask" in changes:
+        if any(e.fixed_rings for e in self.phy_ends) and "ovs.pmd_cpu_mask" in changes:
             raise ValueError("ovs.pmd_cpu_mask cannot change in place on port_kind memif: the "
                              "generator polls one ring per OVS TX queue (PMD threads + 1), fixed "
                              "when it started; restart")
@@ -191,6 +193,13 @@ class OvsPmds(OvsFlows):
                                f"pmd-rxq-show: {' | '.join(text.strip().splitlines()[:12])}; "
                                f"log: {self.log_tail()}")
             time.sleep(0.1)
+
+    def set_forwarding(self, source: ForwardingSource) -> None:
+        self.forwarding = source
+
+    def polling_cores(self) -> list[int]:
+        """The PMD threads' CPUs (``pmd-cpu-mask``)."""
+        return cores_from_mask(self._pmd_mask())
 
     def _apply_rules(self) -> dict[str, Any]:
         """Install the topology's rule set for the new ``ovs.rules`` (del-flows, bundles,

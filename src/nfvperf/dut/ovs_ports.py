@@ -2,9 +2,12 @@
 connected as their servers listen, patch and tunnel ports, VTEP underlays."""
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 import time
-from typing import Any, Optional, Sequence, Union
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
 
 from nfvperf.dut.base import PortRef
 from nfvperf.dut.ovs_ctl import MTU_KINDS, OvsCtl, OvsError, OvsPort
@@ -13,8 +16,9 @@ from nfvperf.host.netns import add_address, set_link
 from nfvperf.trial import Unsupported
 
 
-
 class OvsPorts(OvsCtl):
+    """Bridges, ports, bonds and tunnels (the :class:`~nfvperf.dut.vswitch.VSwitch` port operations)."""
+
     def add_bridge(self, name: Optional[str] = None, hwaddr: Optional[str] = None,
                    mtu: Optional[int] = None) -> str:
         """A bridge of ``datapath_type`` (netdev: userspace), fail-mode secure: it forwards only what ``program`` says.
@@ -69,7 +73,9 @@ class OvsPorts(OvsCtl):
         (each an Interface as :meth:`attach_portref` makes it, at that OpenFlow port number), with
         ``bond_mode`` ``mode``, ``lacp`` and the Port's ``other_config`` (bond-primary,
         lacp-fallback-ab, bond-rebalance-interval ...).  One ovs-vsctl transaction.  Returns the
-        members' OpenFlow port numbers (each member keeps its own: OVS's per-member counters)."""
+        members' OpenFlow port numbers (each member keeps its own: OVS's per-member counters).
+        The bridge's own (LOCAL) port is taken out of flooding, so a frame to an address not
+        learned yet goes to the other bond only."""
         if len(members) < 2:
             raise OvsError(f"bond {name}: a bond needs two or more members, got {len(members)}")
         if mode not in BOND_MODES:
@@ -93,7 +99,12 @@ class OvsPorts(OvsCtl):
             out.append(iface.ofport)
         self.bonds[name] = {"bridge": bridge, "members": names, "mode": mode, "lacp": lacp,
                             "other_config": dict(other_config or {})}
+        self.ofctl("mod-port", bridge, bridge, "no-flood")
         return out
+
+    def bond_hash(self, mac: str, vlan: int, basis: int) -> int:
+        """``ovs-appctl bond/hash <mac> <vlan> <basis>``: the bucket of a balance-slb bond."""
+        return int(self.appctl("bond/hash", mac, str(vlan), str(basis)).strip())
 
     def bond_show(self, name: str) -> dict[str, Any]:
         """``ovs-appctl bond/show <bond>`` parsed (:func:`parse_bond_show`)."""
@@ -178,6 +189,59 @@ class OvsPorts(OvsCtl):
         connects to the socket at once."""
         sock = self.deferred_vhost.pop(name)
         self.vsctl("set", "Interface", name, f'options:vhost-server-path="{sock}"')
+
+    def connect_while(self, start: Callable[[], None], names: Optional[Sequence[str]] = None) -> None:
+        """Run ``start()`` (a vhost-user server starting: tgen, a VNF) while giving OVS the path
+        of each deferred port of ``names`` (None: all) as its socket appears; what is still
+        deferred when ``start()`` ends gets its path then."""
+        pending = {n: s for n, s in self.deferred_vhost.items() if names is None or n in names}
+        if not pending:
+            start()
+            return
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def connect() -> None:
+            try:
+                while pending and not done.is_set():
+                    for name, sock in list(pending.items()):
+                        if self.host.exists(sock):
+                            self.connect_vhost(name)
+                            del pending[name]
+                    done.wait(0.01)
+            except BaseException as e:  # noqa: BLE001 - raised in the starting thread
+                errors.append(e)
+
+        t = threading.Thread(target=connect, name=f"vhost-connect-{self.run.tag}", daemon=True)
+        t.start()
+        try:
+            start()
+        finally:
+            done.set()
+            t.join(30.0)
+            for name in list(pending):      # the server failed or the thread stopped: give the rest
+                if name in self.deferred_vhost:
+                    with contextlib.suppress(Exception):
+                        self.connect_vhost(name)
+        if errors:
+            raise errors[0]
+
+    def vhost_socket(self, name: str) -> Path:
+        """``vhu-<name>.sock`` in OVS's directory (vhost-sock-dir)."""
+        return Path(self.vhost_dir) / f"vhu-{name}.sock"
+
+    def ports_down(self, names: Sequence[str]) -> list[str]:
+        """The Interfaces of ``names`` whose ``link_state`` is not up."""
+        return [n for n in names if self.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
+
+    def add_patch(self, bridge: str, peer: str, ofport: int) -> int:
+        return self.add_ovs_port(bridge, f"patch-{peer}", "patch", ofport=ofport,
+                                 options={"peer": f"patch-{bridge}"})
+
+    def add_tunnel(self, bridge: str, name: str, ofport: int, remote_ip: str, local_ip: str,
+                   key: int, kind: str = "vxlan") -> int:
+        return self.add_ovs_port(bridge, name, kind, ofport=ofport,
+                                 options={"remote_ip": remote_ip, "local_ip": local_ip, "key": key})
 
     def _iface_options(self, kind: str, devargs: Optional[str], sock: Optional[str],
                        options: Optional[dict[str, Any]]) -> dict[str, str]:

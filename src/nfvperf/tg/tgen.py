@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from nfvperf.host.base import Popened
+from nfvperf.host.hugepages import no_pci_option
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
@@ -370,8 +371,7 @@ class TgenProcess:
             args.append("--in-memory")
         else:
             args += ["--no-huge", "-m", str(self.mem_mb)]
-        if not any(p.is_pci for p in self.ports):
-            args.append("--no-pci")
+        args += no_pci_option(p.is_pci for p in self.ports)
         for p in self.ports:
             args += p.eal_args()
         return args + self.extra_eal
