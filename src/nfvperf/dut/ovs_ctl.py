@@ -7,13 +7,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union, cast
 
 from nfvperf.dut.port_end import PortEnd, phy_end
 from nfvperf.dut.base import DutAdapter, Flow, TopologyView
 from nfvperf.dut.ovs_rules import RuleInstall
 from nfvperf.dut.ovs_spec import OvsSpec
-from nfvperf.host.cpu import cpu_mask
+from nfvperf.host.base import Host
+from nfvperf.host.cpu import PinningPlan, cpu_mask
 from nfvperf.host.proc import LOCAL, CommandError, Process
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import DutFailure
@@ -52,7 +53,7 @@ class OvsCtl(DutAdapter):
     def __init__(self, run: RunContext, tracker: Optional[ResourceTracker] = None,
                  cpus: Sequence[int] = (), spec: Union[OvsSpec, TopologyView, None] = None, *,
                  netns: Optional[str] = None, lcore_cpu: int = 0, socket_mem_mb: Optional[int] = None,
-                 vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: Any) -> None:
+                 vswitchd: Optional[str] = None, start_timeout_s: float = 30.0, **options: object) -> None:
         super().__init__(run, tracker, cpus=cpus, **options)
         #: the topology's port kind, and the class of its PHY ports' ends here (PCI NICs: no
         #: --no-pci; memif: fixed TX queues), known before the ports are added
@@ -63,7 +64,7 @@ class OvsCtl(DutAdapter):
             self.phy_ends = (phy_end(spec.port_kind),)
             spec = self.options(spec)
         plan = options.get("plan")
-        if plan is not None and getattr(plan, "housekeeping", None):
+        if isinstance(plan, PinningPlan) and plan.housekeeping:
             lcore_cpu = plan.housekeeping[0]
         self.tag = run.tag
         self.run_dir = Path(run.run_dir)
@@ -85,7 +86,7 @@ class OvsCtl(DutAdapter):
         self.file_prefix = run.file_prefix("ovs")
         # where the daemons run (nfvperf.host.proc.LOCAL, or an SshHost of a testbed: then the
         # files below are on that host, reached through self.host)
-        self.host: Any = options.get("host") or LOCAL
+        self.host = cast(Host, options.get("host") or LOCAL)
         self.remote = bool(getattr(self.host, "remote", False))
         # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
         d = (Path(self.host.work_dir) / self.tag / "ovs") if self.remote \

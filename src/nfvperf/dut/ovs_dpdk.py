@@ -21,7 +21,7 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import ClassVar, Optional
 
 from nfvperf.dut.base import TopologyView, register_dut
 from nfvperf.dut.ovs_telemetry import OVS_OFFERS
@@ -124,26 +124,27 @@ class OvsDpdk(OvsStats, VSwitch):
         return CoreRequest("topology.ovs.pmd_cores", int(ovs.pmd_cores), bool(ovs.ht))
 
     @classmethod
-    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+    def describe_options(cls, section: dict[str, object]) -> list[str]:
         bits = []
         if section.get("pmd_cpu_mask"):
             bits.append(f"pmd-cpu-mask {section['pmd_cpu_mask']}")
         if section.get("pmd_cores"):
-            n = int(section["pmd_cores"])
+            n = int(str(section["pmd_cores"]))
             bits.append(f"{n} PMD core{'s' if n != 1 else ''}" +
                         (f" ({2 * n} threads, HT)" if section.get("ht") else ""))
-        if int(section.get("bridges") or 1) > 1:
+        if int(str(section.get("bridges") or 1)) > 1:
             bits.append(f"{section['bridges']} bridges (patch ports)")
-        if section.get("vlan_translate"):
-            bits.append("VLAN " + ", ".join(f"{a}->{b}" for a, b in section["vlan_translate"].items()))
+        vt, sm = section.get("vlan_translate"), section.get("socket_mem")
+        if vt and isinstance(vt, dict):
+            bits.append("VLAN " + ", ".join(f"{a}->{b}" for a, b in vt.items()))
         if section.get("bond_mode"):
             bits.append(f"bond {section['bond_mode']}")
-        if section.get("socket_mem"):
-            bits.append("socket-mem " + ",".join(str(x) for x in section["socket_mem"]))
+        if sm and isinstance(sm, list):
+            bits.append("socket-mem " + ",".join(str(x) for x in sm))
         if section.get("n_rxq", 1) != 1:
             bits.append(f"{section['n_rxq']} rxq")
         if section.get("rules"):
-            bits.append(f"{section['rules']:,} rules")
+            bits.append(f"{int(str(section['rules'])):,} rules")
         return bits
     def start(self) -> None:
         """Start ovsdb-server and ovs-vswitchd-dpdk (unless attached to a running OVS), create the

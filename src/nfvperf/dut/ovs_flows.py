@@ -74,7 +74,7 @@ class OvsFlows(OvsPorts):
         parts.append(f"idle_timeout=0,actions=output:{self.ofport(f.out_port)}")
         return ",".join(parts)
 
-    def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, Any]]:
+    def dump_flows(self, bridge: Optional[str] = None) -> list[dict[str, object]]:
         """``ovs-ofctl dump-flows`` parsed: [{"match": ..., "actions": ..., "n_packets": .., ...}]."""
         bridge = bridge or self.bridges[0]
         n = next((r.rules for r in reversed(self.rule_installs) if r.bridge == bridge), 0)
@@ -98,7 +98,7 @@ class OvsFlows(OvsPorts):
 _KV = re.compile(r"(\w+)=([^,\s]+)")
 
 
-def parse_dump_flows(text: str) -> list[dict[str, Any]]:
+def parse_dump_flows(text: str) -> list[dict[str, object]]:
     flows = []
     for line in text.splitlines():
         line = line.strip()

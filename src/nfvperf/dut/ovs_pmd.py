@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, Optional, TypedDict, Union
 
 from nfvperf.dut.ovs_ctl import OvsError
 from nfvperf.host.hugepages import no_pci_option
@@ -73,7 +73,7 @@ class OvsPmds(OvsFlows):
         return cfg
 
     # ------------------------------------------------------------------ in-place changes
-    def apply_in_place(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def apply_in_place(self, changes: dict[str, object]) -> dict[str, object]:
         """Change ``ovs.*`` fields of :attr:`in_place` on the running OVS, in the order a start
         applies them: other_config (the PMD threads first: the rx queues go to them), rx queues,
         rules.  Each step waits until OVS shows it: ovs-vsctl waits until ovs-vswitchd applied the
@@ -102,7 +102,7 @@ class OvsPmds(OvsFlows):
                            ", ".join(f"{k} = {v}" for k, v in changes.items()))
         return done
 
-    def _check_in_place(self, changes: dict[str, Any]) -> None:
+    def _check_in_place(self, changes: dict[str, object]) -> None:
         """What this instance cannot change although the class declares it (ValueError, before
         anything is applied)."""
         if any(e.fixed_rings for e in self.phy_ends) and "ovs.pmd_cpu_mask" in changes:
@@ -115,11 +115,11 @@ class OvsPmds(OvsFlows):
                              f"to (ovs.existing_db); not changed by nfvperf")
         mask = changes.get("ovs.pmd_cpu_mask")
         if mask and not self.remote:
-            check = pmd_mask_check(mask)
+            check = pmd_mask_check(str(mask))
             if check.status != "ok":
                 raise ValueError(check.detail)
 
-    def _apply_other_config(self, before: dict[str, str], after: dict[str, str]) -> dict[str, Any]:
+    def _apply_other_config(self, before: dict[str, str], after: dict[str, str]) -> dict[str, object]:
         """Set the in-place other_config keys that :meth:`other_config` gives differently now,
         remove those it no longer gives (OVS's default, as at a start); wait for the PMDs."""
         put = {k: after[k] for k in self.IN_PLACE_CONFIG if k in after and before.get(k) != after[k]}
@@ -146,7 +146,7 @@ class OvsPmds(OvsFlows):
                                    f"PMD threads on CPU(s) {format_cpulist(sorted(want))}")
         return sorted(parse_pmd_rxq(text)["pmds"])
 
-    def _apply_n_rxq(self, n: int) -> dict[str, Any]:
+    def _apply_n_rxq(self, n: int) -> dict[str, object]:
         """``options:n_rxq`` of every dpdk port (as :meth:`add_ovs_port` sets it), with the
         queue pairs of an af_packet / af_xdp vdev in its devargs (a new ``dpdk-devargs`` makes OVS
         re-create the port, same ofport); waits until every queue is on a PMD.  vhost-user ports
@@ -168,7 +168,7 @@ class OvsPmds(OvsFlows):
         self.vsctl(*args)
         names = [p.name for p in ports]
 
-        def settled(r: dict[str, Any]) -> bool:
+        def settled(r: PmdRxq) -> bool:
             for name in names:
                 err = self.vsctl("get", "Interface", name, "error", wait=False).strip()
                 if err and err != "[]":
@@ -181,7 +181,7 @@ class OvsPmds(OvsFlows):
                                  "ofport": self._ofport(name)} for name in names},
                 "pmds": {str(c): q for c, q in rxq["pmds"].items()}}
 
-    def _wait_rxq_show(self, ok: Callable[[dict[str, Any]], bool], timeout_s: float, what: str) -> str:
+    def _wait_rxq_show(self, ok: Callable[[PmdRxq], bool], timeout_s: float, what: str) -> str:
         deadline = time.monotonic() + timeout_s
         while True:
             self._raise_if_dead()
@@ -201,7 +201,7 @@ class OvsPmds(OvsFlows):
         """The PMD threads' CPUs (``pmd-cpu-mask``)."""
         return cores_from_mask(self._pmd_mask())
 
-    def _apply_rules(self) -> dict[str, Any]:
+    def _apply_rules(self) -> dict[str, object]:
         """Install the topology's rule set for the new ``ovs.rules`` (del-flows, bundles,
         dump-aggregate count: :meth:`program`)."""
         if self.forwarding is None:
@@ -214,7 +214,7 @@ class OvsPmds(OvsFlows):
         return {"rule_install": self.rule_installs[-1].to_dict()}
 
     # ------------------------------------------------------------------ counters
-    def pmd_stats(self) -> dict[str, Any]:
+    def pmd_stats(self) -> dict[str, object]:
         return parse_pmd_stats(self.appctl("dpif-netdev/pmd-stats-show"))
 
     def clear_stats(self) -> None:
@@ -234,10 +234,17 @@ _RXQ_PMD = re.compile(r"^pmd thread numa_id (\d+) core_id (\d+):")
 _RXQ_PORT = re.compile(r"^\s*port:\s+(\S+)\s+queue-id:\s+(\d+)")
 
 
-def parse_pmd_rxq(text: str) -> dict[str, Any]:
+class PmdRxq(TypedDict):
+    """``pmd-rxq-show`` parsed: per PMD core its [port, queue] pairs; per port its queues."""
+
+    pmds: dict[int, list[list[Union[str, int]]]]
+    ports: dict[str, list[int]]
+
+
+def parse_pmd_rxq(text: str) -> PmdRxq:
     """``dpif-netdev/pmd-rxq-show`` -> ``{"pmds": {core_id: [[port, queue], ...]}, "ports": {port:
     [queue ids, sorted]}}`` (queues listed under a PMD thread)."""
-    pmds: dict[int, list[list[Any]]] = {}
+    pmds: dict[int, list[list[Union[str, int]]]] = {}
     ports: dict[str, list[int]] = {}
     cur: Optional[int] = None
     for line in text.splitlines():
@@ -253,7 +260,7 @@ def parse_pmd_rxq(text: str) -> dict[str, Any]:
     return {"pmds": pmds, "ports": {k: sorted(v) for k, v in ports.items()}}
 
 
-def parse_pmd_stats(text: str) -> dict[str, Any]:
+def parse_pmd_stats(text: str) -> dict[str, object]:
     """``dpif-netdev/pmd-stats-show`` → {"threads": {"pmd core 1": {...}}, "total": {...}}.
 
     Keys are snake_case (``packets_received``, ``emc_hits``, ``smc_hits``, ``megaflow_hits``,

@@ -51,9 +51,10 @@ class OvsPorts(OvsCtl):
         virtio-user) or ``vhost-user`` (a VNF's server socket) as ``dpdkvhostuserclient``.
         Returns the OpenFlow port number."""
         kind, kw = self._portref_iface(port, dpdk_index)
-        return self.add_ovs_port(bridge, port.name, kind, ofport=ofport, mtu=port.mtu, **kw)
+        return self.add_ovs_port(bridge, port.name, kind, devargs=kw.get("devargs"), sock=kw.get("sock"),
+                                 ofport=ofport, mtu=port.mtu)
 
-    def _portref_iface(self, port: PortRef, dpdk_index: int) -> tuple[str, dict[str, Any]]:
+    def _portref_iface(self, port: PortRef, dpdk_index: int) -> tuple[str, dict[str, str]]:
         """(Interface type, add_ovs_port keywords) of a :class:`PortRef` (see attach_portref)."""
         n_rxq = int(self.spec.n_rxq or 1) if self.spec is not None else 1
         if port.end.kernel and port.netns != self.netns and not self._attached:
@@ -106,12 +107,12 @@ class OvsPorts(OvsCtl):
         """``ovs-appctl bond/hash <mac> <vlan> <basis>``: the bucket of a balance-slb bond."""
         return int(self.appctl("bond/hash", mac, str(vlan), str(basis)).strip())
 
-    def bond_show(self, name: str) -> dict[str, Any]:
+    def bond_show(self, name: str) -> dict[str, object]:
         """``ovs-appctl bond/show <bond>`` parsed (:func:`parse_bond_show`)."""
         return parse_bond_show(self.appctl("bond/show", name))
 
     def wait_bond(self, name: str, timeout_s: float = 20.0,
-                  active: Optional[str] = None) -> dict[str, Any]:
+                  active: Optional[str] = None) -> dict[str, object]:
         """Wait until every member of bond ``name`` is enabled (its link is up: a vhost-user
         member once the generator connected) and, if given, ``active`` is the active member;
         returns :meth:`bond_show`."""
@@ -120,7 +121,8 @@ class OvsPorts(OvsCtl):
         while True:
             self._raise_if_dead()
             st = self.bond_show(name)
-            members = st.get("members", {})
+            members = st.get("members")
+            members = members if isinstance(members, dict) else {}
             ok = all(members.get(m, {}).get("enabled") for m in want) and \
                 (active is None or st.get("active_member") == active)
             if ok:
@@ -139,7 +141,7 @@ class OvsPorts(OvsCtl):
 
     def add_ovs_port(self, bridge: str, name: str, kind: str = "dpdk", *,
                      devargs: Optional[str] = None, sock: Optional[str] = None,
-                     ofport: Optional[int] = None, options: Optional[dict[str, Any]] = None,
+                     ofport: Optional[int] = None, options: Optional[dict[str, object]] = None,
                      mtu: Optional[int] = None) -> int:
         """Add a port to ``bridge``; return its OpenFlow port number.
 
@@ -244,7 +246,7 @@ class OvsPorts(OvsCtl):
                                  options={"remote_ip": remote_ip, "local_ip": local_ip, "key": key})
 
     def _iface_options(self, kind: str, devargs: Optional[str], sock: Optional[str],
-                       options: Optional[dict[str, Any]]) -> dict[str, str]:
+                       options: Optional[dict[str, object]]) -> dict[str, str]:
         """The Interface options of a port of ``kind`` (see :meth:`add_ovs_port`)."""
         opts: dict[str, str] = {k: str(v) for k, v in (options or {}).items()}
         if kind == "dpdk":
@@ -311,7 +313,7 @@ _BOND_MEMBER = re.compile(r"^(?:member|slave) (\S+): (enabled|disabled)")
 _BOND_HASH = re.compile(r"^\s+hash (\d+): (\d+) kB load")
 
 
-def parse_bond_show(text: str) -> dict[str, Any]:
+def parse_bond_show(text: str) -> dict[str, object]:
     """``ovs-appctl bond/show <bond>`` -> ``{"bond_mode", "lacp_status", "primary",
     "active_member", "members": {name: {"enabled": bool, "active": bool, "hashes": [int]}}, ...}``
     (the other ``key: value`` lines keyed as they read, spaces and dashes as underscores)."""

@@ -2,7 +2,7 @@
 preflight checks of its memory and PMD options."""
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Sequence
+from typing import Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
@@ -108,7 +108,7 @@ class OvsSpec(AdapterOptions):
 
     @field_validator("socket_mem", mode="before")
     @classmethod
-    def _socket_mem_list(cls, v: Any) -> Any:
+    def _socket_mem_list(cls, v: object) -> object:
         """'11264,1024' (the ovs-vsctl form) or 11264 -> [11264, 1024] / [11264]."""
         if isinstance(v, int):
             return [v]

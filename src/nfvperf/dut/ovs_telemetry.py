@@ -29,13 +29,13 @@ OVS_PORT_OFFERS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_e
 OVS_OFFERS = frozenset({"pmds", "datapath_flows", "drops", *OVS_PORT_OFFERS})
 
 
-def pmd_reading(pmd_stats: Mapping[str, Any]) -> Any:
+def pmd_reading(pmd_stats: Mapping[str, object]) -> object:
     """Per PMD thread (``pmd core N``) its counters in telemetry names; a counter this OVS does
     not print (``simple match hits`` before 2.16, ``phwol hits`` before 2.17) is NA.  NA when
     there are no PMD threads (the kernel datapath)."""
-    threads = (pmd_stats or {}).get("threads") or {}
+    threads = pmd_stats.get("threads")
     out = {}
-    for name, st in threads.items():
+    for name, st in threads.items() if isinstance(threads, Mapping) else ():
         if not str(name).startswith("pmd"):
             continue
         got = {PMD_KEYS[k]: int(v) for k, v in st.items() if k in PMD_KEYS}
@@ -43,14 +43,14 @@ def pmd_reading(pmd_stats: Mapping[str, Any]) -> Any:
     return out or NA
 
 
-def datapath_flows(dpctl_show: str) -> Any:
+def datapath_flows(dpctl_show: str) -> object:
     """The datapath's flows (megaflows) from ``ovs-appctl dpctl/show`` (``flows: N``, summed over
     datapaths); NA when the output has none."""
     found = [int(m.group(1)) for m in re.finditer(r"^\s*flows:\s*(\d+)", dpctl_show or "", re.M)]
     return sum(found) if found else NA
 
 
-def drop_counters(coverage_show: str) -> Any:
+def drop_counters(coverage_show: str) -> object:
     """OVS's drop counters (``datapath_drop_*``, ``drop_action_*``: OVS ≥ 2.13) from
     ``ovs-appctl coverage/show``, by name with their totals; coverage/show lists only counters
     that were hit, so a missing one is 0.  NA when the output is not coverage/show's.
@@ -63,11 +63,13 @@ def drop_counters(coverage_show: str) -> Any:
             re.finditer(r"^((?:datapath_drop|drop_action)_\w+)\s+.*?total:\s*(\d+)", coverage_show, re.M)}
 
 
-def ovs_reading(adapter: str, counters: Mapping[str, Any], dpctl_show: str,
-                coverage_show: str = "") -> dict[str, Any]:
+def ovs_reading(adapter: str, counters: Mapping[str, object], dpctl_show: str,
+                coverage_show: str = "") -> dict[str, object]:
     """The reading of an OVS adapter from its ``counters()`` (ports, pmd), ``dpctl/show`` and
     ``coverage/show``."""
-    return dut_reading(adapter, counters.get("ports") or {}, pmds=pmd_reading(counters.get("pmd") or {}),
+    ports, pmd = counters.get("ports"), counters.get("pmd")
+    return dut_reading(adapter, ports if isinstance(ports, Mapping) else {},
+                       pmds=pmd_reading(pmd if isinstance(pmd, Mapping) else {}),
                        datapath_flows=datapath_flows(dpctl_show), drops=drop_counters(coverage_show),
                        port_offers=OVS_PORT_OFFERS)
 
@@ -75,7 +77,7 @@ def ovs_reading(adapter: str, counters: Mapping[str, Any], dpctl_show: str,
 class OvsStats(OvsPmds):
     """Counters, telemetry, versions and the environment of an OVS adapter."""
 
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, object]:
         """Port counters of every bridge and the PMD statistics, for the record beside a result."""
         ports: dict[str, dict[str, int]] = {}
         for br in self.bridges:
@@ -83,7 +85,7 @@ class OvsStats(OvsPmds):
                 ports[name if name != "LOCAL" else br] = st
         return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
 
-    def telemetry(self) -> dict[str, Any]:
+    def telemetry(self) -> dict[str, object]:
         """PMD counters, datapath flows and port counters (:mod:`nfvperf.dut.ovs_telemetry`)."""
         return ovs_reading(self.name, self.counters(), self.appctl("dpctl/show"),
                            self.appctl("coverage/show"))
@@ -105,7 +107,7 @@ class OvsStats(OvsPmds):
         v = self.versions()
         return f"{v['ovs']} (DPDK {v['dpdk']})" if v["ovs"] else ""
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, object]:
         cfg = {}
         try:
             raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
@@ -123,7 +125,7 @@ class OvsStats(OvsPmds):
                                     "mtu_request": p.mtu, **p.options}
                           for p in self.ovs_ports.values()}}
 
-    def _bonds_environment(self) -> dict[str, Any]:
+    def _bonds_environment(self) -> dict[str, object]:
         """The bonds as configured and as OVS shows them now (mode, LACP status, active
         member, each member's state and hash buckets)."""
         out: dict[str, Any] = {}
