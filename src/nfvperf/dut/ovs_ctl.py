@@ -131,12 +131,6 @@ class OvsCtl(DutAdapter):
             e[k] = str(self.dir)
         return e
 
-    @property
-    def env(self) -> dict[str, str]:
-        e = dict(os.environ)
-        e.update(self.ovs_env)
-        return e
-
     def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
         try:
             cp = self.host.run(list(argv), env=self.ovs_env, timeout=timeout, check=False)

@@ -217,9 +217,6 @@ class OvsPmds(OvsFlows):
     def pmd_stats(self) -> dict[str, object]:
         return parse_pmd_stats(self.appctl("dpif-netdev/pmd-stats-show"))
 
-    def clear_stats(self) -> None:
-        self.appctl("dpif-netdev/pmd-stats-clear")
-
     def pmd_rxq(self) -> str:
         return self.appctl("dpif-netdev/pmd-rxq-show")
 

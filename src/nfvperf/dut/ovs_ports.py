@@ -290,9 +290,6 @@ class OvsPorts(OvsCtl):
                 raise OvsError(f"port {name} was not added: {err or 'no ofport'}; log: {self.log_tail()}")
             time.sleep(0.1)
 
-    def port_mac(self, name: str) -> str:
-        return self.vsctl("get", "Interface", name, "mac_in_use", wait=False).strip().strip('"')
-
     # ------------------------------------------------------------------ VXLAN (userspace tunnels)
     def tunnel_endpoint(self, bridge: str, local_ip: str, prefix: int, remote_ip: str,
                         remote_mac: str) -> None:

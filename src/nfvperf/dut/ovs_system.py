@@ -166,9 +166,6 @@ class OvsSystem(OvsDpdk):
     def pmd_stats(self) -> dict[str, object]:
         return {}                              # no PMD threads on the kernel datapath
 
-    def clear_stats(self) -> None:
-        pass
-
     def versions(self) -> dict[str, str]:
         v = super().versions()
         v.pop("dpdk", None)
