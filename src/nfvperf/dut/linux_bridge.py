@@ -27,6 +27,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.trial import Unsupported
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, TopologyView, register_dut
+from .port_end import phy_end
 from .vswitch import VSwitch
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class LinuxBridge(DutAdapter, VSwitch):
 
     @classmethod
     def adjust_plan(cls, plan: PinningPlan, spec: TopologyView) -> None:
-        if spec.port_kind == "pci":
+        if phy_end(spec.port_kind).pci_device:
             return
         # veth transmit runs the receiving side (bridge, peer veth) in the sender's softirq:
         # the kernel DUT forwards on the generator's CPU
