@@ -42,7 +42,6 @@ class VSwitch(Protocol):
     #: its bridges, the first one made by :meth:`start`
     bridges: list[str]
 
-    # -- life cycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the switch and make its first bridge with the ports added so far; idempotent."""
         ...
@@ -59,7 +58,6 @@ class VSwitch(Protocol):
         """DutFailure when the switch (or its host) is gone."""
         ...
 
-    # -- bridges and ports -----------------------------------------------------------------------
     def add_port(self, port: PortRef) -> int:
         """Attach ``port`` to the first bridge (before start: at start); returns its index, whose
         OpenFlow port number is index + 1 (:meth:`ofport`)."""
@@ -110,7 +108,6 @@ class VSwitch(Protocol):
         """The hash bucket a balance-slb bond puts source ``mac`` with ``vlan`` in."""
         raise Unsupported(f"{self.name} builds no bonds")
 
-    # -- vhost-user ports ------------------------------------------------------------------------
     def vhost_socket(self, name: str) -> Path:
         """Where the vhost-user server socket of the switch's port ``name`` goes (a VNF listens
         there, the switch connects as client)."""
@@ -130,7 +127,6 @@ class VSwitch(Protocol):
         """Those of the ports ``names`` whose link is not up (now; the caller polls)."""
         return []
 
-    # -- rules -----------------------------------------------------------------------------------
     def program(self, flows: Optional[Sequence[Union[Flow, str]]] = None, bridge: Optional[str] = None,
                 replace: bool = True, method: str = "bundle") -> Optional[Path]:
         """Install ``flows`` on ``bridge`` (None: the first): :class:`Flow` entries (port indices)
@@ -144,20 +140,17 @@ class VSwitch(Protocol):
         """The topology's rule set for the current spec, which an in-place rules change
         installs.  A switch that changes no rules in place ignores it."""
 
-    # -- polling cores, offloads -----------------------------------------------------------------
     def polling_cores(self) -> list[int]:
         """The CPUs its busy-polling threads run on ([] for a switch forwarding in the kernel)."""
         return []
 
     def tx_queues(self) -> int:
         """TX queues it sends on per port (a memif peer polls as many rings)."""
-        ...
 
     def enable_tso(self) -> None:
         """Before :meth:`start`: offer TSO and checksum offload to vhost-user guests."""
         raise Unsupported(f"{self.name} offers vhost-user guests no TSO")
 
-    # -- counters and telemetry ------------------------------------------------------------------
     def counters(self) -> dict[str, object]:
         """``{"ports": {name: {rx_packets, tx_packets, rx_dropped, tx_dropped, ...}}, ...}``."""
         ...
