@@ -4,13 +4,11 @@ directory and loaded as a plugin of ``nfvperf.dut``, is the switch of a PHY-OVS-
 with tgen: frames cross it (and the VNF) and its own counters account for them."""
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from dut_plugins import load_dut_plugin
 
-import nfvperf.dut as dut_pkg
 from nfvperf.dut.base import DUT_REGISTRY
 from nfvperf.dut.vswitch import VSwitch
 from nfvperf.topo import build
@@ -24,18 +22,9 @@ PLUGIN = Path(__file__).parent / "plugins" / "testpmd_vswitch.py"
 
 @pytest.fixture
 def testpmd_vswitch(tmp_path):
-    """The plugin module in a directory of its own, on ``nfvperf.dut``'s path while the test runs."""
-    d = tmp_path / "plugins"
-    d.mkdir()
-    shutil.copy(PLUGIN, d / "testpmd_vswitch.py")
-    dut_pkg.__path__.append(str(d))
-    try:
-        dut_pkg.load_adapters()
+    """The plugin's class, loaded from a directory of its own while the test runs."""
+    for _ in load_dut_plugin(tmp_path, PLUGIN, "testpmd-vswitch"):
         yield DUT_REGISTRY["testpmd-vswitch"]
-    finally:
-        dut_pkg.__path__.remove(str(d))
-        DUT_REGISTRY.pop("testpmd-vswitch", None)
-        sys.modules.pop("nfvperf.dut.testpmd_vswitch", None)
 
 
 def _trial(topo, frames: int):
