@@ -114,7 +114,7 @@ class OvsTopology(Topology):
         self.make_dut(self.spec.dut, netns=self.dut_netns)
         dut = self.switch()
         gen_vhost = [p.dut_portref().name for p in self.ports if isinstance(p.dut_portref().end, VhostBackend)]
-        if gen_vhost and self.want_tgen and self.defers_vhost():
+        if gen_vhost and self.want_tgen and not self.dut_host.remote:
             # OVS gets each generator socket's path once tgen listens on it (start_tgen)
             dut.defer_vhost_connect(gen_vhost)
         # the rule set for the current spec, which an in-place ovs.rules change installs
@@ -131,7 +131,7 @@ class OvsTopology(Topology):
         indices."""
         socks = [dut.vhost_socket(f"{name}-{k}") for k in range(2)]
         names = [f"{name}-vhu{k}" for k in range(2)]
-        if self.defers_vhost():
+        if not self.dut_host.remote:
             # OVS gets each socket's path as the VNF listens on it (below, while it starts)
             dut.defer_vhost_connect(names)
         # OVS first: virtio-user in server mode waits for its client while it starts
@@ -149,18 +149,10 @@ class OvsTopology(Topology):
         self.vnfs.append(vnf)
         return idx[0], idx[1]
 
-    def defers_vhost(self) -> bool:
-        """Whether the switch's vhost-user ports get their socket path once their server listens
-        (:meth:`VSwitch.defer_vhost_connect`): on this host."""
-        return not self.dut_host.remote
-
     def start_tgen(self) -> None:
         """Start the generator; the switch connects its deferred generator-facing vhost-user
         ports as tgen listens on each (:meth:`VSwitch.connect_while`)."""
-        if isinstance(self.dut, VSwitch):
-            self.dut.connect_while(super().start_tgen)
-        else:
-            super().start_tgen()
+        self.switch().connect_while(super().start_tgen)
 
     def wait_vnfs_ready(self, dut: VSwitch) -> None:
         """VM VNFs boot after OVS connected to them; then every vhost port must come up."""
