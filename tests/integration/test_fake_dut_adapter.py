@@ -5,16 +5,14 @@ p2p topology, with nothing outside its module edited (it declares the topology i
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dut_plugins import load_dut_plugin
 
-import nfvperf.dut as dut_pkg
 import nfvperf.topo as topo_pkg
-from nfvperf.dut.base import DUT_REGISTRY
 from nfvperf.host.run import RunContext
 from nfvperf.topo.spec import TopologySpec, allowed_duts
 
@@ -25,17 +23,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 @pytest.fixture
 def fake_forwarder(tmp_path):
     """The plugin module in a directory of its own, on ``nfvperf.dut``'s path while the test runs."""
-    d = tmp_path / "plugins"
-    d.mkdir()
-    shutil.copy(PLUGIN, d / "fake_forwarder.py")
-    dut_pkg.__path__.append(str(d))
-    try:
-        dut_pkg.load_adapters()
-        yield d / "fake_forwarder.py"
-    finally:
-        dut_pkg.__path__.remove(str(d))
-        DUT_REGISTRY.pop("fake-forwarder", None)
-        sys.modules.pop("nfvperf.dut.fake_forwarder", None)
+    yield from load_dut_plugin(tmp_path, PLUGIN, "fake-forwarder")
 
 
 def test_the_plugin_type_checks_strictly(fake_forwarder) -> None:

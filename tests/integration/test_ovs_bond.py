@@ -62,7 +62,7 @@ def _trial(topo, vlan=None, flows=256, pps=2000.0):
 
 
 def _members(topo) -> dict[str, list[str]]:
-    return {name: topo.dut.bonds[name]["members"] for name in topo.bond_names(topo.dut)}
+    return {name: topo.dut.bonds[name]["members"] for name in topo.bond_names()}
 
 
 @pytest.mark.parametrize("ovs,vlan", [({}, None),
@@ -102,7 +102,7 @@ def test_balance_slb_spreads_over_both_members_and_loses_nothing(run_ctx, ovs, v
             assert all(show["members"][m]["hashes"] for m in members), show
         if ovs.get("bridges") == 2:
             assert len(topo.dut.bridges) == 2
-            assert topo.dut.bonds[topo.bond_names(topo.dut)[1]]["bridge"] == topo.dut.bridges[1]
+            assert topo.dut.bonds[topo.bond_names()[1]]["bridge"] == topo.dut.bridges[1]
 
 
 def test_active_backup_sends_everything_through_the_primaries(run_ctx) -> None:
@@ -119,7 +119,7 @@ def test_active_backup_sends_everything_through_the_primaries(run_ctx) -> None:
         assert dut["phy1"]["tx_packets"] >= 2000 and dut["phy0"]["tx_packets"] >= 2000
         assert dut["phy2"]["tx_packets"] == 0 and dut["phy3"]["tx_packets"] == 0, dut
         env = topo.dut.environment()["bonds"]
-        assert [env[n]["show"]["active_member"] for n in topo.bond_names(topo.dut)] == ["phy0", "phy1"]
+        assert [env[n]["show"]["active_member"] for n in topo.bond_names()] == ["phy0", "phy1"]
 
 
 def test_seed003_bonding_case_runs_with_vhost_quick(tmp_path, leak_check) -> None:

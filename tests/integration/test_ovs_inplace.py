@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.root, pytest.mark.usefixtures("need_tgen")]
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
-from nfvperf.dut.ovs_dpdk import parse_pmd_rxq  # noqa: E402
+from nfvperf.dut.ovs_pmd import parse_pmd_rxq  # noqa: E402
 from nfvperf.host.cpu import CpuTopology, cpu_mask  # noqa: E402
 from nfvperf.dut.ovs_rules import flow_count  # noqa: E402
 from nfvperf.topo import build  # noqa: E402

@@ -16,7 +16,8 @@ if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
 from nfvperf.dut import ovs_rules  # noqa: E402
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsError  # noqa: E402
+from nfvperf.dut.ovs_dpdk import OvsDpdk  # noqa: E402
+from nfvperf.dut.ovs_ctl import OvsError  # noqa: E402
 from nfvperf.host.netns import create_netns  # noqa: E402
 from nfvperf.runner import progress_logs  # noqa: E402
 from nfvperf.topo.p_ovs_p import flow_ips  # noqa: E402

@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field, create_model
 from nfvperf.dut.base import AdapterOptions, DutAdapter, TopologyView
 from nfvperf.dut.l3fwd import L3fwd, L3fwdSpec, _SpecView, problems, spec_ports
 from nfvperf.dut.linux_bridge import LinuxBridge
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.dut import testpmd as tp    # its functions start with 'test': not imported bare
 from nfvperf.host.run import RunContext
 from nfvperf.topo import TopologySpec

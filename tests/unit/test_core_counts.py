@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from nfvperf.cli import main
 from nfvperf.suite_load import validate_suite
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.host.cpu import (CoreRequestError, CpuTopology, cpu_mask, plan_pinning,
                               resolve_cores)
 from nfvperf.host.run import RunContext
@@ -233,7 +234,7 @@ def test_calc_pmd_mask_cores(fake_sysfs: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_socket_mem_preflight_names_missing_sockets() -> None:
-    from nfvperf.dut.ovs_dpdk import socket_mem_check
+    from nfvperf.dut.ovs_spec import socket_mem_check
     c = socket_mem_check([11264, 1024], nodes=[0])
     assert c.status == "fail" and c.required
     assert c.detail == ("topology.ovs.socket_mem '11264,1024' gives memory to NUMA socket(s) 1, "
@@ -271,7 +272,7 @@ def test_vnf_core_counts_size_the_vm_and_the_container(fake: CpuTopology, tmp_pa
 def test_pmd_mask_naming_missing_cpus_fails_preflight() -> None:
     """seed000's pmd_cpu_mask 0x4 on a 2-CPU host: OVS would start no PMD and forward nothing, so
     preflight refuses it with the host's CPUs and a mask that fits."""
-    from nfvperf.dut.ovs_dpdk import pmd_mask_check
+    from nfvperf.dut.ovs_spec import pmd_mask_check
     c = pmd_mask_check("0x4", allowed=[0, 1])
     assert c.status == "fail" and c.required
     assert "0x4 names CPU(s) 2" in c.detail and "pmd_cores" in c.fix and "0x2" in c.fix

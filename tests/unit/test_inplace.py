@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 from nfvperf.dut import load_adapters
-from nfvperf.dut.base import DUT_REGISTRY
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsPort, OvsSpec, parse_pmd_rxq, requeue_devargs
+from nfvperf.dut.base import DUT_REGISTRY, MemifEnd
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_ctl import OvsPort
+from nfvperf.dut.ovs_spec import OvsSpec
+from nfvperf.dut.ovs_pmd import parse_pmd_rxq, requeue_devargs
 from nfvperf.dut.ovs_rules import RuleInstall
 from nfvperf.host.run import RunContext
 from nfvperf.topo import build
@@ -215,7 +218,7 @@ def test_ovs_steps_other_config_queues_and_rules(tmp_path, monkeypatch) -> None:
 
 def test_memif_refuses_a_new_pmd_mask(tmp_path) -> None:
     dut = _adapter(tmp_path)
-    dut.started, dut.port_kind = True, "memif"
+    dut.started, dut.phy_ends = True, (MemifEnd,)
     with pytest.raises(ValueError, match="port_kind memif"):
         dut.reconfigure({"ovs.pmd_cpu_mask": "0x2"})
 

@@ -11,7 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from nfvperf.dut.base import PortRef, VhostBackend
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec, bond_refusal, parse_bond_show
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec, bond_refusal
+from nfvperf.dut.ovs_ports import parse_bond_show
 from nfvperf.topo.p_ovs_p import PhyOvsPhy
 from nfvperf.topo.spec import TopologySpec
 
@@ -131,6 +133,10 @@ class FakeOvs(OvsDpdk):
         self.calls.append(("appctl", *args))
         if args[0] == "bond/hash":
             return f"{self.buckets.get(tuple(args[1:]), hash(args[1:]) & 0xff)}\n"
+        return ""
+
+    def ofctl(self, cmd: str, bridge: str, *args: str, timeout: float = 30.0) -> str:
+        self.calls.append(("ofctl", cmd, bridge, *args))
         return ""
 
     def _ofport(self, name: str, timeout: float = 10.0) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.topo.p_ovs_p import PhyOvsPhy
 from nfvperf.topo.spec import TopologySpec
 

@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from nfvperf.dut.base import KernelIf, PortRef, VhostFrontend
-from nfvperf.dut.ovs_dpdk import MTU_KINDS, OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_ctl import MTU_KINDS
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.dut.ovs_system import OvsSystem
 from nfvperf.host.run import RunContext
 from nfvperf.topo.ports.base import HostPort

@@ -102,7 +102,7 @@ def test_seed004_rule_tests_validate_within_the_limits(tmp_path) -> None:
 
     from nfvperf.config import SuiteError
     from nfvperf.suite_load import load_suite
-    from nfvperf.dut.ovs_dpdk import OvsSpec
+    from nfvperf.dut.ovs_spec import OvsSpec
     path = Path(__file__).resolve().parents[2] / "suites" / "seed004-ovs-scaling.yaml"
     for quick in (False, True):
         suite = load_suite(path, quick=quick)

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from nfvperf.dut.base import PortRef, VhostBackend
-from nfvperf.dut.ovs_dpdk import OvsDpdk, OvsSpec
+from nfvperf.dut.ovs_dpdk import OvsDpdk
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.host.run import RunContext
 
 
 class RecordingOvs(OvsDpdk):
-    """OvsDpdk whose ovs-vsctl calls are recorded, not run."""
+    """OvsDpdk whose ovs-vsctl calls are recorded, not run (ovs-ofctl calls are dropped)."""
 
     def __init__(self, tmp_path: Path):
         super().__init__(RunContext("vd1", tmp_path), spec=OvsSpec())
@@ -23,6 +24,9 @@ class RecordingOvs(OvsDpdk):
 
     def vsctl(self, *args: str, wait: bool = True, timeout: float = 30.0) -> str:
         self.calls.append(args)
+        return ""
+
+    def ofctl(self, cmd: str, bridge: str, *args: str, timeout: float = 30.0) -> str:
         return ""
 
     def _ofport(self, name: str, timeout: float = 10.0) -> int:

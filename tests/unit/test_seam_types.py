@@ -26,6 +26,9 @@ SEAMS = [
     "host/*.py",           # issue 30: every host module
     "methods/*.py",        # issue 30: every method (recorder, runner typed)
     "search/mlr/*.py",     # issue 30: all of search
+    "dut/vswitch.py",      # issue 30: the vSwitch protocol and its implementations
+    "dut/ovs_*.py",
+    "dut/linux_bridge.py",
 ]
 #: the counts (issue 18, 2026-11-26); they reached 0 and must stay there
 ANY_CEILING = 0           # 109 -> 102 (methods/common.py) -> 27 (search, host, trial, topo/base)

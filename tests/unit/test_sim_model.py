@@ -11,7 +11,7 @@ from nfvperf.config import SuiteError
 from nfvperf.suite_load import validate_suite
 from nfvperf.dut.l3fwd import L3fwdSpec
 from nfvperf.dut.linux_bridge import LinuxBridgeSpec
-from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.dut.testpmd import TestpmdSpec
 from nfvperf.runner import execute
 from nfvperf.store import Store

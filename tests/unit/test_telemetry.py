@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nfvperf.dut.base import DutAdapter
-from nfvperf.dut.ovs_dpdk import parse_pmd_stats
+from nfvperf.dut.ovs_pmd import parse_pmd_stats
 from nfvperf.dut.ovs_telemetry import datapath_flows, drop_counters, ovs_reading, pmd_reading
 from nfvperf.report.explain import comparison_text, differences
 from nfvperf.report.html import render_html

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from nfvperf.host.cpu import CoreRequest, PinningPlan
+from nfvperf.host.hugepages import no_pci_option
 from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
@@ -78,7 +79,7 @@ def eal_port_options(ports: Sequence[PortRef]) -> list[str]:
     """The EAL options the ports' ends need together (``--single-file-segments`` for vhost-user
     memory sharing, ``--no-pci`` when no end is a PCI device)."""
     out = ["--single-file-segments"] if any(p.end.shares_memory for p in ports) else []
-    return out + ([] if any(p.end.pci_device for p in ports) else ["--no-pci"])
+    return out + no_pci_option(p.end.pci_device for p in ports)
 
 
 @dataclass

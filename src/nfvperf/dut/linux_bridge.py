@@ -17,14 +17,18 @@ import contextlib
 import functools
 import logging
 import platform
-from typing import Any, ClassVar, Literal, Optional, Sequence
+from typing import ClassVar, Literal, Optional, Sequence, Union
 
 from pydantic import Field
 
 from nfvperf.host import netns as N
+from nfvperf.host.cpu import PinningPlan
 from nfvperf.host.run import ResourceTracker, RunContext
+from nfvperf.trial import Unsupported
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, TopologyView, register_dut
+from .port_end import phy_end
+from .vswitch import VSwitch
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,7 @@ class LinuxBridgeSpec(AdapterOptions):
 
 
 @register_dut("linux-bridge")
-class LinuxBridge(DutAdapter):
+class LinuxBridge(DutAdapter, VSwitch):
     name = "linux-bridge"
     #: the kernel counters of its veth ends (IFLA_STATS64); no polling threads, no flow cache
     telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers
@@ -53,13 +57,13 @@ class LinuxBridge(DutAdapter):
         return cls.options_as(spec, LinuxBridgeSpec)
 
     @classmethod
-    def spec_options(cls, spec: TopologyView) -> dict[str, Any]:
+    def spec_options(cls, spec: TopologyView) -> dict[str, object]:
         lb = cls.options(spec)
         return {} if lb is None else dict(mode=lb.mode, ageing_s=lb.ageing_s)
 
     @classmethod
-    def adjust_plan(cls, plan: Any, spec: TopologyView) -> None:
-        if spec.port_kind == "pci":
+    def adjust_plan(cls, plan: PinningPlan, spec: TopologyView) -> None:
+        if phy_end(spec.port_kind).pci_device:
             return
         # veth transmit runs the receiving side (bridge, peer veth) in the sender's softirq:
         # the kernel DUT forwards on the generator's CPU
@@ -70,7 +74,7 @@ class LinuxBridge(DutAdapter):
 
     def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                  netns: Optional[str] = None, mode: str = "pairs", ageing_s: float = 300.0,
-                 **options: Any):
+                 **options: object):
         super().__init__(run, tracker, cpus, **options)
         if mode not in ("pairs", "single"):
             raise ValueError(f"mode must be pairs | single, not {mode!r}")
@@ -136,12 +140,15 @@ class LinuxBridge(DutAdapter):
         with contextlib.suppress(Exception):
             N.delete_link(br, self.netns)
 
-    def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
+    def program(self, flows: Optional[Sequence[Union[Flow, str]]] = None, bridge: Optional[str] = None,
+                replace: bool = True, method: str = "bundle") -> None:
         """None: learn and flood.  Flows with ``match["dst_mac"]``: static FDB entries that send
-        that MAC out of ``out_port``."""
+        that MAC out of ``out_port``; a rule in another syntax is Unsupported."""
         if not flows:
             return
         for f in flows:
+            if isinstance(f, str):
+                raise Unsupported(f"linux-bridge forwards by MAC learning and static FDB entries, not by rule {f!r}")
             mac = f.match.get("dst_mac")
             if not mac:
                 continue   # port-to-port forwarding is what the bridge does anyway
@@ -150,7 +157,7 @@ class LinuxBridge(DutAdapter):
                                         "master", "static"])
             self.static_fdb.append((mac, ifname))
 
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, object]:
         self.alive()
         ports = {}
         for p in self.ports:
@@ -185,7 +192,7 @@ class LinuxBridge(DutAdapter):
     def version(self) -> str:
         return f"Linux {platform.release()}"
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, object]:
         env = super().environment()
         env.update({"netns": self.netns, "mode": self.mode, "bridges": list(self.bridges),
                     "static_fdb": len(self.static_fdb),

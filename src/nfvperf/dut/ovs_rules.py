@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 #: rules per bundle (per file); OVS holds one bundle uncommitted at a time
 CHUNK_RULES = 100_000
@@ -73,7 +73,7 @@ class RuleInstall:
     def rules_per_s(self) -> Optional[float]:
         return self.rules / self.seconds if self.seconds > 0 else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["seconds"] = round(self.seconds, 3)
         d["delete_s"] = round(self.delete_s, 3)

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence
+from typing import ClassVar, Optional
 
 from nfvperf.dut.ovs_telemetry import OVS_OFFERS
-from nfvperf.host.cpu import CoreRequest
+from nfvperf.host.cpu import CoreRequest, PinningPlan
+from nfvperf.trial import Unsupported
 from nfvperf.host.preflight import Binary, Check, Needs
 
-from .base import PortRef, register_dut
-from .ovs_dpdk import OVSDB_SERVER, OvsDpdk, OvsError, OvsPort
+from .base import PortRef, TopologyView, register_dut
+from .ovs_ctl import OvsError, OvsPort
+from .ovs_dpdk import OVSDB_SERVER, OvsDpdk
 
 #: the plain (kernel-datapath) ovs-vswitchd of the openvswitch-switch package
 VSWITCHD_SYSTEM = Binary("ovs-vswitchd", "openvswitch-switch", candidates=("/usr/sbin/ovs-vswitchd",),
@@ -83,35 +85,30 @@ class OvsSystem(OvsDpdk):
     dpdk_ports = False                         # takes the kernel veths: jumbo MTUs (TCP tests)
 
     @classmethod
-    def hugepage_demand_mb(cls, spec: Any) -> int:
+    def hugepage_demand_mb(cls, spec: TopologyView) -> int:
         return 0
 
     @classmethod
-    def core_request(cls, spec: Any) -> Optional[CoreRequest]:
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         return None                            # no PMD threads (ovs.pmd_cores is ignored)
 
     @classmethod
-    def preflight_needs(cls, spec: Any) -> Needs:
+    def preflight_needs(cls, spec: TopologyView) -> Needs:
         needs = super().preflight_needs(spec)
         needs.checks.append(lambda required: kmod_check())
         return needs
 
     @classmethod
-    def adjust_plan(cls, plan: Any, spec: Any) -> None:
+    def adjust_plan(cls, plan: PinningPlan, spec: TopologyView) -> None:
         plan.cores_shared = True
         plan.warnings.append("CORES SHARED: kernel OVS forwards in softirq context on the CPU "
                              "that transmits into the veth, i.e. the generator's CPU(s) "
                              f"{plan.cpus('tgen')}; results are a lower bound")
 
     @classmethod
-    def describe_options(cls, section: dict[str, Any]) -> list[str]:
+    def describe_options(cls, section: dict[str, object]) -> list[str]:
         return ["kernel datapath"] + [b for b in super().describe_options(section)
                                       if "PMD" not in b and "pmd" not in b and "socket" not in b]
-
-    def __init__(self, run: Any, tracker: Any = None, cpus: Sequence[int] = (), spec: Any = None,
-                 **options: Any) -> None:
-        options.setdefault("vswitchd", VSWITCHD_SYSTEM.find())
-        super().__init__(run, tracker, cpus, spec, **options)
 
     def _start_daemons(self) -> None:
         check = kmod_check()
@@ -121,6 +118,7 @@ class OvsSystem(OvsDpdk):
             cp = subprocess.run(["modprobe", KMOD], capture_output=True, text=True, timeout=30)
             if cp.returncode != 0:
                 raise OvsError(f"modprobe {KMOD} failed: {cp.stderr.strip()}")
+        self.vswitchd_bin = self.vswitchd_bin or VSWITCHD_SYSTEM.find()
         if not self.vswitchd_bin:
             raise OvsError("ovs-vswitchd not found (apt-get install openvswitch-switch, or set "
                            "NFVPERF_OVS_VSWITCHD_SYSTEM)")
@@ -155,11 +153,18 @@ class OvsSystem(OvsDpdk):
     def tx_queues(self) -> int:
         return 1
 
-    def pmd_stats(self) -> dict[str, Any]:
-        return {}                              # no PMD threads on the kernel datapath
+    def polling_cores(self) -> list[int]:
+        return []                              # softirq on the transmitting CPU, no PMDs
 
-    def clear_stats(self) -> None:
-        pass
+    def vhost_socket(self, name: str) -> Path:
+        raise Unsupported("ovs-system: the kernel datapath has no vhost-user ports")
+
+    def enable_tso(self) -> None:
+        raise Unsupported("ovs-system: userspace TSO is OVS-DPDK's; the kernel datapath offloads "
+                          "by its netdevs")
+
+    def pmd_stats(self) -> dict[str, object]:
+        return {}                              # no PMD threads on the kernel datapath
 
     def versions(self) -> dict[str, str]:
         v = super().versions()

@@ -10,7 +10,11 @@ a vhost port's full-ring drops are counted in its ``tx_dropped`` (dump-ports, li
 from __future__ import annotations
 
 import re
+import json
 from typing import Any, Mapping
+
+from nfvperf.dut.ovs_ctl import OvsError
+from nfvperf.dut.ovs_pmd import OvsPmds
 
 from nfvperf.tg.telemetry import NA, PMD_FIELDS, dut_reading
 
@@ -25,13 +29,13 @@ OVS_PORT_OFFERS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_e
 OVS_OFFERS = frozenset({"pmds", "datapath_flows", "drops", *OVS_PORT_OFFERS})
 
 
-def pmd_reading(pmd_stats: Mapping[str, Any]) -> Any:
+def pmd_reading(pmd_stats: Mapping[str, object]) -> object:
     """Per PMD thread (``pmd core N``) its counters in telemetry names; a counter this OVS does
     not print (``simple match hits`` before 2.16, ``phwol hits`` before 2.17) is NA.  NA when
     there are no PMD threads (the kernel datapath)."""
-    threads = (pmd_stats or {}).get("threads") or {}
+    threads = pmd_stats.get("threads")
     out = {}
-    for name, st in threads.items():
+    for name, st in threads.items() if isinstance(threads, Mapping) else ():
         if not str(name).startswith("pmd"):
             continue
         got = {PMD_KEYS[k]: int(v) for k, v in st.items() if k in PMD_KEYS}
@@ -39,14 +43,14 @@ def pmd_reading(pmd_stats: Mapping[str, Any]) -> Any:
     return out or NA
 
 
-def datapath_flows(dpctl_show: str) -> Any:
+def datapath_flows(dpctl_show: str) -> object:
     """The datapath's flows (megaflows) from ``ovs-appctl dpctl/show`` (``flows: N``, summed over
     datapaths); NA when the output has none."""
     found = [int(m.group(1)) for m in re.finditer(r"^\s*flows:\s*(\d+)", dpctl_show or "", re.M)]
     return sum(found) if found else NA
 
 
-def drop_counters(coverage_show: str) -> Any:
+def drop_counters(coverage_show: str) -> object:
     """OVS's drop counters (``datapath_drop_*``, ``drop_action_*``: OVS ≥ 2.13) from
     ``ovs-appctl coverage/show``, by name with their totals; coverage/show lists only counters
     that were hit, so a missing one is 0.  NA when the output is not coverage/show's.
@@ -59,10 +63,76 @@ def drop_counters(coverage_show: str) -> Any:
             re.finditer(r"^((?:datapath_drop|drop_action)_\w+)\s+.*?total:\s*(\d+)", coverage_show, re.M)}
 
 
-def ovs_reading(adapter: str, counters: Mapping[str, Any], dpctl_show: str,
-                coverage_show: str = "") -> dict[str, Any]:
+def ovs_reading(adapter: str, counters: Mapping[str, object], dpctl_show: str,
+                coverage_show: str = "") -> dict[str, object]:
     """The reading of an OVS adapter from its ``counters()`` (ports, pmd), ``dpctl/show`` and
     ``coverage/show``."""
-    return dut_reading(adapter, counters.get("ports") or {}, pmds=pmd_reading(counters.get("pmd") or {}),
+    ports, pmd = counters.get("ports"), counters.get("pmd")
+    return dut_reading(adapter, ports if isinstance(ports, Mapping) else {},
+                       pmds=pmd_reading(pmd if isinstance(pmd, Mapping) else {}),
                        datapath_flows=datapath_flows(dpctl_show), drops=drop_counters(coverage_show),
                        port_offers=OVS_PORT_OFFERS)
+
+
+class OvsStats(OvsPmds):
+    """Counters, telemetry, versions and the environment of an OVS adapter."""
+
+    def counters(self) -> dict[str, object]:
+        """Port counters of every bridge and the PMD statistics, for the record beside a result."""
+        ports: dict[str, dict[str, int]] = {}
+        for br in self.bridges:
+            for name, st in self.dump_ports(br).items():
+                ports[name if name != "LOCAL" else br] = st
+        return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
+
+    def telemetry(self) -> dict[str, object]:
+        """PMD counters, datapath flows and port counters (:mod:`nfvperf.dut.ovs_telemetry`)."""
+        return ovs_reading(self.name, self.counters(), self.appctl("dpctl/show"),
+                           self.appctl("coverage/show"))
+
+    def versions(self) -> dict[str, str]:
+        v = {"ovs": "", "dpdk": ""}
+        try:
+            out = self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "version"], timeout=8)
+            m = re.search(r"(\d+\.\d+[\w.\-]*)", out)
+            v["ovs"] = m.group(1) if m else out.strip()
+            v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version",
+                                   wait=False).strip().strip('"').replace("DPDK ", "")
+        except OvsError:
+            pass
+        return v
+
+    def version(self) -> str:
+        """E.g. ``3.1.0 (DPDK 22.11.11)``."""
+        v = self.versions()
+        return f"{v['ovs']} (DPDK {v['dpdk']})" if v["ovs"] else ""
+
+    def environment(self) -> dict[str, object]:
+        cfg = {}
+        try:
+            raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
+            data = json.loads(raw)["data"][0][0][1]
+            cfg = {k: v for k, v in data}
+        except (OvsError, ValueError, KeyError, IndexError):
+            pass
+        return {"dut": self.name, "version": self.version(), "versions": self.versions(),
+                "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
+                "bridges": list(self.bridges), "netns": self.netns,
+                "rule_installs": [r.to_dict() for r in self.rule_installs],
+                "bonds": self._bonds_environment(),
+                "reconfigurations": list(self.reconfigurations),
+                "ports": {p.name: {"kind": p.kind, "ofport": p.ofport, "bridge": p.bridge,
+                                    "mtu_request": p.mtu, **p.options}
+                          for p in self.ovs_ports.values()}}
+
+    def _bonds_environment(self) -> dict[str, object]:
+        """The bonds as configured and as OVS shows them now (mode, LACP status, active
+        member, each member's state and hash buckets)."""
+        out: dict[str, Any] = {}
+        for name, cfg in self.bonds.items():
+            try:
+                shown: Any = self.bond_show(name)
+            except OvsError as e:
+                shown = {"error": str(e)}
+            out[name] = {**cfg, "show": shown}
+        return out

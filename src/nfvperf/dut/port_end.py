@@ -36,12 +36,18 @@ if TYPE_CHECKING:
 __all__ = ["PortEnd", "KernelIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd"]
 
 
+
 class PortEnd:
     """How a process opens one port.  Subclasses set the class attributes and implement
     :meth:`dpdk_devargs`; the others have the defaults of a userspace vdev."""
 
     #: the end's name in messages and records (``veth``, ``pci``, ``vhost-user``, ...)
     name: ClassVar[str] = "abstract"
+    #: the ``topology.port_kind`` values whose PHY ports have this end at the DUT (:func:`phy_end`)
+    kinds: ClassVar[tuple[str, ...]] = ()
+    #: the peer polls one ring per TX queue of the DUT, counted when it started (memif): the
+    #: DUT's TX queues (OVS: PMD threads + 1) cannot change while it runs
+    fixed_rings: ClassVar[bool] = False
     #: a kernel interface (``PortRef.ifname`` in ``PortRef.netns``): kernel DUTs can attach it
     kernel: ClassVar[bool] = False
     #: a PCI device: DPDK opens it with ``-a`` (others: ``--vdev``) and probes the PCI bus
@@ -91,6 +97,7 @@ class KernelIf(PortEnd):
 
     driver: str = "af_packet"
     name: ClassVar[str] = "veth"
+    kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp")
     kernel: ClassVar[bool] = True
     DRIVERS: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp")
 
@@ -131,6 +138,7 @@ class PciNic(PortEnd):
     """A NIC bound to vfio-pci at ``PortRef.pci``."""
 
     name: ClassVar[str] = "pci"
+    kinds: ClassVar[tuple[str, ...]] = ("pci",)
     pci_device: ClassVar[bool] = True
 
     def dpdk_devargs(self, ref: PortRef, index: int, queues: int = 1) -> str:
@@ -172,6 +180,7 @@ class VhostBackend(PortEnd):
 
     client: bool = False
     name: ClassVar[str] = "vhost-backend"
+    kinds: ClassVar[tuple[str, ...]] = ("vhost",)
     shares_memory: ClassVar[bool] = True
 
     @property
@@ -200,6 +209,8 @@ class MemifEnd(PortEnd):
     role: Literal["server", "client"] = "server"
     zero_copy: bool = False
     name: ClassVar[str] = "memif"
+    kinds: ClassVar[tuple[str, ...]] = ("memif",)
+    fixed_rings: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.zero_copy and self.role != "client":
@@ -215,3 +226,13 @@ class MemifEnd(PortEnd):
 
     def creates_socket(self) -> bool:
         return self.role == "server"
+
+
+def phy_end(port_kind: str) -> type[PortEnd]:
+    """The class of the DUT end of a PHY port of ``topology.port_kind`` (what an adapter built
+    from a spec knows of its ports before they are added)."""
+    for cls in (KernelIf, PciNic, VhostBackend, MemifEnd):
+        if port_kind in cls.kinds:
+            return cls
+    raise ValueError(f"topology.port_kind {port_kind!r} has no DUT port end (af_packet, af_xdp, "
+                     f"pci, vhost, memif)")

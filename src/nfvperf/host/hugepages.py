@@ -246,3 +246,9 @@ def snapshot_files() -> list[str]:
         with contextlib.suppress(OSError):
             out += [e.path for e in os.scandir(m.path)]
     return sorted(out)
+
+def no_pci_option(pci_devices: Iterable[bool]) -> list[str]:
+    """``["--no-pci"]`` unless one of the ports (each given as its end's ``pci_device``) is a PCI
+    device: the one place that decides whether a DPDK process (tgen, testpmd, l3fwd, OVS-DPDK)
+    keeps off this host's NICs; a PCI port is then probed by its ``-a`` / ``dpdk-devargs``."""
+    return [] if any(pci_devices) else ["--no-pci"]

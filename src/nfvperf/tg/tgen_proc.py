@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 
 from nfvperf.host.base import Popened
 from nfvperf.host.cpu import parse_cpulist
+from nfvperf.host.hugepages import no_pci_option
 from nfvperf.host.proc import LOCAL, Process, ProcessError
 from nfvperf.host.run import ResourceTracker
 from nfvperf.trial import MeasurerError
@@ -187,8 +188,7 @@ class TgenProcess:
             args.append("--in-memory")
         else:
             args += ["--no-huge", "-m", str(self.mem_mb)]
-        if not any(p.is_pci for p in self.ports):
-            args.append("--no-pci")
+        args += no_pci_option(p.is_pci for p in self.ports)
         for p in self.ports:
             args += p.eal_args()
         return args + self.extra_eal

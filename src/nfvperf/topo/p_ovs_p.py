@@ -10,19 +10,17 @@ The same building blocks serve pvp / pvvp / vxlan (``OvsTopology``).
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import ipaddress
-import os
-import threading
 import time
 from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortEnd, PortRef, VhostBackend, VhostFrontend, dut_class
+from nfvperf.dut.vswitch import VSwitch
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.base import Topology, TopologyError
-from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.topo.spec import TopologySpec
 
 #: tgen's stream addresses; the rules and stream_params use the same bases
@@ -46,7 +44,7 @@ def _v4(x: int) -> str:
 
 class OvsTopology(Topology):
     """Shared by the OVS topologies: DUT namespace, PHY ports of the spec's port kind (veth,
-    vhost-user, PCI), the OVS-DPDK adapter."""
+    vhost-user, PCI), the switch (a :class:`VSwitch`: OVS-DPDK, kernel OVS, or a plugin's)."""
 
     #: VNFs per generator port pair (pvp 1, pvvp 2, vxlan 1)
     n_vnfs = 0
@@ -91,9 +89,16 @@ class OvsTopology(Topology):
     def ovs_spec(self) -> OvsSpec:
         return self.spec.ovs
 
-    def setup_ovs(self, attach_phys: bool = True) -> Any:
-        """DUT netns + PHY ports + OVS-DPDK (not started) with the PHY ports on its first bridge
-        (ofport = index + 1) unless ``attach_phys`` is False."""
+    def switch(self) -> VSwitch:
+        """The DUT as the :class:`VSwitch` the topology drives."""
+        if not isinstance(self.dut, VSwitch):
+            raise TopologyError(f"{self.kind} drives a vSwitch (nfvperf.dut.vswitch.VSwitch); "
+                                f"topology.dut {self.spec.dut} is none")
+        return self.dut
+
+    def setup_ovs(self, attach_phys: bool = True) -> VSwitch:
+        """DUT netns + PHY ports + the switch (not started) with the PHY ports on its first
+        bridge (ofport = index + 1) unless ``attach_phys`` is False."""
         if self.dut_host.remote:
             # the DUT's ends of the cabled links are in the DUT host's own namespace
             self.dut_netns = None
@@ -106,26 +111,27 @@ class OvsTopology(Topology):
             N.run_in_netns(self.dut_netns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                                             "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         self.add_ports_from_spec(dut_netns=self.dut_netns)
-        dut: Any = self.make_dut(self.spec.dut, netns=self.dut_netns)     # OvsDpdk
+        self.make_dut(self.spec.dut, netns=self.dut_netns)
+        dut = self.switch()
         gen_vhost = [p.dut_portref().name for p in self.ports if isinstance(p.dut_portref().end, VhostBackend)]
-        if gen_vhost and self.want_tgen and self.defers_vhost(dut):
+        if gen_vhost and self.want_tgen and not self.dut_host.remote:
             # OVS gets each generator socket's path once tgen listens on it (start_tgen)
             dut.defer_vhost_connect(gen_vhost)
         # the rule set for the current spec, which an in-place ovs.rules change installs
-        dut.forwarding = self.forwarding_flows
+        dut.set_forwarding(self.forwarding_flows)
         if attach_phys:
             for p in self.ports:
                 dut.add_port(p.dut_portref())
         return dut
 
-    def add_vnf(self, dut: Any, name: str) -> tuple[int, int]:
+    def add_vnf(self, dut: VSwitch, name: str) -> tuple[int, int]:
         """A VNF on two ``dpdkvhostuserclient`` ports of the first bridge, as vhost-user server:
         testpmd in a container (``TestpmdVnf``) or, with ``vnf: vm``, in a QEMU guest (``VmVnf``,
         which boots once OVS has connected: see :meth:`wait_vnfs_ready`).  Returns the two port
         indices."""
-        socks = [dut.vhost_dir / f"vhu-{name}-{k}.sock" for k in range(2)]
+        socks = [dut.vhost_socket(f"{name}-{k}") for k in range(2)]
         names = [f"{name}-vhu{k}" for k in range(2)]
-        if self.defers_vhost(dut):
+        if not self.dut_host.remote:
             # OVS gets each socket's path as the VNF listens on it (below, while it starts)
             dut.defer_vhost_connect(names)
         # OVS first: virtio-user in server mode waits for its client while it starts
@@ -139,60 +145,16 @@ class OvsTopology(Topology):
         where: dict[str, Any] = {"host": self.dut_host} if self.dut_host.remote else {}
         vnf = self.vnf_class(self.spec)(self.run, self.tracker, sockets=socks, server=True,
                                         name=name, plan=self.plan, spec=self.spec, **where)
-        self.connect_vhost_while(dut, names, vnf.start)
+        dut.connect_while(vnf.start, names)
         self.vnfs.append(vnf)
         return idx[0], idx[1]
 
-    def defers_vhost(self, dut: Any) -> bool:
-        """Whether OVS's vhost-user ports get their socket path once their server listens
-        (:meth:`OvsDpdk.defer_vhost_connect`): an OVS-DPDK adapter on this host."""
-        return not self.dut_host.remote and hasattr(dut, "defer_vhost_connect")
-
     def start_tgen(self) -> None:
-        """Start the generator; with OVS's generator-facing vhost-user ports deferred
-        (:meth:`OvsDpdk.defer_vhost_connect`), give OVS each socket's path as soon as tgen listens
-        on it, while tgen starts (it opens its sockets one by one, each waiting for OVS)."""
-        dut: Any = self.dut
-        self.connect_vhost_while(dut, list(getattr(dut, "deferred_vhost", None) or {}), super().start_tgen)
+        """Start the generator; the switch connects its deferred generator-facing vhost-user
+        ports as tgen listens on each (:meth:`VSwitch.connect_while`)."""
+        self.switch().connect_while(super().start_tgen)
 
-    def connect_vhost_while(self, dut: Any, names: Sequence[str], start: Any) -> None:
-        """Run ``start()`` (a vhost-user server starting: tgen, a VNF) while giving OVS the path
-        of each deferred port of ``names`` as its socket appears; what is still deferred when
-        ``start()`` ends gets its path then."""
-        deferred = getattr(dut, "deferred_vhost", None) or {}
-        pending = {n: deferred[n] for n in names if n in deferred}
-        if not pending:
-            start()
-            return
-        done = threading.Event()
-        errors: list[BaseException] = []
-
-        def connect() -> None:
-            try:
-                while pending and not done.is_set():
-                    for name, sock in list(pending.items()):
-                        if os.path.exists(sock):
-                            dut.connect_vhost(name)
-                            del pending[name]
-                    done.wait(0.01)
-            except BaseException as e:  # noqa: BLE001 - raised in the starting thread
-                errors.append(e)
-
-        t = threading.Thread(target=connect, name=f"vhost-connect-{self.run.tag}", daemon=True)
-        t.start()
-        try:
-            start()
-        finally:
-            done.set()
-            t.join(30.0)
-            for name in list(pending):      # tgen failed or the thread stopped: give the rest
-                if name in dut.deferred_vhost:
-                    with contextlib.suppress(Exception):
-                        dut.connect_vhost(name)
-        if errors:
-            raise errors[0]
-
-    def wait_vnfs_ready(self, dut: Any) -> None:
+    def wait_vnfs_ready(self, dut: VSwitch) -> None:
         """VM VNFs boot after OVS connected to them; then every vhost port must come up."""
         for v in self.vnfs:
             if hasattr(v, "wait_ready"):
@@ -204,12 +166,12 @@ class OvsTopology(Topology):
         reconnects to their sockets (waited for here)."""
         super().reset_dut()
         if self.vnfs and self.dut is not None:
-            self.wait_vnfs_ready(self.dut)
+            self.wait_vnfs_ready(self.switch())
         if self.dut is not None and self.tgen is not None:
             # OVS reconnects to the generator's vhost-user sockets (port_kind vhost)
-            self.wait_vhost_up(self.dut, ends=(VhostBackend,))
+            self.wait_vhost_up(self.switch(), ends=(VhostBackend,))
 
-    def wait_vhost_up(self, dut: Any, timeout_s: float = 20.0,
+    def wait_vhost_up(self, dut: VSwitch, timeout_s: float = 20.0,
                       ends: tuple[type[PortEnd], ...] = (VhostFrontend,)) -> None:
         """OVS connects to the VNF sockets asynchronously; wait until every vhost port of the
         PortRef ``ends`` is up (the VNFs' ``VhostFrontend``; the generator's ``VhostBackend``
@@ -217,19 +179,18 @@ class OvsTopology(Topology):
         self.wait_interfaces_up(dut, [p.name for p in dut.ports if isinstance(p.end, ends)], timeout_s,
                                 "vhost-user ports")
 
-    def wait_interfaces_up(self, dut: Any, names: list[str], timeout_s: float, what: str = "ports") -> None:
-        """Poll OVS until every Interface in ``names`` has link_state up (the DUT checked alive
-        between polls); RuntimeError naming those still down after ``timeout_s``."""
+    def wait_interfaces_up(self, dut: VSwitch, names: list[str], timeout_s: float, what: str = "ports") -> None:
+        """Poll the switch until every port in ``names`` is up (:meth:`VSwitch.ports_down`; the
+        DUT checked alive between polls); RuntimeError naming those still down after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
-            down = [n for n in names
-                    if dut.vsctl("get", "Interface", n, "link_state", wait=False).strip() != "up"]
+            down = dut.ports_down(names)
             if not down:
                 return
             self.dut_alive()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{what} {down} not up after {timeout_s:.0f} s; "
-                                   f"OVS log: {dut.log_tail()}")
+                                   f"switch log: {dut.log_tail()}")
             time.sleep(0.2)
 
     def direction_ips(self, index: int) -> tuple[str, str]:
@@ -316,7 +277,7 @@ class PhyOvsPhy(OvsTopology):
             return "ovs.vlan_translate forwards only VLAN-tagged frames; TCP endpoints send untagged"
         return super().tcp_refusal()
 
-    def wire_bridges(self, dut: Any) -> None:
+    def wire_bridges(self, dut: VSwitch) -> None:
         """Ports, patch ports and rules of the dual-bridge / VLAN-translating p-ovs-p: with one
         bridge each port pair forwards ``in_port=a,dl_vlan=A -> mod_vlan_vid:B,output:b``; with
         two, PHY 0 sits on the first bridge and PHY 1 on the second, joined by patch ports, the
@@ -337,8 +298,7 @@ class PhyOvsPhy(OvsTopology):
         phy, patch = [], []
         for k, br in enumerate(brs):
             phy.append(dut.attach_portref(self.ports[k].dut_portref(), br, ofport=1))
-            patch.append(dut.add_ovs_port(br, f"patch-{brs[1 - k]}", "patch", ofport=2,
-                                          options={"peer": f"patch-{br}"}))
+            patch.append(dut.add_patch(br, brs[1 - k], ofport=2))
         for k, br in enumerate(brs):
             dut.program(self._hop_rules(phy[k], patch[k], vt, ingress=True) +
                         self._hop_rules(patch[k], phy[k], vt, ingress=False), bridge=br)
@@ -362,9 +322,9 @@ class PhyOvsPhy(OvsTopology):
             assert self.dut is not None
             self.dut.stop()
             self.dut.start()
-            self.wire_bonds(self.dut)
+            self.wire_bonds(self.switch())
             if self.tgen is not None:
-                self.wait_bonds(self.dut)
+                self.wait_bonds(self.switch())
             return
         if not self.bridge_features() or self.n_bridges() == 1:
             super().reset_dut()
@@ -372,9 +332,9 @@ class PhyOvsPhy(OvsTopology):
         assert self.dut is not None
         self.dut.stop()
         self.dut.start()
-        self.wire_bridges(self.dut)
+        self.wire_bridges(self.switch())
         if self.tgen is not None:
-            self.wait_vhost_up(self.dut, ends=(VhostBackend,))
+            self.wait_vhost_up(self.switch(), ends=(VhostBackend,))
 
     # -- seed 003: bonds ---------------------------------------------------------------------------
     @classmethod
@@ -404,8 +364,8 @@ class PhyOvsPhy(OvsTopology):
         n = len(self.ports) or int(self.spec.ports)
         return [list(range(0, n, 2)), list(range(1, n, 2))]
 
-    def bond_names(self, dut: Any) -> list[str]:
-        return [f"{dut.tag}bond{k}" for k in range(2)]
+    def bond_names(self) -> list[str]:
+        return [f"{self.run.tag}bond{k}" for k in range(2)]
 
     def rx_groups(self) -> list[list[int]]:
         """With bonds, each side's generator ports are one receive group: a frame may leave OVS
@@ -426,14 +386,13 @@ class PhyOvsPhy(OvsTopology):
             return [(0, 1)]
         return super().tg_pairs()
 
-    def wire_bonds(self, dut: Any) -> None:
+    def wire_bonds(self, dut: VSwitch) -> None:
         """Two OVS bonds of the PHY ports (ports 0, 2, ... and 1, 3, ...; each member keeps OpenFlow
         port index + 1), on one bridge, or with ``bridges: 2`` one bond per bridge joined by patch
         ports (OpenFlow port 100).  Forwarding is OVS's NORMAL action (MAC learning), the only
         one that outputs through a bond's member choice; with ``vlan_translate`` each member's
         ingress rule rewrites the tag first, and with two bridges the patch port passes only the
-        rewritten tag.  The bridges' own (LOCAL) ports are taken out of flooding, so a frame to an
-        address not learned yet goes to the other bond only.  An active-backup bond's primary is
+        rewritten tag.  An active-backup bond's primary is
         its lowest port (``other_config:bond-primary``)."""
         ovs = self.ovs_spec()
         mode = str(ovs.bond_mode)
@@ -447,7 +406,7 @@ class PhyOvsPhy(OvsTopology):
             other["bond-rebalance-interval"] = str(int(ovs.bond_rebalance_ms))
         members: list[list[int]] = []
         sides = self.bond_sides()
-        for k, (side, name) in enumerate(zip(sides, self.bond_names(dut))):
+        for k, (side, name) in enumerate(zip(sides, self.bond_names())):
             oc = dict(other)
             if mode == "active-backup":
                 oc["bond-primary"] = self.ports[side[0]].dut_portref().name
@@ -461,14 +420,12 @@ class PhyOvsPhy(OvsTopology):
         patch: list[int] = []
         if nbr > 1:
             for k, br in enumerate(brs):
-                patch.append(dut.add_ovs_port(br, f"patch-{brs[1 - k]}", "patch", ofport=100,
-                                              options={"peer": f"patch-{br}"}))
+                patch.append(dut.add_patch(br, brs[1 - k], ofport=100))
         for k, br in enumerate(brs):
-            dut.ofctl("mod-port", br, br, "no-flood")      # the bridge's own (LOCAL) port
             on_bridge = [m for j, ms in enumerate(members) if j % nbr == k for m in ms]
             dut.program(self._bond_rules(on_bridge, patch[k] if patch else None, vt), bridge=br)
 
-    def slb_hash_basis(self, dut: Any, senders: Sequence[int], vlans: Sequence[int],
+    def slb_hash_basis(self, dut: VSwitch, senders: Sequence[int], vlans: Sequence[int],
                        tries: int = 256) -> int:
         """The smallest ``bond-hash-basis`` for which the generator MACs of ports ``senders``
         (the source MACs a balance-slb bond hashes, with each VLAN of ``vlans``) fall in
@@ -482,8 +439,7 @@ class PhyOvsPhy(OvsTopology):
         for basis in range(tries):
             ok = True
             for v in sorted(set(vlans)):
-                got = [int(dut.appctl("bond/hash", str(mac), str(v), str(basis)).strip())
-                       for mac in macs]
+                got = [dut.bond_hash(str(mac), v, basis) for mac in macs]
                 ok = ok and len(set(got)) == len(got)
             if ok:
                 return basis
@@ -503,15 +459,15 @@ class PhyOvsPhy(OvsTopology):
                       for b in vt.values()]
         return rules
 
-    def wait_bonds(self, dut: Any, timeout_s: float = 20.0) -> None:
+    def wait_bonds(self, dut: VSwitch, timeout_s: float = 20.0) -> None:
         """Every member of both bonds enabled (its link up: the generator's vhost-user ends are
         connected), and an active-backup bond's primary active."""
         primary = self.bond_mode() == "active-backup"
-        for side, name in zip(self.bond_sides(), self.bond_names(dut)):
+        for side, name in zip(self.bond_sides(), self.bond_names()):
             active = self.ports[side[0]].dut_portref().name if primary else None
             dut.wait_bond(name, timeout_s=timeout_s, active=active)
 
     def start_tgen(self) -> None:
         super().start_tgen()
         if self.bond_mode() and self.dut is not None:
-            self.wait_bonds(self.dut)
+            self.wait_bonds(self.switch())

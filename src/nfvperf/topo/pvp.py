@@ -8,9 +8,10 @@ Table 5-1: PHY-VM-PHY 2, PHY-VM-VM-PHY 3).  ``pvvp.py`` is this with two VNFs.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from nfvperf.dut.base import Flow
+from nfvperf.dut.vswitch import VSwitch
 from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
 
@@ -24,7 +25,7 @@ class Pvp(OvsTopology):
     #: on a testbed OVS-DPDK and the container VNFs run on the DUT host (issue 10)
     testbed_ready = True
 
-    def vnf_chain(self, pair: int, dut: Any) -> list[tuple[int, int]]:
+    def vnf_chain(self, pair: int, dut: VSwitch) -> list[tuple[int, int]]:
         """The VNFs of one port pair, each as (in port index, out port index) on the bridge."""
         return [self.add_vnf(dut, f"vnf{pair * self.n_vnfs + k}") for k in range(self.n_vnfs)]
 

@@ -23,7 +23,7 @@ from nfvperf.dut import load_adapters
 from nfvperf.dut.base import DUT_REGISTRY, AdapterOptions, DutAdapter, dut_class
 from nfvperf.dut.l3fwd import L3fwdSpec
 from nfvperf.dut.linux_bridge import LinuxBridgeSpec
-from nfvperf.dut.ovs_dpdk import OvsSpec
+from nfvperf.dut.ovs_spec import OvsSpec
 from nfvperf.dut.testpmd import TestpmdSpec
 
 from nfvperf.vm.guest import VmSpec

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Optional
 
 from nfvperf.dut.base import DutAdapter, KernelIf, PortRef, VhostFrontend
+from nfvperf.dut.vswitch import VSwitch
 from nfvperf.host import netns as N
 from nfvperf.topo import register
 from nfvperf.topo.p_ovs_p import OvsTopology
@@ -180,8 +181,10 @@ class TcpVmTopology(OvsTopology):
             assert port.tg_ifname is not None
             N.add_address(port.tg_ifname, f"{CLIENT_IP}/24", self.client_ns)
             N.set_link(port.tg_ifname, self.client_ns, state="up")
-        dut: Any = self.make_dut(self.spec.dut, netns=self.dut_netns)
-        dut.userspace_tso = self.userspace_tso
+        self.make_dut(self.spec.dut, netns=self.dut_netns)
+        dut = self.switch()
+        if self.userspace_tso:
+            dut.enable_tso()
         for p in self.ports:
             dut.add_port(p.dut_portref())
         dut.start()
@@ -204,7 +207,7 @@ class TcpVmTopology(OvsTopology):
         for j, ip in enumerate(ips):
             name = f"vm{j}"
             br = bridges[min(j, len(bridges) - 1)]
-            sock = dut.vhost_dir / f"vhu-{name}.sock"
+            sock = dut.vhost_socket(name)
             pname = f"{name}-vhu0"
             dut.attach_portref(PortRef(pname, VhostFrontend(), socket=sock, mtu=mtu), br)
             self.guest_ports.append(pname)
@@ -221,7 +224,7 @@ class TcpVmTopology(OvsTopology):
             g.wait_ready()
         self.wait_ports_up(dut)
 
-    def wait_ports_up(self, dut: Any, timeout_s: float = 30.0) -> None:
+    def wait_ports_up(self, dut: VSwitch, timeout_s: float = 30.0) -> None:
         """Every guest's vhost-user port (and the link's ends) up in OVS."""
         self.wait_interfaces_up(dut, self.guest_ports + [f"link{k}" for k in range(len(self.link))],
                                 timeout_s)

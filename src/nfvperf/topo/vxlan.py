@@ -56,9 +56,7 @@ class Vxlan(OvsTopology):
             dut.program(["priority=0,actions=NORMAL"], bridge=brp)
             dut.tunnel_endpoint(brp, vtep_ip(i), 24, tg_ip(i), str(hp.tg_mac))
             # OpenFlow numbers 100+ keep 1.. free for the PortRef ports (the VNF's vhost ports)
-            dut.add_ovs_port(brint, f"vx{i}", "vxlan", ofport=100 + i,
-                             options={"remote_ip": tg_ip(i), "local_ip": vtep_ip(i),
-                                      "key": VNI_BASE + i})
+            dut.add_tunnel(brint, f"vx{i}", 100 + i, tg_ip(i), vtep_ip(i), VNI_BASE + i)
         rules: list[str] = []
         for p, (a, b) in enumerate(self.tg_pairs()):
             name = f"vnf{p}"
