@@ -123,7 +123,7 @@ class StreamResult:
         return dataclasses.asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrialResult:
     """One trial, aggregated over all directions, plus the per-stream detail."""
 

@@ -1,6 +1,8 @@
 """Throughput search against a generator that cannot offer the intended load (tgen on veth)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from nfvperf.methods import throughput
@@ -33,8 +35,8 @@ class ShortGenerator(Measurer):
         tr = TrialResult(duration_s=duration_s, load_pps=load_pps, sent=sent, received=received,
                          expected=intended)
         if sent < 0.999 * intended:
-            tr.valid = False
-            tr.invalid_reasons = [f"sent {sent} < 99.9 % of intended {intended}"]
+            tr = dataclasses.replace(tr, valid=False,
+                                     invalid_reasons=[f"sent {sent} < 99.9 % of intended {intended}"])
         return tr
 
 
@@ -119,9 +121,7 @@ class BrokenCounters(ShortGenerator):
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         tr = super().measure(duration_s, load_pps)
-        tr.valid = False
-        tr.invalid_reasons = ["counters not settled"]
-        return tr
+        return dataclasses.replace(tr, valid=False, invalid_reasons=["counters not settled"])
 
 
 def test_other_invalid_trials_still_fail_the_test() -> None:

@@ -1,4 +1,6 @@
 """NDR and PDR in one pass."""
+import dataclasses
+
 import pytest
 
 from nfvperf.search.ndrpdr import ndrpdr_search
@@ -41,7 +43,7 @@ class FullLengthBroken(type(sim())):
     def measure(self, duration_s, load_pps):
         tr = super().measure(duration_s, load_pps)
         if duration_s >= 10:
-            tr.received = 0
+            tr = dataclasses.replace(tr, received=0)
         return tr
 
 

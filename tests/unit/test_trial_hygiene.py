@@ -3,6 +3,7 @@ repeatable results (repeat, median and spread, compare's noise from the spread).
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -35,7 +36,7 @@ def cold_dut(capacity=8e6, flows=1, **kw):
         n[0] += 1
         tr = real(d, load)
         if n[0] == 1:
-            tr.received = int(tr.received * 0.7)
+            tr = replace(tr, received=int(tr.received * 0.7))
         return tr
     m.measure = measure
     m.warmup_default = True
@@ -111,8 +112,8 @@ def test_a_dut_that_held_the_generator_back_gets_a_second_warmup_pass_at_the_rat
     def measure(d, load):
         tr = real(d, load)
         if load > 1e6:                     # held back: took 1 Mfps of what was asked
-            tr.sent = tr.received = int(tr.expected * 1e6 / load)
-            tr.extra = dict(tr.extra or {}, backpressure=True)
+            n = int(tr.expected * 1e6 / load)
+            tr = replace(tr, sent=n, received=n, extra=dict(tr.extra or {}, backpressure=True))
         return tr
     m.measure = measure
     rec = Recorder()
@@ -135,8 +136,8 @@ def _tgen_like(flows: int = 1, took_pps: float = 1e6):
     def measure(d, load):
         tr = real(d, load)
         if load > took_pps:
-            tr.sent = tr.received = int(tr.expected * took_pps / load)
-            tr.extra = dict(tr.extra or {}, backpressure=True)
+            n = int(tr.expected * took_pps / load)
+            tr = replace(tr, sent=n, received=n, extra=dict(tr.extra or {}, backpressure=True))
         return tr
     m.measure = measure
     return m
@@ -201,9 +202,9 @@ def test_invalid_trials_are_counted_per_kind_of_reason():
         n[0] += 1
         tr = real(d, load)
         if n[0] % 3 == 0:
-            tr.valid, tr.invalid_reasons = False, [f"p0->p1: sent {n[0] * 7} < 99.9 % of intended {n[0] * 9}"]
+            tr = replace(tr, valid=False, invalid_reasons=[f"p0->p1: sent {n[0] * 7} < 99.9 % of intended {n[0] * 9}"])
         elif n[0] % 5 == 0:
-            tr.valid, tr.invalid_reasons = False, [f"{n[0]} test frames arrived after the drain"]
+            tr = replace(tr, valid=False, invalid_reasons=[f"{n[0]} test frames arrived after the drain"])
         return tr
     m.measure = measure
     rec = Recorder()

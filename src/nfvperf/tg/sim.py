@@ -304,12 +304,12 @@ class SimMeasurer(Measurer):
     def _maybe_invalid(self, rng: random.Random, tr: TrialResult) -> TrialResult:
         if self.invalid_rate and rng.random() < self.invalid_rate:
             self.invalid_trials += 1
-            tr.valid = False
-            tr.invalid_reasons = ["sim: injected invalid trial (generator sent less than intended)"]
-            # misleading counters: no loss reported, so using this trial would be wrong
-            tr.received = tr.expected = tr.sent
             for s in tr.streams:
                 s.received, s.lost = s.sent, 0
+            # misleading counters: no loss reported, so using this trial would be wrong
+            return dataclasses.replace(
+                tr, valid=False, received=tr.sent, expected=tr.sent,
+                invalid_reasons=["sim: injected invalid trial (generator sent less than intended)"])
         return tr
 
     @staticmethod
@@ -392,8 +392,7 @@ class SimMeasurer(Measurer):
         self._account(duration_s)
         tr = self._result(duration_s, load_pps, streams, **self._noise_extra(speed))
         if invalid:
-            tr.valid, tr.invalid_reasons = False, invalid
-            return tr
+            return dataclasses.replace(tr, valid=False, invalid_reasons=invalid)
         return self._maybe_invalid(rng, tr)
 
     def measure_burst(self, burst_frames: int, burst_pps: float, drain_s: float = 2.0) -> TrialResult:

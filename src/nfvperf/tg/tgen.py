@@ -9,6 +9,7 @@ Wire protocol: ``tgen/PROTOCOL.md`` (JSON-RPC 2.0, one JSON object per line, Uni
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -388,8 +389,7 @@ class TgenMeasurer(Measurer):
                    "tx_not_sent": sum(not_sent.values()),
                    "misrouted": misrouted, "notes": notes, "tgen_cores": self.split_info or None,
                    "backpressure": bool(pushed_back)})
-        res.telemetry = self._trial_telemetry(raw, res, sum(not_sent.values()))
-        return res
+        return dataclasses.replace(res, telemetry=self._trial_telemetry(raw, res, sum(not_sent.values())))
 
     def _trial_telemetry(self, raw: dict, res: TrialResult, not_sent_at_tx: int) -> dict[str, Any]:
         """The trial's telemetry (``nfvperf.tg.telemetry``): the DUT's difference of the readings
