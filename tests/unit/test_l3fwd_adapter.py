@@ -196,7 +196,7 @@ def _dut(tmp_path: Path, kind: str = "af_packet", ports: int = 2, cpus=(1,), **l
               eth_peers=[f"02:00:00:00:a0:{i:02x}" for i in range(ports)])
     for i in range(ports):
         if kind in ("af_packet", "af_xdp"):
-            d.add_port(PortRef(f"phy{i}", KernelIf(kind), ifname=f"d{i}"))
+            d.add_port(PortRef(f"phy{i}", KernelIf.of(kind), ifname=f"d{i}"))
         elif kind == "vhost":
             d.add_port(PortRef(f"phy{i}", VhostBackend(client=True), socket=Path(f"/tmp/s{i}")))
         elif kind == "memif":

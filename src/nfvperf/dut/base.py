@@ -39,13 +39,14 @@ from nfvperf.tg.sim_model import SimTraits
 from nfvperf.tg.telemetry import dut_reading
 from nfvperf.trial import DutFailure, Unsupported
 
-from .port_end import KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
+from .port_end import AfPacketIf, AfXdpIf, KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
 from nfvperf import dut as _pkg
 
 log = logging.getLogger(__name__)
 
 __all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process",
-           "PortEnd", "KernelIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd", "eal_port_options",
+           "PortEnd", "KernelIf", "AfPacketIf", "AfXdpIf", "PciNic",
+           "VhostFrontend", "VhostBackend", "MemifEnd", "eal_port_options",
            "ProcessError", "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
@@ -58,7 +59,7 @@ class PortRef:
     :class:`VhostBackend` or :class:`MemifEnd`."""
 
     name: str
-    end: PortEnd = field(default_factory=KernelIf)
+    end: PortEnd = field(default_factory=AfPacketIf)
     ifname: Optional[str] = None
     netns: Optional[str] = None
     pci: Optional[str] = None

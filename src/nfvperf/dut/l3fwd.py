@@ -49,6 +49,7 @@ from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
     SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
+from .port_end import phy_end
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
 log = logging.getLogger(__name__)
@@ -174,9 +175,10 @@ def spec_ports(spec: Optional[PathView]) -> int:
 
 
 def rx_queues_per_port(port_kind: str, queues: int, lcores: int) -> int:
-    """RX queues l3fwd opens and polls per port: ``queues``, but on net_af_packet as many as its
-    queue pairs (``max(queues, lcores)``: one socket each, each gets part of the frames)."""
-    return max(queues, lcores) if port_kind == "af_packet" else queues
+    """RX queues l3fwd opens and polls per port: ``queues``, but ``max(queues, lcores)`` when the
+    kind's end polls one RX queue per lcore (net_af_packet: one socket each, each gets part of
+    the frames)."""
+    return max(queues, lcores) if phy_end(port_kind).rx_queue_per_lcore else queues
 
 
 def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] = None) -> list[str]:
@@ -192,7 +194,7 @@ def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] 
                    f"topology.mtu or use dut testpmd")
     w = lcore_count(opts) if lcores is None else lcores
     q = int(opts.queues or 1)
-    if pk == "af_xdp" and (w > 1 or q > 1):
+    if phy_end(pk).single_queue and (w > 1 or q > 1):
         which = ("cpus" if opts.cpus else "cores") if w > 1 else "queues"
         out.append(f"topology.l3fwd.{which}: l3fwd sends on one TX queue per "
                    f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
