@@ -220,7 +220,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         self.proc: Optional[Process] = None
         self.port_macs: list[str] = []
         self.rte_version = ""
-        self._last: dict[int, dict[str, int]] = {}
         self._baseline: dict[int, dict[str, int]] = {}   # counters at the last clear_counters()
 
     # -- argv -----------------------------------------------------------------------------------
@@ -330,7 +329,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         stats = parse_port_stats(out)
         if len(stats) < len(self.ports):
             raise DutFailure(f"{self.proc_name}: could not parse port stats:\n{out[-1500:]}")
-        self._last = stats
         return stats
 
     def alive(self) -> None:

@@ -219,12 +219,6 @@ class PciGuest(ShellGuest):
                 raise DutFailure(f"{self.vnf_name}: {a} bound to {got or 'no driver'}, not "
                                  f"{driver} (console {self.console_log})")
 
-    def unbind(self, addrs: Sequence[str]) -> None:
-        for a in addrs:
-            d = f"/sys/bus/pci/devices/{a}"
-            self.shell_line(f"[ -e {d}/driver ] && echo {shlex.quote(a)} > {d}/driver/unbind; "
-                            f"echo > {d}/driver_override")
-
     def load_module(self, name: str) -> None:
         """insmod one of the image's kernel modules (``virtio_pci``: the kernel's own driver)."""
         rc, out = self.shell_line(f"insmod /lib/modules/{shlex.quote(name)}.ko")
