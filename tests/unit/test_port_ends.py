@@ -72,6 +72,8 @@ def test_sockets_created_by_the_right_end_and_port_kind_names() -> None:
 def test_a_bad_driver_is_refused_with_the_field() -> None:
     with pytest.raises(ValueError, match="KernelIf.driver: 'vfio'"):
         KernelIf.of("vfio")
+    with pytest.raises(TypeError, match="AfPacketIf and AfXdpIf"):
+        KernelIf()
 
 
 def test_af_packet_jumbo_refusal_is_the_ends() -> None:

@@ -107,6 +107,10 @@ class KernelIf(PortEnd):
     #: the DPDK driver (``net_<driver>``) and the ``topology.port_kind`` of its PHY ports
     driver: ClassVar[str] = "abstract"
 
+    def __post_init__(self) -> None:
+        if type(self) is KernelIf:
+            raise TypeError("KernelIf is the base of AfPacketIf and AfXdpIf: make one of those, or KernelIf.of(driver)")
+
     @staticmethod
     def of(driver: str) -> KernelIf:
         """The end of a kernel interface opened with ``driver`` (``af_packet`` or ``af_xdp``)."""
