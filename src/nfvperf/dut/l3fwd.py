@@ -59,7 +59,7 @@ REPO = Path(__file__).resolve().parents[3]
 BUILD_PATH = REPO / "build" / "l3fwd" / "l3fwd"
 ENV = "NFVPERF_L3FWD"
 #: where l3fwd is looked for on a testbed's DUT host (a guest of the testbed gets this checkout's
-#: build there at boot: nfvperf.vm.pci_guest.GUEST_L3FWD)
+#: build there at boot: nfvperf.vm.pci_overlay.GUEST_L3FWD)
 REMOTE_PATHS = ("/usr/bin/nfvperf-l3fwd", "/usr/local/bin/l3fwd", "/usr/local/bin/dpdk-l3fwd")
 BUILD_FIX = ("make build (scripts/build-l3fwd.sh builds it from dpdk-doc's "
              "/usr/share/dpdk/examples/l3fwd into build/l3fwd/), or set NFVPERF_L3FWD")

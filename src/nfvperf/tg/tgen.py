@@ -16,9 +16,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
 from nfvperf.tg.tgen_proc import PortSpec, TgenError, TgenProcess, _lcore_cpus, find_tgen_binary  # noqa: F401
-from nfvperf.tg.tgen_results import (LATENCY_DEFINITION, merge_latency,  # noqa: F401
-                                     percentiles_from_histogram, split_not_sent, stream_from_wire,
-                                     tsc_calibration_record)
+from nfvperf.tg.tgen_results import (LATENCY_DEFINITION, merge_latency, split_not_sent,  # noqa: F401
+                                     stream_from_wire, tsc_calibration_record)
 from nfvperf.tg.tgen_split import flow_slices, merge_streams, split_frames, split_stream
 from nfvperf.tg.tgen_streams import (check_rx_groups, directions_for, rx_group, split_base_name,
                                      split_record, stream_object)
@@ -44,7 +43,6 @@ __all__ = [
     "TgenMeasurer",
     "find_tgen_binary",
     "merge_latency",
-    "percentiles_from_histogram",
 ]
 
 #: drivers whose TX ring is the DUT's RX ring (virtio-user on vhost-user, memif): a full ring

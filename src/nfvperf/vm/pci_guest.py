@@ -41,8 +41,7 @@ from nfvperf.tg.tgen import find_tgen_binary
 from . import image as vm_image
 from .guest import GuestShell, ShellGuest
 from .pci_host import GuestPciHost, GuestPopen
-from .pci_overlay import (GUEST_INIT, GUEST_L3FWD, GUEST_SSHD_LOG, GUEST_TGEN, GUEST_WORK, MGMT_SLOT,  # noqa: F401
-                          PCI_INIT, GuestSsh, host_closure, overlay)
+from .pci_overlay import GUEST_INIT, GUEST_TGEN, MGMT_SLOT, GuestSsh, overlay
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 
 
@@ -263,5 +262,4 @@ def _with_nics(cls: "type[PciGuest]", n: int) -> "type[PciGuest]":
                                                "__module__": cls.__module__})
 
 
-__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "GuestSsh", "overlay", "host_closure", "GUEST_TGEN",
-           "GUEST_L3FWD", "GUEST_SSHD_LOG", "GUEST_WORK", "PCI_INIT"]
+__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "GuestSsh", "overlay", "GUEST_TGEN"]
