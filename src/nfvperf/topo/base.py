@@ -44,14 +44,13 @@ from .errors import TopologyError
 from .host_cpus import HostCpuHints, plan_host, read_host_topology
 from .inplace import in_place_difference, restart_fields, restart_reason
 from .ports import HostPort, PortKind, port_kind_class
-from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .spec import TopologySpec, allowed_duts, allowed_port_kinds
 from .tcp_ends import TcpEnds, tcp_endpoints
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
 
-__all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError", "pci_numa_node"]
+__all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError"]
 
 log = logging.getLogger(__name__)
 
