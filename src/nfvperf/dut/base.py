@@ -101,6 +101,14 @@ def cross_connect(n_ports: int) -> list[Flow]:
     return flows
 
 
+def cross_connect_only(flows: Optional[Sequence[Flow]], n_ports: int, what: str) -> None:
+    """:class:`Unsupported` unless ``flows`` (None: nothing asked) are pairs of the cross-connect
+    of ``n_ports`` without matches: a DUT that joins port pairs by itself (``what``) can do no other."""
+    pairs = {(f.in_port, f.out_port) for f in cross_connect(n_ports)}
+    if flows is not None and (not {(f.in_port, f.out_port) for f in flows} <= pairs or any(f.match for f in flows)):
+        raise Unsupported(f"{what} port pairs (0<->1, 2<->3); other flows need a switch")
+
+
 def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> str:
     """First version-looking token of ``argv``'s output, or '' (never raises)."""
     try:

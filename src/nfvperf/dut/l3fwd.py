@@ -48,7 +48,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
+    SnapshotCounters, TopologyView, cross_connect_only, eal_port_options, register_dut
 from .port_end import phy_end
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
@@ -576,12 +576,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
     def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
         """l3fwd routes each port pair's blocks to each other (its route files); only the
         cross-connect (or nothing) is accepted."""
-        if flows is None:
-            return
-        want = {(f.in_port, f.out_port) for f in flows}
-        pairs = {(f.in_port, f.out_port) for f in cross_connect(len(self.ports))}
-        if not want <= pairs or any(f.match for f in flows):
-            raise Unsupported("l3fwd routes between port pairs (0<->1, 2<->3); other flows need a switch")
+        cross_connect_only(flows, len(self.ports), "l3fwd routes between")
 
     def stream_params(self) -> list[dict[str, Any]]:
         """Per-direction tgen stream fields (forward pairs, then the reverse): addresses from the
