@@ -496,8 +496,8 @@ class Topology:
                                 f"generator ports {down} ({self.spec.port_kind}) not up after {timeout_s:.0f} s; "
                                 f"tgen log: {self.tgen.log_tail(1500)}"))
 
-    def wait_none_down(self, down: Callable[[], list[Any]], timeout_s: float,
-                       late: Callable[[list[Any]], Exception], interval_s: float = 0.1) -> None:
+    def wait_none_down(self, down: Callable[[], Sequence[object]], timeout_s: float,
+                       late: Callable[[Sequence[object]], Exception], interval_s: float = 0.1) -> None:
         """Poll ``down()`` (what is not up yet) until it is empty, the DUT checked alive between
         polls; past ``timeout_s`` raise ``late(what is still down)``."""
         deadline = time.monotonic() + timeout_s
