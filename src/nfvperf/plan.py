@@ -204,12 +204,6 @@ class RunPlan:
         return "; ".join(f"{r['text']} [{len(r['units'])} unit{'s' if len(r['units']) != 1 else ''}]"
                          for r in self.fitted())
 
-    def skipped_by_reason(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for u in self.skipped:
-            out.setdefault(str(u.skip), []).append(u.label)
-        return out
-
     def record(self) -> dict[str, Any]:
         """What the run stores in its environment (``plan``) and ``nfvperf validate --json`` prints."""
         return {"tg": self.tg, "fit_host": self.fit_host, "on_testbed": self.on_testbed,

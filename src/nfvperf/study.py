@@ -100,14 +100,6 @@ def axis_paths(name: str) -> tuple[str, ...]:
     return (name,)
 
 
-def describe_alias(name: str) -> str:
-    if name == "frame_size":
-        return "frame_sizes: [value]"
-    if name == "vxlan":
-        return "traffic.vxlan (+ topology.kind: vxlan when true)"
-    return " + ".join(ALIASES[name])
-
-
 @dataclass
 class Axis:
     name: str

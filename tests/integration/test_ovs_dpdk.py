@@ -19,7 +19,7 @@ pytestmark = pytest.mark.root
 if os.geteuid() != 0 or not os.path.exists("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"):
     pytest.skip("needs root and openvswitch-switch-dpdk", allow_module_level=True)
 
-from nfvperf.dut.base import Flow, KernelIf, PortRef  # noqa: E402
+from nfvperf.dut.base import AfPacketIf, Flow, PortRef  # noqa: E402
 from nfvperf.dut.ovs_dpdk import OvsDpdk  # noqa: E402
 from nfvperf.host.run import ResourceTracker, RunContext  # noqa: E402
 from nfvperf.trial import DutFailure  # noqa: E402
@@ -129,7 +129,7 @@ def ovs(run: RunContext, net: Net):
     tracker = ResourceTracker(install_signal_handlers=False)
     sw = OvsDpdk(run, tracker, spec=spec)
     for i, k in enumerate("ab"):
-        sw.add_port(PortRef(f"p{i}", KernelIf(), ifname=net.dut_if[k], netns=net.ovs_ns))
+        sw.add_port(PortRef(f"p{i}", AfPacketIf(), ifname=net.dut_if[k], netns=net.ovs_ns))
     sw.start()
     yield sw
     sw.stop()
@@ -233,7 +233,7 @@ def test_attach_to_running_ovs(run: RunContext, net: Net, tmp_path: Path) -> Non
         guest = OvsDpdk(other, tracker, spec=OvsSpec(existing_db=str(host.db_sock)))
         assert guest.ctl == host.ctl
         for i, k in enumerate("ab"):
-            guest.add_port(PortRef(f"g{i}", KernelIf(), ifname=net.dut_if[k], netns=net.ovs_ns))
+            guest.add_port(PortRef(f"g{i}", AfPacketIf(), ifname=net.dut_if[k], netns=net.ovs_ns))
         guest.start()
         try:
             assert f"{other.tag}br0" in host.vsctl("list-br").split()

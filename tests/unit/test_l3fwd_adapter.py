@@ -196,7 +196,7 @@ def _dut(tmp_path: Path, kind: str = "af_packet", ports: int = 2, cpus=(1,), **l
               eth_peers=[f"02:00:00:00:a0:{i:02x}" for i in range(ports)])
     for i in range(ports):
         if kind in ("af_packet", "af_xdp"):
-            d.add_port(PortRef(f"phy{i}", KernelIf(kind), ifname=f"d{i}"))
+            d.add_port(PortRef(f"phy{i}", KernelIf.of(kind), ifname=f"d{i}"))
         elif kind == "vhost":
             d.add_port(PortRef(f"phy{i}", VhostBackend(client=True), socket=Path(f"/tmp/s{i}")))
         elif kind == "memif":
@@ -432,3 +432,12 @@ def test_a_build_given_by_path_runs_and_a_missing_one_names_the_field(tmp_path):
     d.opts = d.opts.model_copy(update={"binary": str(tmp_path / "nope")})
     with pytest.raises(DutFailure, match="topology.l3fwd.binary: .*nope is not an executable file"):
         d.argv()
+
+
+def test_only_the_cross_connect_is_programmed() -> None:
+    from nfvperf.dut.base import Flow, Unsupported, cross_connect, cross_connect_only
+    cross_connect_only(None, 4, "l3fwd routes between")
+    cross_connect_only(cross_connect(4), 4, "l3fwd routes between")
+    for flows in ([Flow(0, 2)], [Flow(0, 1, {"dl_type": "0x0800"})]):
+        with pytest.raises(Unsupported, match="l3fwd routes between port pairs .0<->1, 2<->3.; other flows"):
+            cross_connect_only(flows, 4, "l3fwd routes between")

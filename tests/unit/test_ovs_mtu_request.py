@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from nfvperf.dut.base import KernelIf, PortRef, VhostFrontend
+from nfvperf.dut.base import AfPacketIf, PortRef, VhostFrontend
 from nfvperf.dut.ovs_ctl import MTU_KINDS
 from nfvperf.dut.ovs_dpdk import OvsDpdk
 from nfvperf.dut.ovs_spec import OvsSpec
@@ -133,7 +133,7 @@ def test_start_attaches_the_phy_ports_with_their_mtu(tmp_path: Path, mtu: int) -
     dut.bridges.clear()
     dut._start_daemons = lambda: None      # no ovsdb-server / ovs-vswitchd: only the vsctl calls
     ports = [_phy("af_packet", mtu, tmp_path),
-             PortRef("phy1", KernelIf(), ifname="v1dut", mtu=mtu)]
+             PortRef("phy1", AfPacketIf(), ifname="v1dut", mtu=mtu)]
     for p in ports:
         dut.add_port(p)
     dut.start()
@@ -225,7 +225,7 @@ def test_ovs_system_kernel_port_requests_the_spec_mtu(tmp_path: Path, driver: st
 def test_ovs_system_mtu_request_without_an_ofport(tmp_path: Path) -> None:
     """No ofport_request: the ``-- set Interface`` is still there for the MTU alone."""
     dut, host = _adapter(OvsSystem, tmp_path)
-    dut.attach_portref(PortRef("phy0", KernelIf(), ifname="v0dut", mtu=9000), "br0")
+    dut.attach_portref(PortRef("phy0", AfPacketIf(), ifname="v0dut", mtu=9000), "br0")
     assert iface_settings(host.add_port("v0dut"), "v0dut") == ["mtu_request=9000"]
 
 
@@ -235,7 +235,7 @@ def test_ovs_system_start_attaches_the_ports_with_their_mtu(tmp_path: Path, mtu:
     dut.bridges.clear()
     dut._start_daemons = lambda: None
     for i in range(2):
-        dut.add_port(PortRef(f"phy{i}", KernelIf(), ifname=f"v{i}dut", mtu=mtu))
+        dut.add_port(PortRef(f"phy{i}", AfPacketIf(), ifname=f"v{i}dut", mtu=mtu))
     dut.start()
     for i in range(2):
         assert mtu_requests(host.add_port(f"v{i}dut"), f"v{i}dut") == [f"mtu_request={mtu}"]

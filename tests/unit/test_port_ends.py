@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 
 from nfvperf.dut.base import PortRef, Unsupported, eal_port_options
-from nfvperf.dut.port_end import KernelIf, MemifEnd, PciNic, VhostBackend, VhostFrontend
+from nfvperf.dut.port_end import AfPacketIf, AfXdpIf, KernelIf, MemifEnd, PciNic, VhostBackend, VhostFrontend
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "nfvperf"
 SOCK = Path("/run/nfvperf/t/t-vhu0.sock")
 
 
 def test_each_end_builds_its_dpdk_device_argument() -> None:
-    assert PortRef("a", KernelIf(), ifname="v0").dpdk_devargs(3, 2) == (
+    assert PortRef("a", AfPacketIf(), ifname="v0").dpdk_devargs(3, 2) == (
         "net_af_packet3,iface=v0,qpairs=2,blocksz=4096,framesz=2048,framecnt=1024,qdisc_bypass=1")
-    assert "framesz=16384" in PortRef("a", KernelIf(), ifname="v0", mtu=9000).dpdk_devargs(0)
-    assert PortRef("a", KernelIf("af_xdp"), ifname="v0").dpdk_devargs(1, 1) == (
+    assert "framesz=16384" in PortRef("a", AfPacketIf(), ifname="v0", mtu=9000).dpdk_devargs(0)
+    assert PortRef("a", AfXdpIf(), ifname="v0").dpdk_devargs(1, 1) == (
         "net_af_xdp1,iface=v0,start_queue=0,queue_count=1")
     assert PortRef("a", PciNic(), pci="0000:03:00.0").dpdk_devargs(0) == "0000:03:00.0"
     assert PortRef("a", VhostFrontend(server=True, queue_size=4096), socket=SOCK,
@@ -35,7 +35,7 @@ def test_each_end_builds_its_dpdk_device_argument() -> None:
 
 
 def test_eal_options_follow_the_ends() -> None:
-    pci, veth = PortRef("a", PciNic(), pci="0000:03:00.0"), PortRef("b", KernelIf(), ifname="v0")
+    pci, veth = PortRef("a", PciNic(), pci="0000:03:00.0"), PortRef("b", AfPacketIf(), ifname="v0")
     assert pci.eal_args("x") == ["-a", "x"] and veth.eal_args("y") == ["--vdev", "y"]
     assert eal_port_options([veth]) == ["--no-pci"]
     assert eal_port_options([pci, PortRef("c", VhostBackend(client=True), socket=SOCK)]) == [
@@ -43,7 +43,7 @@ def test_eal_options_follow_the_ends() -> None:
 
 
 def test_ovs_interfaces_and_the_refused_server_backend() -> None:
-    veth = PortRef("p", KernelIf(), ifname="v0")
+    veth = PortRef("p", AfPacketIf(), ifname="v0")
     assert veth.end.ovs_interface(veth, 0, 1) == ("dpdk", {"devargs": veth.dpdk_devargs(0)})
     fe = PortRef("vnf", VhostFrontend(), socket=SOCK)
     assert fe.end.ovs_interface(fe, 0, 1) == ("dpdkvhostuserclient", {"sock": str(SOCK)})
@@ -55,7 +55,7 @@ def test_ovs_interfaces_and_the_refused_server_backend() -> None:
 
 
 def test_kernel_duts_get_an_interface_or_a_reason() -> None:
-    assert KernelIf().kernel_ifname(PortRef("p", ifname="v0"), "linux-bridge") == "v0"
+    assert AfPacketIf().kernel_ifname(PortRef("p", ifname="v0"), "linux-bridge") == "v0"
     with pytest.raises(Unsupported, match="linux-bridge can only bridge kernel interfaces, not memif"):
         MemifEnd().kernel_ifname(PortRef("p", MemifEnd(), socket=SOCK), "linux-bridge")
 
@@ -63,21 +63,23 @@ def test_kernel_duts_get_an_interface_or_a_reason() -> None:
 def test_sockets_created_by_the_right_end_and_port_kind_names() -> None:
     assert [e.creates_socket() for e in (VhostBackend(), VhostBackend(client=True), VhostFrontend(),
                                           VhostFrontend(server=True), MemifEnd(), MemifEnd("client"),
-                                          KernelIf(), PciNic())] == [
+                                          AfPacketIf(), PciNic())] == [
         True, False, False, True, True, False, False, False]
-    assert [e.port_kind for e in (KernelIf("af_xdp"), VhostBackend(), MemifEnd(), PciNic())] == [
+    assert [e.port_kind for e in (AfXdpIf(), VhostBackend(), MemifEnd(), PciNic())] == [
         "af_xdp", "vhost", "memif", "pci"]
 
 
 def test_a_bad_driver_is_refused_with_the_field() -> None:
     with pytest.raises(ValueError, match="KernelIf.driver: 'vfio'"):
-        KernelIf("vfio")
+        KernelIf.of("vfio")
+    with pytest.raises(TypeError, match="AfPacketIf and AfXdpIf"):
+        KernelIf()
 
 
 def test_af_packet_jumbo_refusal_is_the_ends() -> None:
-    assert KernelIf().dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=9000)) is not None
-    assert KernelIf("af_xdp").dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=9000)) is None
-    assert KernelIf().dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=1500)) is None
+    assert AfPacketIf().dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=9000)) is not None
+    assert AfXdpIf().dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=9000)) is None
+    assert AfPacketIf().dpdk_mtu_refusal(PortRef("p", ifname="v0", mtu=1500)) is None
 
 
 def test_no_adapter_compares_a_port_kind_string() -> None:

@@ -49,15 +49,6 @@ _KINDS = r"""["'](?:af_packet|af_xdp|vhost|memif|pci|veth)["']"""
 KIND_BRANCH = re.compile(r"\b(?:\w*kind|family|pk|driver)\s*(?:==|!=|not\s+in|in)\s*[(\[{]?\s*" + _KINDS
                          + r"|" + _KINDS + r"\s*(?:==|!=|in)\s*[\w.]*(?:kind|family|pk|driver)\b")
 KIND_BRANCH_PATHS = ["dut", "topo"]
-#: branches left to the vSwitch work of issue 30 (dut/ and the OVS topologies): file -> how many
-#: lines may still branch.  The coordinator empties this after merging that work; a file not
-#: listed may have none.
-KIND_BRANCH_ALLOWED = {
-    "dut/l3fwd.py": 2,          # rx_queues_per_port (af_packet), the af_xdp lcore check
-    "dut/ovs_dpdk.py": 3,       # memif socket-mem / pmd mask in place, pci ports
-    "dut/linux_bridge.py": 1,   # refuses pci
-    "dut/port_end.py": 2,       # the veth end's driver (af_xdp options, af_packet MTU)
-}
 
 
 def _mentions_any(node: ast.AST | None) -> bool:
@@ -169,7 +160,6 @@ def kind_branches() -> dict[str, list[str]]:
 
 
 def test_no_string_branch_on_a_port_kind() -> None:
-    over = [line for f, lines in kind_branches().items() if len(lines) > KIND_BRANCH_ALLOWED.get(f, 0)
-            for line in lines]
+    over = [line for lines in kind_branches().values() for line in lines]
     assert over == [], ("branch on a port kind's name: declare what differs on the kind's class "
                         "(nfvperf.topo.ports, one module per kind) and ask it:\n" + "\n".join(over))

@@ -18,8 +18,8 @@ import pytest
 from nfvperf.trial import DutFailure, LatencySummary, MeasurerError, Segment, TrafficProfile, Unsupported
 from nfvperf.search.validity import generator_shortfall
 from nfvperf.tg.tgen import (PortSpec, TgenError, TgenMeasurer, TgenProcess, _lcore_cpus,
-                             merge_latency, percentiles_from_histogram, split_not_sent,
-                             tsc_calibration_record)
+                             merge_latency, split_not_sent, tsc_calibration_record)
+from nfvperf.tg.tgen_results import percentiles_from_histogram
 
 FAKE_TGEN = r'''# Fake tgen: behaviour knobs from FAKE_* environment variables (drop, duplicate, stretch, die,
 # ignore shutdown); every request is appended as a JSON line to $FAKE_LOG.

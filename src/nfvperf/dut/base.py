@@ -39,13 +39,14 @@ from nfvperf.tg.sim_model import SimTraits
 from nfvperf.tg.telemetry import dut_reading
 from nfvperf.trial import DutFailure, Unsupported
 
-from .port_end import KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
+from .port_end import AfPacketIf, AfXdpIf, KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
 from nfvperf import dut as _pkg
 
 log = logging.getLogger(__name__)
 
 __all__ = ["AdapterOptions", "dut_class", "DutAdapter", "DutFailure", "Unsupported", "PortRef", "Flow", "Process",
-           "PortEnd", "KernelIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd", "eal_port_options",
+           "PortEnd", "KernelIf", "AfPacketIf", "AfXdpIf", "PciNic",
+           "VhostFrontend", "VhostBackend", "MemifEnd", "eal_port_options",
            "ProcessError", "register_dut", "DUT_REGISTRY", "create_dut"]
 
 
@@ -58,7 +59,7 @@ class PortRef:
     :class:`VhostBackend` or :class:`MemifEnd`."""
 
     name: str
-    end: PortEnd = field(default_factory=KernelIf)
+    end: PortEnd = field(default_factory=AfPacketIf)
     ifname: Optional[str] = None
     netns: Optional[str] = None
     pci: Optional[str] = None
@@ -98,6 +99,14 @@ def cross_connect(n_ports: int) -> list[Flow]:
     for i in range(0, n_ports - 1, 2):
         flows += [Flow(i, i + 1), Flow(i + 1, i)]
     return flows
+
+
+def cross_connect_only(flows: Optional[Sequence[Flow]], n_ports: int, what: str) -> None:
+    """:class:`Unsupported` unless ``flows`` (None: nothing asked) are pairs of the cross-connect
+    of ``n_ports`` without matches: a DUT that joins port pairs by itself (``what``) can do no other."""
+    pairs = {(f.in_port, f.out_port) for f in cross_connect(n_ports)}
+    if flows is not None and (not {(f.in_port, f.out_port) for f in flows} <= pairs or any(f.match for f in flows)):
+        raise Unsupported(f"{what} port pairs (0<->1, 2<->3); other flows need a switch")
 
 
 def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> str:

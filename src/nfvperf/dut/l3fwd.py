@@ -48,7 +48,8 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
+    SnapshotCounters, TopologyView, cross_connect_only, eal_port_options, register_dut
+from .port_end import phy_end
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ REPO = Path(__file__).resolve().parents[3]
 BUILD_PATH = REPO / "build" / "l3fwd" / "l3fwd"
 ENV = "NFVPERF_L3FWD"
 #: where l3fwd is looked for on a testbed's DUT host (a guest of the testbed gets this checkout's
-#: build there at boot: nfvperf.vm.pci_guest.GUEST_L3FWD)
+#: build there at boot: nfvperf.vm.pci_overlay.GUEST_L3FWD)
 REMOTE_PATHS = ("/usr/bin/nfvperf-l3fwd", "/usr/local/bin/l3fwd", "/usr/local/bin/dpdk-l3fwd")
 BUILD_FIX = ("make build (scripts/build-l3fwd.sh builds it from dpdk-doc's "
              "/usr/share/dpdk/examples/l3fwd into build/l3fwd/), or set NFVPERF_L3FWD")
@@ -174,9 +175,10 @@ def spec_ports(spec: Optional[PathView]) -> int:
 
 
 def rx_queues_per_port(port_kind: str, queues: int, lcores: int) -> int:
-    """RX queues l3fwd opens and polls per port: ``queues``, but on net_af_packet as many as its
-    queue pairs (``max(queues, lcores)``: one socket each, each gets part of the frames)."""
-    return max(queues, lcores) if port_kind == "af_packet" else queues
+    """RX queues l3fwd opens and polls per port: ``queues``, but ``max(queues, lcores)`` when the
+    kind's end polls one RX queue per lcore (net_af_packet: one socket each, each gets part of
+    the frames)."""
+    return max(queues, lcores) if phy_end(port_kind).rx_queue_per_lcore else queues
 
 
 def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] = None) -> list[str]:
@@ -192,7 +194,7 @@ def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] 
                    f"topology.mtu or use dut testpmd")
     w = lcore_count(opts) if lcores is None else lcores
     q = int(opts.queues or 1)
-    if pk == "af_xdp" and (w > 1 or q > 1):
+    if phy_end(pk).single_queue and (w > 1 or q > 1):
         which = ("cpus" if opts.cpus else "cores") if w > 1 else "queues"
         out.append(f"topology.l3fwd.{which}: l3fwd sends on one TX queue per "
                    f"lcore and net_af_xdp on veth has one queue, so port_kind af_xdp takes one lcore "
@@ -574,12 +576,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
     def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
         """l3fwd routes each port pair's blocks to each other (its route files); only the
         cross-connect (or nothing) is accepted."""
-        if flows is None:
-            return
-        want = {(f.in_port, f.out_port) for f in flows}
-        pairs = {(f.in_port, f.out_port) for f in cross_connect(len(self.ports))}
-        if not want <= pairs or any(f.match for f in flows):
-            raise Unsupported("l3fwd routes between port pairs (0<->1, 2<->3); other flows need a switch")
+        cross_connect_only(flows, len(self.ports), "l3fwd routes between")
 
     def stream_params(self) -> list[dict[str, Any]]:
         """Per-direction tgen stream fields (forward pairs, then the reverse): addresses from the

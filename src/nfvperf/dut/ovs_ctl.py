@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union, cast
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union, cast
 
 from nfvperf.dut.port_end import PortEnd, phy_end
 from nfvperf.dut.base import DutAdapter, Flow, TopologyView
@@ -21,6 +21,7 @@ from nfvperf.trial import DutFailure
 
 
 _UNIX_PATH_MAX = 107
+_T = TypeVar("_T")
 
 
 class OvsError(RuntimeError):
@@ -253,6 +254,21 @@ class OvsCtl(DutAdapter):
                 if lost:
                     raise exc(f"{key} (pid {p.pid} on {self.host.name}) unreachable: {lost}")
                 raise exc(f"{key} (pid {p.pid}) died ({how}); log: {self.log_tail(key, 4)}")
+
+    def _settle(self, probe: Callable[[], tuple[bool, _T]], timeout_s: float, late: Callable[[_T], str],
+                interval_s: float = 0.1) -> _T:
+        """Call ``probe()`` -> (done, value) every ``interval_s``, the daemons checked alive before
+        each call, until done; return its value.  Past ``timeout_s``: :class:`OvsError` with
+        ``late(value)`` and the log tail."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._raise_if_dead()
+            done, value = probe()
+            if done:
+                return value
+            if time.monotonic() > deadline:
+                raise OvsError(f"{late(value)}; log: {self.log_tail()}")
+            time.sleep(interval_s)
 
     def tx_queues(self) -> int:
         """TX queues OVS uses on each port: one per PMD thread plus one for the main thread.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from pathlib import Path
 from typing import ClassVar, Optional
 
@@ -224,16 +223,9 @@ class OvsDpdk(OvsStats, VSwitch):
 
     def _wait_datapath(self) -> None:
         """Wait until DPDK in ovs-vswitchd has initialised (dpdk_initialized)."""
-        deadline = time.monotonic() + self.start_timeout_s
-        while True:
-            self._raise_if_dead()
-            out = self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip()
-            if out == "true":
-                return
-            if time.monotonic() > deadline:
-                raise OvsError(f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s; "
-                               f"log: {self.log_tail()}")
-            time.sleep(0.2)
+        self._settle(lambda: (self.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized", wait=False).strip() == "true",
+                              None), self.start_timeout_s,
+                     lambda _: f"DPDK in ovs-vswitchd did not initialise in {self.start_timeout_s:.0f} s", 0.2)
 
     def stop(self) -> None:
         """Delete our bridges, stop the daemons, remove sockets, pidfiles and hugepage files."""

@@ -182,17 +182,11 @@ class OvsPmds(OvsFlows):
                 "pmds": {str(c): q for c, q in rxq["pmds"].items()}}
 
     def _wait_rxq_show(self, ok: Callable[[PmdRxq], bool], timeout_s: float, what: str) -> str:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self._raise_if_dead()
+        def probe() -> tuple[bool, str]:
             text = self.pmd_rxq()
-            if ok(parse_pmd_rxq(text)):
-                return text
-            if time.monotonic() > deadline:
-                raise OvsError(f"OVS did not settle in {timeout_s:.0f} s: wanted {what}; "
-                               f"pmd-rxq-show: {' | '.join(text.strip().splitlines()[:12])}; "
-                               f"log: {self.log_tail()}")
-            time.sleep(0.1)
+            return ok(parse_pmd_rxq(text)), text
+        return self._settle(probe, timeout_s, lambda text: f"OVS did not settle in {timeout_s:.0f} s: wanted "
+                            f"{what}; pmd-rxq-show: {' | '.join(text.strip().splitlines()[:12])}")
 
     def set_forwarding(self, source: ForwardingSource) -> None:
         self.forwarding = source

@@ -117,21 +117,15 @@ class OvsPorts(OvsCtl):
         member once the generator connected) and, if given, ``active`` is the active member;
         returns :meth:`bond_show`."""
         want = list(self.bonds.get(name, {}).get("members") or [])
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self._raise_if_dead()
+
+        def probe() -> tuple[bool, dict[str, object]]:
             st = self.bond_show(name)
             members = st.get("members")
             members = members if isinstance(members, dict) else {}
-            ok = all(members.get(m, {}).get("enabled") for m in want) and \
-                (active is None or st.get("active_member") == active)
-            if ok:
-                return st
-            if time.monotonic() > deadline:
-                raise OvsError(f"bond {name} did not settle in {timeout_s:.0f} s (want members "
-                               f"{want} enabled{f', {active} active' if active else ''}): {st}; "
-                               f"log: {self.log_tail()}")
-            time.sleep(0.1)
+            return all(members.get(m, {}).get("enabled") for m in want) and \
+                (active is None or st.get("active_member") == active), st
+        return self._settle(probe, timeout_s, lambda st: f"bond {name} did not settle in {timeout_s:.0f} s "
+                            f"(want members {want} enabled{f', {active} active' if active else ''}): {st}")
 
     def ofport(self, index_or_name: Union[int, str]) -> int:
         """OpenFlow port number of a port (add_port index or name)."""

@@ -14,7 +14,8 @@ vhost-user NICs, a VNF's sockets on OVS).
 =================== ======================================== ==========================================
 end (``name``)      DPDK device argument                     OVS-DPDK Interface / kernel DUT
 =================== ======================================== ==========================================
-KernelIf (veth)     net_af_packet / net_af_xdp on ``ifname`` ``dpdk`` on that vdev / the interface
+AfPacketIf, AfXdpIf net_af_packet / net_af_xdp on ``ifname`` ``dpdk`` on that vdev / the interface
+(KernelIf: veth)
 PciNic (pci)        ``-a <pci>``                             ``dpdk`` with the PCI address / refused
 VhostFrontend       net_virtio_user on ``socket``            ``dpdkvhostuserclient`` (OVS connects to
 (vhost-user)        (``server``: creates it)                 the frontend's socket) / refused
@@ -33,7 +34,7 @@ from nfvperf.trial import Unsupported
 if TYPE_CHECKING:
     from nfvperf.dut.base import PortRef
 
-__all__ = ["PortEnd", "KernelIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd"]
+__all__ = ["PortEnd", "KernelIf", "AfPacketIf", "AfXdpIf", "PciNic", "VhostFrontend", "VhostBackend", "MemifEnd"]
 
 
 
@@ -55,6 +56,11 @@ class PortEnd:
     #: DPDK shares the process's memory with the peer by file descriptor (vhost-user): the EAL
     #: needs ``--single-file-segments`` (vhost-user maps at most 8 memory regions)
     shares_memory: ClassVar[bool] = False
+    #: a DPDK process on it polls one RX queue per lcore at least (net_af_packet: a socket each,
+    #: each gets part of the frames): l3fwd opens ``max(queues, lcores)`` RX queues per port
+    rx_queue_per_lcore: ClassVar[bool] = False
+    #: it has one queue (net_af_xdp on a veth): a DPDK process on it takes one lcore and one queue
+    single_queue: ClassVar[bool] = False
 
     @property
     def port_kind(self) -> str:
@@ -93,26 +99,46 @@ class PortEnd:
 
 @dataclass(frozen=True)
 class KernelIf(PortEnd):
-    """A kernel interface (a veth end); a DPDK process opens it with ``driver``."""
+    """A kernel interface (a veth end); a DPDK process opens it with the subclass's ``driver``
+    (:class:`AfPacketIf`, :class:`AfXdpIf`; :meth:`of` picks one by name)."""
 
-    driver: str = "af_packet"
     name: ClassVar[str] = "veth"
-    kinds: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp")
     kernel: ClassVar[bool] = True
-    DRIVERS: ClassVar[tuple[str, ...]] = ("af_packet", "af_xdp")
+    #: the DPDK driver (``net_<driver>``) and the ``topology.port_kind`` of its PHY ports
+    driver: ClassVar[str] = "abstract"
 
     def __post_init__(self) -> None:
-        if self.driver not in self.DRIVERS:
-            raise ValueError(f"KernelIf.driver: {self.driver!r} is not a DPDK driver of a kernel "
-                             f"interface; use one of {', '.join(self.DRIVERS)}")
+        if type(self) is KernelIf:
+            raise TypeError("KernelIf is the base of AfPacketIf and AfXdpIf: make one of those, or KernelIf.of(driver)")
+
+    @staticmethod
+    def of(driver: str) -> KernelIf:
+        """The end of a kernel interface opened with ``driver`` (``af_packet`` or ``af_xdp``)."""
+        ends = {cls.driver: cls for cls in (AfPacketIf, AfXdpIf)}
+        if driver not in ends:
+            raise ValueError(f"KernelIf.driver: {driver!r} is not a DPDK driver of a kernel "
+                             f"interface; use one of {', '.join(ends)}")
+        return ends[driver]()
 
     @property
     def port_kind(self) -> str:
         return self.driver
 
+    def kernel_ifname(self, ref: PortRef, dut: str) -> str:
+        if not ref.ifname:
+            raise Unsupported(f"{dut}: port {ref.name} is a kernel end without an interface name")
+        return ref.ifname
+
+
+@dataclass(frozen=True)
+class AfPacketIf(KernelIf):
+    """A kernel interface opened with net_af_packet: one socket per queue pair."""
+
+    driver: ClassVar[str] = "af_packet"
+    kinds: ClassVar[tuple[str, ...]] = ("af_packet",)
+    rx_queue_per_lcore: ClassVar[bool] = True
+
     def dpdk_devargs(self, ref: PortRef, index: int, queues: int = 1) -> str:
-        if self.driver == "af_xdp":
-            return f"net_af_xdp{index},iface={ref.ifname},start_queue=0,queue_count={queues}"
         # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory;
         # a frame must fit one ring slot, so jumbo MTUs get 16 KB slots
         if ref.mtu > 1500:
@@ -121,16 +147,23 @@ class KernelIf(PortEnd):
             ring = "blocksz=4096,framesz=2048,framecnt=1024"
         return f"net_af_packet{index},iface={ref.ifname},qpairs={queues},{ring},qdisc_bypass=1"
 
-    def kernel_ifname(self, ref: PortRef, dut: str) -> str:
-        if not ref.ifname:
-            raise Unsupported(f"{dut}: port {ref.name} is a kernel end without an interface name")
-        return ref.ifname
-
     def dpdk_mtu_refusal(self, ref: PortRef) -> Optional[str]:
-        if self.driver == "af_packet" and ref.mtu > 1500:
+        if ref.mtu > 1500:
             return (f"port {ref.name}: net_af_packet (DPDK 22.11) carries frames up to 1518 B, MTU "
                     f"{ref.mtu} cannot work; jumbo frames need port_kind vhost or pci")
         return None
+
+
+@dataclass(frozen=True)
+class AfXdpIf(KernelIf):
+    """A kernel interface opened with net_af_xdp: a veth has one queue."""
+
+    driver: ClassVar[str] = "af_xdp"
+    kinds: ClassVar[tuple[str, ...]] = ("af_xdp",)
+    single_queue: ClassVar[bool] = True
+
+    def dpdk_devargs(self, ref: PortRef, index: int, queues: int = 1) -> str:
+        return f"net_af_xdp{index},iface={ref.ifname},start_queue=0,queue_count={queues}"
 
 
 @dataclass(frozen=True)
@@ -231,7 +264,7 @@ class MemifEnd(PortEnd):
 def phy_end(port_kind: str) -> type[PortEnd]:
     """The class of the DUT end of a PHY port of ``topology.port_kind`` (what an adapter built
     from a spec knows of its ports before they are added)."""
-    for cls in (KernelIf, PciNic, VhostBackend, MemifEnd):
+    for cls in (AfPacketIf, AfXdpIf, PciNic, VhostBackend, MemifEnd):
         if port_kind in cls.kinds:
             return cls
     raise ValueError(f"topology.port_kind {port_kind!r} has no DUT port end (af_packet, af_xdp, "

@@ -33,7 +33,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, TopologyView, cross_connect, eal_port_options, register_dut
+    SnapshotCounters, TopologyView, cross_connect_only, eal_port_options, register_dut
 from .port_end import VhostFrontend
 import os
 
@@ -220,7 +220,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         self.proc: Optional[Process] = None
         self.port_macs: list[str] = []
         self.rte_version = ""
-        self._last: dict[int, dict[str, int]] = {}
         self._baseline: dict[int, dict[str, int]] = {}   # counters at the last clear_counters()
 
     # -- argv -----------------------------------------------------------------------------------
@@ -309,12 +308,7 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
 
     def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
         """testpmd forwards by port pairs; only the cross-connect (or nothing) is accepted."""
-        if flows is None:
-            return
-        want = {(f.in_port, f.out_port) for f in flows}
-        pairs = {(f.in_port, f.out_port) for f in cross_connect(len(self.ports))}
-        if not want <= pairs or any(f.match for f in flows):
-            raise Unsupported("testpmd forwards port pairs (0<->1, 2<->3); other flows need a switch")
+        cross_connect_only(flows, len(self.ports), "testpmd forwards")
 
     def _console(self, cmd: str, timeout: float = 10.0) -> str:
         if self.proc is None:
@@ -330,7 +324,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         stats = parse_port_stats(out)
         if len(stats) < len(self.ports):
             raise DutFailure(f"{self.proc_name}: could not parse port stats:\n{out[-1500:]}")
-        self._last = stats
         return stats
 
     def alive(self) -> None:

@@ -183,10 +183,6 @@ class Binary:
         return shutil.which(self.name)
 
 
-def find_binary(name: str) -> Optional[str]:
-    return shutil.which(name)
-
-
 def check_binary(name: "str | Binary", required: bool = False) -> Check:
     b = name if isinstance(name, Binary) else Binary(name)
     path = b.find()

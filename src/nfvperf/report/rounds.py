@@ -153,14 +153,3 @@ def rounds_tables(tests: list[Any], env: dict[str, Any]) -> list[Table]:
         for m in metrics:
             out.append(metric_table(name, m, units, info, env))
     return out
-
-
-def comparisons(tests: list[Any]) -> list[dict[str, Any]]:
-    """Every unit's paired ratio per metric (for plots and JSON)."""
-    out = []
-    for name, units in studies(tests).items():
-        for u in units:
-            for m, r in (u.summary.get("ratios") or {}).items():
-                if r:
-                    out.append({"study": name, "unit": u.label, "frame_size_b": u.size, "metric": m, **r})
-    return out

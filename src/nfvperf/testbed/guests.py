@@ -47,8 +47,8 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.host.ssh import SshError, SshHost
 from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.vm import image as vm_image
-from nfvperf.vm.pci_guest import (GUEST_SSHD_LOG, GUEST_TGEN, GUEST_WORK, GuestPciHost, GuestSsh,
-                                  PciGuest)
+from nfvperf.vm.pci_guest import GUEST_TGEN, GuestPciHost, GuestSsh, PciGuest
+from nfvperf.vm.pci_overlay import GUEST_SSHD_LOG, GUEST_WORK
 from nfvperf.vm.qemu import QEMU
 
 from .spec import GUEST_DRIVER, HostSpec, TestbedSpec

@@ -54,7 +54,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from nfvperf.validation import format_validation_error
 from nfvperf.vm.pci_slots import MAX_NICS, pci_address
 
-ROLES = ("tester", "dut", "vnf")
 _NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,39}$"
 _PCI = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",

@@ -16,17 +16,13 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from nfvperf.tg.telemetry import NA, TelemetryProbe, generator_telemetry, loss_account
-from nfvperf.tg.tgen_proc import (TSC_HZ_ENV, PortSpec, TgenError, TgenProcess,  # noqa: F401
-                                  _lcore_cpus, find_tgen_binary, tsc_hz_option)
-from nfvperf.tg.tgen_results import (LATENCY_DEFINITION, merge_latency,  # noqa: F401
-                                     percentiles_from_histogram, split_not_sent, stream_from_wire,
-                                     tsc_calibration_record)
+from nfvperf.tg.tgen_proc import PortSpec, TgenError, TgenProcess, _lcore_cpus, find_tgen_binary  # noqa: F401
+from nfvperf.tg.tgen_results import (LATENCY_DEFINITION, merge_latency, split_not_sent,  # noqa: F401
+                                     stream_from_wire, tsc_calibration_record)
 from nfvperf.tg.tgen_split import flow_slices, merge_streams, split_frames, split_stream
 from nfvperf.tg.tgen_streams import (check_rx_groups, directions_for, rx_group, split_base_name,
                                      split_record, stream_object)
 from nfvperf.trial import (
-    MAX_DURATION_STRETCH,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
-    MIN_SENT_RATIO,  # noqa: F401  (re-exported: the rule itself lives in nfvperf.trial)
     DutFailure,
     Measurer,
     MeasurerError,
@@ -48,7 +44,6 @@ __all__ = [
     "TgenMeasurer",
     "find_tgen_binary",
     "merge_latency",
-    "percentiles_from_histogram",
 ]
 
 #: drivers whose TX ring is the DUT's RX ring (virtio-user on vhost-user, memif): a full ring

@@ -25,7 +25,7 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
 
 from nfvperf.dut.base import DutAdapter, create_dut, dut_class
 from nfvperf.host import hugepages as hp, netns as N, preflight as pf
@@ -44,14 +44,13 @@ from .errors import TopologyError
 from .host_cpus import HostCpuHints, plan_host, read_host_topology
 from .inplace import in_place_difference, restart_fields, restart_reason
 from .ports import HostPort, PortKind, port_kind_class
-from .ports.pci import pci_numa_node  # noqa: F401 (re-exported)
 from .spec import TopologySpec, allowed_duts, allowed_port_kinds
 from .tcp_ends import TcpEnds, tcp_endpoints
 
 if TYPE_CHECKING:
     from nfvperf.tg.tgen import PortSpec
 
-__all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError", "pci_numa_node"]
+__all__ = ["HostPort", "RestartRequired", "Topology", "TopologyError"]
 
 log = logging.getLogger(__name__)
 
@@ -492,17 +491,21 @@ class Topology:
 
     def wait_tgen_links(self, timeout_s: float = 20.0) -> None:
         """Wait until tgen sees every port's link up (vhost-user / memif connect asynchronously)."""
+        self.wait_none_down(lambda: [p.get("id") for p in self.tgen.rpc("ports.list") if not p.get("link_up")],
+                            timeout_s, lambda down: TopologyError(
+                                f"generator ports {down} ({self.spec.port_kind}) not up after {timeout_s:.0f} s; "
+                                f"tgen log: {self.tgen.log_tail(1500)}"))
+
+    def wait_none_down(self, down: Callable[[], Sequence[object]], timeout_s: float,
+                       late: Callable[[Sequence[object]], Exception], interval_s: float = 0.1) -> None:
+        """Poll ``down()`` (what is not up yet) until it is empty, the DUT checked alive between
+        polls; past ``timeout_s`` raise ``late(what is still down)``."""
         deadline = time.monotonic() + timeout_s
-        while True:
-            ports = self.tgen.rpc("ports.list")
-            down = [p.get("id") for p in ports if not p.get("link_up")]
-            if not down:
-                return
+        while still := down():
             self.dut_alive()
             if time.monotonic() > deadline:
-                raise TopologyError(f"generator ports {down} ({self.spec.port_kind}) not up after "
-                                    f"{timeout_s:.0f} s; tgen log: {self.tgen.log_tail(1500)}")
-            time.sleep(0.1)
+                raise late(still)
+            time.sleep(interval_s)
 
     def measurer(self) -> Measurer:
         """A TgenMeasurer over this topology's ports, wired to the DUT's alive()/counters()."""

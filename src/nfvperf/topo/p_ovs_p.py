@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import ipaddress
-import time
 from typing import Any, ClassVar, Optional, Sequence
 
 from nfvperf.dut.base import DUT_REGISTRY, DutAdapter, Flow, PortEnd, PortRef, VhostBackend, VhostFrontend, dut_class
@@ -182,16 +181,8 @@ class OvsTopology(Topology):
     def wait_interfaces_up(self, dut: VSwitch, names: list[str], timeout_s: float, what: str = "ports") -> None:
         """Poll the switch until every port in ``names`` is up (:meth:`VSwitch.ports_down`; the
         DUT checked alive between polls); RuntimeError naming those still down after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            down = dut.ports_down(names)
-            if not down:
-                return
-            self.dut_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} {down} not up after {timeout_s:.0f} s; "
-                                   f"switch log: {dut.log_tail()}")
-            time.sleep(0.2)
+        self.wait_none_down(lambda: dut.ports_down(names), timeout_s, lambda down: RuntimeError(
+            f"{what} {down} not up after {timeout_s:.0f} s; switch log: {dut.log_tail()}"), 0.2)
 
     def direction_ips(self, index: int) -> tuple[str, str]:
         """Base (src, dst) IPs of direction ``index`` (forward pairs first, then the reverse)."""

@@ -194,7 +194,7 @@ class TcpVmTopology(OvsTopology):
             a, b = self.run.ifname("l0"), self.run.ifname("l1")
             N.create_veth(a, b, self.dut_netns, self.dut_netns, mtu=mtu, tracker=self.tracker)
             for k, (ifc, br) in enumerate(zip((a, b), bridges)):
-                dut.attach_portref(PortRef(f"link{k}", KernelIf(self.spec.port_kind), ifname=ifc,
+                dut.attach_portref(PortRef(f"link{k}", KernelIf.of(self.spec.port_kind), ifname=ifc,
                                            netns=self.dut_netns, mtu=mtu), br,
                                    dpdk_index=10 + k)
             self.link = [a, b]

@@ -99,11 +99,6 @@ class StoredTest:
         rounds = self._rounds()
         return [str(m) for m in rounds["metrics"]] if rounds else [self.method]
 
-    @property
-    def study_name(self) -> str:
-        st = self.study if isinstance(self.study, dict) else {}
-        return str(st.get("name") or self.name.split("[", 1)[0])
-
 
 def build_of(topology: dict[str, Any]) -> Optional[str]:
     """The DUT build a resolved topology names (a binary path), None for the installed one."""

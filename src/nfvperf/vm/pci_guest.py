@@ -41,8 +41,7 @@ from nfvperf.tg.tgen import find_tgen_binary
 from . import image as vm_image
 from .guest import GuestShell, ShellGuest
 from .pci_host import GuestPciHost, GuestPopen
-from .pci_overlay import (GUEST_INIT, GUEST_L3FWD, GUEST_SSHD_LOG, GUEST_TGEN, GUEST_WORK, MGMT_SLOT,  # noqa: F401
-                          PCI_INIT, GuestSsh, host_closure, overlay)
+from .pci_overlay import GUEST_INIT, GUEST_TGEN, MGMT_SLOT, GuestSsh, overlay
 from .pci_slots import FIRST_SLOT, MAX_NICS, pci_address
 
 
@@ -219,12 +218,6 @@ class PciGuest(ShellGuest):
                 raise DutFailure(f"{self.vnf_name}: {a} bound to {got or 'no driver'}, not "
                                  f"{driver} (console {self.console_log})")
 
-    def unbind(self, addrs: Sequence[str]) -> None:
-        for a in addrs:
-            d = f"/sys/bus/pci/devices/{a}"
-            self.shell_line(f"[ -e {d}/driver ] && echo {shlex.quote(a)} > {d}/driver/unbind; "
-                            f"echo > {d}/driver_override")
-
     def load_module(self, name: str) -> None:
         """insmod one of the image's kernel modules (``virtio_pci``: the kernel's own driver)."""
         rc, out = self.shell_line(f"insmod /lib/modules/{shlex.quote(name)}.ko")
@@ -269,5 +262,4 @@ def _with_nics(cls: "type[PciGuest]", n: int) -> "type[PciGuest]":
                                                "__module__": cls.__module__})
 
 
-__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "GuestSsh", "overlay", "host_closure", "GUEST_TGEN",
-           "GUEST_L3FWD", "GUEST_SSHD_LOG", "GUEST_WORK", "PCI_INIT"]
+__all__ = ["PciGuest", "GuestPciHost", "GuestPopen", "GuestSsh", "overlay", "GUEST_TGEN"]

@@ -65,11 +65,11 @@ class VethKind(PortKind):
         return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"tg{port.index}", KernelIf(self.driver), ifname=port.tg_ifname,
+        return PortRef(f"tg{port.index}", KernelIf.of(self.driver), ifname=port.tg_ifname,
                        netns=port.tg_netns, mtu=port.mtu, mac=port.tg_mac)
 
     def dut_portref(self, port: HostPort) -> PortRef:
-        return PortRef(f"phy{port.index}", KernelIf(self.driver), ifname=port.dut_ifname,
+        return PortRef(f"phy{port.index}", KernelIf.of(self.driver), ifname=port.dut_ifname,
                        netns=port.dut_netns, mtu=port.mtu, mac=port.dut_mac)
 
 
