@@ -44,11 +44,6 @@ def ceiling_series(run: Any) -> dict[str, list[tuple[int, float, bool]]]:
     return out
 
 
-def throughput_vs_size(run: Any) -> Optional[str]:
-    fig = throughput_figure(run)
-    return None if fig is None else _png(fig)
-
-
 def throughput_figure(run: Any) -> Any:
     """The throughput-vs-size figure (measured series, theoretical max, harness ceiling), or None."""
     series: dict[str, list[tuple[float, float, dict]]] = {}
@@ -92,7 +87,7 @@ def throughput_figure(run: Any) -> Any:
     return fig
 
 
-def loss_vs_load(run: Any) -> Optional[str]:
+def loss_vs_load(run: Any) -> Any:
     pts: dict[str, list[tuple[float, float]]] = {}
     for t in run.tests:
         if not t.trials or not (is_loss_steps(t.method) or t.method in THROUGHPUT_METHODS):
@@ -115,10 +110,10 @@ def loss_vs_load(run: Any) -> Optional[str]:
     ax.set_title("Loss vs offered load (every trial)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    return _png(fig)
+    return fig
 
 
-def loss_over_time(run: Any) -> Optional[str]:
+def loss_over_time(run: Any) -> Any:
     """Frames lost per interval inside the trial that located each result's loss (tgen's
     ``intervals``, 100 ms by default): a burst at the start (learning, a stalled host) or steady."""
     series = []
@@ -142,7 +137,7 @@ def loss_over_time(run: Any) -> Optional[str]:
     ax.axhline(0, color="grey", lw=0.5)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    return _png(fig)
+    return fig
 
 
 def net_wanted(run: Any, net_of_harness: Optional[bool] = None) -> bool:
@@ -178,11 +173,6 @@ def _latencies(run: Any, net: bool = False) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def latency_percentiles(run: Any, net_of_harness: Optional[bool] = None) -> Optional[str]:
-    fig = latency_percentiles_figure(run, net_of_harness)
-    return None if fig is None else _png(fig)
-
-
 def latency_percentiles_figure(run: Any, net_of_harness: Optional[bool] = None) -> Any:
     """Latency by percentile, one series per latency point: net of the harness self-latency
     when the report is (:func:`net_wanted`), else as measured.  None without percentiles."""
@@ -215,11 +205,6 @@ def latency_percentiles_figure(run: Any, net_of_harness: Optional[bool] = None) 
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7)
     return fig
-
-
-def latency_histogram(run: Any, net_of_harness: Optional[bool] = None) -> Optional[str]:
-    fig = latency_histogram_figure(run, net_of_harness)
-    return None if fig is None else _png(fig)
 
 
 #: the histogram's title suffix in a report net of the harness: its buckets are the generator's
@@ -381,10 +366,6 @@ def rounds_figures(run: Any) -> Iterator[tuple[str, str, Any]]:
                    rounds_figure(name, m, us))
 
 
-def study_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str, str]]:
-    return [(title, _png(fig)) for title, _, fig in study_figures(run, net_of_harness)]
-
-
 def plots_dir(run: Any, html_path: Optional[Path] = None) -> Path:
     """Where a run's plot files go: ``<run dir>/report`` when the run directory exists here, else
     ``<html name>-plots`` beside the HTML file (or ``./nfv<uid>-plots``)."""
@@ -421,19 +402,20 @@ def all_plots(run: Any, net_of_harness: Optional[bool] = None) -> list[tuple[str
     as the report's tables (``net_of_harness``, else the suite's option), the histogram titled gross."""
     out = []
     try:
-        out += study_plots(run, net_of_harness)
+        out += [(title, _png(fig)) for title, _, fig in study_figures(run, net_of_harness)]
     except Exception:  # noqa: BLE001 - a plot must not take the report down (as below)
         pass
     net = net_wanted(run, net_of_harness)
-    plots: list[tuple[str, Callable[[Any], Optional[str]]]] = [
-        ("Throughput vs frame size", throughput_vs_size), ("Loss vs load", loss_vs_load),
+    plots: list[tuple[str, Callable[[Any], Any]]] = [
+        ("Throughput vs frame size", throughput_figure), ("Loss vs load", loss_vs_load),
         ("Loss over time", loss_over_time),
         ("Latency percentiles" + (" (net of harness self-latency)" if net else ""),
-         lambda r: latency_percentiles(r, net)),
-        ("Latency histogram" + (HISTOGRAM_GROSS if net else ""), lambda r: latency_histogram(r, net))]
-    for title, fn in plots:
+         lambda r: latency_percentiles_figure(r, net)),
+        ("Latency histogram" + (HISTOGRAM_GROSS if net else ""), lambda r: latency_histogram_figure(r, net))]
+    for title, fn in plots:     # each a figure or None
         try:
-            png = fn(run)
+            fig = fn(run)
+            png = None if fig is None else _png(fig)
         except Exception as e:  # noqa: BLE001 - a plot must not take the report down
             png = None
             title = f"{title} (failed: {e})"
