@@ -191,10 +191,6 @@ class OvsPmds(OvsFlows):
     def set_forwarding(self, source: ForwardingSource) -> None:
         self.forwarding = source
 
-    def polling_cores(self) -> list[int]:
-        """The PMD threads' CPUs (``pmd-cpu-mask``)."""
-        return cores_from_mask(self._pmd_mask())
-
     def _apply_rules(self) -> dict[str, object]:
         """Install the topology's rule set for the new ``ovs.rules`` (del-flows, bundles,
         dump-aggregate count: :meth:`program`)."""

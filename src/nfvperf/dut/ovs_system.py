@@ -153,9 +153,6 @@ class OvsSystem(OvsDpdk):
     def tx_queues(self) -> int:
         return 1
 
-    def polling_cores(self) -> list[int]:
-        return []                              # softirq on the transmitting CPU, no PMDs
-
     def vhost_socket(self, name: str) -> Path:
         raise Unsupported("ovs-system: the kernel datapath has no vhost-user ports")
 

@@ -140,10 +140,6 @@ class VSwitch(Protocol):
         """The topology's rule set for the current spec, which an in-place rules change
         installs.  A switch that changes no rules in place ignores it."""
 
-    def polling_cores(self) -> list[int]:
-        """The CPUs its busy-polling threads run on ([] for a switch forwarding in the kernel)."""
-        return []
-
     def tx_queues(self) -> int:
         """TX queues it sends on per port (a memif peer polls as many rings)."""
 

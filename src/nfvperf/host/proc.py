@@ -289,7 +289,6 @@ class Process:
         self._logf: Optional[IO[Any]] = None
         self._outf: Optional[IO[Any]] = None
         self._reg: Optional[str] = None
-        self.stopping = False
 
     @property
     def pid(self) -> Optional[int]:
@@ -464,7 +463,6 @@ class Process:
              ) -> Optional[int]:
         """Wait ``grace`` s for a process that was asked to exit, then signal its process group
         with ``sig``, wait ``timeout`` s, then SIGKILL.  Returns the exit status.  Idempotent."""
-        self.stopping = True
         if self.proc is None:
             return None
         if grace > 0 and self.proc.poll() is None:

@@ -117,7 +117,6 @@ class SimMeasurer(Measurer):
         self.invalid_trials = 0
         self.total_trial_s = 0.0
         self.wall_s = 0.0
-        self.resets = 0
 
     def configure(self, capacity_pps: Optional[Capacity] = None, *, loss_model: str = "threshold",
                   seed: int = 1, noise_pps: float = 10.0, softness: float = 0.05,
@@ -423,7 +422,6 @@ class SimMeasurer(Measurer):
         rng = self._rng()
         if self.reset_hook is not None:
             self.reset_hook()
-        self.resets += 1
         speed = self._trial_speed(duration_s)
         cap = self._trial_capacity(speed)
         outage = min(self.outage_s, duration_s - reset_at_s)

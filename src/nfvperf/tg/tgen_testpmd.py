@@ -165,23 +165,6 @@ class TestpmdPeer:
             raise TestpmdError(f"could not parse port stats: {out[-500:]}")
         return res
 
-    def fwd_stats(self) -> dict[int, dict[str, int]]:
-        """``show fwd stats all`` parsed: {port: {rx_packets, rx_dropped, tx_packets, tx_dropped}}."""
-        out = self.cmd("show fwd stats all")
-        res: dict[int, dict[str, int]] = {}
-        for block in re.split(r"-+ Forward statistics for port\s+", out)[1:]:
-            m = re.match(r"(\d+)", block)
-            if not m:
-                continue
-            d = {}
-            for key, label in (("rx_packets", "RX-packets"), ("rx_dropped", "RX-dropped"),
-                               ("tx_packets", "TX-packets"), ("tx_dropped", "TX-dropped")):
-                mm = re.search(re.escape(label) + r":" + self._NUM, block)
-                if mm:
-                    d[key] = int(mm.group(1))
-            res[int(m.group(1))] = d
-        return res
-
     def clear(self) -> None:
         self.cmd("clear port stats all")
         self.cmd("clear fwd stats all")

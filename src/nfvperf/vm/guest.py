@@ -342,9 +342,6 @@ class TcpGuest(ShellGuest):
         return {"dut": self.name, "vnf": self.vnf_name, "ports": {self.ports[0].name: st},
                 "total": {k: st[k] for k in ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped")}}
 
-    def fwd_stats(self) -> dict[int, dict[str, int]]:
-        return {}
-
     def clear_counters(self) -> None:
         """Kernel counters cannot be cleared; read them before and after instead."""
 
