@@ -82,32 +82,33 @@ def study_of(test: Any) -> Optional[dict[str, Any]]:
     return st if isinstance(st, dict) and st.get("name") else None
 
 
-def _canon(v: Any) -> str:
+def canon(v: Any) -> str:
+    """``v`` as canonical JSON (sorted keys, no spaces): equal values, equal text."""
     return json.dumps(v, sort_keys=True, default=str, separators=(",", ":"))
 
 
 def axes_compatible(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Every axis both carry has the same value."""
-    return all(_canon(a[k]) == _canon(b[k]) for k in set(a) & set(b))
+    return all(canon(a[k]) == canon(b[k]) for k in set(a) & set(b))
 
 
 def same_configuration(a: Any, b: Any) -> bool:
     """Same topology, same traffic (frame size aside), compatible study axes."""
-    return (_canon(topology_signature(a)) == _canon(topology_signature(b))
-            and _canon(traffic_signature(a)) == _canon(traffic_signature(b))
+    return (canon(topology_signature(a)) == canon(topology_signature(b))
+            and canon(traffic_signature(a)) == canon(traffic_signature(b))
             and axes_compatible(axes_of(a), axes_of(b)))
 
 
 def config_key(test: Any) -> str:
     """Method, frame size and configuration as one string (``nfvperf compare`` matches on it)."""
-    return _canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
-                   "topology": topology_signature(test), "traffic": traffic_signature(test),
-                   "axes": axes_of(test)})
+    return canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
+                  "topology": topology_signature(test), "traffic": traffic_signature(test),
+                  "axes": axes_of(test)})
 
 
 def config_key_without_axes(test: Any) -> str:
-    return _canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
-                   "topology": topology_signature(test), "traffic": traffic_signature(test)})
+    return canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
+                  "topology": topology_signature(test), "traffic": traffic_signature(test)})
 
 
 def differences(a: Any, b: Any) -> list[str]:
@@ -118,8 +119,8 @@ def differences(a: Any, b: Any) -> list[str]:
                          ("axes", axes_of(a), axes_of(b))):
         for k in dict.fromkeys(list(fa) + list(fb)):
             va, vb = fa.get(k), fb.get(k)
-            if _canon(va) != _canon(vb):
-                out.append(f"{part}.{k} {_canon(va)} → {_canon(vb)}")
+            if canon(va) != canon(vb):
+                out.append(f"{part}.{k} {canon(va)} → {canon(vb)}")
     return out
 
 
@@ -168,8 +169,8 @@ def without_vxlan(test: Any) -> str:
         topo["overrides"] = ov
     traffic = {k: v for k, v in traffic_signature(test).items() if k != "vxlan"}
     axes = {k: v for k, v in axes_of(test).items() if k not in ("vxlan", "kind", "mtu")}
-    return _canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
-                   "topology": topo, "traffic": traffic, "axes": axes})
+    return canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
+                  "topology": topo, "traffic": traffic, "axes": axes})
 
 
 def is_vxlan(test: Any) -> bool:

@@ -558,8 +558,5 @@ class SimMeasurer(Measurer):
             env["host_noise"] = self.noise.describe()
         return env
 
-    def measure_tcp_supported(self) -> bool:
-        return True
-
 
 __all__ = ["SimMeasurer", "summarize_latency", "LOSS_MODELS", "Unsupported"]

@@ -24,16 +24,11 @@ The identity's hash (first 12 hex digits of SHA-1 over its canonical JSON) is th
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from nfvperf.report.configuration import axes_of, pmd_cores, topology_signature, traffic_signature
+from nfvperf.report.configuration import axes_of, canon, pmd_cores, topology_signature, traffic_signature
 from nfvperf.validation import deep_merge
-
-
-def canon(v: Any) -> str:
-    return json.dumps(v, sort_keys=True, default=str, separators=(",", ":"))
 
 
 def series_id(identity: dict[str, Any]) -> str:
