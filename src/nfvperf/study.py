@@ -85,10 +85,6 @@ ALIAS_FUNCS: dict[str, Callable[[Any], dict[str, Any]]] = {
 MISSING_ALIASES: dict[str, str] = {}
 
 
-def alias_names() -> list[str]:
-    return sorted([*ALIASES, *ALIAS_FUNCS])
-
-
 def axis_paths(name: str) -> tuple[str, ...]:
     """The schema paths a value axis sets (``pmd_cores`` -> ``topology.ovs.pmd_cores``; a dotted
     path: itself); () for an alias that sets more than paths (``vxlan``) and for a named-variant
@@ -189,7 +185,7 @@ def check_key(key: Any) -> Optional[str]:
     if key in MISSING_ALIASES:
         return f"alias {key!r} has no field in the schema: {MISSING_ALIASES[key]}"
     if "." not in key:
-        return (f"unknown axis {key!r}: not an alias ({', '.join(alias_names())}) nor a dotted path "
+        return (f"unknown axis {key!r}: not an alias ({', '.join(sorted([*ALIASES, *ALIAS_FUNCS]))}) nor a dotted path "
                 f"starting with {', '.join(r + '.' for r in PATH_ROOTS)}; a named-variant axis "
                 "takes a mapping {value name: overrides}")
     parts = key.split(".")

@@ -85,9 +85,6 @@ class LinuxBridge(DutAdapter, VSwitch):
         self.port_bridge: dict[str, str] = {}
         self.static_fdb: list[tuple[str, str]] = []
 
-    def _bridge_name(self, k: int) -> str:
-        return self.run.ifname(f"br{k}")
-
     def _groups(self) -> list[list[PortRef]]:
         if self.mode == "single":
             return [list(self.ports)]
@@ -122,7 +119,7 @@ class LinuxBridge(DutAdapter, VSwitch):
         for p in self.ports:
             self._check_port(p)
         for k, group in enumerate(self._groups()):
-            br = self._bridge_name(k)
+            br = self.run.ifname(f"br{k}")
             with N.ipr(self.netns) as h:
                 h.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0,
                        br_ageing_time=int(self.ageing_s * 100), br_mcast_snooping=0)

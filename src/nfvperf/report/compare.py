@@ -281,10 +281,6 @@ class MultiComparison:
         return [r for r in self.rows if r.changed]
 
 
-def _rate_unit(run: Any) -> str:
-    return str(((getattr(run, "config", None) or {}).get("traffic") or {}).get("rate_unit") or "pps")
-
-
 RATE_UNITS = {"l1_mbps": ("L1 Mbps per interface", "l1_mbps"), "l2_mbps": ("L2 Mbps per interface", "l2_mbps"),
               "percent": ("% line rate (L1)", "l1_pct")}
 
@@ -313,7 +309,7 @@ def compare_many(runs: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Multi
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     cmp = MultiComparison(runs=list(runs))
-    unit = _rate_unit(runs[0])
+    unit = str(((getattr(runs[0], "config", None) or {}).get("traffic") or {}).get("rate_unit") or "pps")
     hosts = [host_noise(r) for r in runs]     # each run's own CPU noise, once, not per row
     for tests, note in match_tests(runs):
         first = next(t for t in tests if t is not None)

@@ -32,10 +32,6 @@ def _trial(tr: Any) -> dict[str, Any]:
     return d
 
 
-def _has_telemetry(d: dict[str, Any]) -> bool:
-    return bool(d.get("telemetry"))
-
-
 def result_value(t: Any) -> Optional[float]:
     """The test's headline figure (fps per interface), or None."""
     if not getattr(t, "results", None):
@@ -53,7 +49,7 @@ def _lost(d: dict[str, Any]) -> int:
 def result_trials(t: Any) -> tuple[list[dict[str, Any]], Optional[dict[str, Any]]]:
     """(the trials that make ``t``'s result, the trial just above it that lost frames or None)."""
     trials = [_trial(tr) for tr in getattr(t, "trials", None) or []]
-    trials = [d for d in trials if _has_telemetry(d)]
+    trials = [d for d in trials if d.get("telemetry")]
     if is_rounds_test(t):
         summ = rounds_result(t) or {}
         metric = next(iter(summ.get("metrics") or {"mrr": None}))

@@ -289,7 +289,7 @@ def build_pivot(rep: StudyReport, metric: Metric, note: str = "") -> Pivot:
                note=note)
     base_by_size: dict[Optional[int], Point] = {}
     for p in rep.points:
-        if _is_baseline(p, rep.baseline):
+        if all(p.axes.get(a) == v for a, v in rep.baseline.items()):
             base_by_size.setdefault(p.size, p)
     for p in rep.points:
         row, col = _labels(p, rep.row_axis, col_axes)
@@ -308,10 +308,6 @@ def build_pivot(rep: StudyReport, metric: Metric, note: str = "") -> Pivot:
             pv.mixed.add((row, col))
     pv.baseline = ", ".join(f"{a}={axis_text(v)}" for a, v in rep.baseline.items())
     return pv
-
-
-def _is_baseline(p: Point, baseline: dict[str, Any]) -> bool:
-    return all(p.axes.get(a) == v for a, v in baseline.items())
 
 
 def _baseline(points: list[Point], axes: list[str]) -> dict[str, Any]:

@@ -610,13 +610,10 @@ class VmVnf(DutAdapter):
             raise DutFailure(f"{self.vnf_name}: could not parse guest port stats:\n{out[-1500:]}")
         return stats
 
-    def fwd_stats(self) -> dict[int, dict[str, int]]:
-        return parse_fwd_stats(self.command("show fwd stats all"))
-
     def counters(self) -> dict[str, Any]:
         stats = self.raw_port_stats()
         with contextlib.suppress(DutFailure):
-            for i, f in self.fwd_stats().items():
+            for i, f in parse_fwd_stats(self.command("show fwd stats all")).items():
                 if i in stats:
                     stats[i]["fwd_tx_dropped"] = f["tx_dropped"]
                     stats[i]["tx_dropped"] = max(stats[i]["tx_dropped"], f["tx_dropped"])
