@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Process", "ProcessError", "CommandError", "LocalHost", "LOCAL", "local_host"]
+__all__ = ["Process", "ProcessError", "CommandError", "LocalHost", "LOCAL"]
 
 
 def read_fd(fd: int, n: int) -> bytes:
@@ -221,10 +221,6 @@ LOCAL = LocalHost()
 def _conforms(h: LocalHost) -> Host:
     """mypy checks here that LocalHost implements :class:`nfvperf.host.base.Host`."""
     return h
-
-
-def local_host() -> LocalHost:
-    return LOCAL
 
 
 # ---------------------------------------------------------------------------------- process

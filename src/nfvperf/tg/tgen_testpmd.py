@@ -139,8 +139,6 @@ class TestpmdPeer:
         self.stop()
 
     # -- counters ---------------------------------------------------------------------------
-    _NUM = r"\s*(-?\d+)"
-
     def port_stats(self) -> dict[int, dict[str, int]]:
         """``show port stats all`` parsed: {port: {rx_packets, rx_missed, rx_errors, rx_nombuf,
         rx_bytes, tx_packets, tx_errors, tx_bytes, rx_pps, tx_pps}}."""
@@ -157,7 +155,7 @@ class TestpmdPeer:
                                ("rx_nombuf", "RX-nombuf"), ("tx_packets", "TX-packets"),
                                ("tx_errors", "TX-errors"), ("tx_bytes", "TX-bytes"),
                                ("rx_pps", "Rx-pps"), ("tx_pps", "Tx-pps")):
-                mm = re.search(re.escape(label) + r":" + self._NUM, block)
+                mm = re.search(re.escape(label) + r":\s*(-?\d+)", block)
                 if mm:
                     d[key] = int(mm.group(1))
             res[port] = d
