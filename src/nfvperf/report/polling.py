@@ -13,21 +13,16 @@ table that says which CPU and why the figure does not measure the DUT.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Optional
 
 from nfvperf.host.cpu import format_cpulist
 from nfvperf.host.polling_overlap import generator_overlap
-from nfvperf.report.configuration import stored_topology
+from nfvperf.report.configuration import canon, stored_topology
 
 #: the key of the fact in a test's topology (stored by the runner, or filled by :func:`mark_overlaps`)
 KEY = "generator_cpu_overlap"
 #: the marker at a figure measured with DUT polling threads on the generator's CPU
 MARK = "†"
-
-
-def _canon(v: Any) -> str:
-    return json.dumps(v or {}, sort_keys=True, default=str)
 
 
 def overlap_from_environment(test: Any, env: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -36,14 +31,14 @@ def overlap_from_environment(test: Any, env: dict[str, Any]) -> Optional[dict[st
     row = stored_topology(test)
     if "overrides" not in row:
         return None
-    kind, over = row.get("kind"), _canon(row.get("overrides"))
+    kind, over = row.get("kind"), canon(row.get("overrides") or {})
     facts = []
     for info in env.get("topologies") or []:
         if info.get("skipped") or info.get("rounds_study") or info.get("kind") != kind \
-                or _canon(info.get("overrides")) != over:
+                or canon(info.get("overrides") or {}) != over:
             continue
         facts.append(generator_overlap(info.get("environment")))
-    known = {_canon(f) for f in facts if f is not None}
+    known = {canon(f or {}) for f in facts if f is not None}
     if len(known) != 1 or any(f is None for f in facts):
         return None
     return next(f for f in facts if f is not None)
