@@ -137,8 +137,5 @@ class TestpmdVSwitch(Testpmd, VSwitch):
                 down.append(name)
         return down
 
-    def polling_cores(self) -> list[int]:
-        return list(self.cpus)
-
     def tx_queues(self) -> int:
         return self.queues
