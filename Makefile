@@ -45,7 +45,7 @@ test-py:
 	NFVPERF_SKIP_REPORT=$(SKIP_DIR)/integration-no-polling.jsonl \
 	  $(PY) -m pytest -q -rs --durations=10 -n $(PYTEST_WORKERS) --dist loadfile -m "no_polling" $(PYTEST_ARGS) tests/integration
 	NFVPERF_SKIP_REPORT=$(SKIP_DIR)/integration-serial.jsonl NFVPERF_LEAK_STRICT=$(LEAK_STRICT) \
-	  $(PY) -m pytest -q -rs --durations=15 -m "not no_polling" $(PYTEST_ARGS) tests/integration
+	  $(PY) -m pytest -q -rs --durations=40 -m "not no_polling" $(PYTEST_ARGS) tests/integration
 	$(PY) tests/skipcheck.py tests/expected_skips.txt \
 	  $(SKIP_DIR)/unit-e2e.jsonl $(SKIP_DIR)/integration-no-polling.jsonl $(SKIP_DIR)/integration-serial.jsonl
 

@@ -26,7 +26,8 @@ JSON keys: b_vs_a_ratio, b_vs_a_interval, b_vs_a_interval_width_pct, gate_b_exit
   a_vs_a_width_by_rounds, rounds_for_threshold
 ``expected`` is true when gate_b_exit is 1 and gate_a_exit is 0.  Needs root, tgen and dpdk-doc
 (as ``make build``).  ``--quick``: 6 rounds of 0.2 s trials (the fewest that give a 95 %
-interval; checks the mechanics, not the figures).  Defaults: the suite's 30 rounds of 0.5 s
+interval; checks the mechanics, not the figures) and no harness ceiling (``--no-ceiling``, as
+comparison_stability's runs).  Defaults: the suite's 30 rounds of 0.5 s
 trials; ``--rounds``, ``--trial-s``, ``--threshold`` (percent, default 2).
 """
 from __future__ import annotations
@@ -79,10 +80,11 @@ def nfv(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=timeout)
 
 
-def run_and_gate(suite: Path, db: Path, out: Path, rounds: int, threshold: float) -> dict[str, Any]:
+def run_and_gate(suite: Path, db: Path, out: Path, rounds: int, threshold: float,
+                 quick: bool = False) -> dict[str, Any]:
     t0 = time.monotonic()
     r = nfv("run", str(suite), "--tg", "tgen", "--rounds", str(rounds), "--db", str(db), "--out", str(out),
-            "--no-progress")
+            "--no-progress", *(["--no-ceiling"] if quick else []))
     secs = time.monotonic() - t0
     if r.returncode != 0:
         raise SystemExit(f"ab_gate: nfvperf run {suite.name} failed (rc={r.returncode}):\n{r.stdout[-3000:]}\n"
@@ -136,7 +138,7 @@ def rounds_for(widths: dict[int, float], threshold: float) -> Optional[int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="6 rounds of 0.2 s trials: the mechanics, not the figures")
+    ap.add_argument("--quick", action="store_true", help="6 rounds of 0.2 s trials, no harness ceiling: the mechanics, not the figures")
     ap.add_argument("--rounds", type=int, help="rounds per run (default: the suite's 30; --quick 6)")
     ap.add_argument("--trial-s", type=float, help="round trial seconds (default: the suite's 0.5; --quick 0.2)")
     ap.add_argument("--threshold", type=float, default=2.0, help="the gate's threshold in percent (default 2)")
@@ -152,9 +154,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nfvperf-ab-") as d:
         tmp = Path(d)
         b = run_and_gate(suite_file(tmp, "ab-b", paths["a"], paths["b"], trial_s), tmp / "ab.db", tmp / "out",
-                         rounds, args.threshold)
+                         rounds, args.threshold, args.quick)
         a = run_and_gate(suite_file(tmp, "ab-a", paths["a"], paths["a2"], trial_s), tmp / "ab.db", tmp / "out",
-                         rounds, args.threshold)
+                         rounds, args.threshold, args.quick)
     print(f"B vs A:  {b['ratio']:.3f}x [{b['interval'][0]:.3f}, {b['interval'][1]:.3f}], gate exit {b['exit']}; "
           f"A' vs A: {a['ratio']:.3f}x [{a['interval'][0]:.3f}, {a['interval'][1]:.3f}], gate exit {a['exit']} "
           f"({rounds} rounds of {trial_s} s, threshold {args.threshold} %)")

@@ -86,6 +86,27 @@ def test_seed_suite_completes(store, suite: str) -> None:
 
 
 @pytest.mark.parametrize("suite", SEEDS)
+def test_seed_suites_show_their_comparison_on_the_sim(store, suite: str) -> None:
+    """Each seed suite on --tg sim --quick (the module's runs): the configurations it compares give
+    different numbers (the 64/66 B throughputs, or the TCP goodputs), not one constant."""
+    con = sqlite3.connect(store["db"])
+    rows = con.execute("select t.name, t.method, t.frame_size_b, r.value_pps, r.data from tests t "
+                       "join results r on r.test_id = t.id where t.status = 'passed' and t.run_id = ?",
+                       (store["runs"][suite],)).fetchall()
+    con.close()
+    small = [v for _, m, size, v, _ in rows if m == "throughput" and size and size == min(
+        s for _, m2, s, _, _ in rows if m2 == "throughput" and s) and v]
+    tcp = [json.loads(d).get("mean_throughput_bps") for _, m, _, _, d in rows if m == "tcp"]
+    # different by more than the sim's trial noise (its TCP goodput varies by up to 2 %, a search
+    # by its resolution): one constant with noise on it is not a comparison
+    if len(small) >= 2:
+        assert max(small) > 1.05 * min(small), small
+    else:           # seed 001 compares TCP configurations: their goodputs differ too
+        assert len(tcp) >= 2 and all(t and t > 0 for t in tcp), tcp
+        assert max(tcp) > 1.05 * min(tcp), f"{suite}: every TCP configuration gave one goodput: {tcp}"
+
+
+@pytest.mark.parametrize("suite", SEEDS)
 def test_every_study_stores_one_unit_per_configuration(store, suite: str) -> None:
     data = yaml.safe_load((REPO / "suites" / suite).read_text())
     rows = _rows(store["db"], store["runs"][suite])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench_keys import benches, last_json, promised_keys
+from bench_keys import REPO, benches, last_json, polls, promised_keys
 
 
 @pytest.mark.parametrize("bench", benches(), ids=lambda p: p.name)
@@ -26,3 +26,20 @@ def test_the_key_line_and_the_last_line_are_read_strictly(tmp_path) -> None:
     for bad in ('{"a": 1}\ndone\n', "", "[1, 2]\n"):
         with pytest.raises(ValueError):
             last_json(bad)
+
+
+def test_benches_that_start_polling_processes_are_told_apart(tmp_path) -> None:
+    """test_bench_quick.py (serial pass) runs the benches ``polls`` finds, test_bench_quick_sim.py
+    (``no_polling`` pass) the others: a bench naming tgen, a DPDK DUT, OVS or a topology, or
+    starting an nfvperf run that is not ``--tg sim``, is never run beside another test."""
+    assert polls(REPO / "bench" / "ab_gate.py") and polls(REPO / "bench" / "rule_install.py")
+    assert not polls(REPO / "bench" / "store_scale.py")
+    b = tmp_path / "b.py"
+    for src, expect in (('nfv("run", s, "--tg", "sim", "--db", str(db))', False),
+                        ("from nfvperf.tg.sim import SimMeasurer", False),
+                        ('nfv("run", s, "--db", str(db))', True),            # the default generator
+                        ('nfv("run", s, "--tg", "tgen")', True),
+                        ("from nfvperf.topo import build", True),
+                        ("OvsDpdk(ctx)", True), ("ovs-vsctl show", True), ("start a VNF", True)):
+        b.write_text(src + "\n")
+        assert polls(b) is expect, src

@@ -76,8 +76,11 @@ class TestpmdVSwitch(Testpmd, VSwitch):
         self.restarts += 1
 
     def connect_while(self, start: Callable[[], None], names: Optional[Sequence[str]] = None) -> None:
-        """Start the server (a VNF) in a thread; once its sockets are there, restart testpmd with
-        the new ports (it connects as their client, which lets the server's start finish)."""
+        """Start the server (a VNF) in a thread; once the first of its sockets is there, restart
+        testpmd with the new ports: it connects as their client, which lets the server's start go
+        on.  virtio-user in server mode listens on one socket at a time and waits for its client
+        before it creates the next, so waiting for all of them waited out the deadline (30 s per
+        VNF); testpmd's vhost client ports reconnect to the sockets that appear later."""
         socks = [p.socket for p in self.ports if p.name in (names or ()) and p.socket is not None]
         if not socks:
             start()
@@ -93,7 +96,7 @@ class TestpmdVSwitch(Testpmd, VSwitch):
         t = threading.Thread(target=run, name=f"vswitch-peer-{self.run.tag}", daemon=True)
         t.start()
         deadline = time.monotonic() + 30
-        while not all(Path(s).exists() for s in socks) and t.is_alive() and time.monotonic() < deadline:
+        while not any(Path(s).exists() for s in socks) and t.is_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         if not errors:
             self.restart()
