@@ -21,12 +21,13 @@ Error contracts:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, Union, runtime_checkable
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Protocol, Sequence, Union, runtime_checkable
 
 from nfvperf.trial import Unsupported
 
 if TYPE_CHECKING:
-    from nfvperf.dut.base import Flow, PortRef
+    from nfvperf.dut.base import Flow, PortRef, TopologyView
+    from nfvperf.host.cpu import CoreRequest
 
 #: the rule set of the current spec (None: the options do not shape the forwarding)
 ForwardingSource = Callable[[], Optional[Sequence[Union["Flow", str]]]]
@@ -41,6 +42,21 @@ class VSwitch(Protocol):
     ports: list[PortRef]
     #: its bridges, the first one made by :meth:`start`
     bridges: list[str]
+    #: busy-polling CPUs it takes by default (the CPU plan's ``dut`` role); 0: it forwards in the
+    #: kernel and no polling thread competes with the generator
+    polling_cpus: ClassVar[int]
+
+    @classmethod
+    def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
+        """Polling cores the spec asks for as a count (``pmd_cores``, ``ht``), which the topology
+        resolves from the host's sibling map before :meth:`start`; None: ``polling_cpus``."""
+        ...
+
+    @classmethod
+    def polling_cpus_of(cls, spec: TopologyView) -> Optional[list[int]]:
+        """The CPUs its polling threads run on when the spec pins them itself (a raw mask, kept
+        out of the CPU plan and stored with the run); None: the plan's ``dut`` CPUs."""
+        ...
 
     def start(self) -> None:
         """Start the switch and make its first bridge with the ports added so far; idempotent."""
