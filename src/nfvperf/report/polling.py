@@ -38,7 +38,7 @@ def overlap_from_environment(test: Any, env: dict[str, Any]) -> Optional[dict[st
                 or canon(info.get("overrides") or {}) != over:
             continue
         facts.append(generator_overlap(info.get("environment")))
-    known = {canon(f or {}) for f in facts if f is not None}
+    known = {canon(f) for f in facts if f is not None}
     if len(known) != 1 or any(f is None for f in facts):
         return None
     return next(f for f in facts if f is not None)
