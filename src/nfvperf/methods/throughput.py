@@ -1,7 +1,7 @@
 """RFC 2544 §26.1 throughput (zero loss or any loss goal), by binary | ndrpdr | mlr | mlrsearch."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping, Optional, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -228,31 +228,28 @@ def search(runner: TrialRunner, profile: TrafficProfile, params: ThroughputParam
                          f"{achieved:,.0f} fps; max load lowered to {new_max:,.0f} fps and the search "
                          f"restarted")
             max_load = min(max_load, new_max)
-    _place_generator_notes(sr, notes, max_load)
-    if warm_note:
-        sr.notes.append(warm_note)
+    sr = _place_generator_notes(sr, notes, max_load)
     if warmup is not None:
-        sr.warmup = warmup
-        sr.total_trial_s += warmup["total_s"]
-        sr.wall_s += warmup["total_s"] + warmup["passes"] * RFC2544_TRIAL_OVERHEAD_S
-    sr.invalid_trials = runner.invalid_trials - invalid_before
-    sr.invalid_reasons = {k: n - kinds_before.get(k, 0) for k, n in runner.invalid_by_reason.items()
-                          if n > kinds_before.get(k, 0)}
-    if sr.invalid_trials:
-        sr.notes.append(f"{sr.invalid_trials} invalid trial(s) repeated, not used: " + "; ".join(
-            f"{k} (×{n})" for k, n in sorted(sr.invalid_reasons.items(), key=lambda kv: -kv[1])))
-    return sr
+        sr = replace(sr, warmup=warmup, total_trial_s=sr.total_trial_s + warmup["total_s"],
+                     wall_s=sr.wall_s + (warmup["total_s"] + warmup["passes"] * RFC2544_TRIAL_OVERHEAD_S))
+    invalid = runner.invalid_trials - invalid_before
+    reasons = {k: n - kinds_before.get(k, 0) for k, n in runner.invalid_by_reason.items()
+               if n > kinds_before.get(k, 0)}
+    later = [warm_note] if warm_note else []
+    if invalid:
+        later.append(f"{invalid} invalid trial(s) repeated, not used: " + "; ".join(
+            f"{k} (×{n})" for k, n in sorted(reasons.items(), key=lambda kv: -kv[1])))
+    return replace(sr, notes=[*sr.notes, *later], invalid_trials=invalid, invalid_reasons=reasons)
 
 
-def _place_generator_notes(sr: SearchResult, notes: list[str], max_load: float) -> None:
+def _place_generator_notes(sr: SearchResult, notes: list[str], max_load: float) -> SearchResult:
     """The calibration's "generator-limited" notes qualify the result only if it came near the
     cap; a result well below it was set by the DUT's losses, and the notes go to ``info``."""
     result = sr.lower_bound_pps
     if notes and result is not None and result < GENERATOR_LIMITED_FRACTION * max_load:
-        sr.info[:0] = [f"{n} (not limiting: the result, {result:,.0f} fps, is below "
-                       f"{GENERATOR_LIMITED_FRACTION:.0%} of that cap)" for n in notes]
-    else:
-        sr.notes[:0] = notes
+        return replace(sr, info=[f"{n} (not limiting: the result, {result:,.0f} fps, is below "
+                                 f"{GENERATOR_LIMITED_FRACTION:.0%} of that cap)" for n in notes] + list(sr.info))
+    return replace(sr, notes=[*notes, *sr.notes])
 
 
 def warmup_duration(flows_per_port: int, load_pps: float) -> float:

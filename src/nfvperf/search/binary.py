@@ -11,6 +11,7 @@ passes, then bisecting again, every trial full-length.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Optional
 
 from nfvperf.trial import TrialResult
@@ -36,8 +37,7 @@ def binary_search(runner: ValidityRunner, max_load_pps: float, *, trial_duration
     res = resolution_pps if resolution_pps is not None else max_load_pps * resolution_pct / 100.0
     if res <= 0:
         raise ValueError("resolution must be > 0")
-    out = SearchResult(kind="binary", load_pps=None, max_load_pps=max_load_pps)
-    b = _Bisection(TrialBook(runner, out, "binary", overhead_s, time_budget_s, progress, dict(context or {})),
+    b = _Bisection(TrialBook(runner, max_load_pps, "binary", overhead_s, time_budget_s, progress, dict(context or {})),
                    loss_ratio, res, hi=max_load_pps)
     if b.trial(max_load_pps, trial_duration_s, "search"):
         b.lo = max_load_pps
@@ -46,9 +46,9 @@ def binary_search(runner: ValidityRunner, max_load_pps: float, *, trial_duration
     if trial_duration_s < final and b.lo > 0 and not b.trial(b.lo, final, "verify"):
         # G10: the final determination is at full length; it failed at the short-trial result
         b.search_below(final)
-        out.notes.append("full-length verification failed at the short-trial result; "
+        b.book.notes.append("full-length verification failed at the short-trial result; "
                          "continued below at full length")
-    return _result(out, b, max_load_pps, final)
+    return _result(b, max_load_pps, final)
 
 
 class _Bisection:
@@ -95,16 +95,13 @@ class _Bisection:
         self.bisect(final, "verify-bisect")
 
 
-def _result(out: SearchResult, b: _Bisection, max_load_pps: float, final: float) -> SearchResult:
+def _result(b: _Bisection, max_load_pps: float, final: float) -> SearchResult:
     lo, hi = b.lo, b.hi
-    out.load_pps = out.lower_bound_pps = lo
-    out.upper_bound_pps = None if lo >= max_load_pps else hi
-    out.goals.append(GoalResult(name="throughput", loss_ratio=b.loss_ratio, exceed_ratio=0.0,
-                                relative_width=b.res / max_load_pps, final_trial_duration_s=final,
-                                duration_sum_s=final, lower_bound_pps=lo, upper_bound_pps=hi,
-                                conditional_throughput_pps=lo,
-                                irregular=lo >= max_load_pps or lo <= 0.0,
-                                irregular_reason="max load passed" if lo >= max_load_pps
-                                else "no load passed" if lo <= 0.0 else ""))
-    out.irregular = out.goals[0].irregular
-    return out
+    goal = GoalResult(name="throughput", loss_ratio=b.loss_ratio, exceed_ratio=0.0,
+                      relative_width=b.res / max_load_pps, final_trial_duration_s=final,
+                      duration_sum_s=final, lower_bound_pps=lo, upper_bound_pps=hi,
+                      conditional_throughput_pps=lo,
+                      irregular=lo >= max_load_pps or lo <= 0.0,
+                      irregular_reason="max load passed" if lo >= max_load_pps
+                      else "no load passed" if lo <= 0.0 else "")
+    return replace(b.book.result([goal]), upper_bound_pps=None if lo >= max_load_pps else hi)

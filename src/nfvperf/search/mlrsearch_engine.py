@@ -48,8 +48,7 @@ def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_lo
         raise RuntimeError("search 'mlrsearch' needs the MLRsearch==1.2.1 package "
                            "(pip install MLRsearch==1.2.1)") from e
 
-    out = SearchResult(kind="mlrsearch", load_pps=None, max_load_pps=max_load_pps)
-    book = TrialBook(runner, out, "mlrsearch", overhead_s, time_budget_s, context=dict(context or {}))
+    book = TrialBook(runner, max_load_pps, "mlrsearch", overhead_s, time_budget_s, context=dict(context or {}))
     warm = {"pending": bool(warmup_s)}
 
     class _Adapter(AbstractMeasurer):
@@ -75,20 +74,15 @@ def mlrsearch_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_lo
     try:
         res = ctrl.search(measurer=_Adapter(), debug=lambda _m: None)
     except BudgetExceeded as e:
-        out.irregular = True
-        out.notes.append(str(e))
+        book.irregular = True
+        book.notes.append(str(e))
         res = None
     except RuntimeError as e:   # MLRsearch fail-fast: min load is an upper bound
-        out.irregular = True
-        out.notes.append(f"MLRsearch: {e}")
+        book.irregular = True
+        book.notes.append(f"MLRsearch: {e}")
         res = None
-    for g, mg in zip(goals, mgoals):
-        out.goals.append(_goal_result(g, res.get(mg) if res is not None else None, res is None))
-    first = out.goals[0]
-    out.load_pps = first.lower_bound_pps
-    out.lower_bound_pps, out.upper_bound_pps = first.lower_bound_pps, first.upper_bound_pps
-    out.irregular = out.irregular or any(g.irregular for g in out.goals)
-    return out
+    return book.result([_goal_result(g, res.get(mg) if res is not None else None, res is None)
+                        for g, mg in zip(goals, mgoals)])
 
 
 def _mgoal(MGoal: Callable[..., _M], g: SearchGoal) -> _M:

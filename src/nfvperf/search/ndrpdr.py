@@ -30,8 +30,7 @@ def ndrpdr_search(runner: ValidityRunner, max_load_pps: float, *, pdr_loss_ratio
     if not 0.0 < pdr_loss_ratio < 1.0:
         raise ValueError("pdr_loss_ratio must be in (0, 1)")
     final = final_duration_s if final_duration_s is not None else trial_duration_s
-    out = SearchResult(kind="ndrpdr", load_pps=None, max_load_pps=max_load_pps)
-    s = _NdrPdr(TrialBook(runner, out, "ndrpdr", overhead_s, time_budget_s, progress, dict(context or {})),
+    s = _NdrPdr(TrialBook(runner, max_load_pps, "ndrpdr", overhead_s, time_budget_s, progress, dict(context or {})),
                 max_load_pps, min_load_pps, pdr_loss_ratio, relative_width)
     s.initial(trial_duration_s)
     s.bisect(trial_duration_s)
@@ -45,7 +44,7 @@ class _NdrPdr:
 
     def __init__(self, book: TrialBook, max_load: float, min_load: float, pdr_loss_ratio: float,
                  width: float):
-        self.book, self.out = book, book.out
+        self.book = book
         self.max_load, self.min_load, self.width = max_load, min_load, width
         self.ratios = {"ndr": 0.0, "pdr": pdr_loss_ratio}
         self.iv = {"ndr": [min_load, max_load], "pdr": [min_load, max_load]}
@@ -114,7 +113,7 @@ class _NdrPdr:
             return self.max_load
         nxt = (lo + hi) / 2.0
         if hi - lo > 2 * w * hi:
-            last = self.out.trials[-1].load_pps
+            last = self.book.trials[-1].load_pps
             up, down = self.steps[k]
             if lo <= self.min_load or last == hi:
                 cand = hi * (1 - min(0.5, w * 2 ** min(60, down)))
@@ -146,7 +145,7 @@ class _NdrPdr:
                     hi, step = cand, min(0.5, step * 2)
             if good is None:
                 self.iv[k] = [self.min_load, hi]
-                self.out.notes.append(f"{k}: no load passed a full-length verification trial")
+                self.book.notes.append(f"{k}: no load passed a full-length verification trial")
                 self.no_pass.add(k)
                 continue
             while hi - good > self.width * hi:
@@ -158,19 +157,16 @@ class _NdrPdr:
             self.iv[k] = [good, hi]
 
     def result(self, final: float) -> SearchResult:
-        out = self.out
+        goals = []
         for k, lr in self.ratios.items():
             lo, hi = self.iv[k]
             irr = lo >= self.max_load or k in self.no_pass or \
                 (lo <= self.min_load and not self.seen_lb[k])
             why = ("max load is a lower bound" if lo >= self.max_load else
                    "no load passed" if irr else "")
-            out.goals.append(GoalResult(
+            goals.append(GoalResult(
                 name=k, loss_ratio=lr, relative_width=self.width, final_trial_duration_s=final,
                 duration_sum_s=final, lower_bound_pps=lo,
                 upper_bound_pps=None if lo >= self.max_load else hi,
                 conditional_throughput_pps=lo, irregular=irr, irregular_reason=why))
-        out.irregular = any(g.irregular for g in out.goals)
-        out.load_pps = out.lower_bound_pps = out.goals[0].lower_bound_pps
-        out.upper_bound_pps = out.goals[0].upper_bound_pps
-        return out
+        return self.book.result(goals)

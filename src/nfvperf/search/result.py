@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, TypedDict
 
 if TYPE_CHECKING:
     from .mlr.goals import SearchGoal
@@ -22,7 +22,7 @@ class TrialRecord:
     passed: Optional[bool] = None     # for single-goal searches: loss within the goal
 
 
-@dataclass
+@dataclass(frozen=True)
 class GoalResult:
     """The outcome of one search goal (MLR terms; also used for NDR/PDR and binary)."""
 
@@ -64,7 +64,7 @@ class GoalResult:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchResult:
     """What a search found and what it cost."""
 
@@ -72,18 +72,18 @@ class SearchResult:
     load_pps: Optional[float]                   # the primary result (first goal's RLB)
     lower_bound_pps: Optional[float] = None
     upper_bound_pps: Optional[float] = None
-    goals: list[GoalResult] = field(default_factory=list)
-    trials: list[TrialRecord] = field(default_factory=list)
+    goals: Sequence[GoalResult] = field(default_factory=list)
+    trials: Sequence[TrialRecord] = field(default_factory=list)
     total_trial_s: float = 0.0                  # sum of valid trial durations (incl. warm-up)
     wall_s: float = 0.0                         # incl. RFC 2544 §23 per-trial overheads
     max_load_pps: Optional[float] = None
     irregular: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: Sequence[str] = field(default_factory=list)
     # facts worth keeping that do not qualify the result (e.g. a generator cap far above it)
-    info: list[str] = field(default_factory=list)
+    info: Sequence[str] = field(default_factory=list)
     warmup: Optional[Mapping[str, object]] = None      # the discarded warm-up trial, if one ran
     invalid_trials: int = 0                     # trials repeated because they were invalid
-    invalid_reasons: dict[str, int] = field(default_factory=dict)   # count per kind of reason
+    invalid_reasons: Mapping[str, int] = field(default_factory=dict)   # count per kind of reason
 
     @property
     def width_pps(self) -> Optional[float]:

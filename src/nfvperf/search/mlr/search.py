@@ -208,8 +208,7 @@ def mlr_search(runner: ValidityRunner, goals: Sequence[SearchGoal], max_load_pps
     names = [g.name for g in goals]
     if len(set(names)) != len(names):
         raise ValueError("goal names must be unique")
-    out = SearchResult(kind="mlr", load_pps=None, max_load_pps=max_load_pps)
-    book = TrialBook(runner, out, "mlr", overhead_s, time_budget_s, progress, dict(context or {}))
+    book = TrialBook(runner, max_load_pps, "mlr", overhead_s, time_budget_s, progress, dict(context or {}))
     s = _MlrSearch(book, goals, max_load_pps, min_load_pps, get_strategy(strategy))
     s.initial(warmup_s)
     s.main_loop()
@@ -224,7 +223,7 @@ class _MlrSearch:
 
     def __init__(self, book: TrialBook, goals: Sequence[SearchGoal], max_load: float,
                  min_load: float, strategy: Strategy):
-        self.book, self.out, self.goals = book, book.out, goals
+        self.book, self.goals = book, goals
         self.max_load, self.min_load, self.strategy = max_load, min_load, strategy
         self.db = _Db()
         self.chains = {g.name: make_targets(g) for g in goals}
@@ -380,27 +379,23 @@ class _MlrSearch:
                 return
             load, dur, t, move = min(cands, key=lambda c: (c[0], -c[1]))
             if not self.book.fits(dur):
-                self.out.notes.append("trial-time budget used up before all goals were reached")
-                self.out.irregular = True
+                self.book.notes.append("trial-time budget used up before all goals were reached")
+                self.book.irregular = True
                 return
             self._report(t, load)
             t.moved(move)
             self.trial(load, dur, "search", goal=t.goal.name, target=t.index)
-        self.out.notes.append("search loop guard hit")
+        self.book.notes.append("search loop guard hit")
 
     # -- 4. results per goal -------------------------------------------------------------------
     def results(self) -> SearchResult:
-        out = self.out
+        goals = []
         for g in self.goals:
             rlb, rub, _ = _bounds(self.db, self.chains[g.name][-1])
             ct = conditional_throughput(g, rlb, self.db.pairs(rlb)) if rlb is not None else None
             why = self._irregular_reason(g, rlb, rub)
-            out.goals.append(GoalResult.of_goal(g, rlb, rub, ct, bool(why), why))
-        first = out.goals[0]
-        out.load_pps = out.lower_bound_pps = first.lower_bound_pps
-        out.upper_bound_pps = first.upper_bound_pps
-        out.irregular = out.irregular or any(g.irregular for g in out.goals)
-        return out
+            goals.append(GoalResult.of_goal(g, rlb, rub, ct, bool(why), why))
+        return self.book.result(goals)
 
     def _irregular_reason(self, g: SearchGoal, rlb: Optional[float], rub: Optional[float]) -> str:
         if g.name in self.stopped:
