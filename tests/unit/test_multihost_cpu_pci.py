@@ -87,7 +87,8 @@ DUT = FakeHost("dut1", sysfs(16, smt=True, nodes=2))
 HINTS = {"tester": {"host": "tester1", "isolated": "2-7", "housekeeping": "0-1", "numa": 0},
          "dut": {"host": "dut1", "isolated": "2-7,10-15", "housekeeping": "0-1,8-9", "numa": 0}}
 LINKS = [{"link": i, "tester": f"tester1.p{i}", "dut": f"dut1.p{i}", "tester_iface": None,
-          "dut_iface": None, "tester_pci": f"0000:3b:00.{i}", "dut_pci": f"0000:5e:00.{i}"}
+          "dut_iface": None, "tester_pci": f"0000:3b:00.{i}", "dut_pci": f"0000:5e:00.{i}", "tester_numa": 0,
+          "dut_numa": 0, "speed": "10G", "tester_vhost": False, "dut_vhost": False}
          for i in range(2)]
 
 

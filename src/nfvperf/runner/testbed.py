@@ -80,4 +80,4 @@ def open_testbed(testbed: TestbedSpec, tg: str, suite: Suite, env: dict[str, Any
     info["links"] = kw["testbed_links"]
     progress.log(f"testbed {testbed.name}: generator on {kw['tg_host'].name}, DUT on "
                  f"{kw['dut_host'].name}, {len(kw['testbed_links'])} cabled link(s)")
-    return hosts, kw
+    return hosts, dict(kw)

@@ -10,7 +10,7 @@ import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterator, NotRequired, Optional, Protocol, Sequence, TypedDict, runtime_checkable
 
 from nfvperf.dut.base import dut_class
 from nfvperf.host.base import Host
@@ -23,6 +23,7 @@ from nfvperf.store.cleanup import main as local_cleanup
 from nfvperf.tg.tgen import find_tgen_binary
 from nfvperf.topo import topology_class
 from nfvperf.topo.errors import TopologyError
+from nfvperf.topo.ports import CabledLink
 from nfvperf.topo.spec import TopologySpec
 from nfvperf.vm.pci_guest import GuestPciHost
 
@@ -320,7 +321,18 @@ def cleanup_main(argv: Sequence[str]) -> int:
 
 
 # ------------------------------------------------------------------------------- a run on it
-def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
+class TopologyKwargs(TypedDict):
+    """:func:`topology_kwargs`: the arguments a topology class gets for a run on a testbed."""
+
+    tg_host: Host
+    dut_host: Host
+    testbed_links: list[CabledLink]
+    cpu_hints: dict[str, dict[str, object]]
+    preflight: bool
+    tgen_binary: NotRequired[Path]
+
+
+def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> TopologyKwargs:
     """What :func:`nfvperf.topo.build` gets for a run on the testbed: the tester and DUT host
     objects, the cabled links between them (kernel interfaces and/or PCI addresses, in link
     order; the topology's port kind picks which and says what is missing), the hosts' cpu:
@@ -329,18 +341,18 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     tname, tester = hosts.role("tester")
     dname, dut = hosts.role("dut")
     links = cabled_links(spec, tname, dname)
-    hints = {}
-    for role, name in (("tester", tname), ("dut", dname)):
+    hints: dict[str, dict[str, object]] = {}
+    for role, name, numas in (("tester", tname, [lk["tester_numa"] for lk in links]),
+                              ("dut", dname, [lk["dut_numa"] for lk in links])):
         cpu = spec.hosts[name].cpu
-        numa = next((lk[f"{role}_numa"] for lk in links if lk[f"{role}_numa"] is not None), None)
         hints[role] = {"host": name, "isolated": cpu.isolated, "housekeeping": cpu.housekeeping,
-                       "numa": numa}
-    for lk in links:
-        for side in ("tester", "dut"):
-            if lk[f"{side}_vhost"] and hosts.guests is not None:
-                # the cable's socket: QEMU serves it, the DPDK port here connects (client)
-                lk[f"{side}_vhost"] = str(hosts.guests.cable(lk["link"]))
-    kw: dict[str, Any] = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
+                       "numa": next((n for n in numas if n is not None), None)}
+    if hosts.guests is not None:
+        for lk in links:
+            # a vhost end's cable socket: QEMU serves it, the DPDK port here connects (client)
+            sock = str(hosts.guests.cable(lk["link"]))
+            lk["tester_vhost"], lk["dut_vhost"] = lk["tester_vhost"] and sock, lk["dut_vhost"] and sock
+    kw: TopologyKwargs = {"tg_host": tester, "dut_host": dut, "testbed_links": links,
                           "cpu_hints": hints, "preflight": False}
     tgen = spec.hosts[tname].tgen or (GUEST_TGEN if spec.hosts[tname].guest else None)
     if tgen:
@@ -348,12 +360,10 @@ def topology_kwargs(spec: TestbedSpec, hosts: TestbedHosts) -> dict[str, Any]:
     return kw
 
 
-def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[dict[str, Any]]:
+def cabled_links(spec: TestbedSpec, tname: str, dname: str) -> list[CabledLink]:
     """The links between the tester ``tname`` and the DUT host ``dname``, in link order: each
-    end's kernel interface, PCI address and NUMA node, the tester NIC's speed; ``<side>_vhost``:
-    the end is a vhost-user NIC of this machine cabled to a guest's NIC (True here, the cable's
-    socket path once the guests run: :func:`topology_kwargs`)."""
-    links = []
+    end's kernel interface, PCI address, NUMA node and vhost-user cable, the tester NIC's speed."""
+    links: list[CabledLink] = []
     for i, lk in enumerate(spec.links):
         th, _, tn = lk.tester.partition(".")
         dh, _, dn = lk.dut.partition(".")

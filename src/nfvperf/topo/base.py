@@ -43,7 +43,7 @@ from nfvperf.trial import Measurer, MeasurerError
 from .errors import TopologyError
 from .host_cpus import HostCpuHints, plan_host, read_host_topology
 from .inplace import in_place_difference, restart_fields, restart_reason
-from .ports import HostPort, PortKind, port_kind_class
+from .ports import CabledLink, HostPort, PortKind, port_kind_class
 from .spec import TopologySpec, allowed_duts, allowed_port_kinds
 from .tcp_ends import TcpEnds, tcp_endpoints
 
@@ -102,12 +102,12 @@ class Topology:
                  tgen_binary: Optional[Path] = None, start_tgen: bool = True,
                  tgen_hugepages: bool = True, tg_host: Optional[Host] = None,
                  dut_host: Optional[Host] = None,
-                 testbed_links: Optional[Sequence[Mapping[str, Optional[str]]]] = None,
+                 testbed_links: Optional[Sequence[CabledLink]] = None,
                  cpu_hints: Optional[Mapping[str, Mapping[str, object]]] = None):
         self.spec = spec
         # where the generator and the DUT run (issue 10): this machine, or the tester and DUT
-        # hosts of a testbed (nfvperf.host.ssh.SshHost); ``testbed_links`` are the cabled
-        # ports [{"tester_iface", "dut_iface", "tester", "dut", ...}] the ports are made of
+        # hosts of a testbed (nfvperf.host.ssh.SshHost); ``testbed_links`` are the cabled links the
+        # ports are made of
         self.tg_host = tg_host if tg_host is not None else LOCAL
         self.dut_host = dut_host if dut_host is not None else LOCAL
         self.testbed_links = list(testbed_links or [])

@@ -22,8 +22,8 @@ Kinds register with ``@register_port_kind``; the modules of this package are imp
 """
 from __future__ import annotations
 
-from .base import (PORT_KIND_REGISTRY, HostPort, PortKind, load_port_kinds, port_kind_class, port_kind_names,
-                   register_port_kind)
+from .base import (PORT_KIND_REGISTRY, CabledLink, HostPort, PortKind, load_port_kinds, port_kind_class,
+                   port_kind_names, register_port_kind)
 
 __all__ = ["HostPort", "PortKind", "register_port_kind", "load_port_kinds", "port_kind_class", "port_kind_names",
-           "PORT_KIND_REGISTRY"]
+           "PORT_KIND_REGISTRY", "CabledLink"]

@@ -12,7 +12,7 @@ import functools
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence, TypedDict, Union
 
 from nfvperf.dut.base import PortRef
 from nfvperf.host import netns as N, run as R
@@ -25,6 +25,23 @@ if TYPE_CHECKING:
 
 #: Unix socket paths are limited to 108 bytes (sun_path, NUL included)
 UNIX_PATH_MAX = 107
+
+
+class CabledLink(TypedDict):
+    """A testbed's cabled tester-DUT link (:func:`nfvperf.testbed.hosts.cabled_links`), one port on the testbed."""
+
+    link: int                       # its index in the testbed file's ``links:``
+    tester: str                     # the tester's end, ``host.nic``
+    dut: str                        # the DUT's end, ``host.nic``
+    tester_iface: Optional[str]     # kernel interface (port kinds af_packet, af_xdp)
+    dut_iface: Optional[str]
+    tester_pci: Optional[str]       # PCI address (port kind pci)
+    dut_pci: Optional[str]
+    tester_numa: Optional[int]
+    dut_numa: Optional[int]
+    speed: str                      # the tester NIC's, e.g. 10G
+    tester_vhost: Union[bool, str]  # a vhost-user NIC here cabled to a guest's: True, its socket once booted
+    dut_vhost: Union[bool, str]
 
 
 @dataclass

@@ -56,7 +56,7 @@ class Pci(PortKind):
         new = []
         for k in range(n):
             i = len(topo.ports) + k
-            vhost = links[k].get("dut_vhost") or links[k].get("tester_vhost")
+            vhost = links[k]["dut_vhost"] or links[k]["tester_vhost"]
             # a guest's NIC cabled to this machine: this machine's end (the DUT's, or tgen's) is
             # a vhost-user backend (net_vhost client, OVS dpdkvhostuserclient) on the cable QEMU
             # serves (testbed nics: vhost: true)

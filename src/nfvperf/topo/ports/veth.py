@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from nfvperf.dut.base import KernelIf, PortRef
 from nfvperf.host import netns as N, xdp as X
 
-from .base import HostPort, PortKind, register_port_kind
+from .base import CabledLink, HostPort, PortKind, register_port_kind
 
 if TYPE_CHECKING:
     from ..base import Topology
@@ -49,8 +49,7 @@ class VethKind(PortKind):
                                 tg_mac=mac_a, dut_mac=mac_b))
         return self._append(topo, new)
 
-    def from_testbed(self, topo: Topology, n: int, links: Sequence[Mapping[str, Optional[str]]],
-                     mtu: int) -> list[HostPort]:
+    def from_testbed(self, topo: Topology, n: int, links: Sequence[CabledLink], mtu: int) -> list[HostPort]:
         """The ports of a testbed (issue 10): the cabled interfaces of its links, the tester's
         end in the tester host's namespace, the DUT's end in the DUT host's; nothing created."""
         new = []
@@ -60,8 +59,7 @@ class VethKind(PortKind):
                 raise ValueError(f"the testbed cables {len(links)} link(s); port {i} has none")
             lk = links[i]
             new.append(HostPort(i, "veth", tg_ifname=lk["tester_iface"], tg_netns=None,
-                                dut_ifname=lk["dut_iface"], dut_netns=None, driver=self.driver,
-                                mtu=mtu, tg_mac=lk.get("tester_mac"), dut_mac=lk.get("dut_mac")))
+                                dut_ifname=lk["dut_iface"], dut_netns=None, driver=self.driver, mtu=mtu))
         return self._append(topo, new)
 
     def tg_portref(self, port: HostPort) -> PortRef:
