@@ -307,7 +307,7 @@ class Rounds:
                           if status == "interrupted" else loop.reason)
             with loop.interrupts.critical():
                 if u.overlap is not None:       # the rows were opened before any build
-                    loop.store.update_test_topology(u.test_id, dict(u.topology_row, generator_cpu_overlap=u.overlap))
+                    loop.store.update_test(u.test_id, topology=dict(u.topology_row, generator_cpu_overlap=u.overlap))
                 loop.store.add_result(u.test_id, "rounds", data)
                 loop.store.finish_test(u.test_id, st, reason)
             if st == "failed":

@@ -152,7 +152,7 @@ class UnitVisit:
         run_fn = REGISTRY[test.method].run
         params, reused = loop.reuse.params(test, size, self.spec)
         if reused:
-            loop.store.update_test_params(self.test_id, params.model_dump(mode="json"))
+            loop.store.update_test(self.test_id, params=params.model_dump(mode="json"))
             loop.progress.log(f"  {label}: using the Throughput measured earlier in this run "
                               f"({reused:,.0f} fps per interface)")
         measurer.set_profile(self.profile)
