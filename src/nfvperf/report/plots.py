@@ -235,10 +235,6 @@ def latency_histogram_figure(run: Any, net_of_harness: Optional[bool] = None) ->
     return fig
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _axis_value(v: Any) -> Any:
     """A named variant called "64" or "1000000" (a rules axis that also sets flows) plots as the
     number it names, so a rules or flows axis gets its log scale."""
@@ -271,7 +267,7 @@ def study_figure(rep: Any, metric: Any) -> Any:
     if not series:
         return None
     xs = list(dict.fromkeys(x for pts in series.values() for x, _ in pts))
-    numeric = all(_is_number(x) for x in xs)
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
     scale, ylabel = (1e-6, "Mfps per interface") if metric.unit == "fps" else \
         (1.0, metric.title.split(",", 1)[-1].strip())
     fig, ax = plt.subplots(figsize=(8, 4.5))

@@ -291,7 +291,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
     env = env or {}
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
-    for name, group in _by_name(tests, _is_rate).items():
+    for name, group in _by_name(tests, THROUGHPUT_METHODS.__contains__).items():
         ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
         pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
@@ -500,14 +500,10 @@ def _loss_tables(tests: list[Any]) -> list[Table]:
 SUMMARY_TITLES = {name: method_info(name).title or name for name in METHODS}
 
 
-def _is_rate(method: str) -> bool:
-    return method in THROUGHPUT_METHODS
-
-
 def _own_table(method: str) -> bool:
     """Shown in the throughput, latency or loss tables (the other methods: their own table or
     the scalars table)."""
-    return _is_rate(method) or is_latency(method) or is_loss_steps(method)
+    return method in THROUGHPUT_METHODS or is_latency(method) or is_loss_steps(method)
 
 
 def _other_tables(tests: list[Any]) -> list[Table]:

@@ -179,10 +179,7 @@ def select_series(s: Session, selector: Any = None, since: Optional[int] = None,
 
 def _status(run: RunInfo) -> str:
     """The run's status; a run still marked running whose process is gone reads ``aborted``."""
-    if run.status == "running":
-        if run_liveness(run):
-            return "aborted"
-    return run.status
+    return "aborted" if run.status == "running" and run_liveness(run) else run.status
 
 
 def _remember(seen: dict[str, set[Any]], sid: str, ident: dict[str, Any]) -> None:
