@@ -85,11 +85,6 @@ def ceiling_point(env: dict[str, Any], size: Optional[int],
     return None
 
 
-def ceiling_fps(env: dict[str, Any], size: Optional[int], port_kind: Optional[str] = None) -> Optional[float]:
-    p = ceiling_point(env, size, port_kind)
-    return float(p["fps"]) if p else None
-
-
 def ceiling_bound(env: dict[str, Any], size: Optional[int],
                   port_kind: Optional[str] = None) -> tuple[Optional[float], bool]:
     """(ceiling fps, whether it is only a lower bound) for a frame size on the port kind."""

@@ -47,7 +47,7 @@ from typing import Any, Callable, Optional
 
 from nfvperf.report.ceiling import (DUT_BOUND, HARNESS_BOUND, NEAR_LINE_RATE, NO_CEILING, bound_label,
                                     ceiling_bound, ceiling_text)
-from nfvperf.report.configuration import config_key, config_key_without_axes, differences
+from nfvperf.report.configuration import config_key, differences
 from nfvperf.report.polling import MARK, mark_overlaps, shares_generator_cpu
 from nfvperf.host.steadiness import spread_pct
 from nfvperf.methods import result_of
@@ -212,7 +212,8 @@ def match_tests(runs: list[Any]) -> list[tuple[list[Optional[Any]], str]]:
             continue
         for name in dict.fromkeys(t.name for ts in lists for t in ts):
             rows.append(([next((t for t in ts if t.name == name), None) for ts in lists], ""))
-    rows = _pair_leftovers(rows, config_key_without_axes, "matched by configuration without the study axes")
+    rows = _pair_leftovers(rows, lambda t: config_key(t, axes=False),
+                           "matched by configuration without the study axes")
     return _pair_leftovers(rows, _ident, "matched by name")
 
 

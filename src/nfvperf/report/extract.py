@@ -30,6 +30,16 @@ def result(test: Any) -> Optional[MethodResult]:
     return result_of(test.method, test.results[-1].data or {})
 
 
+def result_value(t: Any) -> Optional[float]:
+    """The test's headline figure (fps per interface), or None."""
+    if not getattr(t, "results", None):
+        return None
+    r = t.results[-1]
+    if getattr(r, "value_pps", None) is not None:
+        return float(r.value_pps)
+    return headline_pps(r.data or {})
+
+
 def traffic_profile(d: dict[str, Any]) -> TrafficProfile:
     """The stored ``tests.traffic`` dict back as a TrafficProfile (wire size, max load)."""
     known = {f.name for f in dataclasses.fields(TrafficProfile)}

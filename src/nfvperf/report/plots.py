@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from nfvperf import units  # noqa: E402
 from nfvperf.report import ceiling as hc  # noqa: E402
-from nfvperf.report.extract import headline_pps, latency_of, result, size_of  # noqa: E402
+from nfvperf.report.extract import latency_of, result, result_value, size_of  # noqa: E402
 from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
 from nfvperf.report.table import THROUGHPUT_METHODS, is_latency, is_loss_steps  # noqa: E402
 from nfvperf.report.study import axis_text, is_log_axis
@@ -49,8 +49,7 @@ def throughput_figure(run: Any) -> Any:
     series: dict[str, list[tuple[float, float, dict]]] = {}
     for t in run.tests:
         if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b and not is_rounds_test(t):
-            r = t.results[-1]
-            pps = r.value_pps if r.value_pps is not None else headline_pps(r.data or {})
+            pps = result_value(t)
             if pps is not None:
                 series.setdefault(t.name, []).append((t.frame_size_b, pps, t.traffic or {}))
     if not series:

@@ -17,7 +17,6 @@ from nfvperf.report.extract import fmt_num, rates
 from nfvperf.report.table import Table
 
 
-
 def rounds_result(t: Any) -> Optional[dict[str, Any]]:
     """The unit's summary over its rounds (None: not a unit of an interleaved study)."""
     for r in reversed(list(getattr(t, "results", None) or [])):
