@@ -99,9 +99,7 @@ def fmt_ms(seconds: object) -> str:
 def repeat_of(data: object) -> Optional[Stored]:
     """The ``repeat`` summary of a result whose search ran several times (n ≥ 2), else None."""
     rep = data.get("repeat") if isinstance(data, dict) else None
-    if isinstance(rep, dict) and (num(rep.get("n")) or 0) >= 2:
-        return rep
-    return None
+    return rep if isinstance(rep, dict) and (num(rep.get("n")) or 0) >= 2 else None
 
 
 def goals_of(data: object) -> list[Stored]:

@@ -98,9 +98,7 @@ def _rel_width(data: dict[str, Any]) -> float:
     goals = goals_of(data)
     g = goals[0] if goals else data
     lo, hi = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
-    if lo and hi and lo > 0 and hi >= lo:
-        return (hi - lo) / lo
-    return 0.0
+    return (hi - lo) / lo if lo and hi and lo > 0 and hi >= lo else 0.0
 
 
 def _repeat_spread(data: dict[str, Any]) -> Optional[float]:

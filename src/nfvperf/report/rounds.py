@@ -82,9 +82,7 @@ def studies(tests: list[Any]) -> dict[str, list[UnitRounds]]:
 
 
 def ratio_text(r: Optional[dict[str, Any]]) -> str:
-    if not r:
-        return "—"
-    return str(r.get("text") or "—")
+    return str(r.get("text") or "—") if r else "—"
 
 
 def interval_text(iv: Optional[dict[str, Any]]) -> str:

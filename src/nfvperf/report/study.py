@@ -209,15 +209,11 @@ def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -
 
 
 def _rates(p: Point, key: str) -> Optional[float]:
-    if p.value is None:
-        return None
-    return rates(p.value, p.test.traffic or {})[key]
+    return None if p.value is None else rates(p.value, p.test.traffic or {})[key]
 
 
 def _per_core(p: Point) -> Optional[float]:
-    if p.value is None or not p.cores:
-        return None
-    return p.value * p.directions / p.cores / 1e6
+    return None if p.value is None or not p.cores else p.value * p.directions / p.cores / 1e6
 
 
 def rate_metrics(rate_unit: str = "pps") -> list[Metric]:

@@ -402,9 +402,7 @@ def _spread_cell(data: dict[str, Any]) -> str:
 
 
 def _self_lat_cell(sl: Optional[dict[str, float]]) -> str:
-    if not sl:
-        return "—"
-    return " / ".join(_us(sl.get(k)) for k in ("min", "p50", "p99"))
+    return " / ".join(_us(sl.get(k)) for k in ("min", "p50", "p99")) if sl else "—"
 
 
 def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
