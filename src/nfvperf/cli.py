@@ -179,11 +179,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from nfvperf.report.terminal import print_report
     from nfvperf.runner import execute
     from nfvperf.store import Store
-    if args.tg == "tgen":
-        problem = _tgen_problem()
-        if problem:
-            _err(problem)
-            return EXIT_USAGE
+    problem = _tgen_problem() if args.tg == "tgen" else None
+    if problem:
+        raise CliError(problem)
     suites = [load_suite(_suite_path(s), quick=True) for s in DEMO_SUITES if _suite_path(s).exists()]
     if not suites:
         raise CliError("the shipped demo suites (suites/quick.yaml) are missing")
@@ -224,13 +222,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     else:
         from nfvperf.config import CeilingSpec
         topo, traffic, cfg = TopologySpec(kind="p2p", dut="testpmd"), TrafficSpec(), CeilingSpec()
-    upd: dict[str, Any] = {}
-    if args.port_kind:
-        upd["port_kind"] = args.port_kind
-    if args.mtu:
-        upd["mtu"] = args.mtu
-    if args.tgen_lcores:
-        upd["tgen_lcores"] = args.tgen_lcores
+    upd = {k: getattr(args, k) for k in ("port_kind", "mtu", "tgen_lcores") if getattr(args, k)}
     try:
         topo = TopologySpec.model_validate(dict(topo.model_dump(), **upd))
         if args.link_speed:

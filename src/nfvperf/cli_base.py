@@ -23,9 +23,7 @@ def _store_url(args: argparse.Namespace, suite_url: Optional[str] = None) -> str
     from nfvperf.store import default_url, resolve_url
     if getattr(args, "db", None):
         return resolve_url(args.db)
-    if os.environ.get("NFVPERF_DB"):
-        return default_url()
-    if suite_url:
+    if suite_url and not os.environ.get("NFVPERF_DB"):
         return resolve_url(suite_url)
     return default_url()
 

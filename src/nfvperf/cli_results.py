@@ -133,8 +133,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             w = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
             w.writeheader()
-            for row in run_to_csv_rows(run):
-                w.writerow(row)
+            w.writerows(run_to_csv_rows(run))
     finally:
         if args.output:
             out.close()

@@ -57,8 +57,7 @@ def parse_link_speed(value: Union[str, int, float]) -> float:
 def format_link_speed(bps: float) -> str:
     for unit, mult in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
         if bps >= mult:
-            v = bps / mult
-            return f"{v:g}{unit}"
+            return f"{bps / mult:g}{unit}"
     return f"{bps:g}"
 
 
@@ -315,9 +314,7 @@ class SuiteSpec(_Strict):
 
     @property
     def timing(self) -> ProfileSpec:
-        if isinstance(self.profile, str):
-            return ProfileSpec(name=self.profile)
-        return self.profile
+        return ProfileSpec(name=self.profile) if isinstance(self.profile, str) else self.profile
 
 
 @dataclass
@@ -343,9 +340,7 @@ class TestConfig:
 
     def params_dict(self, size: Optional[int] = None) -> dict[str, Any]:
         p = self.params_for(size)
-        if hasattr(p, "model_dump"):
-            return p.model_dump(mode="json")
-        return dict(p or {})
+        return p.model_dump(mode="json") if hasattr(p, "model_dump") else dict(p or {})
 
 
 @dataclass

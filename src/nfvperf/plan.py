@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from nfvperf.config import Suite
-from nfvperf.fit import Fit, FitChange, HostFacts, fit_topology, spec_key
+from nfvperf.fit import Fit, FitChange, HostFacts, _topology, fit_topology, spec_key
 from nfvperf.methods import REGISTRY as METHODS, is_sizeless, method_info, runs_on_iperf3
 from nfvperf.topo.measurers import tso_refusal
 from nfvperf.tg.sim import SimMeasurer
@@ -43,7 +43,6 @@ from nfvperf.tg.tgen import TgenMeasurer, find_tgen_binary
 from nfvperf.tg.tgen_cores import binary_id, line_rate_need, measure_core_rate
 from nfvperf.topo.ports import port_kind_class
 from nfvperf.units import directions
-import nfvperf.topo as topo
 from nfvperf.topo.base import HostTooSmall, TopologyError
 from nfvperf.topo.preflight import run_checks
 
@@ -75,11 +74,7 @@ def unit_label(test: Any, size: Optional[int]) -> str:
 # ------------------------------------------------------------------------------ the rules
 
 def _measurer_class(tg: str) -> Any:
-    if tg == "sim":
-        return SimMeasurer
-    if tg == "iperf3":
-        return Iperf3Measurer
-    return TgenMeasurer
+    return {"sim": SimMeasurer, "iperf3": Iperf3Measurer}.get(tg, TgenMeasurer)
 
 
 def unit_measurer(test: Any, tg: str) -> str:
@@ -107,17 +102,13 @@ def measurer_refusal(test: Any, size: Optional[int], tg: str, spec: Any) -> Opti
     return None
 
 
-def _topology(spec: Any, tg: str) -> Any:
-    return topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"), start_tgen=tg == "tgen")
-
-
 def build_problems(spec: Any, tg: str, host: HostFacts) -> list[str]:
     """What stops ``spec`` from being built here for ``--tg tg``: the topology's spec checks
     (DUT, port kind, MTU), its CPU plan, for iperf3 its TCP ends (kernel interfaces, the
     topology's ``tcp_refusal``), and the required preflight checks of its kind, DUT and VNFs
     (what :meth:`nfvperf.topo.base.Topology.preflight` runs), less those the fitting rules judge
     and the hugepage pool the build grows first."""
-    topo = _topology(spec, tg)
+    topo = _topology(spec, tg == "tgen")
     try:
         topo.check_spec()
     except TopologyError as e:
@@ -333,8 +324,7 @@ def generator_need(plan: RunPlan, core_rate: Optional[dict[str, Any]]) -> list[d
         free = None
         if plan.host is not None:
             try:
-                roles = topo.topology_class(spec.kind)(spec, topo.RunContext(tag="nfv000000"),
-                                                        start_tgen=True).plan_cpus(plan.host.cpus).roles
+                roles = _topology(spec, True).plan_cpus(plan.host.cpus).roles
                 busy = {c for r, cs in roles.items() if r != "tgen" for c in cs}
                 free = len([c for c in plan.host.cpus.allowed if c not in busy])
             except (HostTooSmall, TopologyError):

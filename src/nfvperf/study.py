@@ -62,10 +62,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _frame_size(v: Any) -> dict[str, Any]:
-    return {"frame_sizes": [v]}
-
-
 def _vxlan(v: Any) -> dict[str, Any]:
     """``vxlan: true`` runs the vxlan topology with VXLAN-encapsulated traffic; ``false`` the
     entry's own topology with plain traffic."""
@@ -77,7 +73,7 @@ def _vxlan(v: Any) -> dict[str, Any]:
 
 #: aliases whose value sets more than a path
 ALIAS_FUNCS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "frame_size": _frame_size,     # frame_sizes: [value]
+    "frame_size": lambda v: {"frame_sizes": [v]},
     "vxlan": _vxlan,               # traffic.vxlan (+ topology.kind vxlan when true)
 }
 

@@ -483,11 +483,7 @@ def _study_port_kind(study: dict[str, Any], kind: str) -> None:
                 sel.pop("topology.pci", None)
     only = study.get("only")
     if isinstance(only, list):       # units that differed only in port kind are one now
-        dedup: list[Any] = []
-        for sel in only:
-            if sel not in dedup:
-                dedup.append(sel)
-        study["only"] = dedup
+        study["only"] = [sel for i, sel in enumerate(only) if sel not in only[:i]]
 
 
 def find_suite(name: str) -> Path:

@@ -151,9 +151,7 @@ class TrialResult:
     def loss_ratio(self) -> float:
         """MLR Trial Loss Ratio = 1 - forwarded/expected, over all outputs."""
         exp = self.expected or self.sent
-        if exp <= 0:
-            return 1.0
-        return max(0.0, 1.0 - self.received / exp)
+        return 1.0 if exp <= 0 else max(0.0, 1.0 - self.received / exp)
 
     @property
     def lost(self) -> int:
@@ -230,13 +228,8 @@ def counter_deltas(before: Mapping[str, object], after: Mapping[str, object]) ->
 
     def walk(b: object, a: object, path: str) -> object:
         if isinstance(a, dict):
-            out = {}
-            for k, v in a.items():
-                if isinstance(v, float):
-                    continue
-                d = walk(b.get(k) if isinstance(b, dict) else None, v, f"{path}{k}.")
-                out[k] = d
-            return out
+            return {k: walk(b.get(k) if isinstance(b, dict) else None, v, f"{path}{k}.")
+                    for k, v in a.items() if not isinstance(v, float)}
         if isinstance(a, int) and not isinstance(a, bool):
             base = b if isinstance(b, int) and not isinstance(b, bool) else 0
             if a < base:

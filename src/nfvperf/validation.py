@@ -22,10 +22,8 @@ def _loc(prefix: str, loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
-            # pydantic names union branches (e.g. 'literal[...]', 'ProfileSpec'); they are not paths
-            if part in _UNION_TAGS or part.startswith(_UNION_TAG_PREFIXES) or part[:1].isupper():
-                continue
+        # pydantic names union branches (e.g. 'literal[...]', 'ProfileSpec'); they are not paths
+        elif not (part in _UNION_TAGS or part.startswith(_UNION_TAG_PREFIXES) or part[:1].isupper()):
             out += ("." if out else "") + part
     return out or "(suite)"
 
@@ -66,8 +64,7 @@ def _allowed_fields(model: Optional[type[BaseModel]], loc: tuple) -> list[str]:
         fields = getattr(cur, "model_fields", None)
         if not fields or part not in fields:
             return []
-        ann = fields[part].annotation
-        cur = _model_in(ann)
+        cur = _model_in(fields[part].annotation)
         if cur is None:
             return []
     return sorted(getattr(cur, "model_fields", {}).keys())

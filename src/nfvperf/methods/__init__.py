@@ -46,12 +46,10 @@ REGISTRY: dict[str, MethodInfo] = _collect()
 
 def method_info(name: str, default: Optional[MethodInfo] = None) -> MethodInfo:
     """The declared metadata of method ``name``.  Unknown names: ``default``, or KeyError."""
-    entry = REGISTRY.get(name)
-    if entry is not None:
-        return entry
-    if default is not None:
-        return default
-    raise KeyError(f"unknown method {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    entry = REGISTRY.get(name, default)
+    if entry is None:
+        raise KeyError(f"unknown method {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return entry
 
 
 def result_class(method: str) -> type[MethodResult]:
@@ -67,8 +65,7 @@ def result_of(method: str, data: Optional[Mapping[str, object]]) -> MethodResult
 
 def is_sizeless(name: str) -> bool:
     """One test unit, no frame-size loop (the result does not depend on the size)."""
-    info = method_info(name, _UNKNOWN)
-    return info.sizeless
+    return method_info(name, _UNKNOWN).sizeless
 
 
 def runs_on_iperf3(name: str) -> bool:

@@ -77,9 +77,7 @@ class LatencyResult(MethodResult):
     def latency_points(self) -> list[Stored]:
         """The measured points (fraction, load_pps, min/avg/max_ns, percentiles_ns, ...)."""
         pts = dicts(self.stored().get("points"))
-        if pts and "avg_ns" in pts[0]:
-            return pts
-        return super().latency_points()
+        return pts if pts and "avg_ns" in pts[0] else super().latency_points()
 
     def summary_text(self) -> Optional[str]:
         lat = self.latency_at_throughput()

@@ -37,9 +37,7 @@ HEADLINE_KEYS = ("throughput_pps", "rlb_pps", "lower_bound_pps", "conditional_th
 
 def num(v: object) -> Optional[float]:
     """A finite number as float, else None (bools are not numbers here)."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)) and math.isfinite(v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
         return float(v)
     return None
 
@@ -56,9 +54,7 @@ def walk_skip(obj: object, skip: tuple[str, ...], depth: int = 0) -> Iterator[St
     if isinstance(obj, dict):
         yield obj
         for k, v in obj.items():
-            if k in skip:
-                continue
-            if isinstance(v, (dict, list)):
+            if k not in skip and isinstance(v, (dict, list)):
                 yield from walk_skip(v, skip, depth + 1)
     elif isinstance(obj, list):
         for v in obj:
@@ -103,9 +99,7 @@ def fmt_ms(seconds: object) -> str:
 def repeat_of(data: object) -> Optional[Stored]:
     """The ``repeat`` summary of a result whose search ran several times (n ≥ 2), else None."""
     rep = data.get("repeat") if isinstance(data, dict) else None
-    if isinstance(rep, dict) and (num(rep.get("n")) or 0) >= 2:
-        return rep
-    return None
+    return rep if isinstance(rep, dict) and (num(rep.get("n")) or 0) >= 2 else None
 
 
 def goals_of(data: object) -> list[Stored]:
@@ -305,9 +299,7 @@ class MethodResult:
         point from any latency summary in the result unless the method measures points."""
         data = self.stored()
         lat = latency_of(data)
-        if lat:
-            return [dict(lat, fraction=None, load_pps=find_key(data, ("load_pps",)))]
-        return []
+        return [dict(lat, fraction=None, load_pps=find_key(data, ("load_pps",)))] if lat else []
 
     def latency_at_throughput(self) -> Optional[Stored]:
         """The latency point at 100 % of Throughput (else the highest load) that has samples."""
@@ -322,9 +314,7 @@ class MethodResult:
     def summary_text(self) -> Optional[str]:
         """The method's own run-log line (None: the generic one: rate, or scalars)."""
         mm = self.main_metric()
-        if mm:
-            return f"{mm[0]} {fmt_num(mm[1], 3 if mm[2] == 'ms' else 0)} {mm[2]}"
-        return None
+        return f"{mm[0]} {fmt_num(mm[1], 3 if mm[2] == 'ms' else 0)} {mm[2]}" if mm else None
 
     def summary(self, profile: TrafficProfile, directions: int) -> Summary:
         """One line for the run log and the headline value per interface."""

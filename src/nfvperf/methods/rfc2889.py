@@ -12,7 +12,7 @@ from typing import Optional
 from pydantic import Field, model_validator
 
 from nfvperf.search.validity import TrialRunner
-from nfvperf.trial import Measurer, TrafficProfile, TrialResult, Unsupported
+from nfvperf.trial import Measurer, TrafficProfile, Unsupported
 
 from .common import MethodInfo, MethodParams, RATE, MethodResult, Recorder, setup
 from .result import MethodMetric, Stored, headline_pps, num
@@ -71,17 +71,18 @@ def run_forwarding(measurer: Measurer, profile: TrafficProfile, params: Forwardi
 
 # --- address caching / learning ------------------------------------------------------------
 
-def _addr_trial(runner: TrialRunner, measurer: Measurer, addresses: int, learning_pps: float,
-                duration_s: float, load_pps: float, phase: str) -> TrialResult:
+def _addr_trial(runner: TrialRunner, measurer: Measurer, trials: list[Stored], count: int,
+                learning_pps: float, duration_s: float, load_pps: float, phase: str, **row: float) -> bool:
+    """One address trial, appended to ``trials`` after ``row``: True when no test frame was lost
+    and none was flooded."""
     fn = getattr(measurer, "measure_addresses", None)
     if not callable(fn):
         raise Unsupported(f"{measurer.name} cannot run RFC 2889 address trials (no measure_addresses)")
-    return runner.call(lambda: fn(addresses, learning_pps, duration_s, load_pps), duration_s,
-                       load_pps, phase=phase, addresses=addresses, learning_pps=learning_pps)
-
-
-def _addr_ok(tr: TrialResult) -> bool:
-    return tr.lost == 0 and int(tr.extra.get("flooded", 0)) == 0
+    tr = runner.call(lambda: fn(count, learning_pps, duration_s, load_pps), duration_s,
+                     load_pps, phase=phase, addresses=count, learning_pps=learning_pps)
+    good = tr.lost == 0 and int(tr.extra.get("flooded", 0)) == 0
+    trials.append({**row, "ok": good, "lost": tr.lost, "flooded": tr.extra.get("flooded", 0)})
+    return good
 
 
 class AddressCachingParams(MethodParams):
@@ -135,11 +136,8 @@ def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: Add
     notes: list[str] = []
 
     def ok(n: int) -> bool:
-        tr = _addr_trial(runner, measurer, n, params.learning_rate_pps, params.trial_duration_s,
-                         load, "address_caching")
-        good = _addr_ok(tr)
-        trials.append({"addresses": n, "ok": good, "lost": tr.lost,
-                           "flooded": tr.extra.get("flooded", 0)})
+        good = _addr_trial(runner, measurer, trials, n, params.learning_rate_pps, params.trial_duration_s,
+                           load, "address_caching", addresses=n)
         rec.progress(0.5, f"address caching: {n} addresses {'ok' if good else 'fail'}")
         return good
 
@@ -148,16 +146,14 @@ def run_address_caching(measurer: Measurer, profile: TrafficProfile, params: Add
         lo = hi
         notes.append("max_addresses passed: the capacity is at least this")
     else:
-        hi_fail = hi
-        while hi_fail - lo > params.resolution_addresses:
-            mid = (lo + hi_fail) // 2
+        while hi - lo > params.resolution_addresses:
+            mid = (lo + hi) // 2
             if mid <= lo:
                 break
             if ok(mid):
                 lo = mid
             else:
-                hi_fail = mid
-        hi = hi_fail
+                hi = mid
     return AddressCachingResult(method="rfc2889_address_caching", frame_size_b=profile.frame_size_b,
                                 address_capacity=lo if lo >= params.min_addresses else 0, lower_bound=lo,
                                 upper_bound=hi, trials=tuple(trials), notes=tuple(notes))
@@ -188,21 +184,16 @@ def run_address_learning(measurer: Measurer, profile: TrafficProfile, params: Ad
                                      upper_bound=upper, trials=tuple(trials), notes=notes)
 
     def ok(rate: float) -> bool:
-        tr = _addr_trial(runner, measurer, params.address_count, rate, params.trial_duration_s,
-                         load, "address_learning")
-        good = _addr_ok(tr)
-        trials.append({"learning_rate_pps": rate, "ok": good, "lost": tr.lost,
-                           "flooded": tr.extra.get("flooded", 0)})
+        good = _addr_trial(runner, measurer, trials, params.address_count, rate, params.trial_duration_s,
+                           load, "address_learning", learning_rate_pps=rate)
         rec.progress(0.5, f"address learning at {rate:,.0f} pps {'ok' if good else 'fail'}")
         return good
 
     if ok(top):
         return result(top, top, None, "the DUT learned at the maximum rate tried")
-    lo, hi = 0.0, top
-    if ok(params.min_rate_pps):
-        lo = params.min_rate_pps
-    else:
+    if not ok(params.min_rate_pps):
         return result(None, None, params.min_rate_pps, "the DUT failed even at min_rate_pps")
+    lo, hi = params.min_rate_pps, top
     while hi - lo > params.resolution_pct / 100.0 * hi:
         mid = (lo + hi) / 2.0
         if ok(mid):

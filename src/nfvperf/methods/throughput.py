@@ -141,9 +141,7 @@ class ThroughputResult(MethodResult):
         """The rate, when the first goal has loss ratio 0 and exceed ratio 0 (binary search, the
         rfc2544 MLR preset), not an NDR/PDR with a 50 % exceed ratio."""
         g = self.goals[0] if self.goals and isinstance(self.goals[0], dict) else {}
-        if not num(g.get("loss_ratio")) and not num(g.get("exceed_ratio")):
-            return self.rate_pps()
-        return None
+        return self.rate_pps() if not num(g.get("loss_ratio")) and not num(g.get("exceed_ratio")) else None
 
     @property
     def pdr_pps(self) -> Optional[float]:

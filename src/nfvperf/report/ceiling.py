@@ -54,9 +54,7 @@ def is_lower_bound(point: Optional[dict[str, Any]]) -> bool:
 
 def ceiling_text(fps: Optional[float], lower_bound: bool = False) -> str:
     """``812,744`` or, for a lower bound, ``≥ 812,744``; ``—`` without a ceiling."""
-    if fps is None:
-        return NO_CEILING
-    return ("≥ " if lower_bound else "") + f"{float(fps):,.0f}"
+    return NO_CEILING if fps is None else ("≥ " if lower_bound else "") + f"{float(fps):,.0f}"
 
 
 def ceilings_of(env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,11 +81,6 @@ def ceiling_point(env: dict[str, Any], size: Optional[int],
         if isinstance(p, dict) and p.get("fps") is not None:
             return p
     return None
-
-
-def ceiling_fps(env: dict[str, Any], size: Optional[int], port_kind: Optional[str] = None) -> Optional[float]:
-    p = ceiling_point(env, size, port_kind)
-    return float(p["fps"]) if p else None
 
 
 def ceiling_bound(env: dict[str, Any], size: Optional[int],
@@ -133,9 +126,8 @@ def net_of_harness(lat: dict[str, Any], self_lat: Optional[dict[str, float]]) ->
 def latency_net_wanted(config: Optional[dict[str, Any]], net_of_harness: Optional[bool] = None) -> bool:
     """Whether a report shows latency net of the harness: ``net_of_harness`` (the CLI's
     ``--latency-net-of-harness``) when given, else the suite's ``ceiling.latency_net_of_harness``."""
-    if net_of_harness is not None:
-        return bool(net_of_harness)
-    return bool(((config or {}).get("ceiling") or {}).get("latency_net_of_harness"))
+    return bool(net_of_harness if net_of_harness is not None
+                else ((config or {}).get("ceiling") or {}).get("latency_net_of_harness"))
 
 
 def has_self_latency(env: dict[str, Any]) -> bool:

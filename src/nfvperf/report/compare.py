@@ -47,7 +47,7 @@ from typing import Any, Callable, Optional
 
 from nfvperf.report.ceiling import (DUT_BOUND, HARNESS_BOUND, NEAR_LINE_RATE, NO_CEILING, bound_label,
                                     ceiling_bound, ceiling_text)
-from nfvperf.report.configuration import config_key, config_key_without_axes, differences
+from nfvperf.report.configuration import config_key, differences
 from nfvperf.report.polling import MARK, mark_overlaps, shares_generator_cpu
 from nfvperf.host.steadiness import spread_pct
 from nfvperf.methods import result_of
@@ -98,9 +98,7 @@ def _rel_width(data: dict[str, Any]) -> float:
     goals = goals_of(data)
     g = goals[0] if goals else data
     lo, hi = num(g.get("lower_bound_pps")), num(g.get("upper_bound_pps"))
-    if lo and hi and lo > 0 and hi >= lo:
-        return (hi - lo) / lo
-    return 0.0
+    return (hi - lo) / lo if lo and hi and lo > 0 and hi >= lo else 0.0
 
 
 def _repeat_spread(data: dict[str, Any]) -> Optional[float]:
@@ -212,7 +210,8 @@ def match_tests(runs: list[Any]) -> list[tuple[list[Optional[Any]], str]]:
             continue
         for name in dict.fromkeys(t.name for ts in lists for t in ts):
             rows.append(([next((t for t in ts if t.name == name), None) for ts in lists], ""))
-    rows = _pair_leftovers(rows, config_key_without_axes, "matched by configuration without the study axes")
+    rows = _pair_leftovers(rows, lambda t: config_key(t, axes=False),
+                           "matched by configuration without the study axes")
     return _pair_leftovers(rows, _ident, "matched by name")
 
 
@@ -383,11 +382,25 @@ def _f(v: Optional[float]) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3f}"
 
 
-def render(cmp: Any, console: Any) -> None:
-    """Print a comparison (two runs: :class:`Comparison`, or :class:`MultiComparison`)."""
-    if isinstance(cmp, Comparison):
-        cmp = compare_view(cmp)
+def verdict(r: MultiRow, n_runs: int) -> str:
+    """CHANGED ▲/▼ against #1 (which run, among more than two), else "same" when every run has
+    a value; the row's note after it."""
+    text = ", ".join(f"CHANGED {'▲' if (r.ratios[i] or 0) > 1 else '▼'}{f' #{i + 1}' if n_runs > 2 else ''}"
+                     for i in range(1, n_runs) if r.flagged[i])
+    if not text:
+        text = "same" if all(x is not None for x in r.ratios) else ""
+    if r.note:
+        text = f"{text} ({r.note})" if text else r.note
+    return text
 
+
+def shows_bound(cmp: MultiComparison) -> bool:
+    """Whether any row has a harness ceiling to show (the column is left out otherwise)."""
+    return any(b not in ("", NO_CEILING) for r in cmp.rows for b in r.bounds)
+
+
+def render(cmp: MultiComparison, console: Any) -> None:
+    """Print a comparison."""
     runs = cmp.runs
     console.print("compare " + " → ".join(f"#{i + 1} run {r.id} ({r.tag}, {r.suite})" for i, r in enumerate(runs))
                   + "; ratios and Δ against #1", markup=False)
@@ -400,24 +413,17 @@ def render(cmp: Any, console: Any) -> None:
     cols = ["Test", "Frame B", "Metric"] + [f"#{i + 1}" for i in range(len(runs))]
     cols += [f"#{i + 1} ×" for i in range(1, len(runs))]
     cols += ["Δ %" if len(runs) == 2 else "Δ % (#2…)", "Noise ±%"]
-    show_bound = any(b not in ("", NO_CEILING) for r in cmp.rows for b in r.bounds)
+    show_bound = shows_bound(cmp)
     cols += ["Harness ceiling fps / bound"] if show_bound else []
     cols += ["Verdict"]
     for c in cols:
         t.add_column(c, justify="left" if c in ("Test", "Metric", "Verdict") else "right")
     for r in cmp.rows:
         deltas = ["—" if x is None else f"{100 * (x - 1):+.2f}" for x in r.ratios[1:]]
-        which = (lambda i: f" #{i + 1}") if len(runs) > 2 else (lambda i: "")
-        verdict = ", ".join(f"CHANGED {'▲' if (r.ratios[i] or 0) > 1 else '▼'}{which(i)}"
-                            for i in range(1, len(runs)) if r.flagged[i])
-        if not verdict:
-            verdict = "same" if all(x is not None for x in r.ratios) else ""
-        if r.note:
-            verdict = f"{verdict} ({r.note})" if verdict else r.note
         bound = [_bound_cell(r)] if show_bound else []
         t.add_row(escape(r.test), str(r.frame_size_b or "IMIX"), r.metric, *[_f(v) for v in r.values],
                   *[ratio_text(x) for x in r.ratios[1:]], " / ".join(deltas),
-                  " / ".join(f"{100 * x:.2f}" for x in r.thresholds[1:]), *bound, escape(verdict))
+                  " / ".join(f"{100 * x:.2f}" for x in r.thresholds[1:]), *bound, escape(verdict(r, len(runs))))
     console.print(t)
     for label, lacking in cmp.missing:
         present = [f"#{i + 1}" for i in range(len(runs)) if i + 1 not in lacking]
@@ -444,14 +450,3 @@ def _bound_cell(r: MultiRow) -> str:
     return " / ".join("—" if c is None else f"{ceiling_text(c, lo) if lo else _f(c)} {_SHORT.get(b, '')}".strip()
                       for c, b, lo in zip(r.ceilings, r.bounds, lower))
 
-
-def compare_view(cmp: Comparison) -> MultiComparison:
-    """A two-run :class:`Comparison` as a :class:`MultiComparison` (for :func:`render`)."""
-    out = MultiComparison(runs=[cmp.a, cmp.b])
-    for r in cmp.rows:
-        out.rows.append(MultiRow(test=r.test, frame_size_b=r.frame_size_b, metric=r.metric, values=[r.a, r.b],
-                                 ratios=[1.0 if r.a else None, None if r.delta is None else 1.0 + r.delta],
-                                 thresholds=[0.0, r.threshold], flagged=[False, r.flagged], note=r.note,
-                                 ceilings=r.ceilings, bounds=r.bounds, ceiling_lower=r.ceiling_lower))
-    out.missing = [(lab, [2]) for lab in cmp.only_a] + [(lab, [1]) for lab in cmp.only_b]
-    return out

@@ -99,16 +99,12 @@ def same_configuration(a: Any, b: Any) -> bool:
             and axes_compatible(axes_of(a), axes_of(b)))
 
 
-def config_key(test: Any) -> str:
-    """Method, frame size and configuration as one string (``nfvperf compare`` matches on it)."""
+def config_key(test: Any, axes: bool = True) -> str:
+    """Method, frame size and configuration as one string (``nfvperf compare`` matches on it);
+    ``axes`` False: without the study axes."""
     return canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
                   "topology": topology_signature(test), "traffic": traffic_signature(test),
-                  "axes": axes_of(test)})
-
-
-def config_key_without_axes(test: Any) -> str:
-    return canon({"method": getattr(test, "method", None), "size": getattr(test, "frame_size_b", None),
-                  "topology": topology_signature(test), "traffic": traffic_signature(test)})
+                  **({"axes": axes_of(test)} if axes else {})})
 
 
 def differences(a: Any, b: Any) -> list[str]:

@@ -13,8 +13,8 @@ import statistics
 from typing import Any, Optional
 
 from nfvperf.report import ceiling as hc
-from nfvperf.report.extract import fmt_num, headline_pps
-from nfvperf.report.rounds import is_rounds_test, rounds_result
+from nfvperf.report.extract import fmt_num, result_value
+from nfvperf.report.rounds import is_rounds_test, ratio_text, rounds_result
 from nfvperf.report.table import Table
 from nfvperf.tg.telemetry import (NA, PATH_FIELDS, PATH_NAMES, available, explain_trial, loss_account,
                                   loss_text, pmd_summary)
@@ -30,16 +30,6 @@ def _trial(tr: Any) -> dict[str, Any]:
     d["context"] = dict(getattr(tr, "context", None) or {})
     d.setdefault("valid", getattr(tr, "valid", True))
     return d
-
-
-def result_value(t: Any) -> Optional[float]:
-    """The test's headline figure (fps per interface), or None."""
-    if not getattr(t, "results", None):
-        return None
-    r = t.results[-1]
-    if getattr(r, "value_pps", None) is not None:
-        return float(r.value_pps)
-    return headline_pps(r.data or {})
 
 
 def _lost(d: dict[str, Any]) -> int:
@@ -190,9 +180,8 @@ def comparison_text(unit: str, base: str, a: dict[str, float], b: dict[str, floa
     diffs = differences(a, b)
     differ = [k for d, k in diffs if d >= ALIKE]
     if differ:
-        shown = differ[:top]
         return f"{unit} vs {base}: " + ", ".join(f"{METRIC_NAMES.get(k, k)} {_fmt(k, a[k])} vs {_fmt(k, b[k])}"
-                                                  for k in shown)
+                                                  for k in differ[:top])
     carry = sorted((k for k in a if k in b and k.startswith("share:") and max(a[k], b[k]) >= 0.01
                     and not k.startswith("share:loss") and k != "share:not_sent"), key=lambda k: -a[k])[:2]
     carry += [k for k in ("cycles_per_packet",) if k in a and k in b]
@@ -215,10 +204,8 @@ def _label(t: Any) -> str:
 
 
 def _ratio_text(t: Any, base: Any) -> str:
-    if is_rounds_test(t):
-        r = ((rounds_result(t) or {}).get("ratios") or {})
-        first = next(iter(r.values()), None)
-        return str((first or {}).get("text") or "—")
+    if is_rounds_test(t):      # its first metric's ratio over the rounds
+        return ratio_text(next(iter(((rounds_result(t) or {}).get("ratios") or {}).values()), None))
     a, b = result_value(t), result_value(base)
     return f"{a / b:.2f}×" if a and b else "—"
 

@@ -25,9 +25,17 @@ __all__ = ["HEADLINE_KEYS", "find_key", "fmt_num", "goals_of", "headline_pps", "
 
 def result(test: Any) -> Optional[MethodResult]:
     """A stored test's last result as its method's result class (None: the test has none)."""
-    if not test.results:
+    return result_of(test.method, test.results[-1].data or {}) if test.results else None
+
+
+def result_value(t: Any) -> Optional[float]:
+    """The test's headline figure (fps per interface), or None."""
+    if not getattr(t, "results", None):
         return None
-    return result_of(test.method, test.results[-1].data or {})
+    r = t.results[-1]
+    if getattr(r, "value_pps", None) is not None:
+        return float(r.value_pps)
+    return headline_pps(r.data or {})
 
 
 def traffic_profile(d: dict[str, Any]) -> TrafficProfile:
@@ -95,14 +103,8 @@ def headline_of_run(run: Any) -> Optional[str]:
             rr = rates(r.value_pps, prof)
             size = f"{t.frame_size_b} B" if t.frame_size_b else "IMIX"
             unit = ((run.config or {}).get("traffic") or {}).get("rate_unit", "pps")
-            if unit == "l1_mbps":
-                value = f"{rr['l1_mbps']:,.1f} L1 Mbps/if"
-            elif unit == "l2_mbps":
-                value = f"{rr['l2_mbps']:,.1f} L2 Mbps/if"
-            elif unit == "percent":
-                value = f"{rr['l1_pct']:.2f} % line rate (L1)"
-            else:
-                value = f"{r.value_pps:,.0f} fps/if"
+            value = {"l1_mbps": f"{rr['l1_mbps']:,.1f} L1 Mbps/if", "l2_mbps": f"{rr['l2_mbps']:,.1f} L2 Mbps/if",
+                     "percent": f"{rr['l1_pct']:.2f} % line rate (L1)"}.get(unit, f"{r.value_pps:,.0f} fps/if")
             return f"{t.name} {size}: {value} ({rr['l1_pct']:.2f} % L1)" if unit != "percent" else \
                 f"{t.name} {size}: {value}"
     return None

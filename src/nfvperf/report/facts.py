@@ -143,13 +143,8 @@ def _vm_configured(run: Any) -> bool:
         # a VM VNF, or a kind whose TCP ends are guests (seed 001: host-vm, vm-link-vm, vm-vm)
         return isinstance(tp, dict) and (tp.get("vnf") == "vm" or "vm" in str(tp.get("kind") or "").split("-"))
 
-    if has_vm((run.config or {}).get("topology") or {}):
-        return True
-    for t in run.tests:
-        tp = t.topology or {}
-        if has_vm((tp.get("overrides") or {}) if isinstance(tp, dict) else {}):
-            return True
-    return False
+    return has_vm((run.config or {}).get("topology") or {}) or any(
+        isinstance(t.topology, dict) and has_vm(t.topology.get("overrides") or {}) for t in run.tests)
 
 
 def run_facts(run: Any) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from nfvperf import units  # noqa: E402
 from nfvperf.report import ceiling as hc  # noqa: E402
-from nfvperf.report.extract import headline_pps, latency_of, result, size_of  # noqa: E402
+from nfvperf.report.extract import latency_of, result, result_value, size_of  # noqa: E402
 from nfvperf.report.rounds import is_rounds_test, studies as rounds_studies  # noqa: E402
 from nfvperf.report.table import THROUGHPUT_METHODS, is_latency, is_loss_steps  # noqa: E402
 from nfvperf.report.study import axis_text, is_log_axis
@@ -30,6 +30,15 @@ def _png(fig: Any) -> str:
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _finish(ax: Any, xlabel: str, ylabel: str, title: str, which: str = "major", **legend: Any) -> None:
+    """The axes' labels and title, a light grid and the legend (``legend``: its options)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, which=which)
+    ax.legend(**legend)
 
 
 def ceiling_series(run: Any) -> dict[str, list[tuple[int, float, bool]]]:
@@ -49,8 +58,7 @@ def throughput_figure(run: Any) -> Any:
     series: dict[str, list[tuple[float, float, dict]]] = {}
     for t in run.tests:
         if t.method in THROUGHPUT_METHODS and t.results and t.frame_size_b and not is_rounds_test(t):
-            r = t.results[-1]
-            pps = r.value_pps if r.value_pps is not None else headline_pps(r.data or {})
+            pps = result_value(t)
             if pps is not None:
                 series.setdefault(t.name, []).append((t.frame_size_b, pps, t.traffic or {}))
     if not series:
@@ -79,11 +87,8 @@ def throughput_figure(run: Any) -> Any:
             ax.plot([p[0] for p in low], [p[1] / 1e6 for p in low], "^", color="tab:red", ms=10, ls="none",
                     label=f"harness ceiling ≥ ({pkind}: at least line rate, its limit not found)",
                     gid="harness-ceiling-lower-bound")
-    ax.set_xlabel("Frame size (B, L2 incl. FCS)")
-    ax.set_ylabel("Throughput (Mfps per interface)")
-    ax.set_title("Zero-loss throughput vs frame size (per interface)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    _finish(ax, "Frame size (B, L2 incl. FCS)", "Throughput (Mfps per interface)",
+            "Zero-loss throughput vs frame size (per interface)")
     return fig
 
 
@@ -105,11 +110,8 @@ def loss_vs_load(run: Any) -> Any:
         ax.plot([a for a, _ in p], [b for _, b in p], "o-" if "loss" in key else "o", ms=4, label=key, alpha=0.8)
     ax.set_xlim(0, 105)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("Offered load (% of theoretical maximum, L1, per interface)")
-    ax.set_ylabel("Frame loss (%)")
-    ax.set_title("Loss vs offered load (every trial)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    _finish(ax, "Offered load (% of theoretical maximum, L1, per interface)", "Frame loss (%)",
+            "Loss vs offered load (every trial)", fontsize=7, ncol=2)
     return fig
 
 
@@ -131,12 +133,10 @@ def loss_over_time(run: Any) -> Any:
     for label, x, lost, sent in series[:8]:
         pct = [100.0 * lo / s if s else 0.0 for lo, s in zip(lost, sent)] if sent else lost
         ax.plot(x, pct, "o-", ms=3, label=label, alpha=0.8)
-    ax.set_xlabel("time since the traffic started (s; the drain follows the traffic)")
-    ax.set_ylabel("lost per interval (% of the frames sent in it)")
-    ax.set_title("Loss over time (the trial that located each result's loss)")
     ax.axhline(0, color="grey", lw=0.5)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    _finish(ax, "time since the traffic started (s; the drain follows the traffic)",
+            "lost per interval (% of the frames sent in it)",
+            "Loss over time (the trial that located each result's loss)", fontsize=7)
     return fig
 
 
@@ -199,11 +199,9 @@ def latency_percentiles_figure(run: Any, net_of_harness: Optional[bool] = None) 
     ax.set_xticks(ticks)
     ax.set_xticklabels(["50", "90", "99", "99.9", "99.99", "max"])
     ax.set_yscale("log")
-    ax.set_xlabel("Percentile (%, log scale of 1/(1−p))")
-    ax.set_ylabel("Latency (µs)" + (", net of harness self-latency" if net else ""))
-    ax.set_title("Latency by percentile" + (" (net of harness self-latency)" if net else ""))
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    net_text = ", net of harness self-latency" if net else ""
+    _finish(ax, "Percentile (%, log scale of 1/(1−p))", "Latency (µs)" + net_text,
+            "Latency by percentile" + (" (net of harness self-latency)" if net else ""), "both", fontsize=7)
     return fig
 
 
@@ -227,16 +225,9 @@ def latency_histogram_figure(run: Any, net_of_harness: Optional[bool] = None) ->
         tot = sum(c for _, c in hist) or 1
         ax.step([b / 1e3 for b, _ in hist], [100 * c / tot for _, c in hist], where="pre", label=key)
     ax.set_xscale("log")
-    ax.set_xlabel("Latency bucket upper bound (µs, log)")
-    ax.set_ylabel("Share of frames (%)")
-    ax.set_title("Latency histogram" + (HISTOGRAM_GROSS if gross else ""))
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    _finish(ax, "Latency bucket upper bound (µs, log)", "Share of frames (%)",
+            "Latency histogram" + (HISTOGRAM_GROSS if gross else ""), "both", fontsize=7)
     return fig
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _axis_value(v: Any) -> Any:
@@ -271,7 +262,7 @@ def study_figure(rep: Any, metric: Any) -> Any:
     if not series:
         return None
     xs = list(dict.fromkeys(x for pts in series.values() for x, _ in pts))
-    numeric = all(_is_number(x) for x in xs)
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
     scale, ylabel = (1e-6, "Mfps per interface") if metric.unit == "fps" else \
         (1.0, metric.title.split(",", 1)[-1].strip())
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -289,12 +280,9 @@ def study_figure(rep: Any, metric: Any) -> Any:
         ax.minorticks_off()
     ax.set_xticks(sorted(xs) if numeric else list(range(len(xs))))
     ax.set_xticklabels([axis_text(x) for x in (sorted(xs) if numeric else xs)])
-    ax.set_xlabel(axis + (" (log scale)" if log else ""))
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"study {rep.name}: {metric.title}")
     ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    _finish(ax, axis + (" (log scale)" if log else ""), ylabel, f"study {rep.name}: {metric.title}", "both",
+            fontsize=8)
     return fig
 
 

@@ -32,12 +32,9 @@ def overlap_from_environment(test: Any, env: dict[str, Any]) -> Optional[dict[st
     if "overrides" not in row:
         return None
     kind, over = row.get("kind"), canon(row.get("overrides") or {})
-    facts = []
-    for info in env.get("topologies") or []:
-        if info.get("skipped") or info.get("rounds_study") or info.get("kind") != kind \
-                or canon(info.get("overrides") or {}) != over:
-            continue
-        facts.append(generator_overlap(info.get("environment")))
+    facts = [generator_overlap(info.get("environment")) for info in env.get("topologies") or []
+             if not (info.get("skipped") or info.get("rounds_study") or info.get("kind") != kind
+                     or canon(info.get("overrides") or {}) != over)]
     known = {canon(f) for f in facts if f is not None}
     if len(known) != 1 or any(f is None for f in facts):
         return None
@@ -89,11 +86,8 @@ def overlap_note(facts: dict[str, dict[str, Any]]) -> str:
     by_text: dict[str, list[str]] = {}
     for label, fact in facts.items():
         by_text.setdefault(overlap_text(fact), []).append(label)
-    parts = []
-    for text, labels in by_text.items():
-        fact = facts[labels[0]]
-        parts.append(f"{MARK} {text} ({'; '.join(labels)}): these figures measure {_pollers(fact)}, not the DUT.")
-    return " ".join(parts)
+    return " ".join(f"{MARK} {text} ({'; '.join(labels)}): these figures measure {_pollers(facts[labels[0]])}, "
+                    "not the DUT." for text, labels in by_text.items())
 
 
 def _pollers(fact: dict[str, Any]) -> str:

@@ -17,7 +17,6 @@ from nfvperf.report.extract import fmt_num, rates
 from nfvperf.report.table import Table
 
 
-
 def rounds_result(t: Any) -> Optional[dict[str, Any]]:
     """The unit's summary over its rounds (None: not a unit of an interleaved study)."""
     for r in reversed(list(getattr(t, "results", None) or [])):
@@ -83,9 +82,7 @@ def studies(tests: list[Any]) -> dict[str, list[UnitRounds]]:
 
 
 def ratio_text(r: Optional[dict[str, Any]]) -> str:
-    if not r:
-        return "—"
-    return str(r.get("text") or "—")
+    return str(r.get("text") or "—") if r else "—"
 
 
 def interval_text(iv: Optional[dict[str, Any]]) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 from nfvperf.report import ceiling as hc
 from nfvperf.report.configuration import axes_of, fitted_axes, is_vxlan, pmd_cores, study_of, without_vxlan
 from nfvperf.methods import result_class
-from nfvperf.report.extract import fmt_num, headline_pps, num, rates, result
+from nfvperf.report.extract import fmt_num, num, rates, result, result_value
 from nfvperf.report.polling import MARK, overlap_note, overlap_of
 from nfvperf.report.table import THROUGHPUT_METHODS, Table, latency_for
 
@@ -192,7 +192,7 @@ def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -
     res = result(t)
     if res is not None:
         if t.method in THROUGHPUT_METHODS:
-            value = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
+            value = result_value(t)
         elif res.LATENCY:
             avg = num((net(res.latency_at_throughput()) or {}).get("avg_ns"))
             value = avg / 1e3 if avg is not None else None
@@ -209,15 +209,11 @@ def _point(t: Any, tests: list[Any], net_env: Optional[dict[str, Any]] = None) -
 
 
 def _rates(p: Point, key: str) -> Optional[float]:
-    if p.value is None:
-        return None
-    return rates(p.value, p.test.traffic or {})[key]
+    return None if p.value is None else rates(p.value, p.test.traffic or {})[key]
 
 
 def _per_core(p: Point) -> Optional[float]:
-    if p.value is None or not p.cores:
-        return None
-    return p.value * p.directions / p.cores / 1e6
+    return None if p.value is None or not p.cores else p.value * p.directions / p.cores / 1e6
 
 
 def rate_metrics(rate_unit: str = "pps") -> list[Metric]:
@@ -403,13 +399,6 @@ class VxlanPair:
         return 100.0 * (1.0 - self.vxlan_pps / self.plain_pps)
 
 
-def _pps(t: Any) -> Optional[float]:
-    if not t.results:
-        return None
-    r = t.results[-1]
-    return r.value_pps if r.value_pps is not None else headline_pps(r.data or {})
-
-
 def vxlan_overhead(tests: list[Any]) -> list[VxlanPair]:
     """Every rate test with VXLAN paired with the same test without it (same method, inner frame
     size and configuration once VXLAN is taken out: report.configuration.without_vxlan)."""
@@ -425,7 +414,8 @@ def vxlan_overhead(tests: list[Any]) -> list[VxlanPair]:
             key = (without_vxlan(t), t.frame_size_b)
             if p is not None and key not in seen:      # two studies may hold the same pair
                 seen.add(key)
-                out.append(VxlanPair(plain=p, vxlan=t, size=t.frame_size_b, plain_pps=_pps(p), vxlan_pps=_pps(t)))
+                out.append(VxlanPair(plain=p, vxlan=t, size=t.frame_size_b, plain_pps=result_value(p),
+                                     vxlan_pps=result_value(t)))
     return out
 
 
@@ -460,7 +450,7 @@ def switching_across_topologies(tests: list[Any]) -> Optional[Table]:
         row = [fmt_num(s)]
         for n in names:
             t = by.get((n, s))
-            v = _pps(t) if t is not None else None
+            v = result_value(t) if t is not None else None
             tp = (t.topology or {}) if t is not None else {}
             row.append("—" if v is None else fmt_num(v * int(tp.get("directions") or 1)
                                                      * int(tp.get("switching_operations") or 1), 0))

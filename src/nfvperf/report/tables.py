@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 from nfvperf.host.steadiness import moved_pct, steadiness_note
 from nfvperf.methods import REGISTRY as METHODS, LatencyResult, method_info, result_class, result_of, runs_on_iperf3
 from nfvperf.report import ceiling as hc
-from nfvperf.report.extract import fmt_num, headline_pps, num, rates, repeat_of, scalars, size_of
+from nfvperf.report.extract import fmt_num, num, rates, repeat_of, result_value, scalars, size_of
 from nfvperf.report.rounds import is_rounds_test, rounds_tables
 from nfvperf.report.rule_install import rule_install_tables
 from nfvperf.report.study import study_tables
@@ -140,10 +140,8 @@ def build(run: Any, net_of_harness: Optional[bool] = None) -> ReportData:
 def ceiling_notes(tables: list[Table], env: dict[str, Any], net: bool, asked_net: bool = False) -> list[str]:
     """``net``: latency is shown net of the harness; ``asked_net``: it was asked for (it is not
     net when the run has no self-latency: the sim, no ceiling)."""
-    out = []
-    for c in hc.ceilings_of(env):
-        if c.get("error"):
-            out.append(f"The harness ceiling ({c.get('port_kind')}) could not be measured: {c['error']}")
+    out = [f"The harness ceiling ({c.get('port_kind')}) could not be measured: {c['error']}"
+           for c in hc.ceilings_of(env) if c.get("error")]
     # the bound column by name: with repeated searches the last column is their spread
     bounds = {row[t.columns.index("bound")] for t in tables if t.key == "throughput" for row in t.rows
               if len(row) == len(t.columns)}
@@ -291,7 +289,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
     env = env or {}
     out: list[Table] = []
     run_ndir, run_ports, run_sw = ndir, ports, sw
-    for name, group in _by_name(tests, _is_rate).items():
+    for name, group in _by_name(tests, THROUGHPUT_METHODS.__contains__).items():
         ndir, ports, sw, kind = _topo(group, run_ndir, run_ports, run_sw)
         pkind = _port_kind(group)
         name = _label(name, kind, group, traffic)
@@ -325,7 +323,7 @@ def _throughput_tables(tests: list[Any], ndir: int, ports: int, traffic: dict, s
                                + ["—", "—"])
                 continue
             data = t.results[-1].data or {}
-            pps = t.results[-1].value_pps if t.results[-1].value_pps is not None else headline_pps(data)
+            pps = result_value(t)
             ceil_cells.append(hc.bound_label(pps, ceil, lower_bound=lower))
             lat, gross = hc.net_point(latency_for(tests, t, data), env, t.frame_size_b, pkind, net)
             latency = (f"{_us(lat.get('min_ns'))} / {_us(lat.get('avg_ns'))} / {_us(lat.get('max_ns'))}"
@@ -404,9 +402,7 @@ def _spread_cell(data: dict[str, Any]) -> str:
 
 
 def _self_lat_cell(sl: Optional[dict[str, float]]) -> str:
-    if not sl:
-        return "—"
-    return " / ".join(_us(sl.get(k)) for k in ("min", "p50", "p99"))
+    return " / ".join(_us(sl.get(k)) for k in ("min", "p50", "p99")) if sl else "—"
 
 
 def _latency_tables(tests: list[Any], ndir: int, ports: int, traffic: dict,
@@ -500,14 +496,10 @@ def _loss_tables(tests: list[Any]) -> list[Table]:
 SUMMARY_TITLES = {name: method_info(name).title or name for name in METHODS}
 
 
-def _is_rate(method: str) -> bool:
-    return method in THROUGHPUT_METHODS
-
-
 def _own_table(method: str) -> bool:
     """Shown in the throughput, latency or loss tables (the other methods: their own table or
     the scalars table)."""
-    return _is_rate(method) or is_latency(method) or is_loss_steps(method)
+    return method in THROUGHPUT_METHODS or is_latency(method) or is_loss_steps(method)
 
 
 def _other_tables(tests: list[Any]) -> list[Table]:

@@ -98,7 +98,6 @@ def run_reference(store: Store, run: Any) -> dict[str, Any]:
             "export": ["nfvperf", "export", str(run.id), "--db", url]}
 
 
-
 def record_plan(store: Store, run: Any, env: dict[str, Any], plan: RunPlan) -> None:
     """The plan in the run's environment: ``plan`` (measurer, host, each skipped unit and its
     reason, each fitted change and its units) and, with ``--fit-host``, ``fit_host`` (the host
@@ -109,7 +108,6 @@ def record_plan(store: Store, run: Any, env: dict[str, Any], plan: RunPlan) -> N
                            "changes": [r["text"] for r in plan.fitted()],
                            "summary": plan.fitted_summary()}
     store.update_run(run.id, environment=env)
-
 
 
 def closing_status(status: str, reason: Optional[str], outcome: RunOutcome, n_units: int,
@@ -190,18 +188,19 @@ class UnitBooks:
             self.skipped(spec, test, size, why)
         return todo
 
-    def _row(self, topo_spec: TopologySpec, test: TestConfig, size: Optional[int]) -> Any:
+    def open_row(self, topology: dict[str, object], test: TestConfig, size: Optional[int]) -> Any:
+        """The unit's test row (``topology``: what reports read of its topology), kept as stored."""
         row = self.store.start_test(self.run.id, name=test.name, method=test.method,
                                     frame_size_b=size, params=test.params_dict(size),
                                     traffic=self.suite.traffic_profile(test, size),
-                                    topology={"kind": topo_spec.kind}, study=test.study)
+                                    topology=topology, study=test.study)
         self.stored.add((id(test), size))
         return row
 
     def skipped(self, topo_spec: TopologySpec, test: TestConfig, size: Optional[int], why: str) -> None:
         label = unit_label(test, size)
         with self.interrupts.critical():
-            row = self._row(topo_spec, test, size)
+            row = self.open_row({"kind": topo_spec.kind}, test, size)
             self.store.finish_test(row.id, "skipped", why)
         self.outcome.skipped_tests.append(label)
         self.progress.unit(label)
@@ -228,6 +227,6 @@ class UnitBooks:
         """The units of a failed topology group that have no row yet: ``failed`` with ``why``."""
         for test, size in self.not_stored(group):
             with self.interrupts.critical():
-                row = self._row(topo_spec, test, size)
+                row = self.open_row({"kind": topo_spec.kind}, test, size)
             self.failed(row.id, unit_label(test, size), f"topology set-up failed: {why}")
             self.progress.unit_done()

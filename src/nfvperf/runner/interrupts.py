@@ -70,7 +70,6 @@ class Interrupts:
             signal.signal(sig, signal.SIG_IGN if self.hit and self.keep_ignoring else h)
 
 
-
 def only_owner(owner: int) -> None:
     """A forked child that unwinds into the runner exits here instead of writing the run's status."""
     if os.getpid() != owner:

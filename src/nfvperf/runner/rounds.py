@@ -110,9 +110,7 @@ def build_groups(units: list[RoundUnit], sim: bool) -> list[list[int]]:
 def baseline_of(units: list[RoundUnit], u: RoundUnit) -> Optional[RoundUnit]:
     """The study's baseline unit at ``u``'s frame size (the only baseline when frame size is an axis)."""
     bases = [b for b in units if b.baseline]
-    same = [b for b in bases if b.size == u.size]
-    found = same or bases
-    return found[0] if found else None
+    return next(iter([b for b in bases if b.size == u.size] or bases), None)
 
 
 def figures_of(u: RoundUnit, metric: str, n: int) -> list[Optional[float]]:
@@ -226,8 +224,7 @@ class Rounds:
         loop = self.loop
         if len(self.info["orders"][r - 1]) == len(self.units):
             loop.progress.log(f"  round {r}/{self.n}: {self.round_text(r)}")
-            with loop.interrupts.critical():
-                loop.store.update_run(loop.run.id, environment=loop.env)
+            loop.save_env()
 
     def note_overlap(self, group: list[int], spec: TopologySpec, info: TopologyInfo) -> None:
         """After a build: whether its DUT polling threads ran on the generator's CPUs
@@ -248,11 +245,7 @@ class Rounds:
             u.ndir = directions(u.test.traffic.model_dump(), u.spec.ports, tx_pairs(u.spec))
             u.topology_row = {"kind": u.spec.kind, "ports": u.spec.ports, "directions": u.ndir}
             with loop.interrupts.critical():
-                row = loop.store.start_test(loop.run.id, name=u.test.name, method=u.test.method,
-                                            frame_size_b=u.size, params=u.test.params_dict(u.size),
-                                            traffic=u.profile, topology=u.topology_row,
-                                            study=u.test.study)
-            loop.books.stored.add((id(u.test), u.size))
+                row = loop.books.open_row(u.topology_row, u.test, u.size)
             u.test_id = row.id
             u.rec = Recorder(loop.store, row.id, loop.interrupts, loop.progress, u.label)
 
@@ -307,15 +300,14 @@ class Rounds:
                           if status == "interrupted" else loop.reason)
             with loop.interrupts.critical():
                 if u.overlap is not None:       # the rows were opened before any build
-                    loop.store.update_test_topology(u.test_id, dict(u.topology_row, generator_cpu_overlap=u.overlap))
+                    loop.store.update_test(u.test_id, topology=dict(u.topology_row, generator_cpu_overlap=u.overlap))
                 loop.store.add_result(u.test_id, "rounds", data)
                 loop.store.finish_test(u.test_id, st, reason)
             if st == "failed":
                 loop.outcome.failed_tests.append(u.label)
             loop.progress.unit_done()
         loop.current_test = None
-        with loop.interrupts.critical():
-            loop.store.update_run(loop.run.id, environment=loop.env)
+        loop.save_env()
 
 
 class RoundVisit:

@@ -134,10 +134,7 @@ class UnitVisit:
             axes = fitted_axes(test.study, changes)     # a study axis that ran fitted (pmd_cores 4→2)
             if axes:
                 row["fitted_axes"] = axes
-        trow = loop.store.start_test(loop.run.id, name=test.name, method=test.method, frame_size_b=size,
-                                     params=test.params_dict(size), traffic=self.profile,
-                                     topology=row, study=test.study)
-        loop.books.stored.add((id(test), size))
+        trow = loop.books.open_row(row, test, size)
         self.test_id = trow.id
         self.rec = Recorder(loop.store, trow.id, loop.interrupts, loop.progress, self.label)
         self.t0 = time.monotonic()
@@ -152,7 +149,7 @@ class UnitVisit:
         run_fn = REGISTRY[test.method].run
         params, reused = loop.reuse.params(test, size, self.spec)
         if reused:
-            loop.store.update_test_params(self.test_id, params.model_dump(mode="json"))
+            loop.store.update_test(self.test_id, params=params.model_dump(mode="json"))
             loop.progress.log(f"  {label}: using the Throughput measured earlier in this run "
                               f"({reused:,.0f} fps per interface)")
         measurer.set_profile(self.profile)

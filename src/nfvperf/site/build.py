@@ -36,17 +36,12 @@ PARTS = {"index": "index.html", "runs": "runs/", "studies": "studies/", "compare
 TrendFn = Callable[..., dict]
 
 
-def default_trend() -> TrendFn:
-    """:func:`nfvperf.trend.trend_json` (imported when a build draws trends)."""
-    return trend_json
-
-
 def build_site(store: Any, out: Path, parts: Iterable[str] = tuple(PARTS), trend: Optional[TrendFn] = None,
                selector: Any = None, log: Optional[Callable[[str], None]] = None) -> BuildReport:
     """Build (or update) the site in ``out`` from ``store``; returns what was written.
 
     ``parts``: a subset of :data:`PARTS` (pages of other parts are left as they are);
-    ``trend``: the trend function (default :func:`default_trend`); ``selector``: passed on to it."""
+    ``trend``: the trend function (default :func:`nfvperf.trend.trend_json`); ``selector``: passed on to it."""
     parts = tuple(parts)
     bad = [p for p in parts if p not in PARTS]
     if bad:
@@ -99,7 +94,7 @@ def _run_pages(store: Any, man: Manifest, row: RunRow, by_id: dict[int, RunRow],
 
 
 def _series(store: Any, trend: Optional[TrendFn], selector: Any, notes: list[str]) -> list[Any]:
-    fn = trend or default_trend()
+    fn = trend or trend_json
     try:
         doc = fn(store, selector) if selector is not None else fn(store)
     except Exception as e:  # noqa: BLE001 - the rest of the site is still worth writing

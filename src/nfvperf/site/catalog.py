@@ -51,9 +51,7 @@ class RunRow:
 
     @property
     def status_text(self) -> str:
-        if self.status == "running" and self.dead:
-            return "running (killed?)"
-        return self.status
+        return "running (killed?)" if self.status == "running" and self.dead else self.status
 
     @property
     def date(self) -> str:

@@ -5,41 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from nfvperf.report.compare import DEFAULT_THRESHOLD, NO_CEILING, _bound_cell, _f, compare_many
+from nfvperf.report.compare import DEFAULT_THRESHOLD, _bound_cell, _f, compare_many, shows_bound, verdict
 from nfvperf.report.study import ratio_text
 from nfvperf.site.render import render_page
-
-
-def _verdict(r: Any) -> tuple[str, str]:
-    """(text, css class) of a row: CHANGED ▲/▼ against #1, same, or the note."""
-    up = (r.ratios[1] or 0) > 1
-    verdict = f"CHANGED {'▲' if up else '▼'}" if r.flagged[1] else ""
-    cls = ("changed-progression" if up else "changed-regression") if r.flagged[1] else ""
-    if not verdict:
-        verdict = "same" if all(x is not None for x in r.ratios) else ""
-    if r.note:
-        verdict = f"{verdict} ({r.note})" if verdict else r.note
-    return verdict, cls
 
 
 def compare_rows(cmp: Any) -> list[dict[str, Any]]:
     rows = []
     for r in cmp.rows:
-        verdict, cls = _verdict(r)
         ratio = r.ratios[1]
+        cls = ("changed-progression" if (ratio or 0) > 1 else "changed-regression") if r.flagged[1] else ""
         rows.append({"test": r.test, "size": str(r.frame_size_b or "IMIX"), "metric": r.metric,
                      "vals": [_f(v) for v in r.values], "ratio": ratio_text(ratio),
                      "delta": "—" if ratio is None else f"{100 * (ratio - 1):+.2f}",
                      "noise": f"{100 * r.thresholds[1]:.2f}", "bound": _bound_cell(r),
-                     "verdict": verdict, "verdict_class": cls})
+                     "verdict": verdict(r, 2), "verdict_class": cls})
     return rows
 
 
 def compare_page(a: Any, b: Any) -> str:
     cmp = compare_many([a, b], threshold=DEFAULT_THRESHOLD)
-    show_bound = any(x not in ("", NO_CEILING) for r in cmp.rows for x in r.bounds)
     missing = [(label, ", ".join(f"#{i + 1}" for i in range(2) if i + 1 not in lacking))
                for label, lacking in cmp.missing]
     return render_page("compare.html.j2", f"Run {b.id} compared with run {a.id} ({a.suite})", 1, cmp=cmp,
-                       rows=compare_rows(cmp), show_bound=show_bound, missing=missing,
+                       rows=compare_rows(cmp), show_bound=shows_bound(cmp), missing=missing,
                        flagged=len(cmp.flagged), threshold=f"{100 * DEFAULT_THRESHOLD:g}")

@@ -45,8 +45,6 @@ def run_page(run: Any, row: RunRow) -> str:
 
 def study_page(run: Any, row: RunRow) -> str:
     tables = [t for t in build(run).tables if is_study_table(t.key)]
-    plots = []
-    for title, _stem, fig in study_figures(run):
-        plots.append((title, figure_svg(fig)))
+    plots = [(title, figure_svg(fig)) for title, _stem, fig in study_figures(run)]
     return render_page("study.html.j2", f"Studies of run {run.id} ({run.tag})", 1, run=run,
                        studies=row.studies, tables=tables, plots=plots)

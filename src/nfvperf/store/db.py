@@ -23,10 +23,7 @@ DEFAULT_DB_PATH = Path("results") / "nfvperf.db"
 
 
 def default_url() -> str:
-    env = os.environ.get("NFVPERF_DB")
-    if env:
-        return resolve_url(env)
-    return resolve_url(str(DEFAULT_DB_PATH))
+    return resolve_url(os.environ.get("NFVPERF_DB") or str(DEFAULT_DB_PATH))
 
 
 def resolve_url(value: str) -> str:
@@ -56,8 +53,6 @@ def jsonable(obj: Any) -> Any:
         return jsonable(dataclasses.asdict(obj))
     if isinstance(obj, (dt.datetime, dt.date)):
         return obj.isoformat()
-    if isinstance(obj, Path):
-        return str(obj)
     return str(obj)
 
 
@@ -142,16 +137,13 @@ class Store:
             s.commit()
             return t
 
-    def update_test_params(self, test_id: int, params: dict) -> None:
+    def update_test(self, test_id: int, **fields: Any) -> None:
+        """Replace JSON fields of a test row: ``params``, or ``topology`` (a rounds study opens its
+        rows before any build, and learns e.g. ``generator_cpu_overlap`` from the builds)."""
         with self.session() as s:
-            _get_test(s, test_id).params = jsonable(params)
-            s.commit()
-
-    def update_test_topology(self, test_id: int, topology: dict) -> None:
-        """Replace a test row's ``topology`` (a rounds study opens its rows before any build, and
-        learns e.g. ``generator_cpu_overlap`` from the builds)."""
-        with self.session() as s:
-            _get_test(s, test_id).topology = jsonable(topology)
+            t = _get_test(s, test_id)
+            for k, v in fields.items():
+                setattr(t, k, jsonable(v))
             s.commit()
 
     def finish_test(self, test_id: int, status: str, reason: Optional[str] = None) -> None:

@@ -25,7 +25,7 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional, cast
 
 from sqlalchemy import delete, func, select, update
@@ -161,9 +161,7 @@ def _try_insert(store: Store, testbed: str, claim: Claim) -> Optional[dt.datetim
     """Insert the lock row; its acquired_at on success, None when someone holds the testbed."""
     with store.session() as s:
         now = db_now(s)
-        s.add(TestbedLock(testbed=testbed, run_uid=claim.run_uid, hostname=claim.hostname, pid=claim.pid,
-                          pid_starttime=claim.pid_starttime, user=claim.user, acquired_at=now,
-                          heartbeat_at=now))
+        s.add(TestbedLock(testbed=testbed, **asdict(claim), acquired_at=now, heartbeat_at=now))
         try:
             s.commit()
         except IntegrityError:
@@ -180,8 +178,7 @@ def _take_over(store: Store, holder: LockHolder, claim: Claim) -> Optional[dt.da
             update(TestbedLock)
             .where(TestbedLock.testbed == holder.testbed, TestbedLock.run_uid == holder.run_uid,
                    TestbedLock.heartbeat_at == holder.heartbeat_at)
-            .values(run_uid=claim.run_uid, hostname=claim.hostname, pid=claim.pid,
-                    pid_starttime=claim.pid_starttime, user=claim.user, acquired_at=now, heartbeat_at=now)))
+            .values(**asdict(claim), acquired_at=now, heartbeat_at=now)))
         s.commit()
         return now if res.rowcount == 1 else None
 

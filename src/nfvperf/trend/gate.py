@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from nfvperf.trend.compute import SeriesTrend, trend_series
 from nfvperf.trend.defaults import DEFAULT_THRESHOLD, DEFAULT_WINDOW
+from nfvperf.trend.render import _f
 from sqlalchemy import select
 from nfvperf.store.db import run_liveness
 from nfvperf.store.models import Run
@@ -54,10 +55,6 @@ class Verdict:
         if self.kind != "same":
             text += f" since run {self.since_run}"
         return text + f"; noise ±{100 * self.noise:.1f} %, threshold {100 * threshold:.1f} %"
-
-
-def _f(v: Optional[float]) -> str:
-    return "—" if v is None else f"{v:,.0f}"
 
 
 @dataclass

@@ -84,18 +84,6 @@ def _text(col: Any) -> Any:
     return cast(col, Text)
 
 
-def _run_columns() -> list[Any]:
-    return [Run.id, Run.uid, Run.tag, Run.status, Run.started_at, Run.suite, Run.dut, Run.testbed,
-            _text(Run.config["topology"]), Run.environment["hostname"], _text(Run.environment["cpu_steadiness"]),
-            Run.environment[("measurer", "topology", "dut", "version")], Run.environment["pid"],
-            Run.environment["pid_starttime"]]
-
-
-def _test_columns() -> list[Any]:
-    return [Test.id, Test.name, Test.method, Test.frame_size_b, Test.status, _text(Test.topology),
-            _text(Test.traffic), _text(Test.study)]
-
-
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: Optional[str]) -> Any:
     """A JSON text parsed (shared: callers never mutate it)."""
@@ -125,7 +113,11 @@ def candidate_rows(s: Session, sel: Selector, since: Optional[int] = None,
                    until: Optional[int] = None) -> Iterator[tuple[RunInfo, StoredTest, tuple[Any, ...]]]:
     """Every stored test the selector's SQL side allows, with its run, oldest run first, and the
     key its identity depends on (equal keys: equal identities)."""
-    q = (select(*_run_columns(), *_test_columns()).join(Run, Test.run_id == Run.id)
+    q = (select(Run.id, Run.uid, Run.tag, Run.status, Run.started_at, Run.suite, Run.dut, Run.testbed,   # _run_info
+                _text(Run.config["topology"]), Run.environment["hostname"], _text(Run.environment["cpu_steadiness"]),
+                Run.environment[("measurer", "topology", "dut", "version")], Run.environment["pid"],
+                Run.environment["pid_starttime"], Test.id, Test.name, Test.method, Test.frame_size_b, Test.status,
+                _text(Test.topology), _text(Test.traffic), _text(Test.study)).join(Run, Test.run_id == Run.id)
          .where(*sel.where(Test, Run)).order_by(Run.started_at, Run.id, Test.id))
     if since is not None:
         q = q.where(Run.id >= since)
@@ -179,10 +171,7 @@ def select_series(s: Session, selector: Any = None, since: Optional[int] = None,
 
 def _status(run: RunInfo) -> str:
     """The run's status; a run still marked running whose process is gone reads ``aborted``."""
-    if run.status == "running":
-        if run_liveness(run):
-            return "aborted"
-    return run.status
+    return "aborted" if run.status == "running" and run_liveness(run) else run.status
 
 
 def _remember(seen: dict[str, set[Any]], sid: str, ident: dict[str, Any]) -> None:
@@ -201,12 +190,9 @@ def _stored_sql_values(s: Session, sel: Selector) -> dict[str, set[Any]]:
         out["test"] = names | {n.split("[", 1)[0] for n in names}
     if sel.size is not None:
         out["size"] = {("imix" if v is None else str(v)) for v in s.scalars(select(Test.frame_size_b).distinct())}
-    if sel.method:
-        out["method"] = set(s.scalars(select(Test.method).distinct()))
-    if sel.suite:
-        out["suite"] = set(s.scalars(select(Run.suite).distinct()))
-    if sel.testbed:
-        out["testbed"] = set(s.scalars(select(Run.testbed).distinct()))
+    for key, col in (("method", Test.method), ("suite", Run.suite), ("testbed", Run.testbed)):
+        if getattr(sel, key):
+            out[key] = set(s.scalars(select(col).distinct()))
     return out
 
 

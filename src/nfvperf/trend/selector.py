@@ -118,12 +118,9 @@ class Selector:
             cond.append(or_(Test.name == self.test, Test.name.startswith(self.test + "[", autoescape=True)))
         if self.size is not None:
             cond.append(Test.frame_size_b.is_(None) if self.size == "imix" else Test.frame_size_b == int(self.size))
-        if self.method:
-            cond.append(Test.method == self.method)
-        if self.suite:
-            cond.append(Run.suite == self.suite)
-        if self.testbed:
-            cond.append(Run.testbed == self.testbed)
+        for col, want in ((Test.method, self.method), (Run.suite, self.suite), (Run.testbed, self.testbed)):
+            if want:
+                cond.append(col == want)
         return cond
 
     # ------------------------------------------------------------------ identity side
