@@ -125,17 +125,13 @@ def tagged_processes(tag: Optional[str] = None) -> list[tuple[int, str, str, int
         if info is None:
             continue
         cmd, env_tag, ppid = info
-        found: Optional[str] = None
+        found: Optional[str]
         if tag:
-            if tag in cmd or env_tag == tag:
-                found = tag
+            found = tag if tag in cmd or env_tag == tag else None
+        elif env_tag and TAG_RE.fullmatch(env_tag):
+            found = env_tag
         else:
-            if env_tag and TAG_RE.fullmatch(env_tag):
-                found = env_tag
-            else:
-                m = TAG_RE.search(cmd)
-                if m:
-                    found = m.group(0)
+            found = m.group(0) if (m := TAG_RE.search(cmd)) else None
         if found:
             out.append((pid, found, cmd, ppid))
     return out
@@ -168,22 +164,14 @@ def _tag_of(name: str) -> Optional[str]:
 
 
 def _netns_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
-    out = []
-    for ns in N.list_netns():
-        t = _tag_of(ns)
-        if t and (tag is None or t == tag) and (ns == t or ns.startswith(t + "-")):
-            out.append((ns, t))
-    return out
+    return [(ns, t) for ns in N.list_netns() if (t := _tag_of(ns)) and (tag is None or t == tag)
+            and (ns == t or ns.startswith(t + "-"))]
 
 
 def _links_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
-    out = []
     with contextlib.suppress(Exception):
-        for name in N.list_links():
-            t = _tag_of(name)
-            if t and (tag is None or t == tag):
-                out.append((name, t))
-    return out
+        return [(name, t) for name in N.list_links() if (t := _tag_of(name)) and (tag is None or t == tag)]
+    return []
 
 
 def _sockets_tagged(tag: Optional[str]) -> list[tuple[Path, str]]:

@@ -253,11 +253,7 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
 
     def ordered(cands: list[int]) -> list[int]:
         # isolated first, then the wanted NUMA node, keeping hyper-thread siblings adjacent
-        order: list[int] = []
-        for group in topo.physical_cores():
-            for c in group:
-                if c in cands and c not in order:
-                    order.append(c)
+        order = list(dict.fromkeys(c for group in topo.physical_cores() for c in group if c in cands))
         # hyper-thread siblings of housekeeping CPUs last: they share a core with the OS
         return sorted(order, key=lambda c: (any(s in hk for s in topo.cpus[c].siblings),
                                             c not in topo.isolated,
@@ -318,11 +314,8 @@ def _deal(demands: dict[str, int], pool: list[int]) -> dict[str, list[int]]:
     roles: dict[str, list[int]] = {}
     i = 0
     for role, n in demands.items():
-        got = []
-        for _ in range(max(0, n)):
-            got.append(pool[i % len(pool)])
-            i += 1
-        roles[role] = got
+        roles[role] = [pool[(i + k) % len(pool)] for k in range(max(0, n))]
+        i += max(0, n)
     return roles
 
 

@@ -69,11 +69,7 @@ class Check:
 
 
 def _proc_running(comm: str) -> list[int]:
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and _read(d / "comm") == comm:
-            pids.append(int(d.name))
-    return pids
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _read(d / "comm") == comm]
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -118,9 +114,8 @@ def check_irqbalance() -> Check:
 
 
 def check_governor() -> Check:
-    govs = {}
-    for g in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"):
-        govs[g.parent.parent.name] = _read(g)
+    govs = {g.parent.parent.name: _read(g)
+            for g in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")}
     if not govs:
         return Check("cpu_governor", "ok", "no cpufreq interface (virtualised host or fixed "
                      "frequency); nothing to set")
@@ -176,10 +171,9 @@ class Binary:
     env: str = ""                          # an environment variable naming the path (tried first)
 
     def find(self) -> Optional[str]:
-        if self.env or self.candidates:
-            for cand in (os.environ.get(self.env) if self.env else None, *self.candidates):
-                if cand and os.access(cand, os.X_OK):
-                    return cand
+        for cand in (os.environ.get(self.env) if self.env else None, *self.candidates):
+            if cand and os.access(cand, os.X_OK):
+                return cand
         return shutil.which(self.name)
 
 
@@ -304,18 +298,12 @@ def run_checks(needs: Union[Needs, DeclaresNeeds, None] = None, required: Sequen
     binaries the needs mark required and the PCI devices are always required."""
     given = needs if needs is None or isinstance(needs, Needs) else needs.preflight_needs()
     needs = Needs(binaries=dict(BASE_BINARIES)).merge(given)
-    checks: list[Check] = [check_root()]
-    checks += check_hugepages()
-    checks += [check_irqbalance(), check_governor(), check_turbo()]
-    checks += check_cmdline()
-    checks.append(check_ksm())
-    for b, req in needs.binaries.values():
-        checks.append(check_binary(b, req))
+    checks = [check_root(), *check_hugepages(), check_irqbalance(), check_governor(), check_turbo(),
+              *check_cmdline(), check_ksm(), *(check_binary(b, req) for b, req in needs.binaries.values())]
     for extra in needs.checks:
         got = extra(required)
         checks += got if isinstance(got, list) else [got]
-    for addr in needs.pci:
-        checks.append(check_pci(addr, cpus))
+    checks += [check_pci(addr, cpus) for addr in needs.pci]
     for c in checks:
         if c.name in required:
             c.required = True

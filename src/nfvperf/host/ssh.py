@@ -231,18 +231,13 @@ class SshHost:
 
     def _login(self, t: paramiko.Transport) -> None:
         path = self.ssh.key_path() if hasattr(self.ssh, "key_path") else None
+        if path is None:
+            raise SshError(f"hosts.{self.name}.ssh.key: give the private key file to log in "
+                           f"with (public-key authentication only)")
         try:
-            if path is not None:
-                key = paramiko.PKey.from_path(str(path))
-                t.auth_publickey(self.ssh.user, key)
-            else:
-                raise SshError(f"hosts.{self.name}.ssh.key: give the private key file to log in "
-                               f"with (public-key authentication only)")
+            t.auth_publickey(self.ssh.user, paramiko.PKey.from_path(str(path)))
         except (OSError, paramiko.SSHException, ValueError) as e:
-            kind = "cannot be read" if isinstance(e, (OSError, ValueError)) or \
-                not isinstance(e, paramiko.AuthenticationException) else "was refused"
-            if isinstance(e, paramiko.AuthenticationException):
-                kind = "was refused"
+            kind = "was refused" if isinstance(e, paramiko.AuthenticationException) else "cannot be read"
             raise SshError(f"{self.where}: login as {self.ssh.user} failed: the key of "
                            f"hosts.{self.name}.ssh.key {kind} ({type(e).__name__}); put its public "
                            f"half in the user's authorized_keys") from None
