@@ -34,8 +34,6 @@ class Pool:
     size_kb: int
     total: int
     free: int
-    reserved: int
-    surplus: int
 
 
 @dataclass
@@ -57,8 +55,7 @@ def pools() -> list[Pool]:
         return out
     for d in sorted(SYS_HUGEPAGES.glob("hugepages-*kB")):
         size = int(d.name.split("-")[1][:-2])
-        out.append(Pool(size, _int(d / "nr_hugepages"), _int(d / "free_hugepages"),
-                        _int(d / "resv_hugepages"), _int(d / "surplus_hugepages")))
+        out.append(Pool(size, _int(d / "nr_hugepages"), _int(d / "free_hugepages")))
     return out
 
 
@@ -83,10 +80,7 @@ def hugetlbfs_mounts() -> list[Mount]:
         parts = line.split()
         if len(parts) >= 4 and parts[2] == "hugetlbfs":
             m = re.search(r"pagesize=(\d+)([KMG])", parts[3])
-            if m:
-                size = int(m.group(1)) * {"K": 1, "M": 1024, "G": 1048576}[m.group(2)]
-            else:
-                size = default_pagesize_kb()
+            size = int(m.group(1)) * {"K": 1, "M": 1024, "G": 1048576}[m.group(2)] if m else default_pagesize_kb()
             out.append(Mount(parts[1], size))
     return out
 
