@@ -215,10 +215,7 @@ class PinningPlan:
         E.g. '0@0,1@1' or, on one CPU, '0@0,1@0'."""
         cpus = self.cpus(role) or self.housekeeping
         n = workers if workers is not None else len(cpus)
-        parts = [f"0@{self.housekeeping[0]}"]
-        for i in range(n):
-            parts.append(f"{i + 1}@{cpus[i % len(cpus)]}")
-        return ",".join(parts)
+        return ",".join([f"0@{self.housekeeping[0]}"] + [f"{i + 1}@{cpus[i % len(cpus)]}" for i in range(n)])
 
     def mask(self, role: str) -> str:
         return cpu_mask(self.cpus(role))

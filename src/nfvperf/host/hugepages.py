@@ -144,14 +144,11 @@ def prepare(min_free_mb: int, size_kb: int = 2048, path: str = "/dev/hugepages")
 # --------------------------------------------------------------------------------- leftovers
 def tag_files(tag: Optional[str] = None) -> list[Path]:
     """Files in hugetlbfs mounts whose name carries ``tag`` (or any run tag when None)."""
-    out = []
+    out: list[Path] = []
     for m in hugetlbfs_mounts():
         with contextlib.suppress(OSError):
-            for e in os.scandir(m.path):
-                if not e.is_file(follow_symlinks=False):
-                    continue
-                if (tag and tag in e.name) or (tag is None and TAG_RE.search(e.name)):
-                    out.append(Path(e.path))
+            out += [Path(e.path) for e in os.scandir(m.path) if e.is_file(follow_symlinks=False)
+                    and ((tag and tag in e.name) or (tag is None and TAG_RE.search(e.name)))]
     return sorted(out)
 
 

@@ -200,13 +200,12 @@ def link_stats(ifname: str, ns: Optional[str] = None) -> dict[str, int]:
 
 
 def disable_ipv6(ifname: str, ns: Optional[str] = None) -> None:
-    key = f"net.ipv6.conf.{ifname}.disable_ipv6"
     if ns is None:
         p = Path("/proc/sys/net/ipv6/conf") / ifname / "disable_ipv6"
         if p.exists():
             p.write_text("1")
         return
-    run_in_netns(ns, ["sysctl", "-q", "-w", f"{key}=1"], check=False)
+    run_in_netns(ns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=False)
 
 
 OFFLOAD_FEATURES = ("rx", "tx", "sg", "tso", "gso", "gro")

@@ -333,10 +333,7 @@ class Process:
     def _read_pty(self) -> None:
         fd = self._master_fd
         assert fd is not None
-        while True:
-            data = read_fd(fd, 65536)
-            if not data:
-                break
+        while data := read_fd(fd, 65536):
             with contextlib.suppress(Exception):
                 if self._logf is not None:
                     self._logf.write(data)

@@ -157,9 +157,7 @@ class SshHost:
             names = [self.ssh.address] if self.ssh.port == 22 else []
             names.append(f"[{self.ssh.address}]:{self.ssh.port}")
             for n in names:
-                entry = hk.lookup(n)
-                if entry:
-                    keys += list(entry.values())
+                keys += list((hk.lookup(n) or {}).values())
         return keys
 
     def connect(self) -> "SshHost":
@@ -585,13 +583,9 @@ class LocalForward:
     @staticmethod
     def _copy(src: Union[socket.socket, paramiko.Channel], dst: Union[socket.socket, paramiko.Channel]) -> None:
         try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except Exception:  # noqa: BLE001
-            pass
+            with contextlib.suppress(Exception):
+                while data := src.recv(65536):
+                    dst.sendall(data)
         finally:
             with contextlib.suppress(Exception):
                 dst.close()
