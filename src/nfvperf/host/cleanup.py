@@ -155,8 +155,7 @@ def kill_processes(pids: Sequence[int], grace_s: float = 2.0) -> None:
 
 # ---------------------------------------------------------------------------------- discovery
 def _tag_of(name: str) -> Optional[str]:
-    m = TAG_RE.match(name)
-    return m.group(0) if m else None
+    return m.group(0) if (m := TAG_RE.match(name)) else None
 
 
 def _netns_tagged(tag: Optional[str]) -> list[tuple[str, str]]:

@@ -81,13 +81,10 @@ def check_root() -> Check:
 
 
 def check_hugepages(min_mb: int = MIN_FREE_HUGEPAGES_MB) -> list[Check]:
-    out = []
     mounts = hp.hugetlbfs_mounts()
-    if mounts:
-        out.append(Check("hugetlbfs", "ok", ", ".join(f"{m.path} ({m.pagesize_kb} kB pages)" for m in mounts)))
-    else:
-        out.append(Check("hugetlbfs", "warn", "no hugetlbfs mounted (DPDK --in-memory still works)",
-                         "mount -t hugetlbfs nodev /dev/hugepages"))
+    out = [Check("hugetlbfs", "ok", ", ".join(f"{m.path} ({m.pagesize_kb} kB pages)" for m in mounts)) if mounts
+           else Check("hugetlbfs", "warn", "no hugetlbfs mounted (DPDK --in-memory still works)",
+                      "mount -t hugetlbfs nodev /dev/hugepages")]
     pools = hp.pools()
     free_mb = sum(p.free * p.size_kb // 1024 for p in pools)
     detail = "; ".join(f"{p.size_kb // 1024} MB pages: {p.free}/{p.total} free" for p in pools) or "none"
@@ -146,11 +143,9 @@ def check_cmdline() -> list[Check]:
     for key, why in (("isolcpus", "keeps the scheduler's other tasks off the polling cores"),
                      ("nohz_full", "stops the timer tick on the polling cores")):
         m = re.search(rf"(?:^|\s){key}=(\S+)", cmd)
-        if m:
-            out.append(Check(key, "ok", f"{key}={m.group(1)}"))
-        else:
-            out.append(Check(key, "warn", f"no {key}= on the kernel command line ({why})",
-                             f"add e.g. {key}=1-3 to GRUB_CMDLINE_LINUX, update-grub, reboot"))
+        out.append(Check(key, "ok", f"{key}={m.group(1)}") if m else
+                   Check(key, "warn", f"no {key}= on the kernel command line ({why})",
+                         f"add e.g. {key}=1-3 to GRUB_CMDLINE_LINUX, update-grub, reboot"))
     return out
 
 

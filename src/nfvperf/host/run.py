@@ -88,9 +88,8 @@ class RunContext:
     # typed as always set afterwards.
     def __init__(self, tag: Optional[str] = None, run_dir: Optional[str | os.PathLike[str]] = None,
                  label: str = "") -> None:
-        given = tag
-        self.tag = normalize_tag(given)
-        self.label = label or given or self.tag
+        self.tag = normalize_tag(tag)
+        self.label = label or tag or self.tag
         self.run_dir = Path(run_dir) if run_dir is not None else DEFAULT_RUN_ROOT / self.tag
         self._claimed = False
 

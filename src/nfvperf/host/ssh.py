@@ -438,8 +438,7 @@ class SshHost:
         """What run ``tag`` left on this host, removed (``dry_run``: only listed)."""
         argv = ["python3", self.agent(), "cleanup", tag, "--work-dir", self.work_dir] + \
             (["--dry-run"] if dry_run else [])
-        cp = self.run(argv, timeout=60)
-        return json.loads(cp.stdout)
+        return json.loads(self.run(argv, timeout=60).stdout)
 
     def tags(self) -> list[str]:
         """Run tags present on this host (processes, namespaces, links)."""

@@ -181,8 +181,7 @@ class OvsTopology(Topology):
 
     def direction_ips(self, index: int) -> tuple[str, str]:
         """Base (src, dst) IPs of direction ``index`` (forward pairs first, then the reverse)."""
-        n_fwd = len(self.tg_pairs())
-        return (SRC_IP, DST_IP) if index < n_fwd else (DST_IP, SRC_IP)
+        return (SRC_IP, DST_IP) if index < len(self.tg_pairs()) else (DST_IP, SRC_IP)
 
     def stream_params(self) -> Optional[list[dict[str, Any]]]:
         ips = [self.direction_ips(i) for i in range(2 * len(self.tg_pairs()))]   # both ways
