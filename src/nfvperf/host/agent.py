@@ -28,6 +28,7 @@ It imports nothing from nfvperf (the host needs only python3) and never builds a
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -46,10 +47,8 @@ TAG_RE = re.compile(r"nfv[0-9a-f]{6}")
 
 
 def _killpg(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _exit_code(status: int) -> int:
@@ -183,12 +182,10 @@ def _host_netns(tag: str = "") -> set[str]:
     the named ones of run ``tag`` (a host may share its process table with others, e.g. hosts
     that are namespaces of one machine: their processes are not ours)."""
     spaces = {os.readlink("/proc/self/ns/net")}
-    try:
+    with contextlib.suppress(OSError):
         for name in os.listdir("/run/netns"):
             if tag and tag in name:
                 spaces.add(f"net:[{os.stat(os.path.join('/run/netns', name)).st_ino}]")
-    except OSError:
-        pass
     return spaces
 
 
@@ -234,10 +231,8 @@ def cleanup(tag: str, dry_run: bool = False, work_dir: str = "") -> dict:
     if not dry_run:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p, _ in procs:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(p, sig)
-                except ProcessLookupError:
-                    pass
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p, _ in procs):
                 time.sleep(0.05)
@@ -248,10 +243,8 @@ def cleanup(tag: str, dry_run: bool = False, work_dir: str = "") -> dict:
             if not dry_run:
                 for q in _ip_lines(["ip", "netns", "pids", ns]):
                     if q.strip().isdigit():
-                        try:
+                        with contextlib.suppress(ProcessLookupError):
                             os.kill(int(q), signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     for line in _ip_lines(["ip", "-o", "link", "show"]):
         m = re.match(r"\d+: ([^:@]+)", line)
@@ -263,10 +256,8 @@ def cleanup(tag: str, dry_run: bool = False, work_dir: str = "") -> dict:
     if work_dir:
         paths.append(os.path.join(work_dir, tag))
     for base in ("/dev/hugepages", "/var/run/dpdk", "/tmp"):
-        try:
+        with contextlib.suppress(OSError):
             paths += [os.path.join(base, n) for n in os.listdir(base) if tag in n]
-        except OSError:
-            pass
     for f in sorted(set(paths)):
         if os.path.lexists(f):
             report["files"].append(f)
@@ -274,10 +265,8 @@ def cleanup(tag: str, dry_run: bool = False, work_dir: str = "") -> dict:
                 if os.path.isdir(f) and not os.path.islink(f):
                     shutil.rmtree(f, ignore_errors=True)
                 else:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.unlink(f)
-                    except OSError:
-                        pass
     return report
 
 

@@ -125,17 +125,13 @@ def tagged_processes(tag: Optional[str] = None) -> list[tuple[int, str, str, int
         if info is None:
             continue
         cmd, env_tag, ppid = info
-        found: Optional[str] = None
+        found: Optional[str]
         if tag:
-            if tag in cmd or env_tag == tag:
-                found = tag
+            found = tag if tag in cmd or env_tag == tag else None
+        elif env_tag and TAG_RE.fullmatch(env_tag):
+            found = env_tag
         else:
-            if env_tag and TAG_RE.fullmatch(env_tag):
-                found = env_tag
-            else:
-                m = TAG_RE.search(cmd)
-                if m:
-                    found = m.group(0)
+            found = m.group(0) if (m := TAG_RE.search(cmd)) else None
         if found:
             out.append((pid, found, cmd, ppid))
     return out
@@ -146,44 +142,31 @@ def _alive(pid: int) -> bool:
 
 
 def kill_processes(pids: Sequence[int], grace_s: float = 2.0) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 3.0
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
+    """SIGTERM, ``grace_s`` for them to exit, then SIGKILL for those left (waited for up to 3 s)."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 3.0)):
+        for pid in pids:
+            if _alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------------- discovery
 def _tag_of(name: str) -> Optional[str]:
-    m = TAG_RE.match(name)
-    return m.group(0) if m else None
+    return m.group(0) if (m := TAG_RE.match(name)) else None
 
 
 def _netns_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
-    out = []
-    for ns in N.list_netns():
-        t = _tag_of(ns)
-        if t and (tag is None or t == tag) and (ns == t or ns.startswith(t + "-")):
-            out.append((ns, t))
-    return out
+    return [(ns, t) for ns in N.list_netns() if (t := _tag_of(ns)) and (tag is None or t == tag)
+            and (ns == t or ns.startswith(t + "-"))]
 
 
 def _links_tagged(tag: Optional[str]) -> list[tuple[str, str]]:
-    out = []
     with contextlib.suppress(Exception):
-        for name in N.list_links():
-            t = _tag_of(name)
-            if t and (tag is None or t == tag):
-                out.append((name, t))
-    return out
+        return [(name, t) for name in N.list_links() if (t := _tag_of(name)) and (tag is None or t == tag)]
+    return []
 
 
 def _sockets_tagged(tag: Optional[str]) -> list[tuple[Path, str]]:

@@ -16,6 +16,7 @@ DUT, not its capacity.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
@@ -97,50 +98,36 @@ class CpuTopology:
         absent): the NUMA node of each CPU then comes from ``node_root/node<N>/cpulist`` (no
         directory listing needed) and ``allowed`` is every online CPU of that host, never this
         process's affinity."""
-        if reader is not None:
-            return cls._read_with(Path(root), Path(node_root), reader)
-        online = parse_cpulist(read_stripped(root / "online", "0"))
-        cpus: dict[int, Cpu] = {}
-        for c in online:
-            t = root / f"cpu{c}" / "topology"
-            node = 0
-            for n in (root / f"cpu{c}").glob("node*"):
-                try:
-                    node = int(n.name[4:])
-                except ValueError:
-                    pass
-            sib = parse_cpulist(read_stripped(t / "thread_siblings_list", str(c))) or [c]
-            cpus[c] = Cpu(c, int(read_stripped(t / "core_id", str(c)) or c),
-                          int(read_stripped(t / "physical_package_id", "0") or 0), node, sib)
-        try:
-            # this process's affinity applies to this host's sysfs, not to a copy of another's
-            allowed = sorted(os.sched_getaffinity(0)) if root == SYS_CPU else list(online)
-        except (AttributeError, OSError):
-            allowed = list(online)
-        return cls(cpus, online, allowed, parse_cpulist(read_stripped(root / "isolated")),
-                   parse_cpulist(read_stripped(root / "nohz_full")))
-
-    @classmethod
-    def _read_with(cls, root: Path, node_root: Path, reader: Callable[[Path], str]) -> "CpuTopology":
-        def rd(p: Path, default: str = "") -> str:
-            try:
-                return (reader(p) or "").strip() or default
-            except (OSError, IOError):
-                return default
-
-        online = parse_cpulist(rd(root / "online", "0"))
+        rd: Callable[[Path, str], str] = read_stripped
         node_of: dict[int, int] = {}
-        for n in parse_cpulist(rd(node_root / "online")):
-            for c in parse_cpulist(rd(node_root / f"node{n}" / "cpulist")):
-                node_of[c] = n
+        if reader is not None:
+            def rd(p: Path, default: str = "") -> str:
+                try:
+                    return (reader(p) or "").strip() or default
+                except OSError:
+                    return default
+
+            for n in parse_cpulist(rd(node_root / "online", "")):
+                for c in parse_cpulist(rd(node_root / f"node{n}" / "cpulist", "")):
+                    node_of[c] = n
+        online = parse_cpulist(rd(root / "online", "0"))
         cpus: dict[int, Cpu] = {}
         for c in online:
             t = root / f"cpu{c}" / "topology"
+            if reader is None:
+                for d in (root / f"cpu{c}").glob("node*"):
+                    with contextlib.suppress(ValueError):
+                        node_of[c] = int(d.name[4:])
             sib = parse_cpulist(rd(t / "thread_siblings_list", str(c))) or [c]
-            cpus[c] = Cpu(c, int(rd(t / "core_id", str(c))), int(rd(t / "physical_package_id", "0")),
-                          node_of.get(c, 0), sib)
-        return cls(cpus, online, list(online), parse_cpulist(rd(root / "isolated")),
-                   parse_cpulist(rd(root / "nohz_full")))
+            cpus[c] = Cpu(c, int(rd(t / "core_id", str(c)) or c),
+                          int(rd(t / "physical_package_id", "0") or 0), node_of.get(c, 0), sib)
+        allowed = list(online)
+        if reader is None and root == SYS_CPU:
+            # this process's affinity applies to this host's sysfs, not to a copy of another's
+            with contextlib.suppress(AttributeError, OSError):
+                allowed = sorted(os.sched_getaffinity(0))
+        return cls(cpus, online, allowed, parse_cpulist(rd(root / "isolated", "")),
+                   parse_cpulist(rd(root / "nohz_full", "")))
 
     @classmethod
     def from_siblings(cls, siblings: dict[int, Sequence[int]], nodes: Optional[dict[int, int]] = None,
@@ -228,10 +215,7 @@ class PinningPlan:
         E.g. '0@0,1@1' or, on one CPU, '0@0,1@0'."""
         cpus = self.cpus(role) or self.housekeeping
         n = workers if workers is not None else len(cpus)
-        parts = [f"0@{self.housekeeping[0]}"]
-        for i in range(n):
-            parts.append(f"{i + 1}@{cpus[i % len(cpus)]}")
-        return ",".join(parts)
+        return ",".join([f"0@{self.housekeeping[0]}"] + [f"{i + 1}@{cpus[i % len(cpus)]}" for i in range(n)])
 
     def mask(self, role: str) -> str:
         return cpu_mask(self.cpus(role))
@@ -266,11 +250,7 @@ def plan_pinning(demands: dict[str, int], topo: Optional[CpuTopology] = None,
 
     def ordered(cands: list[int]) -> list[int]:
         # isolated first, then the wanted NUMA node, keeping hyper-thread siblings adjacent
-        order: list[int] = []
-        for group in topo.physical_cores():
-            for c in group:
-                if c in cands and c not in order:
-                    order.append(c)
+        order = list(dict.fromkeys(c for group in topo.physical_cores() for c in group if c in cands))
         # hyper-thread siblings of housekeeping CPUs last: they share a core with the OS
         return sorted(order, key=lambda c: (any(s in hk for s in topo.cpus[c].siblings),
                                             c not in topo.isolated,
@@ -331,11 +311,8 @@ def _deal(demands: dict[str, int], pool: list[int]) -> dict[str, list[int]]:
     roles: dict[str, list[int]] = {}
     i = 0
     for role, n in demands.items():
-        got = []
-        for _ in range(max(0, n)):
-            got.append(pool[i % len(pool)])
-            i += 1
-        roles[role] = got
+        roles[role] = [pool[(i + k) % len(pool)] for k in range(max(0, n))]
+        i += max(0, n)
     return roles
 
 

@@ -4,6 +4,7 @@ only, each fact best effort: a missing tool leaves its key out), and how steady 
 (``environment.cpu_steadiness``, :mod:`nfvperf.host.steadiness`)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -29,12 +30,10 @@ def _run(args: list[str], timeout: float = 5.0) -> Optional[str]:
 
 
 def _cpu_model() -> Optional[str]:
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or None
 
 
@@ -48,18 +47,13 @@ def host_environment() -> dict[str, object]:
         "kernel_version": platform.version(),
         "os": _os_release(),
         "python": platform.python_version(),
-        "nfvperf": _version(),
+        "nfvperf": __version__,
     }
-    try:
+    with contextlib.suppress(OSError):
         env["cmdline"] = Path("/proc/cmdline").read_text().strip()
-    except OSError:
-        pass
-    pkgs = {}
-    for pkg in ("dpdk", "libdpdk-dev", "openvswitch-switch", "openvswitch-switch-dpdk", "qemu-system-x86"):
-        v = _run(["dpkg-query", "-W", "-f=${Version}", pkg])
-        if v:
-            pkgs[pkg] = v
-    env["packages"] = pkgs
+    versions = {pkg: _run(["dpkg-query", "-W", "-f=${Version}", pkg]) for pkg in
+                ("dpdk", "libdpdk-dev", "openvswitch-switch", "openvswitch-switch-dpdk", "qemu-system-x86")}
+    env["packages"] = {pkg: v for pkg, v in versions.items() if v}
     ovs = _run(["ovs-vswitchd", "--version"])
     if ovs:
         env["ovs_vswitchd_version"] = ovs.splitlines()[0]
@@ -73,17 +67,11 @@ def host_environment() -> dict[str, object]:
 
 
 def _os_release() -> Optional[str]:
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/etc/os-release").read_text().splitlines():
             if line.startswith("PRETTY_NAME="):
                 return line.split("=", 1)[1].strip().strip('"')
-    except OSError:
-        pass
     return None
-
-
-def _version() -> str:
-    return __version__
 
 
 def record_cpu_steadiness(env: dict[str, object], when: str) -> str:

@@ -34,8 +34,6 @@ class Pool:
     size_kb: int
     total: int
     free: int
-    reserved: int
-    surplus: int
 
 
 @dataclass
@@ -57,8 +55,7 @@ def pools() -> list[Pool]:
         return out
     for d in sorted(SYS_HUGEPAGES.glob("hugepages-*kB")):
         size = int(d.name.split("-")[1][:-2])
-        out.append(Pool(size, _int(d / "nr_hugepages"), _int(d / "free_hugepages"),
-                        _int(d / "resv_hugepages"), _int(d / "surplus_hugepages")))
+        out.append(Pool(size, _int(d / "nr_hugepages"), _int(d / "free_hugepages")))
     return out
 
 
@@ -83,10 +80,7 @@ def hugetlbfs_mounts() -> list[Mount]:
         parts = line.split()
         if len(parts) >= 4 and parts[2] == "hugetlbfs":
             m = re.search(r"pagesize=(\d+)([KMG])", parts[3])
-            if m:
-                size = int(m.group(1)) * {"K": 1, "M": 1024, "G": 1048576}[m.group(2)]
-            else:
-                size = default_pagesize_kb()
+            size = int(m.group(1)) * {"K": 1, "M": 1024, "G": 1048576}[m.group(2)] if m else default_pagesize_kb()
             out.append(Mount(parts[1], size))
     return out
 
@@ -150,14 +144,11 @@ def prepare(min_free_mb: int, size_kb: int = 2048, path: str = "/dev/hugepages")
 # --------------------------------------------------------------------------------- leftovers
 def tag_files(tag: Optional[str] = None) -> list[Path]:
     """Files in hugetlbfs mounts whose name carries ``tag`` (or any run tag when None)."""
-    out = []
+    out: list[Path] = []
     for m in hugetlbfs_mounts():
         with contextlib.suppress(OSError):
-            for e in os.scandir(m.path):
-                if not e.is_file(follow_symlinks=False):
-                    continue
-                if (tag and tag in e.name) or (tag is None and TAG_RE.search(e.name)):
-                    out.append(Path(e.path))
+            out += [Path(e.path) for e in os.scandir(m.path) if e.is_file(follow_symlinks=False)
+                    and ((tag and tag in e.name) or (tag is None and TAG_RE.search(e.name)))]
     return sorted(out)
 
 

@@ -200,13 +200,12 @@ def link_stats(ifname: str, ns: Optional[str] = None) -> dict[str, int]:
 
 
 def disable_ipv6(ifname: str, ns: Optional[str] = None) -> None:
-    key = f"net.ipv6.conf.{ifname}.disable_ipv6"
     if ns is None:
         p = Path("/proc/sys/net/ipv6/conf") / ifname / "disable_ipv6"
         if p.exists():
             p.write_text("1")
         return
-    run_in_netns(ns, ["sysctl", "-q", "-w", f"{key}=1"], check=False)
+    run_in_netns(ns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=False)
 
 
 OFFLOAD_FEATURES = ("rx", "tx", "sg", "tso", "gso", "gro")
@@ -216,10 +215,8 @@ def disable_offloads(ifname: str, ns: Optional[str] = None) -> bool:
     """Turn off checksum and segmentation offloads (ethtool -K ... off).  Returns False when
     neither ethtool nor pyroute2's ethtool could do it (a warning, not an error)."""
     if shutil.which("ethtool"):
-        argv = ["ethtool", "-K", ifname]
-        for f in OFFLOAD_FEATURES:
-            argv += [f, "off"]
-        cp = run_in_netns(ns, argv, check=False)
+        cp = run_in_netns(ns, ["ethtool", "-K", ifname, *(w for f in OFFLOAD_FEATURES for w in (f, "off"))],
+                          check=False)
         if cp.returncode == 0:
             return True
         log.debug("ethtool -K %s: %s", ifname, cp.stderr.strip())
@@ -288,10 +285,7 @@ def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] 
         tracker.add("veth", a, pair.delete)
     try:
         for name, mac in ((a, mac_a), (b, mac_b)):
-            attrs: dict[str, Any] = {"mtu": mtu}
-            if mac:
-                attrs["address"] = mac
-            set_link(name, None, **attrs)
+            set_link(name, None, mtu=mtu, **({"address": mac} if mac else {}))
             if offloads_off and not disable_offloads(name):
                 log.warning("could not disable offloads on %s (no ethtool)", name)
         with IPRoute() as h:
@@ -301,8 +295,7 @@ def create_veth(a: str, b: str, ns_a: Optional[str] = None, ns_b: Optional[str] 
         for name, ns in ((a, ns_a), (b, ns_b)):
             if not ipv6:
                 disable_ipv6(name, ns)
-        if up:
-            for name, ns in ((a, ns_a), (b, ns_b)):
+            if up:
                 set_link(name, ns, state="up")
     except Exception:
         if tracker is None:

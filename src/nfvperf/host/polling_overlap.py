@@ -39,15 +39,8 @@ def generator_overlap(environment: object) -> Optional[dict[str, list[int] | lis
     if not isinstance(roles, dict) or GENERATOR_ROLE not in roles:
         return None
     gen = {int(c) for c in roles.get(GENERATOR_ROLE) or []}
-    cpus: set[int] = set()
-    shared_roles: list[str] = []
-    for role, role_cpus in roles.items():
-        if role == GENERATOR_ROLE:
-            continue
-        both = gen & {int(c) for c in role_cpus or []}
-        if both:
-            cpus |= both
-            shared_roles.append(str(role))
-    if not cpus:
+    overlap = {str(role): both for role, role_cpus in roles.items()
+               if role != GENERATOR_ROLE and (both := gen & {int(c) for c in role_cpus or []})}
+    if not overlap:
         return {}
-    return {"cpus": sorted(cpus), "roles": shared_roles}
+    return {"cpus": sorted({c for both in overlap.values() for c in both}), "roles": list(overlap)}

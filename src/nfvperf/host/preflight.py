@@ -69,11 +69,7 @@ class Check:
 
 
 def _proc_running(comm: str) -> list[int]:
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and _read(d / "comm") == comm:
-            pids.append(int(d.name))
-    return pids
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _read(d / "comm") == comm]
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -85,13 +81,10 @@ def check_root() -> Check:
 
 
 def check_hugepages(min_mb: int = MIN_FREE_HUGEPAGES_MB) -> list[Check]:
-    out = []
     mounts = hp.hugetlbfs_mounts()
-    if mounts:
-        out.append(Check("hugetlbfs", "ok", ", ".join(f"{m.path} ({m.pagesize_kb} kB pages)" for m in mounts)))
-    else:
-        out.append(Check("hugetlbfs", "warn", "no hugetlbfs mounted (DPDK --in-memory still works)",
-                         "mount -t hugetlbfs nodev /dev/hugepages"))
+    out = [Check("hugetlbfs", "ok", ", ".join(f"{m.path} ({m.pagesize_kb} kB pages)" for m in mounts)) if mounts
+           else Check("hugetlbfs", "warn", "no hugetlbfs mounted (DPDK --in-memory still works)",
+                      "mount -t hugetlbfs nodev /dev/hugepages")]
     pools = hp.pools()
     free_mb = sum(p.free * p.size_kb // 1024 for p in pools)
     detail = "; ".join(f"{p.size_kb // 1024} MB pages: {p.free}/{p.total} free" for p in pools) or "none"
@@ -118,9 +111,8 @@ def check_irqbalance() -> Check:
 
 
 def check_governor() -> Check:
-    govs = {}
-    for g in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"):
-        govs[g.parent.parent.name] = _read(g)
+    govs = {g.parent.parent.name: _read(g)
+            for g in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")}
     if not govs:
         return Check("cpu_governor", "ok", "no cpufreq interface (virtualised host or fixed "
                      "frequency); nothing to set")
@@ -151,11 +143,9 @@ def check_cmdline() -> list[Check]:
     for key, why in (("isolcpus", "keeps the scheduler's other tasks off the polling cores"),
                      ("nohz_full", "stops the timer tick on the polling cores")):
         m = re.search(rf"(?:^|\s){key}=(\S+)", cmd)
-        if m:
-            out.append(Check(key, "ok", f"{key}={m.group(1)}"))
-        else:
-            out.append(Check(key, "warn", f"no {key}= on the kernel command line ({why})",
-                             f"add e.g. {key}=1-3 to GRUB_CMDLINE_LINUX, update-grub, reboot"))
+        out.append(Check(key, "ok", f"{key}={m.group(1)}") if m else
+                   Check(key, "warn", f"no {key}= on the kernel command line ({why})",
+                         f"add e.g. {key}=1-3 to GRUB_CMDLINE_LINUX, update-grub, reboot"))
     return out
 
 
@@ -176,10 +166,9 @@ class Binary:
     env: str = ""                          # an environment variable naming the path (tried first)
 
     def find(self) -> Optional[str]:
-        if self.env or self.candidates:
-            for cand in (os.environ.get(self.env) if self.env else None, *self.candidates):
-                if cand and os.access(cand, os.X_OK):
-                    return cand
+        for cand in (os.environ.get(self.env) if self.env else None, *self.candidates):
+            if cand and os.access(cand, os.X_OK):
+                return cand
         return shutil.which(self.name)
 
 
@@ -304,18 +293,12 @@ def run_checks(needs: Union[Needs, DeclaresNeeds, None] = None, required: Sequen
     binaries the needs mark required and the PCI devices are always required."""
     given = needs if needs is None or isinstance(needs, Needs) else needs.preflight_needs()
     needs = Needs(binaries=dict(BASE_BINARIES)).merge(given)
-    checks: list[Check] = [check_root()]
-    checks += check_hugepages()
-    checks += [check_irqbalance(), check_governor(), check_turbo()]
-    checks += check_cmdline()
-    checks.append(check_ksm())
-    for b, req in needs.binaries.values():
-        checks.append(check_binary(b, req))
+    checks = [check_root(), *check_hugepages(), check_irqbalance(), check_governor(), check_turbo(),
+              *check_cmdline(), check_ksm(), *(check_binary(b, req) for b, req in needs.binaries.values())]
     for extra in needs.checks:
         got = extra(required)
         checks += got if isinstance(got, list) else [got]
-    for addr in needs.pci:
-        checks.append(check_pci(addr, cpus))
+    checks += [check_pci(addr, cpus) for addr in needs.pci]
     for c in checks:
         if c.name in required:
             c.required = True

@@ -132,13 +132,9 @@ class LocalHost:
         """Run a short command to completion (text output captured).  Raises
         :class:`CommandError` when it cannot start, times out or (``check``) exits non-zero."""
         cmd = self.wrap(argv, netns)
-        full_env = None
-        if env is not None:
-            full_env = dict(os.environ)
-            full_env.update(env)
         try:
             cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
-                                env=full_env, cwd=cwd)
+                                env=self.environment(env) if env is not None else None, cwd=cwd)
         except subprocess.TimeoutExpired:
             raise CommandError(f"{' '.join(cmd)}: no exit within {timeout:g} s") from None
         except OSError as e:
@@ -151,9 +147,7 @@ class LocalHost:
     # -- what SshHost offers too: environment, signals, files, connections, cleanup ------------
     def environment(self, extra: dict[str, str]) -> dict[str, str]:
         """The environment of a process started here: ours plus ``extra``."""
-        env = dict(os.environ)
-        env.update(extra)
-        return env
+        return {**os.environ, **extra}
 
     def killpg(self, pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -339,10 +333,7 @@ class Process:
     def _read_pty(self) -> None:
         fd = self._master_fd
         assert fd is not None
-        while True:
-            data = read_fd(fd, 65536)
-            if not data:
-                break
+        while data := read_fd(fd, 65536):
             with contextlib.suppress(Exception):
                 if self._logf is not None:
                     self._logf.write(data)

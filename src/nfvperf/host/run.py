@@ -16,6 +16,7 @@ deterministically (``nfv`` + the first six hex digits of its SHA-1), and kept as
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
@@ -54,27 +55,24 @@ def normalize_tag(tag: Optional[str]) -> str:
     return TAG_PREFIX + hashlib.sha1(tag.encode()).hexdigest()[:6]
 
 
-def _proc_starttime(pid: int) -> Optional[int]:
+def _proc_stat(pid: int) -> Optional[list[str]]:
+    """The fields of /proc/<pid>/stat after the parenthesised comm (which may contain spaces):
+    [0] the state, [19] field 22, starttime; None when the process is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
-    # field 22 (starttime), after the parenthesised comm which may contain spaces
-    rest = stat.rsplit(")", 1)[1].split()
-    return int(rest[19])
+
+
+def _proc_starttime(pid: int) -> Optional[int]:
+    rest = _proc_stat(pid)
+    return int(rest[19]) if rest else None
 
 
 def pid_alive(pid: int, starttime: Optional[int] = None) -> bool:
-    st = _proc_starttime(pid)
-    if st is None:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state in ("Z", "X"):
-            return False
-    except (OSError, IndexError):
-        return False
-    return starttime is None or st == starttime
+    rest = _proc_stat(pid)
+    return rest is not None and rest[0] not in ("Z", "X") and \
+        (starttime is None or int(rest[19]) == starttime)
 
 
 @dataclass(init=False)
@@ -90,9 +88,8 @@ class RunContext:
     # typed as always set afterwards.
     def __init__(self, tag: Optional[str] = None, run_dir: Optional[str | os.PathLike[str]] = None,
                  label: str = "") -> None:
-        given = tag
-        self.tag = normalize_tag(given)
-        self.label = label or given or self.tag
+        self.tag = normalize_tag(tag)
+        self.label = label or tag or self.tag
         self.run_dir = Path(run_dir) if run_dir is not None else DEFAULT_RUN_ROOT / self.tag
         self._claimed = False
 
@@ -135,10 +132,8 @@ class RunContext:
 
     def release_claim(self) -> None:
         if self._claimed:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 (REGISTRY_DIR / self.tag).unlink()
-            except FileNotFoundError:
-                pass
             self._claimed = False
 
     @staticmethod
@@ -248,10 +243,8 @@ class ResourceTracker:
             self._release_all()
         finally:
             for sig, old in saved.items():
-                try:
+                with contextlib.suppress(ValueError, OSError):
                     signal.signal(sig, old if old is not None else signal.SIG_DFL)
-                except (ValueError, OSError):
-                    pass
             if noted:
                 log.warning("signal(s) %s arrived while releasing resources; release completed",
                             sorted(set(noted)))
@@ -271,14 +264,10 @@ class ResourceTracker:
                 self.run.release_claim()
                 # the default run dir (/run/nfvperf/<tag>) goes when nothing was written to it
                 if self.run.run_dir == DEFAULT_RUN_ROOT / self.run.tag:
-                    try:
+                    with contextlib.suppress(OSError):
                         self.run.run_dir.rmdir()
-                    except OSError:
-                        pass
-            try:
+            with contextlib.suppress(Exception):
                 atexit.unregister(self.release_all)
-            except Exception:  # noqa: BLE001
-                pass
 
     # -- signals -----------------------------------------------------------------------------
     # One process-wide handler for SIGTERM/SIGHUP while at least one tracker is live: it turns
@@ -297,27 +286,22 @@ class ResourceTracker:
             raise SystemExit(128 + signum)
 
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 old = signal.getsignal(sig)
                 # keep a handler somebody else installed on purpose
                 if old in (signal.SIG_DFL, None):
                     signal.signal(sig, on_term)
                     _INSTALLED[sig] = old
-            except (ValueError, OSError):
-                pass
         # SIGINT: Python's default handler already raises KeyboardInterrupt.
 
     def _restore_handlers(self) -> None:
         _LIVE_TRACKERS.discard(id(self))
-        if _LIVE_TRACKERS or threading.current_thread() is not threading.main_thread():
-            return
-        if os.getpid() != self._owner_pid:
+        if _LIVE_TRACKERS or threading.current_thread() is not threading.main_thread() \
+                or os.getpid() != self._owner_pid:
             return
         for sig, old in list(_INSTALLED.items()):
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 signal.signal(sig, old if old is not None else signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
         _INSTALLED.clear()
 
     def __enter__(self) -> "ResourceTracker":

@@ -157,9 +157,7 @@ class SshHost:
             names = [self.ssh.address] if self.ssh.port == 22 else []
             names.append(f"[{self.ssh.address}]:{self.ssh.port}")
             for n in names:
-                entry = hk.lookup(n)
-                if entry:
-                    keys += list(entry.values())
+                keys += list((hk.lookup(n) or {}).values())
         return keys
 
     def connect(self) -> "SshHost":
@@ -231,18 +229,13 @@ class SshHost:
 
     def _login(self, t: paramiko.Transport) -> None:
         path = self.ssh.key_path() if hasattr(self.ssh, "key_path") else None
+        if path is None:
+            raise SshError(f"hosts.{self.name}.ssh.key: give the private key file to log in "
+                           f"with (public-key authentication only)")
         try:
-            if path is not None:
-                key = paramiko.PKey.from_path(str(path))
-                t.auth_publickey(self.ssh.user, key)
-            else:
-                raise SshError(f"hosts.{self.name}.ssh.key: give the private key file to log in "
-                               f"with (public-key authentication only)")
+            t.auth_publickey(self.ssh.user, paramiko.PKey.from_path(str(path)))
         except (OSError, paramiko.SSHException, ValueError) as e:
-            kind = "cannot be read" if isinstance(e, (OSError, ValueError)) or \
-                not isinstance(e, paramiko.AuthenticationException) else "was refused"
-            if isinstance(e, paramiko.AuthenticationException):
-                kind = "was refused"
+            kind = "was refused" if isinstance(e, paramiko.AuthenticationException) else "cannot be read"
             raise SshError(f"{self.where}: login as {self.ssh.user} failed: the key of "
                            f"hosts.{self.name}.ssh.key {kind} ({type(e).__name__}); put its public "
                            f"half in the user's authorized_keys") from None
@@ -445,8 +438,7 @@ class SshHost:
         """What run ``tag`` left on this host, removed (``dry_run``: only listed)."""
         argv = ["python3", self.agent(), "cleanup", tag, "--work-dir", self.work_dir] + \
             (["--dry-run"] if dry_run else [])
-        cp = self.run(argv, timeout=60)
-        return json.loads(cp.stdout)
+        return json.loads(self.run(argv, timeout=60).stdout)
 
     def tags(self) -> list[str]:
         """Run tags present on this host (processes, namespaces, links)."""
@@ -590,13 +582,9 @@ class LocalForward:
     @staticmethod
     def _copy(src: Union[socket.socket, paramiko.Channel], dst: Union[socket.socket, paramiko.Channel]) -> None:
         try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except Exception:  # noqa: BLE001
-            pass
+            with contextlib.suppress(Exception):
+                while data := src.recv(65536):
+                    dst.sendall(data)
         finally:
             with contextlib.suppress(Exception):
                 dst.close()

@@ -101,16 +101,11 @@ class RemotePopen:
     @staticmethod
     def _pump(recv: Callable[[int], bytes], out: Optional[_Sink], done: Optional[threading.Event] = None) -> None:
         try:
-            while True:
-                try:
-                    data = recv(65536)
-                except Exception:  # noqa: BLE001 - the channel went away
-                    return
-                if not data:
-                    return
-                if out is not None:
-                    with contextlib.suppress(Exception):
-                        out.write(data)
+            with contextlib.suppress(Exception):        # the channel went away
+                while data := recv(65536):
+                    if out is not None:
+                        with contextlib.suppress(Exception):
+                            out.write(data)
         finally:
             if done is not None:
                 done.set()

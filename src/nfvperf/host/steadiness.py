@@ -133,9 +133,7 @@ def combine(probes: Sequence[dict[str, object]]) -> dict[str, object]:
     if not good:
         return dict(probes[0]) if probes else {"error": "not probed"}
     worst = max(good, key=lambda p: spread_pct(p) or 0.0)
-    out = dict(worst)
-    out["probes"] = list(probes)
-    return out
+    return {**worst, "probes": list(probes)}
 
 
 def spread_pct(st: Optional[dict[str, object]]) -> Optional[float]:

@@ -36,10 +36,8 @@ def xdp_modes(xdp_attr: Optional[nla]) -> list[str]:
     if xdp_attr is None:
         return []
     modes = [mode for attr, mode in _MODE_ATTRS if xdp_attr.get_attr(attr)]
-    if not modes:
-        attached = xdp_attr.get_attr("IFLA_XDP_ATTACHED")
-        if attached in _ATTACHED:
-            modes.append(_ATTACHED[attached])
+    if not modes and (attached := xdp_attr.get_attr("IFLA_XDP_ATTACHED")) in _ATTACHED:
+        modes.append(_ATTACHED[attached])
     return modes
 
 
@@ -63,7 +61,6 @@ def busy_poll_from_log(text: str) -> dict[str, object]:
     budgets = sorted({int(b) for b in _BUSY_RE.findall(text)})
     if budgets:
         out["busy_poll_budget"] = budgets[0] if len(budgets) == 1 else budgets
-    fail = _BUSY_FAIL_RE.search(text)
-    if fail:
+    if fail := _BUSY_FAIL_RE.search(text):
         out["busy_poll_error"] = fail.group(1).strip()
     return out

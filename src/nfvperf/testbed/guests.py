@@ -268,11 +268,8 @@ class TestbedGuests:
         return [self.cable(i) for i in self._links(name, hspec)]
 
     def _links(self, name: str, hspec: HostSpec) -> list[int]:
-        out = []
-        for nic in hspec.nics:
-            ref = f"{name}.{nic.name}"
-            out.append(next(k for k, lk in enumerate(self.spec.links) if ref in (lk.tester, lk.dut)))
-        return out
+        return [next(k for k, lk in enumerate(self.spec.links) if f"{name}.{nic.name}" in (lk.tester, lk.dut))
+                for nic in hspec.nics]
 
     def cabled_here(self, name: str, hspec: HostSpec) -> bool:
         """The guest's NICs are cabled to vhost NICs of this machine (vhost-user, QEMU the

@@ -39,8 +39,7 @@ class VhostStandIn:
         cpus = sorted(os.sched_getaffinity(0))[:2]
         a = [shutil.which(TESTPMD) or TESTPMD, "--no-huge", "-m", "64", "--no-pci", "--no-shconf",
              f"--file-prefix={self.prefix}", "-l", ",".join(map(str, cpus))]
-        for i, s in enumerate(self.sockets):
-            a += ["--vdev", f"net_vhost{i},iface={s},client=1"]
+        a += [w for i, s in enumerate(self.sockets) for w in ("--vdev", f"net_vhost{i},iface={s},client=1")]
         # -i: interactive, not forwarding (idle); the mbuf pool fits in -m 64
         return a + ["--", "-i", "--total-num-mbufs=2048", "--no-mlockall"]
 

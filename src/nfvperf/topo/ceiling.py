@@ -121,10 +121,7 @@ def zero_loss_fps(m: Measurer, profile: TrafficProfile, trial_s: float = 0.5,
     load = offered * 0.98
     for _ in range(max_trials):
         ok, _tr = trial(load)
-        if ok:
-            lo = load
-        else:
-            hi = load
+        lo, hi = (load, hi) if ok else (lo, load)
         if hi > 0 and (hi - lo) / hi <= resolution:
             break
         load = (lo + hi) / 2

@@ -36,15 +36,7 @@ class HostCpuHints:
 def read_host_topology(host: Any) -> CpuTopology:
     """The CPU topology of ``host``: this machine's sysfs for the local host, the host's own
     sysfs through ``host.read_text`` for a remote one."""
-    if not getattr(host, "remote", False):
-        return CpuTopology.read()
-    return CpuTopology.read(reader=host.read_text)
-
-
-def with_hints(topo: CpuTopology, hints: HostCpuHints) -> CpuTopology:
-    """``topo`` with the testbed's isolated CPUs added to those the host booted with."""
-    iso = sorted((set(topo.isolated) | set(hints.isolated)) & set(topo.cpus))
-    return dataclasses.replace(topo, isolated=iso)
+    return CpuTopology.read(reader=host.read_text) if getattr(host, "remote", False) else CpuTopology.read()
 
 
 def plan_host(topo: CpuTopology, demands: dict[str, int], requests: dict[str, CoreRequest],
@@ -53,7 +45,8 @@ def plan_host(topo: CpuTopology, demands: dict[str, int], requests: dict[str, Co
     """The plan of the roles that run on one host (``demands``: role -> polling CPUs;
     ``requests``: roles given as core counts).  Raises :class:`CoreRequestError` naming the
     host and the testbed field when polling would need a housekeeping CPU."""
-    topo = with_hints(topo, hints)
+    # the testbed's isolated CPUs added to those the host booted with
+    topo = dataclasses.replace(topo, isolated=sorted((set(topo.isolated) | set(hints.isolated)) & set(topo.cpus)))
     hk = [c for c in hints.housekeeping if c in topo.cpus] or None
     fixed: dict[str, ResolvedCores] = {}
     taken: list[int] = []

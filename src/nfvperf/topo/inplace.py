@@ -28,8 +28,7 @@ def _flat(spec: TopologySpec) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in dict(spec).items():
         if isinstance(value, BaseModel):
-            for sub, v in value.model_dump().items():
-                out[f"{name}.{sub}"] = v
+            out.update({f"{name}.{sub}": v for sub, v in value.model_dump().items()})
         else:
             out[name] = value
     return out
@@ -59,10 +58,7 @@ def in_place_difference(a: TopologySpec, b: TopologySpec) -> Optional[dict[str, 
     become ``b`` in place (``{}`` when they are equal); None when a differing field needs a
     restart (:func:`restart_fields` names them)."""
     diff = differences(a, b)
-    ok = _in_place(a)
-    if any(k not in ok for k in diff):
-        return None
-    return diff
+    return None if set(diff) - _in_place(a) else diff
 
 
 def restart_reason(a: TopologySpec, b: TopologySpec) -> Optional[str]:

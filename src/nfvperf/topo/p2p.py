@@ -42,11 +42,6 @@ def _vm_vnf_class() -> Any:
     return importlib.import_module("nfvperf.vm.qemu").VmVnf
 
 
-def vf_addresses(spec: TopologySpec) -> list[str]:
-    """The DUT's PCI addresses (the VFs the VM gets) of ``pci: [tg0, vf0, tg1, vf1, ...]``."""
-    return list(spec.pci)[1::2]
-
-
 @register("p2p")
 class P2P(Topology):
     kind = "p2p"
@@ -80,7 +75,8 @@ class P2P(Topology):
                                  "on kind pvp (vhost-user NICs)", required=True)
                 needs.checks.append(no_vfs)
             else:
-                needs.checks.append(lambda _req: sriov.vf_checks(vf_addresses(spec)))
+                # the DUT's addresses (the VFs the VM gets) of pci: [tg0, vf0, tg1, vf1, ...]
+                needs.checks.append(lambda _req: sriov.vf_checks(list(spec.pci)[1::2]))
         return needs
 
     def check_testbed(self) -> None:

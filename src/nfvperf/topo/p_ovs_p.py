@@ -79,11 +79,8 @@ class OvsTopology(Topology):
 
     def cpu_demands(self) -> dict[str, int]:
         """One polling CPU for the OVS PMD, one per VNF, one for tgen (in that priority)."""
-        d = {"dut": int(self.dut_class().polling_cpus)}
-        for j in range(self.n_vnfs * max(1, self.spec.ports // 2)):
-            d[f"vnf{j}"] = 1
-        d["tgen"] = 1
-        return d
+        vnfs = {f"vnf{j}": 1 for j in range(self.n_vnfs * max(1, self.spec.ports // 2))}
+        return {"dut": int(self.dut_class().polling_cpus), **vnfs, "tgen": 1}
 
     def ovs_spec(self) -> OvsSpec:
         return self.spec.ovs
@@ -98,11 +95,9 @@ class OvsTopology(Topology):
     def setup_ovs(self, attach_phys: bool = True) -> VSwitch:
         """DUT netns + PHY ports + the switch (not started) with the PHY ports on its first
         bridge (ofport = index + 1) unless ``attach_phys`` is False."""
-        if self.dut_host.remote:
-            # the DUT's ends of the cabled links are in the DUT host's own namespace
-            self.dut_netns = None
-        elif self.ovs_spec().existing_db:
-            # an OVS that is already running sees the host's namespace: the DUT ends stay there
+        if self.dut_host.remote or self.ovs_spec().existing_db:
+            # the DUT's ends of the cabled links are in the DUT host's own namespace, and an OVS
+            # that is already running sees the host's namespace: the DUT ends stay there
             self.dut_netns = None
         else:
             self.dut_netns = self.make_netns("dut")
@@ -186,17 +181,11 @@ class OvsTopology(Topology):
 
     def direction_ips(self, index: int) -> tuple[str, str]:
         """Base (src, dst) IPs of direction ``index`` (forward pairs first, then the reverse)."""
-        n_fwd = len(self.tg_pairs())
-        return (SRC_IP, DST_IP) if index < n_fwd else (DST_IP, SRC_IP)
+        return (SRC_IP, DST_IP) if index < len(self.tg_pairs()) else (DST_IP, SRC_IP)
 
     def stream_params(self) -> Optional[list[dict[str, Any]]]:
-        pairs = self.tg_pairs()
-        dirs = pairs + [(b, a) for a, b in pairs]
-        out = []
-        for i, _ in enumerate(dirs):
-            src, dst = self.direction_ips(i)
-            out.append({"src_ip": src, "dst_ip": dst, "vary": ["src_ip", "dst_ip"]})
-        return out
+        ips = [self.direction_ips(i) for i in range(2 * len(self.tg_pairs()))]   # both ways
+        return [{"src_ip": src, "dst_ip": dst, "vary": ["src_ip", "dst_ip"]} for src, dst in ips]
 
     def forwarding_flows(self) -> Optional[list[Flow]]:
         """The first bridge's rules for the current spec, which depend on ``ovs.rules`` (what
@@ -229,19 +218,15 @@ class PhyOvsPhy(OvsTopology):
     testbed_ready = True
 
     def setup(self) -> None:
-        if self.bond_mode():
-            dut = self.setup_ovs(attach_phys=False)
-            dut.start()
-            self.wire_bonds(dut)
-            return
-        if self.bridge_features():
-            dut = self.setup_ovs(attach_phys=self.n_bridges() == 1)
-            dut.start()
-            self.wire_bridges(dut)
-            return
-        dut = self.setup_ovs()
+        bonds, bridges = self.bond_mode(), self.bridge_features()
+        dut = self.setup_ovs(attach_phys=not bonds and (not bridges or self.n_bridges() == 1))
         dut.start()
-        dut.program(self.forwarding_flows())
+        if bonds:
+            self.wire_bonds(dut)
+        elif bridges:
+            self.wire_bridges(dut)
+        else:
+            dut.program(self.forwarding_flows())
 
     def forwarding_flows(self) -> Optional[list[Flow]]:
         """Each port pair cross-connected (or by ``ovs.rules`` IP rules); None with the dual
@@ -309,20 +294,18 @@ class PhyOvsPhy(OvsTopology):
     def reset_dut(self) -> None:
         """RFC 6201 reset; the dual-bridge wiring (second bridge, patch ports) and the bonds are
         redone."""
-        if self.bond_mode():
-            assert self.dut is not None
-            self.dut.stop()
-            self.dut.start()
-            self.wire_bonds(self.switch())
-            if self.tgen is not None:
-                self.wait_bonds(self.switch())
-            return
-        if not self.bridge_features() or self.n_bridges() == 1:
+        bonds = self.bond_mode()
+        if not bonds and (not self.bridge_features() or self.n_bridges() == 1):
             super().reset_dut()
             return
         assert self.dut is not None
         self.dut.stop()
         self.dut.start()
+        if bonds:
+            self.wire_bonds(self.switch())
+            if self.tgen is not None:
+                self.wait_bonds(self.switch())
+            return
         self.wire_bridges(self.switch())
         if self.tgen is not None:
             self.wait_vhost_up(self.switch(), ends=(VhostBackend,))
@@ -408,10 +391,7 @@ class PhyOvsPhy(OvsTopology):
                     oc["bond-hash-basis"] = str(basis)
             refs = [(self.ports[i].dut_portref(), i + 1, i) for i in side]
             members.append(dut.add_bond(brs[k % nbr], name, refs, mode, str(ovs.bond_lacp), oc))
-        patch: list[int] = []
-        if nbr > 1:
-            for k, br in enumerate(brs):
-                patch.append(dut.add_patch(br, brs[1 - k], ofport=100))
+        patch = [dut.add_patch(br, brs[1 - k], ofport=100) for k, br in enumerate(brs)] if nbr > 1 else []
         for k, br in enumerate(brs):
             on_bridge = [m for j, ms in enumerate(members) if j % nbr == k for m in ms]
             dut.program(self._bond_rules(on_bridge, patch[k] if patch else None, vt), bridge=br)
@@ -428,11 +408,8 @@ class PhyOvsPhy(OvsTopology):
         if len(macs) < 2 or not all(macs):
             return 0
         for basis in range(tries):
-            ok = True
-            for v in sorted(set(vlans)):
-                got = [dut.bond_hash(str(mac), v, basis) for mac in macs]
-                ok = ok and len(set(got)) == len(got)
-            if ok:
+            hashes = ([dut.bond_hash(str(mac), v, basis) for mac in macs] for v in sorted(set(vlans)))
+            if all(len(set(got)) == len(got) for got in hashes):
                 return basis
         return 0
 

@@ -88,6 +88,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(json.dumps([c.to_dict() for c in checks], indent=2))
     else:
         print(pf.format_checks(checks))
-    failed = [c for c in checks if c.required and c.status == "fail"]
-    return 1 if failed else 0
+    return 1 if any(c.required and c.status == "fail" for c in checks) else 0
 

@@ -44,11 +44,7 @@ class Pvp(OvsTopology):
         flows: list[Flow] = []
         for p, ((a, b), chain) in enumerate(zip(pairs, self.chains)):
             # forward: a -> vnf1.in, vnf1.out -> vnf2.in, ..., vnfN.out -> b
-            fwd, cur = [], a
-            for vin, vout in chain:
-                fwd.append((cur, vin))
-                cur = vout
-            fwd.append((cur, b))
+            fwd = list(zip([a] + [vout for _, vout in chain], [vin for vin, _ in chain] + [b]))
             rev = [(o, i) for i, o in reversed(fwd)]
             flows += self.path_flows(fwd, p)
             flows += self.path_flows(rev, len(pairs) + p)

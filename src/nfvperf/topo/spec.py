@@ -341,14 +341,3 @@ if not TYPE_CHECKING:      # mypy checks the declared class; plugins' sections e
                             "adapters' option sections (" + ", ".join(option_sections()) + "), mtu, "
                             "preflight.")
 
-
-def __getattr__(name: str) -> Any:
-    """The adapters' options models under their historical names (``OvsSpec`` ...), and
-    ``PORT_KINDS`` (the registered port kinds)."""
-    if name == "PORT_KINDS":
-        return tuple(port_kind_names())
-    for cls in DUT_REGISTRY.values():
-        model = cls.options_model
-        if model is not None and model.__name__ == name:
-            return model
-    raise AttributeError(name)

@@ -87,12 +87,8 @@ def tcp_endpoints(topo: Topology, net: str = "198.18.0", client_port: int = 0,
             except Exception as e:  # noqa: BLE001 - best effort
                 offloads[f"{if_ns}/{ifname}"] = {"error": str(e)}
                 continue
-            st = {}
-            for line in out.splitlines():
-                k, _, v = line.partition(":")
-                if k.strip() in want:
-                    st[k.strip()] = v.strip()
-            offloads[f"{if_ns}/{ifname}"] = st
+            fields = (line.partition(":") for line in out.splitlines())
+            offloads[f"{if_ns}/{ifname}"] = {k.strip(): v.strip() for k, _, v in fields if k.strip() in want}
     tcp: TcpEnds = {"client_ns": ends[0][0], "server_ns": ends[1][0], "client_ip": ends[0][2],
                     "server_ip": ends[1][2], "client_if": cp.tg_ifname, "server_if": sp.tg_ifname,
                     "mtu": cp.mtu, "offloads": offloads}

@@ -140,10 +140,7 @@ class TcpVmTopology(OvsTopology):
 
     def cpu_demands(self) -> dict[str, int]:
         """The OVS PMD, then one CPU per guest (on a small host the plan shares them)."""
-        d = {"dut": int(self.dut_class().polling_cpus)}
-        for j in range(self.guest_count()):
-            d[f"vm{j}"] = 1
-        return d
+        return {"dut": int(self.dut_class().polling_cpus), **{f"vm{j}": 1 for j in range(self.guest_count())}}
 
     def hugepage_demand_mb(self) -> int:
         """OVS's socket memory and the guests' RAM (no generator here)."""

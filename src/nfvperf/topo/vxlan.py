@@ -62,16 +62,16 @@ class Vxlan(OvsTopology):
             name = f"vnf{p}"
             self.add_vnf(dut, name)
             v0, v1 = f"{name}-vhu0", f"{name}-vhu1"
-            for src, dst in ((f"vx{a}", v0), (v1, f"vx{b}"), (f"vx{b}", v1), (v0, f"vx{a}")):
-                rules.append(f"priority=100,in_port={src},idle_timeout=0,actions=output:{dst}")
+            rules += [f"priority=100,in_port={src},idle_timeout=0,actions=output:{dst}"
+                      for src, dst in ((f"vx{a}", v0), (v1, f"vx{b}"), (f"vx{b}", v1), (v0, f"vx{a}"))]
         dut.program(rules, bridge=brint)
         self.wait_vnfs_ready(dut)
 
     def stream_params(self) -> Optional[list[dict[str, Any]]]:
         out = super().stream_params() or []
         pairs = self.tg_pairs()
-        dirs = pairs + [(b, a) for a, b in pairs]
-        for i, (tx, _rx) in enumerate(dirs):
+        # the sending port of each direction: the forward pairs', then the reverse
+        for i, tx in enumerate([a for a, _ in pairs] + [b for _, b in pairs]):
             out[i]["vxlan"] = {"vni": VNI_BASE + tx, "outer_src_mac": self.ports[tx].tg_mac,
                                "outer_dst_mac": self.vtep_mac(tx), "outer_src_ip": tg_ip(tx),
                                "outer_dst_ip": vtep_ip(tx)}
