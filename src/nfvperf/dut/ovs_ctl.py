@@ -3,6 +3,7 @@
 the base of the mixins that make :class:`nfvperf.dut.ovs_dpdk.OvsDpdk`."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -218,13 +219,11 @@ class OvsCtl(DutAdapter):
     def log_tail(self, what: str = "ovs-vswitchd", lines: int = 8) -> str:
         text = ""
         for f in (self.dir / f"{what}.log", self.dir / f"{what}.out"):
-            try:
+            with contextlib.suppress(Exception):  # a log is best effort (the host may be gone)
                 if self.remote and f.suffix == ".out":
                     text += self.run.path(f.name).read_text(errors="replace")
                 else:
                     text += self.host.read_text(f)
-            except Exception:  # noqa: BLE001 - a log is best effort (the host may be gone)
-                pass
         return " | ".join(text.strip().splitlines()[-lines:])
 
     def enable_tso(self) -> None:

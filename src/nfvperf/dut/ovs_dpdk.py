@@ -244,11 +244,9 @@ class OvsDpdk(OvsStats, VSwitch):
             return
         vsd = self._procs.get("ovs-vswitchd")
         if vsd is not None and vsd.running():
-            try:
+            with contextlib.suppress(Exception):  # stopping goes on (the host may be gone)
                 self.host.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
                               env=self.ovs_env, timeout=8, check=False)
-            except Exception:  # noqa: BLE001 - stopping goes on (the host may be gone)
-                pass
         # ovs-vswitchd was asked to exit: a grace for that, then SIGTERM, then SIGKILL
         for key, grace in (("ovs-vswitchd", 5.0), ("ovsdb-server", 0.0)):
             p = self._procs.get(key)

@@ -9,6 +9,7 @@ a vhost port's full-ring drops are counted in its ``tx_dropped`` (dump-ports, li
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import json
 from typing import Any, Mapping
@@ -92,14 +93,12 @@ class OvsStats(OvsPmds):
 
     def versions(self) -> dict[str, str]:
         v = {"ovs": "", "dpdk": ""}
-        try:
+        with contextlib.suppress(OvsError):
             out = self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "version"], timeout=8)
             m = re.search(r"(\d+\.\d+[\w.\-]*)", out)
             v["ovs"] = m.group(1) if m else out.strip()
             v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version",
                                    wait=False).strip().strip('"').replace("DPDK ", "")
-        except OvsError:
-            pass
         return v
 
     def version(self) -> str:
@@ -109,12 +108,10 @@ class OvsStats(OvsPmds):
 
     def environment(self) -> dict[str, object]:
         cfg = {}
-        try:
+        with contextlib.suppress(OvsError, ValueError, KeyError, IndexError):
             raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
             data = json.loads(raw)["data"][0][0][1]
             cfg = {k: v for k, v in data}
-        except (OvsError, ValueError, KeyError, IndexError):
-            pass
         return {"dut": self.name, "version": self.version(), "versions": self.versions(),
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,

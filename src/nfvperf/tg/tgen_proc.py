@@ -3,6 +3,7 @@ JSON-RPC client (:meth:`TgenProcess.rpc`).  Wire protocol: ``tgen/PROTOCOL.md`` 
 one JSON object per line, Unix socket)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -336,17 +337,13 @@ class TgenProcess:
         rc = None
         if self.process is not None:
             if self.process.running() and self._sock is not None:
-                try:
+                with contextlib.suppress(MeasurerError, OSError):
                     self.rpc("shutdown", _timeout=2.0)
-                except (MeasurerError, OSError):
-                    pass
             # asked to shut down: timeout_s for that, then SIGTERM (3 s), then SIGKILL
             rc = self.process.stop(timeout=3.0, grace=timeout_s)
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.close()
-            except OSError:
-                pass
             self._sock = None
         try:
             self.host.remove(self.socket_path)

@@ -10,6 +10,7 @@ This is not the DUT adapter of ``nfvperf.dut`` (that one owns the DUT life cycle
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -124,10 +125,8 @@ class TestpmdPeer:
         if self.process is None:
             return
         if self.process.running():
-            try:
+            with contextlib.suppress(OSError, ProcessError):
                 self.process.send("quit")
-            except (OSError, ProcessError):
-                pass
         # quit asked it to exit: 10 s for that, then SIGTERM (5 s), then SIGKILL
         self.process.stop(timeout=5.0, grace=10.0)
         shutil.rmtree(f"/var/run/dpdk/nfvperf-tp-{self.tag}", ignore_errors=True)

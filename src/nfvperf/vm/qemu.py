@@ -478,11 +478,9 @@ class VmVnf(DutAdapter):
         deadline = time.monotonic() + timeout
         while True:
             self.alive()
-            try:
+            with contextlib.suppress(Exception):  # not up yet
                 _qmp(self.qmp_sock, {"execute": "query-status"}, timeout=1.0)
                 return True
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.3)
