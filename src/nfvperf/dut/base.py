@@ -26,7 +26,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -117,6 +117,21 @@ def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> st
         return ""
     m = re.search(pattern, cp.stdout + cp.stderr)
     return m.group(1) if m else ""
+
+
+def host_binary(host: Any, remote: bool, given: Optional[str], field: str, build: str,
+                find_local: Callable[[], str], binary: Binary) -> str:
+    """The path of a DUT's program on ``host``: ``given`` (the suite's ``field``; DutFailure when
+    ``host`` has no such file: "give the path of ``build``"), else ``find_local()`` on this machine,
+    else the first of ``binary``'s candidates that ``host`` has (its bare name when none)."""
+    if given:
+        if not host.exists(given):
+            raise DutFailure(f"{field}: {given} does not exist on {getattr(host, 'name', 'this host')}; "
+                             f"give the path of {build}")
+        return given
+    if not remote:
+        return find_local()
+    return next((c for c in binary.candidates if host.exists(c)), binary.name)
 
 
 # ----------------------------------------------------------------------------------- adapter

@@ -22,7 +22,7 @@ import logging
 from pathlib import Path
 from typing import ClassVar, Optional
 
-from nfvperf.dut.base import TopologyView, register_dut
+from nfvperf.dut.base import TopologyView, host_binary, register_dut
 from nfvperf.dut.ovs_telemetry import OVS_OFFERS
 from nfvperf.dut.ovs_ctl import OvsError
 from nfvperf.dut.ovs_telemetry import OvsStats
@@ -33,7 +33,6 @@ from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
 from nfvperf.host import hugepages as hp
 from nfvperf.host.preflight import Needs
 from nfvperf.host.cpu import CoreRequest
-from nfvperf.trial import DutFailure
 from nfvperf.units import cores_from_mask
 
 log = logging.getLogger(__name__)
@@ -174,17 +173,8 @@ class OvsDpdk(OvsStats, VSwitch):
             raise
 
     def _vswitchd(self) -> str:
-        if self.vswitchd_bin:
-            if not self.host.exists(self.vswitchd_bin):
-                raise DutFailure(f"topology.ovs.vswitchd: {self.vswitchd_bin} does not exist on "
-                                 f"{getattr(self.host, 'name', 'this host')}; give the path of an ovs-vswitchd build")
-            return self.vswitchd_bin
-        if not self.remote:
-            return _find_vswitchd()
-        for cand in VSWITCHD.candidates:
-            if self.host.exists(cand):
-                return cand
-        return VSWITCHD.name
+        return host_binary(self.host, self.remote, self.vswitchd_bin, "topology.ovs.vswitchd",
+                           "an ovs-vswitchd build", _find_vswitchd, VSWITCHD)
 
     def _start_daemons(self) -> None:
         binary = self._vswitchd()

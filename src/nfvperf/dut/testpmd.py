@@ -31,7 +31,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
 from .base import AdapterOptions, DpdkProcessDut, DutFailure, Flow, PortRef, ProcessError, Unsupported, \
-    TopologyView, cross_connect_only, eal_port_options, register_dut
+    TopologyView, cross_connect_only, eal_port_options, host_binary, register_dut
 from .port_end import VhostFrontend
 import os
 
@@ -215,17 +215,8 @@ class _TestpmdProcess(DpdkProcessDut):
 
     def binary(self) -> str:
         """testpmd's path on the host it runs on (``testpmd.binary`` when the suite names a build)."""
-        if self.binary_path:
-            if not self.host.exists(self.binary_path):
-                raise DutFailure(f"topology.testpmd.binary: {self.binary_path} does not exist on "
-                                 f"{getattr(self.host, 'name', 'this host')}; give the path of a dpdk-testpmd build")
-            return self.binary_path
-        if not self.remote:
-            return find_testpmd()
-        for cand in TESTPMD.candidates:
-            if self.host.exists(cand):
-                return cand
-        return TESTPMD.name
+        return host_binary(self.host, self.remote, self.binary_path, "topology.testpmd.binary",
+                           "a dpdk-testpmd build", find_testpmd, TESTPMD)
 
     def argv(self) -> list[str]:
         eal = [self.binary(), "-v", "--lcores", self.lcores, "--file-prefix", self.file_prefix,
