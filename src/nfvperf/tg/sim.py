@@ -212,25 +212,17 @@ class SimMeasurer(Measurer):
         size = p.frame_size_b if size_b is None else size_b
         c = self.capacity
         if c is None:
-            val = self.model.capacity(p, size).pps
-        elif callable(c):
-            val = float(c(size))
-        elif isinstance(c, dict):
-            keys = sorted(c)
-            if size in c:
-                val = float(c[size])
-            elif size <= keys[0]:
-                val = float(c[keys[0]])
-            elif size >= keys[-1]:
-                val = float(c[keys[-1]])
-            else:
-                hi = next(k for k in keys if k > size)
-                lo = max(k for k in keys if k < size)
-                f = (size - lo) / (hi - lo)
-                val = float(c[lo]) + f * (float(c[hi]) - float(c[lo]))
-        else:
-            val = float(c)
-        return val
+            return self.model.capacity(p, size).pps
+        if callable(c):
+            return float(c(size))
+        if not isinstance(c, dict):
+            return float(c)
+        keys = sorted(c)
+        if size in c or size <= keys[0] or size >= keys[-1]:     # clamped at the ends
+            return float(c[min(max(size, keys[0]), keys[-1])])
+        hi = next(k for k in keys if k > size)
+        lo = max(k for k in keys if k < size)
+        return float(c[lo]) + (size - lo) / (hi - lo) * (float(c[hi]) - float(c[lo]))
 
     def _rng(self) -> random.Random:
         self.trials += 1
@@ -278,9 +270,8 @@ class SimMeasurer(Measurer):
             lam = self.noise_pps * math.exp(min(50.0, (load / cap - 1.0) / self.softness)) * dur
             lam = min(lam, 0.001 * sent)   # noise saturates; above C the overflow dominates
             lost += _poisson(rng, lam)
-        if self.spike_rate_per_s > 0:
-            if rng.random() < 1.0 - math.exp(-self.spike_rate_per_s * dur):
-                lost += self.spike_frames
+        if self.spike_rate_per_s > 0 and rng.random() < 1.0 - math.exp(-self.spike_rate_per_s * dur):
+            lost += self.spike_frames
         return min(sent, lost)
 
     def _latency(self, rng: random.Random, load: float, cap: float, received: int) -> Optional[LatencySummary]:
@@ -288,10 +279,7 @@ class SimMeasurer(Measurer):
             return None
         buf_ns = self.buffer_frames / cap * 1e9 if cap > 0 else 0.0
         rho = load / cap if cap > 0 else 1.0
-        if rho >= 1.0:
-            mean_q = buf_ns
-        else:
-            mean_q = min(buf_ns, self.queue_scale_ns * rho / (1.0 - rho))
+        mean_q = buf_ns if rho >= 1.0 else min(buf_ns, self.queue_scale_ns * rho / (1.0 - rho))
         n = min(received, self.latency_samples)
         samples = []
         for _ in range(n):
