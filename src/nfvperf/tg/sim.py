@@ -51,6 +51,7 @@ from typing import Any, Callable, Optional, Union
 from nfvperf import units
 from nfvperf.tg.sim_model import SimModel, SimUnit, check_overrides
 from nfvperf.tg.sim_noise import HostNoise, HostNoiseParams, HostNoiseSetting
+from nfvperf.tg.tgen_results import merge_histograms
 from nfvperf.trial import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
                              TrialResult, Unsupported)
 
@@ -316,11 +317,7 @@ class SimMeasurer(Measurer):
                     for k in lats[0].pdv_ns},
             ipdv_ns={k: (min if k == "min" else max)(l.ipdv_ns.get(k, 0.0) for l in lats)
                      for k in lats[0].ipdv_ns})
-        hist: dict[float, int] = {}
-        for l in lats:
-            for ub, c in l.histogram:
-                hist[ub] = hist.get(ub, 0) + c
-        merged.histogram = sorted(hist.items())
+        merged.histogram = merge_histograms(l.histogram for l in lats)
         if "avg" in merged.pdv_ns:
             merged.pdv_ns["avg"] = sum(l.pdv_ns["avg"] * l.count for l in lats) / n
         if "avg" in merged.ipdv_ns:
