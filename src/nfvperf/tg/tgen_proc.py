@@ -419,9 +419,7 @@ class TgenProcess:
                     raise MeasurerError(f"tgen sent a non-object: {line[:200]!r}")
                 if want_id is None or msg.get("id") == want_id:
                     return msg
-                if "id" not in msg:
-                    continue        # a notification
-                # a stale answer to an earlier, timed-out request: skip it
+                # else a notification (no id) or a stale answer to an earlier, timed-out request: skip it
 
     def _died_or(self, msg: str) -> None:
         if self.process is not None:
