@@ -93,11 +93,9 @@ class OvsCtl(DutAdapter):
         # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
         d = (Path(self.host.work_dir) / self.tag / "ovs") if self.remote \
             else self.run_dir / "ovs"
-        if len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX:
+        self._own_dir = len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX
+        if self._own_dir:
             d = Path(f"/tmp/{self.tag}-ovs")
-            self._own_dir = True
-        else:
-            self._own_dir = False
         self.dir = d
         self.vhost_dir = d               # where the VNFs' vhost-user sockets go
         self.db_sock = d / "db.sock"
@@ -128,10 +126,9 @@ class OvsCtl(DutAdapter):
     @property
     def ovs_env(self) -> dict[str, str]:
         """What OVS's processes get on top of their host's environment."""
-        e = dict(self.run.env())          # NFVPERF_TAG: `nfvperf cleanup` finds our processes
-        for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
-            e[k] = str(self.dir)
-        return e
+        # NFVPERF_TAG: `nfvperf cleanup` finds our processes
+        return {**self.run.env(), **dict.fromkeys(("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"),
+                                                  str(self.dir))}
 
     def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
         try:
@@ -193,8 +190,7 @@ class OvsCtl(DutAdapter):
     def _pmd_mask(self) -> str:
         if self.pmd_cpu_mask:
             return self.pmd_cpu_mask if self.pmd_cpu_mask.startswith("0x") else "0x" + self.pmd_cpu_mask
-        ncpu = os.cpu_count() or 1
-        return cpu_mask([ncpu - 1])
+        return cpu_mask([(os.cpu_count() or 1) - 1])
 
     def _spawn(self, key: str, argv: list[str], netns: Optional[str] = None) -> None:
         """Start one daemon (nfvperf.host.proc.Process): its console output in ``<key>.out``,
