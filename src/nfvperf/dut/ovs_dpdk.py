@@ -251,10 +251,7 @@ class OvsDpdk(OvsStats, VSwitch):
                     with contextlib.suppress(OSError):
                         self.host.remove(stale)
         if self.remote:
-            with contextlib.suppress(Exception):
-                for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
-                    self.host.remove(f)
-                self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
+            hp.remove_prefix_on(self.host, self.file_prefix)
         else:
             hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         self._release_dir()
