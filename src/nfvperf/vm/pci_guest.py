@@ -178,8 +178,7 @@ class PciGuest(ShellGuest):
                 ssh=self.ssh)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
         for sock in (self.rpc_sock, self.tty_sock):
-            with contextlib.suppress(FileNotFoundError):
-                sock.unlink()
+            sock.unlink(missing_ok=True)
             self.tracker.add("socket", str(sock), functools.partial(sock.unlink, missing_ok=True))
         super().start(wait)
 

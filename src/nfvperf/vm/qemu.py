@@ -427,10 +427,7 @@ class VmVnf(DutAdapter):
                 raise DutFailure(f"{self.vnf_name}: server=False but no vhost-user socket at "
                                  f"{', '.join(missing)}: the backend (OVS dpdkvhostuser, net_vhost "
                                  "client=0) must create it before the VM starts")
-        if self.accel_req == "auto":
-            self.accel, self.accel_reason = detect_accel()
-        else:
-            self.accel, self.accel_reason = self.accel_req, "requested"
+        self.accel, self.accel_reason = detect_accel() if self.accel_req == "auto" else (self.accel_req, "requested")
         if self.boot_timeout_s is None:
             self.boot_timeout_s = 120.0 if self.accel == "kvm" else 300.0
         if self.image is None:
@@ -443,12 +440,10 @@ class VmVnf(DutAdapter):
             if len(str(p)) > 107:
                 raise ValueError(f"socket path longer than 107 bytes: {p}")
             p.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
+            p.unlink(missing_ok=True)
             self.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         for f in (self.console_log, self.testpmd_log):
-            with contextlib.suppress(FileNotFoundError):
-                f.unlink()
+            f.unlink(missing_ok=True)
         self.proc = Process(f"qemu-{self.vnf_name}", self.argv(), self.run, self.tracker,
                             netns=self.netns)
         self._t_start = time.monotonic()
