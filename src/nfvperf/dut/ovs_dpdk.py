@@ -23,16 +23,14 @@ from pathlib import Path
 from typing import ClassVar, Optional
 
 from nfvperf.dut.base import TopologyView, host_binary, register_dut
-from nfvperf.dut.ovs_telemetry import OVS_OFFERS
 from nfvperf.dut.ovs_ctl import OvsError
-from nfvperf.dut.ovs_telemetry import OvsStats
+from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
+from nfvperf.dut.ovs_telemetry import OVS_OFFERS, OvsStats
 from nfvperf.dut.port_end import phy_end
 from nfvperf.dut.vswitch import VSwitch
-from nfvperf.host.preflight import Binary
-from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
 from nfvperf.host import hugepages as hp
-from nfvperf.host.preflight import Needs
 from nfvperf.host.cpu import CoreRequest
+from nfvperf.host.preflight import Binary, Needs
 from nfvperf.units import cores_from_mask
 
 log = logging.getLogger(__name__)

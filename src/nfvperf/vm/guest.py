@@ -38,8 +38,7 @@ from nfvperf.host.proc import CommandError
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from . import image as vm_image
-from .qemu import VmVnf, _Console
-from .qemu import qemu_version
+from .qemu import VmVnf, _Console, qemu_version
 
 SHELL_READY = "NFVPERF-SHELL"
 

@@ -51,8 +51,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.dut.testpmd import mbuf_size_for, parse_banner, parse_port_stats, testpmd_core_request, \
     testpmd_options  # the guest runs testpmd too
 
-from . import image as vm_image
-from . import sriov
+from . import image as vm_image, sriov
 
 log = logging.getLogger(__name__)
 
