@@ -350,10 +350,7 @@ class L3fwd(DpdkProcessDut):
         """The spec's port kind (what the ports' devargs and queue counts follow)."""
         if self.spec is not None:
             return str(self.spec.port_kind)
-        p = self.ports[0] if self.ports else None
-        if p is None:
-            return "af_packet"
-        return p.end.port_kind
+        return self.ports[0].end.port_kind if self.ports else "af_packet"
 
     def rx_queues(self) -> int:
         return rx_queues_per_port(self.port_kind(), self.opts.queues, self.lcores)
@@ -377,13 +374,9 @@ class L3fwd(DpdkProcessDut):
 
     def lcore_config(self) -> list[tuple[int, int, int]]:
         """l3fwd's --config: (DPDK port id, queue, lcore), queue-major, dealt round-robin."""
-        out = []
         n = len(self.ports)
         ids = self.port_ids or self.dpdk_port_ids()
-        for q in range(self.rx_queues()):
-            for i in range(n):
-                out.append((ids[i], q, (q * n + i) % self.lcores))
-        return out
+        return [(ids[i], q, (q * n + i) % self.lcores) for q in range(self.rx_queues()) for i in range(n)]
 
     def port_devargs(self, index: int, port: PortRef) -> str:
         # enough queue pairs for l3fwd's RX queues and its TX queue per lcore

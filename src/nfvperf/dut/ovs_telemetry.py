@@ -109,9 +109,8 @@ class OvsStats(OvsPmds):
     def environment(self) -> dict[str, object]:
         cfg = {}
         with contextlib.suppress(OvsError, ValueError, KeyError, IndexError):
-            raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
-            data = json.loads(raw)["data"][0][0][1]
-            cfg = {k: v for k, v in data}
+            cfg = dict(json.loads(self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch",
+                                             wait=False))["data"][0][0][1])
         return {"dut": self.name, "version": self.version(), "versions": self.versions(),
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,
