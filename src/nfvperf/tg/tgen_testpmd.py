@@ -147,17 +147,14 @@ class TestpmdPeer:
             m = re.match(r"(\d+)", block)
             if not m:
                 continue
-            port = int(m.group(1))
-            d: dict[str, int] = {}
-            for key, label in (("rx_packets", "RX-packets"), ("rx_missed", "RX-missed"),
-                               ("rx_bytes", "RX-bytes"), ("rx_errors", "RX-errors"),
-                               ("rx_nombuf", "RX-nombuf"), ("tx_packets", "TX-packets"),
-                               ("tx_errors", "TX-errors"), ("tx_bytes", "TX-bytes"),
-                               ("rx_pps", "Rx-pps"), ("tx_pps", "Tx-pps")):
-                mm = re.search(re.escape(label) + r":\s*(-?\d+)", block)
-                if mm:
-                    d[key] = int(mm.group(1))
-            res[port] = d
+            res[int(m.group(1))] = {
+                key: int(mm.group(1))
+                for key, label in (("rx_packets", "RX-packets"), ("rx_missed", "RX-missed"),
+                                   ("rx_bytes", "RX-bytes"), ("rx_errors", "RX-errors"),
+                                   ("rx_nombuf", "RX-nombuf"), ("tx_packets", "TX-packets"),
+                                   ("tx_errors", "TX-errors"), ("tx_bytes", "TX-bytes"),
+                                   ("rx_pps", "Rx-pps"), ("tx_pps", "Tx-pps"))
+                if (mm := re.search(re.escape(label) + r":\s*(-?\d+)", block))}
         if not res:
             raise TestpmdError(f"could not parse port stats: {out[-500:]}")
         return res
