@@ -186,13 +186,11 @@ class _TestpmdProcess(DpdkProcessDut):
         plan = options.get("plan")
         if lcores is None and tp is not None and tp.lcores:
             lcores = tp.lcores
-        if lcores is None:
-            if plan is not None:
-                lcores = plan.dpdk_lcores(self.role if self.role in plan.roles else "dut")
-            elif self.cpus:
-                lcores = "0@%d,1@%d" % (self.cpus[0], self.cpus[0])
-            else:
-                lcores = "0@0,1@0"
+        if lcores is None and plan is not None:
+            lcores = plan.dpdk_lcores(self.role if self.role in plan.roles else "dut")
+        elif lcores is None:            # main and forwarding lcore on the first CPU given (or 0)
+            cpu = self.cpus[0] if self.cpus else 0
+            lcores = f"0@{cpu},1@{cpu}"
         self.lcores = lcores
         if memory not in ("hugepages", "in-memory", "no-huge"):
             raise ValueError(f"memory must be hugepages | in-memory | no-huge, not {memory!r}")
