@@ -95,10 +95,7 @@ class Flow:
 
 def cross_connect(n_ports: int) -> list[Flow]:
     """0<->1, 2<->3, ...: the default PHY-PHY programming."""
-    flows = []
-    for i in range(0, n_ports - 1, 2):
-        flows += [Flow(i, i + 1), Flow(i + 1, i)]
-    return flows
+    return [f for i in range(0, n_ports - 1, 2) for f in (Flow(i, i + 1), Flow(i + 1, i))]
 
 
 def cross_connect_only(flows: Optional[Sequence[Flow]], n_ports: int, what: str) -> None:

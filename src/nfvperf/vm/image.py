@@ -582,9 +582,7 @@ def newest_cached(cache_dir: Optional[Path] = None) -> Optional[ImageInfo]:
     cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
     if not cache_dir.is_dir():
         return None
-    imgs = sorted((d for d in cache_dir.iterdir() if (d / "manifest.json").exists()),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
-    for d in imgs:
+    for d in _images(cache_dir):
         try:
             return _load_info(d)
         except (OSError, ValueError, KeyError):
@@ -592,13 +590,16 @@ def newest_cached(cache_dir: Optional[Path] = None) -> Optional[ImageInfo]:
     return None
 
 
+def _images(cache_dir: Path) -> List[Path]:
+    """The image directories in the cache (those with a manifest), newest first."""
+    return sorted((d for d in cache_dir.iterdir() if (d / "manifest.json").exists()),
+                  key=lambda d: d.stat().st_mtime, reverse=True)
+
+
 def _prune(cache_dir: Path, keep: Path, keep_debs: set, deb_dir: Optional[Path],
            keep_images: int = 3) -> None:
     """Drop all but the newest few images, and .debs no current image uses."""
-    imgs = sorted((d for d in cache_dir.iterdir()
-                   if d.is_dir() and (d / "manifest.json").exists() and d != keep),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
-    for d in imgs[keep_images - 1:]:
+    for d in [d for d in _images(cache_dir) if d != keep][keep_images - 1:]:
         shutil.rmtree(d, ignore_errors=True)
     if deb_dir is not None and deb_dir.is_dir():
         for f in deb_dir.glob("*.deb"):
