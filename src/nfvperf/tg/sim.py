@@ -230,9 +230,7 @@ class SimMeasurer(Measurer):
         return random.Random(self.seed * 1_000_003 + self.trials)
 
     def _directions(self) -> list[tuple[str, int, int]]:
-        if self.profile.bidirectional:
-            return [("p0->p1", 0, 1), ("p1->p0", 1, 0)]
-        return [("p0->p1", 0, 1)]
+        return [("p0->p1", 0, 1)] + ([("p1->p0", 1, 0)] if self.profile.bidirectional else [])
 
     def _account(self, duration_s: float) -> None:
         p = self.profile

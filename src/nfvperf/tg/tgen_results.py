@@ -127,8 +127,7 @@ def merge_latency(summaries: Iterable[Optional[LatencySummary]]) -> Optional[Lat
     if not ls:
         return None
     count = sum(s.count for s in ls)
-    mn = min(s.min_ns for s in ls)
-    mx = max(s.max_ns for s in ls)
+    mn, mx = min(s.min_ns for s in ls), max(s.max_ns for s in ls)
     avg = sum(s.avg_ns * s.count for s in ls) / count
     hist = merge_histograms(s.histogram for s in ls)
     if len(ls) == 1 and ls[0].percentiles_ns:
