@@ -126,11 +126,10 @@ def check_routes(mode: str, ports: int, flows: int) -> Optional[str]:
                     f"would need {n:,} entries ({flows:,} flows x {ports} directions), more than the "
                     f"{EM_MAX_ENTRIES:,} nfvperf fills of its {EM_HASH_ENTRIES:,}-entry hash; lower "
                     f"traffic.flows_per_port to {most:,} or use topology.l3fwd.mode: lpm")
-    elif mode == "lpm":
-        if ports > LPM_MAX_RULES:
-            return f"topology.ports: l3fwd's LPM table holds {LPM_MAX_RULES} routes"
-    else:
+    elif mode != "lpm":
         return f"topology.l3fwd.mode: lpm or em, not {mode!r}"
+    elif ports > LPM_MAX_RULES:
+        return f"topology.ports: l3fwd's LPM table holds {LPM_MAX_RULES} routes"
     return None
 
 

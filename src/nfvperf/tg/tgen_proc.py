@@ -185,10 +185,7 @@ class TgenProcess:
     def eal_args(self) -> list[str]:
         args = ["--lcores", self.lcores, "--file-prefix", self.file_prefix,
                 "--log-level", "lib.eal:warning"]
-        if self.hugepages:
-            args.append("--in-memory")
-        else:
-            args += ["--no-huge", "-m", str(self.mem_mb)]
+        args += ["--in-memory"] if self.hugepages else ["--no-huge", "-m", str(self.mem_mb)]
         args += no_pci_option(p.is_pci for p in self.ports)
         for p in self.ports:
             args += p.eal_args()

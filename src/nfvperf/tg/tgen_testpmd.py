@@ -71,10 +71,7 @@ class TestpmdPeer:
         # its prompt
         eal = [self.binary, "--lcores", self.lcores, "--file-prefix", f"nfvperf-tp-{self.tag}",
                "--no-pci", "--log-level", "lib.eal:warning"]
-        if self.hugepages:
-            eal += ["--in-memory"]
-        else:
-            eal += ["--no-huge", "-m", str(self.mem_mb)]
+        eal += ["--in-memory"] if self.hugepages else ["--no-huge", "-m", str(self.mem_mb)]
         for v in self.vdevs:
             eal += ["--vdev", v]
         app = ["--", "-i", f"--forward-mode={self.forward_mode}"]
