@@ -80,10 +80,8 @@ class OvsStats(OvsPmds):
 
     def counters(self) -> dict[str, object]:
         """Port counters of every bridge and the PMD statistics, for the record beside a result."""
-        ports: dict[str, dict[str, int]] = {}
-        for br in self.bridges:
-            for name, st in self.dump_ports(br).items():
-                ports[name if name != "LOCAL" else br] = st
+        ports = {(name if name != "LOCAL" else br): st
+                 for br in self.bridges for name, st in self.dump_ports(br).items()}
         return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
 
     def telemetry(self) -> dict[str, object]:

@@ -331,10 +331,9 @@ class VmVnf(DutAdapter):
         return max(64, (self.hugepage_mb - 320) // 2)
 
     def kernel_cmdline(self) -> str:
-        nb = self.vcpus - 1
         args = ["console=ttyS0", "panic=-1", "quiet", "mitigations=off",
                 f"hugepages={self.guest_hugepages()}", f"nfvperf.fwd={self.forward_mode}",
-                f"nfvperf.nbcores={nb}", f"nfvperf.queues={self.queues}",
+                f"nfvperf.nbcores={self.vcpus - 1}", f"nfvperf.queues={self.queues}",
                 f"nfvperf.rxd={self.rxd}", f"nfvperf.txd={self.txd}", f"nfvperf.mbufs={self.mbufs}"]
         if self.vf_pci:
             args += ["intel_iommu=on", "iommu=pt"]     # the guest's vfio-pci binds the VFs
