@@ -50,12 +50,8 @@ def flow_slices(flows: int, n: int) -> list[tuple[int, int]]:
     flows, n = int(flows), max(1, int(n))
     n = min(n, max(1, flows))
     base, extra = divmod(flows, n)
-    out, lo = [], 0
-    for i in range(n):
-        k = base + (1 if i < extra else 0)
-        out.append((lo, k))
-        lo += k
-    return out
+    # the first ``extra`` slices take one flow more
+    return [(i * base + min(i, extra), base + (1 if i < extra else 0)) for i in range(n)]
 
 
 def _shift_ip(addr: str, k: int) -> str:
