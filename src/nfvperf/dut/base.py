@@ -26,7 +26,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,6 +41,9 @@ from nfvperf.trial import DutFailure, Unsupported
 
 from .port_end import AfPacketIf, AfXdpIf, KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
 from nfvperf import dut as _pkg
+
+if TYPE_CHECKING:
+    from nfvperf.host.base import Host
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +119,7 @@ def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> st
     return m.group(1) if m else ""
 
 
-def host_binary(host: Any, remote: bool, given: Optional[str], field: str, build: str,
+def host_binary(host: Host, remote: bool, given: Optional[str], field: str, build: str,
                 find_local: Callable[[], str], binary: Binary) -> str:
     """The path of a DUT's program on ``host``: ``given`` (the suite's ``field``; DutFailure when
     ``host`` has no such file: "give the path of ``build``"), else ``find_local()`` on this machine,
