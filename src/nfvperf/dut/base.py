@@ -26,13 +26,13 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from nfvperf.host.cpu import CoreRequest, PinningPlan
-from nfvperf.host.hugepages import no_pci_option
-from nfvperf.host.proc import Process, ProcessError  # noqa: F401 (re-exported)
+from nfvperf.host import hugepages as hp
+from nfvperf.host.proc import LOCAL, Process, ProcessError  # noqa: F401 (re-exported)
 from nfvperf.host.preflight import Binary, Needs
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
@@ -41,6 +41,9 @@ from nfvperf.trial import DutFailure, Unsupported
 
 from .port_end import AfPacketIf, AfXdpIf, KernelIf, MemifEnd, PciNic, PortEnd, VhostBackend, VhostFrontend
 from nfvperf import dut as _pkg
+
+if TYPE_CHECKING:
+    from nfvperf.host.base import Host
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +83,7 @@ def eal_port_options(ports: Sequence[PortRef]) -> list[str]:
     """The EAL options the ports' ends need together (``--single-file-segments`` for vhost-user
     memory sharing, ``--no-pci`` when no end is a PCI device)."""
     out = ["--single-file-segments"] if any(p.end.shares_memory for p in ports) else []
-    return out + no_pci_option(p.end.pci_device for p in ports)
+    return out + hp.no_pci_option(p.end.pci_device for p in ports)
 
 
 @dataclass
@@ -95,10 +98,7 @@ class Flow:
 
 def cross_connect(n_ports: int) -> list[Flow]:
     """0<->1, 2<->3, ...: the default PHY-PHY programming."""
-    flows = []
-    for i in range(0, n_ports - 1, 2):
-        flows += [Flow(i, i + 1), Flow(i + 1, i)]
-    return flows
+    return [f for i in range(0, n_ports - 1, 2) for f in (Flow(i, i + 1), Flow(i + 1, i))]
 
 
 def cross_connect_only(flows: Optional[Sequence[Flow]], n_ports: int, what: str) -> None:
@@ -117,6 +117,21 @@ def run_version(argv: Sequence[str], pattern: str = r"(\d+\.\d+[\w.\-]*)") -> st
         return ""
     m = re.search(pattern, cp.stdout + cp.stderr)
     return m.group(1) if m else ""
+
+
+def host_binary(host: Host, remote: bool, given: Optional[str], field: str, build: str,
+                find_local: Callable[[], str], binary: Binary) -> str:
+    """The path of a DUT's program on ``host``: ``given`` (the suite's ``field``; DutFailure when
+    ``host`` has no such file: "give the path of ``build``"), else ``find_local()`` on this machine,
+    else the first of ``binary``'s candidates that ``host`` has (its bare name when none)."""
+    if given:
+        if not host.exists(given):
+            raise DutFailure(f"{field}: {given} does not exist on {getattr(host, 'name', 'this host')}; "
+                             f"give the path of {build}")
+        return given
+    if not remote:
+        return find_local()
+    return next((c for c in binary.candidates if host.exists(c)), binary.name)
 
 
 # ----------------------------------------------------------------------------------- adapter
@@ -448,6 +463,60 @@ class SnapshotCounters:
         self._baseline = {i: dict(s) for i, s in self.raw_port_stats().items()}
 
 
+class DpdkProcessDut(SnapshotCounters, DutAdapter):
+    """A DPDK application as one interactive process (testpmd, l3fwd), on this machine or on a
+    testbed's DUT host (``host=``: over SSH, or in a QEMU guest of the testbed): its process,
+    console and counters through that host, its hugepage files and DPDK runtime directory
+    (EAL ``--file-prefix``) removed there after it exits."""
+
+    role = "dut"
+    #: ethdev counters of its ports, with missed and no-mbuf drops
+    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers | {"rx_missed", "rx_nombuf"}
+    tracker: ResourceTracker        # required here (the base class allows None)
+    proc_name: str
+    netns: Optional[str]
+
+    def __init__(self, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
+                 **options: object):
+        super().__init__(run, tracker, cpus, **options)
+        # where it runs (nfvperf.host.proc.LOCAL, or a testbed's DUT host: its sockets, files and
+        # hugepage files are on that host, reached through self.host)
+        self.host: Any = options.get("host") or LOCAL
+        self.remote = bool(getattr(self.host, "remote", False))
+        self.file_prefix = run.file_prefix(self.role)
+        self.proc: Optional[Process] = None
+        self.port_macs: list[str] = []
+        self.rte_version = ""
+        self._baseline: dict[int, dict[str, int]] = {}   # counters at the last clear_counters()
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def _spawn(self) -> Process:
+        """Start the process of :meth:`argv`, registered with the tracker."""
+        self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
+                            interactive=True, host=self.host)
+        # registered before the process so it runs after the process is gone (LIFO)
+        self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
+        self.proc.start()
+        self.tracker.add("dut", self.proc_name, self.stop)
+        return self.proc
+
+    def _remove_files(self) -> None:
+        if self.remote:
+            hp.remove_prefix_on(self.host, self.file_prefix)
+        else:
+            hp.remove_leftovers(self.file_prefix)
+
+    def alive(self) -> None:
+        if self.proc is None:
+            raise DutFailure(f"{self.proc_name} was never started")
+        self.proc.check()
+
+    def version(self) -> str:
+        return self.rte_version
+
+
 # ---------------------------------------------------------------------------------- registry
 DUT_REGISTRY: dict[str, type[DutAdapter]] = {}
 
@@ -474,10 +543,4 @@ def dut_class(name: str) -> type[DutAdapter]:
 
 def create_dut(name: str, run: RunContext, tracker: ResourceTracker, cpus: Sequence[int] = (),
                **options: object) -> DutAdapter:
-    if name not in DUT_REGISTRY:
-        _pkg.load_adapters()
-    try:
-        cls = DUT_REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown DUT {name!r}; known: {sorted(DUT_REGISTRY)}") from None
-    return cls(run, tracker, cpus=cpus, **options)
+    return dut_class(name)(run, tracker, cpus=cpus, **options)

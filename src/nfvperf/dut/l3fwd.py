@@ -34,21 +34,19 @@ import os
 import re
 import signal
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional, Protocol, Sequence
+from typing import Any, Literal, Optional, Protocol, Sequence
 
 from pydantic import Field, model_validator
 
-from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import CoreRequest, CoreRequestError, format_cpulist, parse_cpulist
 from nfvperf.host.dpdk_telemetry import DpdkTelemetry, HostTelemetry, TelemetryError, ethdev_counters, \
     socket_path
-from nfvperf.host.proc import LOCAL
 from nfvperf.host.preflight import Needs, check_tool
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
-from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, TopologyView, cross_connect_only, eal_port_options, register_dut
+from .base import AdapterOptions, DpdkProcessDut, DutFailure, Flow, PortRef, ProcessError, Unsupported, \
+    TopologyView, cross_connect_only, eal_port_options, register_dut
 from .port_end import phy_end
 from .l3fwd_routes import AddressPlan, check_routes, em_rules, lpm_rules
 
@@ -213,13 +211,11 @@ def problems(spec: PathView, opts: L3fwdSpec, flows: int, lcores: Optional[int] 
 
 
 @register_dut("l3fwd")
-class L3fwd(SnapshotCounters, DutAdapter):
-    """DPDK's l3fwd routing between the emulated (or real) PHY ports of p2p."""
+class L3fwd(DpdkProcessDut):
+    """DPDK's l3fwd routing between the emulated (or real) PHY ports of p2p; its counters come
+    from DPDK telemetry (``/ethdev/stats``)."""
 
     name = "l3fwd"
-    #: ethdev counters of its ports (DPDK telemetry ``/ethdev/stats``), with missed and no-mbuf drops
-    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers | {"rx_missed", "rx_nombuf"}
-    role = "dut"
     options_key = "l3fwd"
     options_model = L3fwdSpec
     #: veth (af_packet/af_xdp vdevs in the DUT namespace), vhost-user (net_vhost as client of the
@@ -227,7 +223,6 @@ class L3fwd(SnapshotCounters, DutAdapter):
     port_kinds = ("af_packet", "af_xdp", "vhost", "memif", "pci")
     #: runs on a testbed's DUT host (``host=``: over SSH, or in a QEMU guest of the testbed)
     runs_remote = True
-    tracker: ResourceTracker        # required here (the base class allows None)
 
     # -- what the class declares ---------------------------------------------------------------
     @classmethod
@@ -338,22 +333,13 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.flows = int(self.opts.flows or 1)
         self.ip_version = int(self.opts.ip_version or 4)
         self.proc_name = f"l3fwd-{self.role}"
-        self.file_prefix = run.file_prefix(self.role)
         self.start_timeout_s = start_timeout_s
-        self.proc: Optional[Process] = None
         self._launched = False                  # launch() done, await_ready() not yet
         self._launch_out = ""                   # its console output up to the link check
         self.dpdk_telemetry: Optional[DpdkTelemetry] = None
-        # where it runs (LOCAL, or a testbed's DUT host: its rule files, telemetry socket and
-        # hugepage files are on that host, reached through self.host)
-        self.host: Any = options.get("host") or LOCAL
-        self.remote = bool(getattr(self.host, "remote", False))
         self.port_ids: list[int] = []           # DPDK port id of each add_port index
-        self.port_macs: list[str] = []
-        self.rule_files: dict[str, Any] = {}
-        self.rte_version = ""
+        self.rule_files: dict[str, Any] = {}    # on self.host too when it runs there
         self.offload_notes: list[str] = []
-        self._baseline: dict[int, dict[str, int]] = {}
 
     # -- layout --------------------------------------------------------------------------------
     @property
@@ -364,10 +350,7 @@ class L3fwd(SnapshotCounters, DutAdapter):
         """The spec's port kind (what the ports' devargs and queue counts follow)."""
         if self.spec is not None:
             return str(self.spec.port_kind)
-        p = self.ports[0] if self.ports else None
-        if p is None:
-            return "af_packet"
-        return p.end.port_kind
+        return self.ports[0].end.port_kind if self.ports else "af_packet"
 
     def rx_queues(self) -> int:
         return rx_queues_per_port(self.port_kind(), self.opts.queues, self.lcores)
@@ -391,13 +374,9 @@ class L3fwd(SnapshotCounters, DutAdapter):
 
     def lcore_config(self) -> list[tuple[int, int, int]]:
         """l3fwd's --config: (DPDK port id, queue, lcore), queue-major, dealt round-robin."""
-        out = []
         n = len(self.ports)
         ids = self.port_ids or self.dpdk_port_ids()
-        for q in range(self.rx_queues()):
-            for i in range(n):
-                out.append((ids[i], q, (q * n + i) % self.lcores))
-        return out
+        return [(ids[i], q, (q * n + i) % self.lcores) for q in range(self.rx_queues()) for i in range(n)]
 
     def port_devargs(self, index: int, port: PortRef) -> str:
         # enough queue pairs for l3fwd's RX queues and its TX queue per lcore
@@ -510,15 +489,10 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self.check()
         self.port_ids = self.dpdk_port_ids()
         self.rule_files = self.write_rules()
-        self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
-                            interactive=True, host=self.host)
-        # registered before the process so it runs after the process is gone (LIFO)
-        self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
-        self.proc.start()
-        self.tracker.add("dut", self.proc_name, self.stop)
+        proc = self._spawn()
         entries = sum(int(f["rules"]) for f in self.rule_files.values())
         try:
-            self._launch_out = self.proc.expect(f"{LINK_CHECK}|{READY}",
+            self._launch_out = proc.expect(f"{LINK_CHECK}|{READY}",
                                                 self.start_timeout_s + entries / 20_000)
         except ProcessError as e:
             raise DutFailure(str(e)) from None
@@ -598,11 +572,6 @@ class L3fwd(SnapshotCounters, DutAdapter):
             raise DutFailure(f"{self.proc_name}: counters: {e}") from None
         return out
 
-    def alive(self) -> None:
-        if self.proc is None:
-            raise DutFailure(f"{self.proc_name} was never started")
-        self.proc.check()
-
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -617,17 +586,12 @@ class L3fwd(SnapshotCounters, DutAdapter):
         self._launched = False
 
     def _remove_files(self) -> None:
-        if not self.remote:
-            hp.remove_leftovers(self.file_prefix)
-            return
-        hp.remove_prefix_on(self.host, self.file_prefix)
-        with contextlib.suppress(Exception):          # the host may be gone
-            for f in self.rule_files.values():
-                if f.get("host_path"):
-                    self.host.remove(f["host_path"])
-
-    def version(self) -> str:
-        return self.rte_version
+        super()._remove_files()
+        if self.remote:
+            with contextlib.suppress(Exception):          # the host may be gone
+                for f in self.rule_files.values():
+                    if f.get("host_path"):
+                        self.host.remove(f["host_path"])
 
     def environment(self) -> dict[str, Any]:
         env = super().environment()

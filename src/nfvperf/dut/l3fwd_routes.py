@@ -111,11 +111,6 @@ class AddressPlan:
                 "vary": ["src_ip", "dst_ip"]}
 
 
-def em_entries(ports: int, flows: int) -> int:
-    """Exact-match entries of the test's IP version: every flow of every direction."""
-    return ports * flows
-
-
 def check_routes(mode: str, ports: int, flows: int) -> Optional[str]:
     """Why ``mode``'s route table cannot hold ``flows`` flows per direction on ``ports`` ports
     (None if it can); the message names the field and the fix."""
@@ -124,32 +119,25 @@ def check_routes(mode: str, ports: int, flows: int) -> Optional[str]:
     except RouteError as e:
         return str(e)
     if mode == "em":
-        n = em_entries(ports, flows)
+        n = ports * flows           # exact-match entries of the test's IP version: every flow of every direction
         if n > EM_MAX_ENTRIES:
             most = EM_MAX_ENTRIES // ports
             return (f"traffic.flows_per_port: l3fwd's exact-match table (topology.l3fwd.mode: em) "
                     f"would need {n:,} entries ({flows:,} flows x {ports} directions), more than the "
                     f"{EM_MAX_ENTRIES:,} nfvperf fills of its {EM_HASH_ENTRIES:,}-entry hash; lower "
                     f"traffic.flows_per_port to {most:,} or use topology.l3fwd.mode: lpm")
-    elif mode == "lpm":
-        if ports > LPM_MAX_RULES:
-            return f"topology.ports: l3fwd's LPM table holds {LPM_MAX_RULES} routes"
-    else:
+    elif mode != "lpm":
         return f"topology.l3fwd.mode: lpm or em, not {mode!r}"
+    elif ports > LPM_MAX_RULES:
+        return f"topology.ports: l3fwd's LPM table holds {LPM_MAX_RULES} routes"
     return None
 
 
 # ---------------------------------------------------------------------------------- rule files
 def lpm_rules(plan: AddressPlan) -> tuple[list[str], list[str]]:
     """``--rule_ipv4`` and ``--rule_ipv6`` lines of the LPM table: ``R<prefix>/<len> <port>``."""
-    v4 = [f"R{plan.v4_network(p)} {p}" for p in range(plan.ports)]
-    v6 = [f"R{plan.v6_network(p)} {p}" for p in range(plan.ports)]
-    return v4, v6
-
-
-def _em_line(src: str, dst: str, out_port: int) -> str:
-    # l3fwd's EM rule: R<dst> <src> <dst port> <src port> <proto> <out port>
-    return f"R{dst} {src} {UDP_DST_PORT} {UDP_SRC_PORT} {PROTO_UDP:#x} {out_port}"
+    return [f"R{plan.v4_network(p)} {p}" for p in range(plan.ports)], \
+        [f"R{plan.v6_network(p)} {p}" for p in range(plan.ports)]
 
 
 def em_rule_lines(plan: AddressPlan, ip_version: int, flows: Optional[int] = None
@@ -163,12 +151,12 @@ def em_rule_lines(plan: AddressPlan, ip_version: int, flows: Optional[int] = Non
         s0, d0 = int(net_s.network_address) + 1, int(net_d.network_address) + 1
         addr = ipaddress.IPv4Address if ip_version == 4 else ipaddress.IPv6Address
         for k in range(n):
-            yield _em_line(str(addr(s0 + k)), str(addr(d0 + k)), rx)
+            # l3fwd's EM rule: R<dst> <src> <dst port> <src port> <proto> <out port>
+            yield f"R{addr(d0 + k)} {addr(s0 + k)} {UDP_DST_PORT} {UDP_SRC_PORT} {PROTO_UDP:#x} {rx}"
 
 
 def em_rules(plan: AddressPlan, ip_version: int) -> tuple[Iterator[str], Iterator[str]]:
     """``--rule_ipv4`` and ``--rule_ipv6`` lines of the exact-match table: every flow of the
     test's IP version, flow 0 of each direction of the other."""
-    v4 = em_rule_lines(plan, 4, None if ip_version == 4 else 1)
-    v6 = em_rule_lines(plan, 6, None if ip_version == 6 else 1)
-    return v4, v6
+    return em_rule_lines(plan, 4, None if ip_version == 4 else 1), \
+        em_rule_lines(plan, 6, None if ip_version == 6 else 1)

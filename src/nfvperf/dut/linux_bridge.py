@@ -102,8 +102,7 @@ class LinuxBridge(DutAdapter, VSwitch):
 
     def _attach_port(self, port: PortRef) -> None:
         self._check_port(port)
-        br = self.bridges[-1]
-        self._enslave(port, br)
+        self._enslave(port, self.bridges[-1])
 
     def _enslave(self, port: PortRef, br: str) -> None:
         with N.ipr(self.netns) as h:
@@ -156,9 +155,7 @@ class LinuxBridge(DutAdapter, VSwitch):
 
     def counters(self) -> dict[str, object]:
         self.alive()
-        ports = {}
-        for p in self.ports:
-            ports[p.name] = N.link_stats(self._ifname(p), self.netns)
+        ports = {p.name: N.link_stats(self._ifname(p), self.netns) for p in self.ports}
         bridges = {br: N.link_stats(br, self.netns) for br in self.bridges}
         tot = {k: sum(s[k] for s in ports.values()) for k in ("rx_packets", "tx_packets",
                                                               "rx_dropped", "tx_dropped")}

@@ -3,6 +3,7 @@
 the base of the mixins that make :class:`nfvperf.dut.ovs_dpdk.OvsDpdk`."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -92,11 +93,9 @@ class OvsCtl(DutAdapter):
         # Unix socket paths are limited to 108 bytes; fall back to a short tagged directory.
         d = (Path(self.host.work_dir) / self.tag / "ovs") if self.remote \
             else self.run_dir / "ovs"
-        if len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX:
+        self._own_dir = len(str(d / "ovs-vswitchd.00000.ctl")) + 20 > _UNIX_PATH_MAX
+        if self._own_dir:
             d = Path(f"/tmp/{self.tag}-ovs")
-            self._own_dir = True
-        else:
-            self._own_dir = False
         self.dir = d
         self.vhost_dir = d               # where the VNFs' vhost-user sockets go
         self.db_sock = d / "db.sock"
@@ -127,10 +126,9 @@ class OvsCtl(DutAdapter):
     @property
     def ovs_env(self) -> dict[str, str]:
         """What OVS's processes get on top of their host's environment."""
-        e = dict(self.run.env())          # NFVPERF_TAG: `nfvperf cleanup` finds our processes
-        for k in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"):
-            e[k] = str(self.dir)
-        return e
+        # NFVPERF_TAG: `nfvperf cleanup` finds our processes
+        return {**self.run.env(), **dict.fromkeys(("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"),
+                                                  str(self.dir))}
 
     def _run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> str:
         try:
@@ -192,8 +190,7 @@ class OvsCtl(DutAdapter):
     def _pmd_mask(self) -> str:
         if self.pmd_cpu_mask:
             return self.pmd_cpu_mask if self.pmd_cpu_mask.startswith("0x") else "0x" + self.pmd_cpu_mask
-        ncpu = os.cpu_count() or 1
-        return cpu_mask([ncpu - 1])
+        return cpu_mask([(os.cpu_count() or 1) - 1])
 
     def _spawn(self, key: str, argv: list[str], netns: Optional[str] = None) -> None:
         """Start one daemon (nfvperf.host.proc.Process): its console output in ``<key>.out``,
@@ -218,13 +215,11 @@ class OvsCtl(DutAdapter):
     def log_tail(self, what: str = "ovs-vswitchd", lines: int = 8) -> str:
         text = ""
         for f in (self.dir / f"{what}.log", self.dir / f"{what}.out"):
-            try:
+            with contextlib.suppress(Exception):  # a log is best effort (the host may be gone)
                 if self.remote and f.suffix == ".out":
                     text += self.run.path(f.name).read_text(errors="replace")
                 else:
                     text += self.host.read_text(f)
-            except Exception:  # noqa: BLE001 - a log is best effort (the host may be gone)
-                pass
         return " | ".join(text.strip().splitlines()[-lines:])
 
     def enable_tso(self) -> None:

@@ -22,18 +22,15 @@ import logging
 from pathlib import Path
 from typing import ClassVar, Optional
 
-from nfvperf.dut.base import TopologyView, register_dut
-from nfvperf.dut.ovs_telemetry import OVS_OFFERS
+from nfvperf.dut.base import TopologyView, host_binary, register_dut
 from nfvperf.dut.ovs_ctl import OvsError
-from nfvperf.dut.ovs_telemetry import OvsStats
+from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
+from nfvperf.dut.ovs_telemetry import OVS_OFFERS, OvsStats
 from nfvperf.dut.port_end import phy_end
 from nfvperf.dut.vswitch import VSwitch
-from nfvperf.host.preflight import Binary
-from nfvperf.dut.ovs_spec import OvsSpec, pmd_mask_check, socket_mem_check
 from nfvperf.host import hugepages as hp
-from nfvperf.host.preflight import Needs
 from nfvperf.host.cpu import CoreRequest
-from nfvperf.trial import DutFailure
+from nfvperf.host.preflight import Binary, Needs
 from nfvperf.units import cores_from_mask
 
 log = logging.getLogger(__name__)
@@ -174,17 +171,8 @@ class OvsDpdk(OvsStats, VSwitch):
             raise
 
     def _vswitchd(self) -> str:
-        if self.vswitchd_bin:
-            if not self.host.exists(self.vswitchd_bin):
-                raise DutFailure(f"topology.ovs.vswitchd: {self.vswitchd_bin} does not exist on "
-                                 f"{getattr(self.host, 'name', 'this host')}; give the path of an ovs-vswitchd build")
-            return self.vswitchd_bin
-        if not self.remote:
-            return _find_vswitchd()
-        for cand in VSWITCHD.candidates:
-            if self.host.exists(cand):
-                return cand
-        return VSWITCHD.name
+        return host_binary(self.host, self.remote, self.vswitchd_bin, "topology.ovs.vswitchd",
+                           "an ovs-vswitchd build", _find_vswitchd, VSWITCHD)
 
     def _start_daemons(self) -> None:
         binary = self._vswitchd()
@@ -244,11 +232,9 @@ class OvsDpdk(OvsStats, VSwitch):
             return
         vsd = self._procs.get("ovs-vswitchd")
         if vsd is not None and vsd.running():
-            try:
+            with contextlib.suppress(Exception):  # stopping goes on (the host may be gone)
                 self.host.run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "exit", "--cleanup"],
                               env=self.ovs_env, timeout=8, check=False)
-            except Exception:  # noqa: BLE001 - stopping goes on (the host may be gone)
-                pass
         # ovs-vswitchd was asked to exit: a grace for that, then SIGTERM, then SIGKILL
         for key, grace in (("ovs-vswitchd", 5.0), ("ovsdb-server", 0.0)):
             p = self._procs.get(key)
@@ -263,10 +249,7 @@ class OvsDpdk(OvsStats, VSwitch):
                     with contextlib.suppress(OSError):
                         self.host.remove(stale)
         if self.remote:
-            with contextlib.suppress(Exception):
-                for f in self.host.glob("/dev/hugepages", f"{self.file_prefix}*"):
-                    self.host.remove(f)
-                self.host.rmtree(f"/var/run/dpdk/{self.file_prefix}")
+            hp.remove_prefix_on(self.host, self.file_prefix)
         else:
             hp.remove_leftovers(self.file_prefix)     # hugepage files and /var/run/dpdk/<prefix>
         self._release_dir()

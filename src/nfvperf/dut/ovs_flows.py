@@ -69,8 +69,7 @@ class OvsFlows(OvsPorts):
             parts.append("ip")
         elif not match:
             parts.append("dl_type=0x800")
-        for k, v in match.items():
-            parts.append(f"{self._MATCH_KEYS.get(k, k)}={v}")
+        parts += [f"{self._MATCH_KEYS.get(k, k)}={v}" for k, v in match.items()]
         parts.append(f"idle_timeout=0,actions=output:{self.ofport(f.out_port)}")
         return ",".join(parts)
 
@@ -88,11 +87,8 @@ class OvsFlows(OvsPorts):
         # testbed guest's shell runs on a serial port)
         out = self.ofctl("dump-ports", bridge, "--no-names")
         by_of = {p.ofport: p.name for p in self.ovs_ports.values() if p.bridge == bridge}
-        res: dict[str, dict[str, int]] = {}
-        for of, stats in parse_dump_ports(out).items():
-            name = "LOCAL" if of == "LOCAL" else by_of.get(int(of), f"ofport{of}")
-            res[name] = stats
-        return res
+        return {"LOCAL" if of == "LOCAL" else by_of.get(int(of), f"ofport{of}"): stats
+                for of, stats in parse_dump_ports(out).items()}
 
 
 _KV = re.compile(r"(\w+)=([^,\s]+)")
@@ -111,10 +107,7 @@ def parse_dump_flows(text: str) -> list[dict[str, object]]:
             k, _, v = part.partition("=")
             if k in ("cookie", "duration", "table", "n_packets", "n_bytes", "idle_age", "hard_age",
                      "idle_timeout", "hard_timeout", "priority", "reset_counts"):
-                if k in ("n_packets", "n_bytes", "table", "priority", "idle_timeout"):
-                    d[k] = int(v)
-                else:
-                    d[k] = v
+                d[k] = int(v) if k in ("n_packets", "n_bytes", "table", "priority", "idle_timeout") else v
             else:
                 match_parts.append(part)
         d["match"] = ",".join(match_parts)

@@ -126,9 +126,7 @@ class OvsPmds(OvsFlows):
         gone = [k for k in self.IN_PLACE_CONFIG if k in before and k not in after]
         if not put and not gone:
             return {}
-        cmds: list[list[str]] = []
-        if put:
-            cmds.append(["set", "Open_vSwitch", ".", *[f'other_config:{k}="{v}"' for k, v in put.items()]])
+        cmds = [["set", "Open_vSwitch", ".", *[f'other_config:{k}="{v}"' for k, v in put.items()]]] if put else []
         cmds += [["remove", "Open_vSwitch", ".", "other_config", k] for k in gone]
         args: list[str] = []
         for c in cmds:

@@ -88,16 +88,11 @@ class OvsPorts(OvsCtl):
             kind, kw = self._portref_iface(port, index)
             opts = self._iface_options(kind, kw.get("devargs"), kw.get("sock"), None)
             args += self._iface_args(port.name, kind, self._set_now(port.name, opts), ofport, port.mtu)
-            ifaces.append(OvsPort(port.name, kind, bridge, options=opts,
-                                  mtu=port.mtu if kind in MTU_KINDS else None))
+            ifaces.append(OvsPort(port.name, kind, bridge, options=opts, mtu=port.mtu))
         args += ["--", "set", "Port", name, f"bond_mode={mode}", f"lacp={lacp}"]
         args += [f'other_config:{k}="{v}"' for k, v in (other_config or {}).items()]
         self.vsctl(*args)
-        out = []
-        for iface in ifaces:
-            iface.ofport = self._ofport(iface.name)
-            self.ovs_ports[iface.name] = iface
-            out.append(iface.ofport)
+        out = [self._added(iface) for iface in ifaces]
         self.bonds[name] = {"bridge": bridge, "members": names, "mode": mode, "lacp": lacp,
                             "other_config": dict(other_config or {})}
         self.ofctl("mod-port", bridge, bridge, "no-flood")
@@ -153,9 +148,15 @@ class OvsPorts(OvsCtl):
         args = ["--may-exist", "add-port", bridge, name,
                 *self._iface_args(name, kind, self._set_now(name, opts), ofport, mtu)]
         self.vsctl(*args)
-        port = OvsPort(name, kind, bridge, options=opts, mtu=mtu if kind in MTU_KINDS else None)
-        port.ofport = self._ofport(name)
-        self.ovs_ports[name] = port
+        return self._added(OvsPort(name, kind, bridge, options=opts, mtu=mtu))
+
+    def _added(self, port: OvsPort) -> int:
+        """Record ``port`` (just added; its ``mtu`` kept only for kinds with one) with its OpenFlow
+        port number, which it returns."""
+        if port.kind not in MTU_KINDS:
+            port.mtu = None
+        port.ofport = self._ofport(port.name)
+        self.ovs_ports[port.name] = port
         return port.ofport
 
     def defer_vhost_connect(self, names: Sequence[str]) -> None:
@@ -263,9 +264,7 @@ class OvsPorts(OvsCtl):
     def _iface_args(name: str, kind: str, opts: dict[str, str], ofport: Optional[int],
                     mtu: Optional[int]) -> list[str]:
         """``-- set Interface <name> type=... options:...`` for an ovs-vsctl transaction."""
-        args = ["--", "set", "Interface", name, f"type={kind}"]
-        for k, v in opts.items():
-            args.append(f'options:{k}="{v}"')
+        args = ["--", "set", "Interface", name, f"type={kind}", *(f'options:{k}="{v}"' for k, v in opts.items())]
         if ofport is not None:
             args.append(f"ofport_request={int(ofport)}")
         if mtu is not None and kind in MTU_KINDS:

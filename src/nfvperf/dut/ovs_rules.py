@@ -12,6 +12,7 @@ for the run's environment and the report.
 """
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -91,9 +92,7 @@ def write_chunks(lines: Sequence[str], directory: Path, stem: str, chunk: int = 
     for k in range(n_chunks):
         p = directory / (f"{stem}.txt" if n_chunks == 1 else f"{stem}.{k + 1:03d}.txt")
         with p.open("w") as fh:
-            for line in lines[k * chunk:(k + 1) * chunk]:
-                fh.write(line)
-                fh.write("\n")
+            fh.writelines(f"{line}\n" for line in lines[k * chunk:(k + 1) * chunk])
         paths.append(p)
     return paths
 
@@ -102,10 +101,7 @@ def _truncate(path: Path, lines: int) -> None:
     """Keep the first ``lines`` lines of ``path``."""
     tmp = path.with_suffix(".head")
     with path.open() as src, tmp.open("w") as dst:
-        for k, line in enumerate(src):
-            if k >= lines:
-                break
-            dst.write(line)
+        dst.writelines(itertools.islice(src, lines))
     tmp.replace(path)
 
 

@@ -123,10 +123,9 @@ class OvsSpec(AdapterOptions):
     @field_validator("socket_mem")
     @classmethod
     def _socket_mem_sane(cls, v: Optional[list[int]]) -> Optional[list[int]]:
-        if v is not None:
-            if not v or any(x < 0 for x in v) or not any(v):
-                raise ValueError(f"socket_mem {v}: MB per NUMA socket, at least one > 0 "
-                                 f"(e.g. [1024] or '11264,1024')")
+        if v is not None and (not v or any(x < 0 for x in v) or not any(v)):
+            raise ValueError(f"socket_mem {v}: MB per NUMA socket, at least one > 0 "
+                             f"(e.g. [1024] or '11264,1024')")
         return v
 
     @field_validator("vlan_translate")

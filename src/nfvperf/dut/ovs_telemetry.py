@@ -9,6 +9,7 @@ a vhost port's full-ring drops are counted in its ``tx_dropped`` (dump-ports, li
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import json
 from typing import Any, Mapping
@@ -79,10 +80,8 @@ class OvsStats(OvsPmds):
 
     def counters(self) -> dict[str, object]:
         """Port counters of every bridge and the PMD statistics, for the record beside a result."""
-        ports: dict[str, dict[str, int]] = {}
-        for br in self.bridges:
-            for name, st in self.dump_ports(br).items():
-                ports[name if name != "LOCAL" else br] = st
+        ports = {(name if name != "LOCAL" else br): st
+                 for br in self.bridges for name, st in self.dump_ports(br).items()}
         return {"ports": ports, "pmd": self.pmd_stats(), "dut": self.name}
 
     def telemetry(self) -> dict[str, object]:
@@ -92,14 +91,12 @@ class OvsStats(OvsPmds):
 
     def versions(self) -> dict[str, str]:
         v = {"ovs": "", "dpdk": ""}
-        try:
+        with contextlib.suppress(OvsError):
             out = self._run(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", "version"], timeout=8)
             m = re.search(r"(\d+\.\d+[\w.\-]*)", out)
             v["ovs"] = m.group(1) if m else out.strip()
             v["dpdk"] = self.vsctl("get", "Open_vSwitch", ".", "dpdk_version",
                                    wait=False).strip().strip('"').replace("DPDK ", "")
-        except OvsError:
-            pass
         return v
 
     def version(self) -> str:
@@ -109,12 +106,9 @@ class OvsStats(OvsPmds):
 
     def environment(self) -> dict[str, object]:
         cfg = {}
-        try:
-            raw = self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch", wait=False)
-            data = json.loads(raw)["data"][0][0][1]
-            cfg = {k: v for k, v in data}
-        except (OvsError, ValueError, KeyError, IndexError):
-            pass
+        with contextlib.suppress(OvsError, ValueError, KeyError, IndexError):
+            cfg = dict(json.loads(self.vsctl("--format=json", "--columns=other_config", "list", "Open_vSwitch",
+                                             wait=False))["data"][0][0][1])
         return {"dut": self.name, "version": self.version(), "versions": self.versions(),
                 "cpus": self.cpus, "pmd_cpu_mask": cfg.get("pmd-cpu-mask"), "other_config": cfg,
                 "bridges": list(self.bridges), "netns": self.netns,

@@ -141,10 +141,8 @@ class AfPacketIf(KernelIf):
     def dpdk_devargs(self, ref: PortRef, index: int, queues: int = 1) -> str:
         # qdisc_bypass: frames go straight to the driver; framecnt*framesz = ring memory;
         # a frame must fit one ring slot, so jumbo MTUs get 16 KB slots
-        if ref.mtu > 1500:
-            ring = "blocksz=16384,framesz=16384,framecnt=512"
-        else:
-            ring = "blocksz=4096,framesz=2048,framecnt=1024"
+        ring = ("blocksz=16384,framesz=16384,framecnt=512" if ref.mtu > 1500
+                else "blocksz=4096,framesz=2048,framecnt=1024")
         return f"net_af_packet{index},iface={ref.ifname},qpairs={queues},{ring},qdisc_bypass=1"
 
     def dpdk_mtu_refusal(self, ref: PortRef) -> Optional[str]:

@@ -21,19 +21,17 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
-from nfvperf.host import hugepages as hp
 from nfvperf.host.cpu import CoreRequest
 from nfvperf.host.preflight import Binary
-from nfvperf.host.proc import LOCAL
 from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.tg.sim_model import SimTraits
 
-from .base import AdapterOptions, DutAdapter, DutFailure, Flow, PortRef, Process, ProcessError, Unsupported, \
-    SnapshotCounters, TopologyView, cross_connect_only, eal_port_options, register_dut
+from .base import AdapterOptions, DpdkProcessDut, DutFailure, Flow, PortRef, ProcessError, Unsupported, \
+    TopologyView, cross_connect_only, eal_port_options, host_binary, register_dut
 from .port_end import VhostFrontend
 import os
 
@@ -160,19 +158,14 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-class _TestpmdProcess(SnapshotCounters, DutAdapter):
-    """Common part: argv, interactive console, counters, life cycle."""
+class _TestpmdProcess(DpdkProcessDut):
+    """Common part: argv, interactive console, counters (``show port stats``), life cycle."""
+
+    binaries = (TESTPMD,)
 
     @classmethod
     def core_request(cls, spec: TopologyView) -> Optional[CoreRequest]:
         return testpmd_core_request(spec)
-
-
-    role = "dut"
-    binaries = (TESTPMD,)
-    #: ethdev counters of its ports (``show port stats``), with missed and no-mbuf drops
-    telemetry_offers: ClassVar[frozenset[str]] = DutAdapter.telemetry_offers | {"rx_missed", "rx_nombuf"}
-    tracker: ResourceTracker        # required here (the base class allows None)
 
     @classmethod
     def hugepage_demand_mb(cls, spec: Any) -> int:
@@ -193,13 +186,11 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         plan = options.get("plan")
         if lcores is None and tp is not None and tp.lcores:
             lcores = tp.lcores
-        if lcores is None:
-            if plan is not None:
-                lcores = plan.dpdk_lcores(self.role if self.role in plan.roles else "dut")
-            elif self.cpus:
-                lcores = "0@%d,1@%d" % (self.cpus[0], self.cpus[0])
-            else:
-                lcores = "0@0,1@0"
+        if lcores is None and plan is not None:
+            lcores = plan.dpdk_lcores(self.role if self.role in plan.roles else "dut")
+        elif lcores is None:            # main and forwarding lcore on the first CPU given (or 0)
+            cpu = self.cpus[0] if self.cpus else 0
+            lcores = f"0@{cpu},1@{cpu}"
         self.lcores = lcores
         if memory not in ("hugepages", "in-memory", "no-huge"):
             raise ValueError(f"memory must be hugepages | in-memory | no-huge, not {memory!r}")
@@ -211,16 +202,7 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         self.extra_eal = list(extra_eal)
         self.extra_args = list(extra_args)
         self.proc_name = name or f"testpmd-{self.role}"
-        # where it runs (nfvperf.host.proc.LOCAL, or a testbed's DUT host over SSH: its sockets
-        # and hugepage files are on that host, reached through self.host)
-        self.host: Any = options.get("host") or LOCAL
-        self.remote = bool(getattr(self.host, "remote", False))
-        self.file_prefix = run.file_prefix(self.role)
         self.start_timeout_s = start_timeout_s
-        self.proc: Optional[Process] = None
-        self.port_macs: list[str] = []
-        self.rte_version = ""
-        self._baseline: dict[int, dict[str, int]] = {}   # counters at the last clear_counters()
 
     # -- argv -----------------------------------------------------------------------------------
     def n_fwd_lcores(self) -> int:
@@ -231,17 +213,8 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
 
     def binary(self) -> str:
         """testpmd's path on the host it runs on (``testpmd.binary`` when the suite names a build)."""
-        if self.binary_path:
-            if not self.host.exists(self.binary_path):
-                raise DutFailure(f"topology.testpmd.binary: {self.binary_path} does not exist on "
-                                 f"{getattr(self.host, 'name', 'this host')}; give the path of a dpdk-testpmd build")
-            return self.binary_path
-        if not self.remote:
-            return find_testpmd()
-        for cand in TESTPMD.candidates:
-            if self.host.exists(cand):
-                return cand
-        return TESTPMD.name
+        return host_binary(self.host, self.remote, self.binary_path, "topology.testpmd.binary",
+                           "a dpdk-testpmd build", find_testpmd, TESTPMD)
 
     def argv(self) -> list[str]:
         eal = [self.binary(), "-v", "--lcores", self.lcores, "--file-prefix", self.file_prefix,
@@ -288,23 +261,18 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
                 self.host.mkdir(Path(p.socket).parent)
                 self.tracker.add("socket", str(p.socket),
                                  functools.partial(self.host.remove, p.socket))
-        self.proc = Process(self.proc_name, self.argv(), self.run, self.tracker, netns=self.netns,
-                            interactive=True, host=self.host)
-        # registered before the process so it runs after the process is gone (LIFO)
-        self.tracker.add("hugepage-files", self.file_prefix, self._remove_files)
-        self.proc.start()
-        self.tracker.add("dut", self.proc_name, self.stop)
+        proc = self._spawn()
         try:
-            out = self.proc.expect(PROMPT, self.start_timeout_s)
+            out = proc.expect(PROMPT, self.start_timeout_s)
         except ProcessError as e:
             raise DutFailure(str(e)) from None
         self.rte_version, self.port_macs = parse_banner(out)
         if len(self.port_macs) < len(self.ports):
             raise DutFailure(f"{self.proc_name}: {len(self.port_macs)} of {len(self.ports)} ports "
-                             f"came up; log {self.proc.log_path}:\n{self.proc.log_tail(30)}")
+                             f"came up; log {proc.log_path}:\n{proc.log_tail(30)}")
         self.started = True
         self._baseline = {}                 # a (re)started testpmd counts from zero again
-        self.proc.command("start", PROMPT, 10)
+        proc.command("start", PROMPT, 10)
 
     def program(self, flows: Optional[Sequence[Flow]] = None) -> None:
         """testpmd forwards by port pairs; only the cross-connect (or nothing) is accepted."""
@@ -326,11 +294,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
             raise DutFailure(f"{self.proc_name}: could not parse port stats:\n{out[-1500:]}")
         return stats
 
-    def alive(self) -> None:
-        if self.proc is None:
-            raise DutFailure(f"{self.proc_name} was never started")
-        self.proc.check()
-
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -346,15 +309,6 @@ class _TestpmdProcess(SnapshotCounters, DutAdapter):
         self.tracker.forget("dut", self.proc_name)
         self.started = False
 
-    def _remove_files(self) -> None:
-        if not self.remote:
-            hp.remove_leftovers(self.file_prefix)
-            return
-        hp.remove_prefix_on(self.host, self.file_prefix)
-
-    def version(self) -> str:
-        return self.rte_version
-
     def environment(self) -> dict[str, Any]:
         env = super().environment()
         env.update({"forward_mode": self.forward_mode, "lcores": self.lcores, "netns": self.netns,
@@ -368,7 +322,6 @@ class Testpmd(_TestpmdProcess):
     """dpdk-testpmd forwarding between port pairs of the emulated (or real) PHY ports."""
 
     name = "testpmd"
-    role = "dut"
     __test__ = False      # not a pytest class
     options_key = "testpmd"
     options_model = TestpmdSpec

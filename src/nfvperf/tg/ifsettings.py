@@ -72,9 +72,7 @@ def _set_queues(ifname: str, ns: Optional[str], want: Union[bool, int], host: An
     if n > limit:
         raise MeasurerError(f"params.multiqueue: {n} queues asked but {ns or '(host)'}/{ifname} allows "
                             f"at most {limit} (ethtool -l; veth: the CPU count or its numrxqueues)")
-    argv = ["ethtool", "-L", ifname]
-    for k in (("combined",) if combined else ("rx", "tx")):
-        argv += [k, str(n)]
+    argv = ["ethtool", "-L", ifname, *(w for k in (("combined",) if combined else ("rx", "tx")) for w in (k, str(n)))]
     _ethtool(argv, ns, host, "params.multiqueue")
     cur = read_channels(ifname, ns, host)["current"]
     got = cur.get("combined") if combined else min(cur.get("rx") or 0, cur.get("tx") or 0)

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from nfvperf.host.base import Popened
 from nfvperf.host.proc import LOCAL, Process, ProcessError
@@ -49,21 +49,21 @@ from nfvperf.tg.veth_topo import VethTopology
 from nfvperf.trial import Measurer, MeasurerError, TrafficProfile, TrialResult, Unsupported
 
 
+def tcp_listens(lines: Iterable[str], port: int) -> bool:
+    """True when a line of ``/proc/net/tcp{,6}`` (its heading never matches) is a socket in LISTEN
+    on ``port``."""
+    hexport = f":{port:04X}"
+    return any(len(p) > 3 and p[1].endswith(hexport) and p[3] == "0A" for p in (ln.split() for ln in lines))
+
+
 def _listening(pid: int, port: int) -> bool:
     """True when the process ``pid`` has a TCP socket in LISTEN on ``port`` in its namespace
     (reads /proc/<pid>/net/tcp{,6}, which shows the process's own network namespace; a probe
     connection would use up a ``-1`` server)."""
-    hexport = f":{port:04X}"
     for fn in ("tcp6", "tcp"):
-        try:
-            with open(f"/proc/{pid}/net/{fn}") as f:
-                next(f, None)
-                for line in f:
-                    parts = line.split()
-                    if len(parts) > 3 and parts[1].endswith(hexport) and parts[3] == "0A":
-                        return True
-        except OSError:
-            continue
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{fn}") as f:
+            if tcp_listens(f, port):
+                return True
     return False
 
 
@@ -421,8 +421,7 @@ class Iperf3Measurer(Measurer):
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             if p.popen.poll() is not None:
-                _, err = p.output()
-                out = p.out_path.read_text(errors="replace")
+                out, err = p.output()
                 raise MeasurerError(f"iperf3 server on port {port} (netns {self.server_ns}) exited "
                                     f"with {p.popen.returncode} before listening: "
                                     f"{(err or out).strip()[-500:]}")

@@ -51,6 +51,7 @@ from typing import Any, Callable, Optional, Union
 from nfvperf import units
 from nfvperf.tg.sim_model import SimModel, SimUnit, check_overrides
 from nfvperf.tg.sim_noise import HostNoise, HostNoiseParams, HostNoiseSetting
+from nfvperf.tg.tgen_results import merge_histograms
 from nfvperf.trial import (LatencySummary, Measurer, Segment, StreamResult, TrafficProfile,
                              TrialResult, Unsupported)
 
@@ -212,34 +213,24 @@ class SimMeasurer(Measurer):
         size = p.frame_size_b if size_b is None else size_b
         c = self.capacity
         if c is None:
-            val = self.model.capacity(p, size).pps
-        elif callable(c):
-            val = float(c(size))
-        elif isinstance(c, dict):
-            keys = sorted(c)
-            if size in c:
-                val = float(c[size])
-            elif size <= keys[0]:
-                val = float(c[keys[0]])
-            elif size >= keys[-1]:
-                val = float(c[keys[-1]])
-            else:
-                hi = next(k for k in keys if k > size)
-                lo = max(k for k in keys if k < size)
-                f = (size - lo) / (hi - lo)
-                val = float(c[lo]) + f * (float(c[hi]) - float(c[lo]))
-        else:
-            val = float(c)
-        return val
+            return self.model.capacity(p, size).pps
+        if callable(c):
+            return float(c(size))
+        if not isinstance(c, dict):
+            return float(c)
+        keys = sorted(c)
+        if size in c or size <= keys[0] or size >= keys[-1]:     # clamped at the ends
+            return float(c[min(max(size, keys[0]), keys[-1])])
+        hi = next(k for k in keys if k > size)
+        lo = max(k for k in keys if k < size)
+        return float(c[lo]) + (size - lo) / (hi - lo) * (float(c[hi]) - float(c[lo]))
 
     def _rng(self) -> random.Random:
         self.trials += 1
         return random.Random(self.seed * 1_000_003 + self.trials)
 
     def _directions(self) -> list[tuple[str, int, int]]:
-        if self.profile.bidirectional:
-            return [("p0->p1", 0, 1), ("p1->p0", 1, 0)]
-        return [("p0->p1", 0, 1)]
+        return [("p0->p1", 0, 1)] + ([("p1->p0", 1, 0)] if self.profile.bidirectional else [])
 
     def _account(self, duration_s: float) -> None:
         p = self.profile
@@ -278,9 +269,8 @@ class SimMeasurer(Measurer):
             lam = self.noise_pps * math.exp(min(50.0, (load / cap - 1.0) / self.softness)) * dur
             lam = min(lam, 0.001 * sent)   # noise saturates; above C the overflow dominates
             lost += _poisson(rng, lam)
-        if self.spike_rate_per_s > 0:
-            if rng.random() < 1.0 - math.exp(-self.spike_rate_per_s * dur):
-                lost += self.spike_frames
+        if self.spike_rate_per_s > 0 and rng.random() < 1.0 - math.exp(-self.spike_rate_per_s * dur):
+            lost += self.spike_frames
         return min(sent, lost)
 
     def _latency(self, rng: random.Random, load: float, cap: float, received: int) -> Optional[LatencySummary]:
@@ -288,10 +278,7 @@ class SimMeasurer(Measurer):
             return None
         buf_ns = self.buffer_frames / cap * 1e9 if cap > 0 else 0.0
         rho = load / cap if cap > 0 else 1.0
-        if rho >= 1.0:
-            mean_q = buf_ns
-        else:
-            mean_q = min(buf_ns, self.queue_scale_ns * rho / (1.0 - rho))
+        mean_q = buf_ns if rho >= 1.0 else min(buf_ns, self.queue_scale_ns * rho / (1.0 - rho))
         n = min(received, self.latency_samples)
         samples = []
         for _ in range(n):
@@ -328,11 +315,7 @@ class SimMeasurer(Measurer):
                     for k in lats[0].pdv_ns},
             ipdv_ns={k: (min if k == "min" else max)(l.ipdv_ns.get(k, 0.0) for l in lats)
                      for k in lats[0].ipdv_ns})
-        hist: dict[float, int] = {}
-        for l in lats:
-            for ub, c in l.histogram:
-                hist[ub] = hist.get(ub, 0) + c
-        merged.histogram = sorted(hist.items())
+        merged.histogram = merge_histograms(l.histogram for l in lats)
         if "avg" in merged.pdv_ns:
             merged.pdv_ns["avg"] = sum(l.pdv_ns["avg"] * l.count for l in lats) / n
         if "avg" in merged.ipdv_ns:

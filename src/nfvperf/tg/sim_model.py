@@ -212,9 +212,7 @@ def resolve_params(unit: SimUnit) -> SimModelParams:
     """Defaults <- DUT preset <- topology preset <- flat overrides <- overrides scoped to the
     unit's DUT or topology kind."""
     dut = preset_name(unit)
-    vals: dict[str, Any] = {}
-    vals.update(DUT_PRESETS.get(dut, {}))
-    vals.update(TOPOLOGY_PRESETS.get(unit.kind, {}))
+    vals: dict[str, Any] = {**DUT_PRESETS.get(dut, {}), **TOPOLOGY_PRESETS.get(unit.kind, {})}
     over = unit.overrides or {}
     vals.update({k: v for k, v in over.items() if k in FIELDS})
     for scope in (unit.dut, dut, unit.kind):

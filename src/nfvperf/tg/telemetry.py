@@ -69,10 +69,8 @@ def dut_reading(adapter: str, ports: Mapping[str, Mapping[str, Any]], *, pmds: A
                 extra: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """A DUT reading (module docstring) from port counters and, where the DUT has them, PMDs,
     datapath flows and drop counters."""
-    out: dict[str, Any] = {"adapter": adapter, "pmds": pmds, "datapath_flows": datapath_flows, "drops": drops,
-                           "ports": {str(n): port_reading(c, port_offers) for n, c in ports.items()}}
-    out.update(extra or {})
-    return out
+    return {"adapter": adapter, "pmds": pmds, "datapath_flows": datapath_flows, "drops": drops,
+            "ports": {str(n): port_reading(c, port_offers) for n, c in ports.items()}, **(extra or {})}
 
 
 # ------------------------------------------------------------------------------------ deltas
@@ -303,12 +301,11 @@ def pmd_summary(tel: Mapping[str, Any]) -> Optional[dict[str, Any]]:
         share = float(busy) / float(busy + idle)
         busiest = max(busiest, (share, name))
     pk = tot.get("packets", 0)
-    out: dict[str, Any] = {"packets": pk, "pmds": len(pmds)}
-    out["path_shares"] = {k: tot[k] / pk for k in PATH_FIELDS if k in tot and pk}
-    out["cycles_per_packet"] = tot["busy_cycles"] / pk if pk and "busy_cycles" in tot else NA
-    out["busiest"] = {"pmd": busiest[1], "busy_share": busiest[0]} if busiest[0] >= 0 else NA
-    out["datapath_flows"] = section(dut, "datapath_flows").get("after", NA)
-    return out
+    return {"packets": pk, "pmds": len(pmds),
+            "path_shares": {k: tot[k] / pk for k in PATH_FIELDS if k in tot and pk},
+            "cycles_per_packet": tot["busy_cycles"] / pk if pk and "busy_cycles" in tot else NA,
+            "busiest": {"pmd": busiest[1], "busy_share": busiest[0]} if busiest[0] >= 0 else NA,
+            "datapath_flows": section(dut, "datapath_flows").get("after", NA)}
 
 
 def pmd_text(s: Optional[Mapping[str, Any]]) -> str:

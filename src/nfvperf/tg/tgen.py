@@ -9,6 +9,7 @@ Wire protocol: ``tgen/PROTOCOL.md`` (JSON-RPC 2.0, one JSON object per line, Uni
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -271,15 +272,13 @@ class TgenMeasurer(Measurer):
         """Stop a running trial after a failure, so the next one can start."""
         if not self.proc.alive():
             return
-        try:
+        with contextlib.suppress(MeasurerError):
             self.proc.rpc("trial.stop", _timeout=5.0)
             end = time.monotonic() + 10.0
             while time.monotonic() < end:
                 if self.proc.rpc("trial.status", _timeout=5.0).get("state") in ("done", "idle"):
                     break
                 time.sleep(0.1)
-        except MeasurerError:
-            pass
 
     def _convert(self, raw: dict, duration_s: float, load_pps: float,
                  expected_per_stream: list[int]) -> TrialResult:
@@ -530,8 +529,6 @@ class TgenMeasurer(Measurer):
 
     def close(self) -> None:
         if self.proc.alive() and self.stream_ids:
-            try:
+            with contextlib.suppress(MeasurerError):
                 self.proc.rpc("stream.remove", all=True, _timeout=5.0)
-            except MeasurerError:
-                pass
         self.stream_ids = []

@@ -3,6 +3,7 @@ JSON-RPC client (:meth:`TgenProcess.rpc`).  Wire protocol: ``tgen/PROTOCOL.md`` 
 one JSON object per line, Unix socket)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -184,10 +185,7 @@ class TgenProcess:
     def eal_args(self) -> list[str]:
         args = ["--lcores", self.lcores, "--file-prefix", self.file_prefix,
                 "--log-level", "lib.eal:warning"]
-        if self.hugepages:
-            args.append("--in-memory")
-        else:
-            args += ["--no-huge", "-m", str(self.mem_mb)]
+        args += ["--in-memory"] if self.hugepages else ["--no-huge", "-m", str(self.mem_mb)]
         args += no_pci_option(p.is_pci for p in self.ports)
         for p in self.ports:
             args += p.eal_args()
@@ -336,17 +334,13 @@ class TgenProcess:
         rc = None
         if self.process is not None:
             if self.process.running() and self._sock is not None:
-                try:
+                with contextlib.suppress(MeasurerError, OSError):
                     self.rpc("shutdown", _timeout=2.0)
-                except (MeasurerError, OSError):
-                    pass
             # asked to shut down: timeout_s for that, then SIGTERM (3 s), then SIGKILL
             rc = self.process.stop(timeout=3.0, grace=timeout_s)
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.close()
-            except OSError:
-                pass
             self._sock = None
         try:
             self.host.remove(self.socket_path)
@@ -422,9 +416,7 @@ class TgenProcess:
                     raise MeasurerError(f"tgen sent a non-object: {line[:200]!r}")
                 if want_id is None or msg.get("id") == want_id:
                     return msg
-                if "id" not in msg:
-                    continue        # a notification
-                # a stale answer to an earlier, timed-out request: skip it
+                # else a notification (no id) or a stale answer to an earlier, timed-out request: skip it
 
     def _died_or(self, msg: str) -> None:
         if self.process is not None:

@@ -112,18 +112,11 @@ def _merge_var(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
     if not parts:
         return {}
     out: dict[str, float] = {}
-    mins = [d["min"] for _, d in parts if "min" in d]
-    maxs = [d["max"] for _, d in parts if "max" in d]
-    avgs = [(n, d["avg"]) for n, d in parts if "avg" in d]
-    p99 = [d["p99"] for _, d in parts if "p99" in d]
-    if mins:
-        out["min"] = min(mins)
-    if avgs:
-        out["avg"] = sum(n * a for n, a in avgs) / sum(n for n, _ in avgs)
-    if maxs:
-        out["max"] = max(maxs)
-    if p99:
-        out["p99"] = max(p99)
+    for k in ("min", "avg", "max", "p99"):
+        have = [(n, d[k]) for n, d in parts if k in d]
+        if have:
+            out[k] = (sum(n * v for n, v in have) / sum(n for n, _ in have) if k == "avg"
+                      else (min if k == "min" else max)(v for _, v in have))
     return out
 
 
@@ -134,8 +127,7 @@ def merge_latency(summaries: Iterable[Optional[LatencySummary]]) -> Optional[Lat
     if not ls:
         return None
     count = sum(s.count for s in ls)
-    mn = min(s.min_ns for s in ls)
-    mx = max(s.max_ns for s in ls)
+    mn, mx = min(s.min_ns for s in ls), max(s.max_ns for s in ls)
     avg = sum(s.avg_ns * s.count for s in ls) / count
     hist = merge_histograms(s.histogram for s in ls)
     if len(ls) == 1 and ls[0].percentiles_ns:

@@ -27,6 +27,7 @@ import ipaddress
 import math
 from typing import Any, Optional, Sequence
 
+from nfvperf.tg.tgen_results import merge_histograms
 from nfvperf.trial import LatencySummary, StreamResult
 
 #: tgen's latency histogram (tgen/src/hist.h): 1 ns buckets below 256 ns, then 128 sub-buckets
@@ -49,12 +50,8 @@ def flow_slices(flows: int, n: int) -> list[tuple[int, int]]:
     flows, n = int(flows), max(1, int(n))
     n = min(n, max(1, flows))
     base, extra = divmod(flows, n)
-    out, lo = [], 0
-    for i in range(n):
-        k = base + (1 if i < extra else 0)
-        out.append((lo, k))
-        lo += k
-    return out
+    # the first ``extra`` slices take one flow more
+    return [(i * base + min(i, extra), base + (1 if i < extra else 0)) for i in range(n)]
 
 
 def _shift_ip(addr: str, k: int) -> str:
@@ -164,11 +161,7 @@ def merge_latency_exact(parts: Sequence[Optional[LatencySummary]]) -> Optional[L
     count = sum(s.count for s in ls)
     mn, mx = min(s.min_ns for s in ls), max(s.max_ns for s in ls)
     avg = sum(s.avg_ns * s.count for s in ls) / count
-    acc: dict[float, int] = {}
-    for s in ls:
-        for b, c in s.histogram:
-            acc[float(b)] = acc.get(float(b), 0) + int(c)
-    hist = sorted((b, c) for b, c in acc.items() if c)
+    hist = merge_histograms(s.histogram for s in ls)
     pct = {k: tgen_percentile(hist, float(k), count, mn, mx) for k in ls[0].percentiles_ns}
     pdv: dict[str, float] = {"min": 0.0, "avg": avg - mn, "max": mx - mn}
     if "99" in pct:

@@ -26,10 +26,7 @@ def check_rx_groups(rx_groups: Optional[Sequence[Sequence[int]]]) -> list[list[i
 
 
 def directions_for(pairs: list[tuple[int, int]], profile: TrafficProfile) -> list[tuple[int, int]]:
-    dirs = list(pairs)
-    if profile.bidirectional:
-        dirs += [(b, a) for a, b in pairs]
-    return dirs
+    return list(pairs) + ([(b, a) for a, b in pairs] if profile.bidirectional else [])
 
 
 def rx_group(rx_groups: list[list[int]], rx: int) -> Optional[list[int]]:

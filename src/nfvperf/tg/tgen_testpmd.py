@@ -10,6 +10,7 @@ This is not the DUT adapter of ``nfvperf.dut`` (that one owns the DUT life cycle
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -70,10 +71,7 @@ class TestpmdPeer:
         # its prompt
         eal = [self.binary, "--lcores", self.lcores, "--file-prefix", f"nfvperf-tp-{self.tag}",
                "--no-pci", "--log-level", "lib.eal:warning"]
-        if self.hugepages:
-            eal += ["--in-memory"]
-        else:
-            eal += ["--no-huge", "-m", str(self.mem_mb)]
+        eal += ["--in-memory"] if self.hugepages else ["--no-huge", "-m", str(self.mem_mb)]
         for v in self.vdevs:
             eal += ["--vdev", v]
         app = ["--", "-i", f"--forward-mode={self.forward_mode}"]
@@ -124,10 +122,8 @@ class TestpmdPeer:
         if self.process is None:
             return
         if self.process.running():
-            try:
+            with contextlib.suppress(OSError, ProcessError):
                 self.process.send("quit")
-            except (OSError, ProcessError):
-                pass
         # quit asked it to exit: 10 s for that, then SIGTERM (5 s), then SIGKILL
         self.process.stop(timeout=5.0, grace=10.0)
         shutil.rmtree(f"/var/run/dpdk/nfvperf-tp-{self.tag}", ignore_errors=True)
@@ -148,17 +144,14 @@ class TestpmdPeer:
             m = re.match(r"(\d+)", block)
             if not m:
                 continue
-            port = int(m.group(1))
-            d: dict[str, int] = {}
-            for key, label in (("rx_packets", "RX-packets"), ("rx_missed", "RX-missed"),
-                               ("rx_bytes", "RX-bytes"), ("rx_errors", "RX-errors"),
-                               ("rx_nombuf", "RX-nombuf"), ("tx_packets", "TX-packets"),
-                               ("tx_errors", "TX-errors"), ("tx_bytes", "TX-bytes"),
-                               ("rx_pps", "Rx-pps"), ("tx_pps", "Tx-pps")):
-                mm = re.search(re.escape(label) + r":\s*(-?\d+)", block)
-                if mm:
-                    d[key] = int(mm.group(1))
-            res[port] = d
+            res[int(m.group(1))] = {
+                key: int(mm.group(1))
+                for key, label in (("rx_packets", "RX-packets"), ("rx_missed", "RX-missed"),
+                                   ("rx_bytes", "RX-bytes"), ("rx_errors", "RX-errors"),
+                                   ("rx_nombuf", "RX-nombuf"), ("tx_packets", "TX-packets"),
+                                   ("tx_errors", "TX-errors"), ("tx_bytes", "TX-bytes"),
+                                   ("rx_pps", "Rx-pps"), ("tx_pps", "Tx-pps"))
+                if (mm := re.search(re.escape(label) + r":\s*(-?\d+)", block))}
         if not res:
             raise TestpmdError(f"could not parse port stats: {out[-500:]}")
         return res

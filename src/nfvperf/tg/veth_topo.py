@@ -99,11 +99,8 @@ class VethTopology:
     def create(self) -> "VethTopology":
         if self.up:
             return self
-        if self.tracker is not None:
-            tr = self.tracker
-        else:
-            # its own tracker; it claims the tag as a live run only when the run is ours too
-            tr = ResourceTracker(self.run if self._own_run else None)
+        # without a tracker its own, which claims the tag as a live run only when the run is ours too
+        tr = self.tracker if self.tracker is not None else ResourceTracker(self.run if self._own_run else None)
         self._tracker = tr
         veth: dict[str, Any] = dict(mtu=self.mtu, up=True, ipv6=True, offloads_off=False, tracker=tr,
                                     queues=self.queues)
@@ -138,20 +135,15 @@ class VethTopology:
             raise MeasurerError("ethtool not found (apt-get install ethtool): needed for tso/gso/gro options")
         for ns, ifc in self._ifaces():
             if feats:
-                args = []
-                for k, v in feats:
-                    args += [k, "on" if v else "off"]
-                _run(["ethtool", "-K", ifc, *args], netns=ns, host=self.host)
+                _run(["ethtool", "-K", ifc, *(w for k, v in feats for w in (k, "on" if v else "off"))],
+                     netns=ns, host=self.host)
             if shutil.which("ethtool"):
                 cp = _run(["ethtool", "-k", ifc], check=False, netns=ns, host=self.host)
                 want = {"tcp-segmentation-offload", "generic-segmentation-offload",
                         "generic-receive-offload"}
-                st = {}
-                for line in cp.stdout.splitlines():
-                    k, _, v = line.partition(":")
-                    if k.strip() in want:
-                        st[k.strip()] = v.strip()
-                self.offload_state[f"{ns}/{ifc}"] = st
+                pairs = (line.partition(":") for line in cp.stdout.splitlines())
+                self.offload_state[f"{ns}/{ifc}"] = {k.strip(): v.strip() for k, _, v in pairs
+                                                     if k.strip() in want}
 
     def delete(self) -> None:
         """Release what create() made through the tracker: deleting a namespace kills what still

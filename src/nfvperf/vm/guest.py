@@ -38,8 +38,7 @@ from nfvperf.host.proc import CommandError
 from nfvperf.host.run import ResourceTracker, RunContext
 
 from . import image as vm_image
-from .qemu import VmVnf, _Console
-from .qemu import qemu_version
+from .qemu import VmVnf, _Console, qemu_version
 
 SHELL_READY = "NFVPERF-SHELL"
 
@@ -223,6 +222,14 @@ class ShellGuest(VmVnf):
             raise CommandError(f"{self.vnf_name}: {line} failed ({rc}): {out.strip()[-500:]}", cp)
         return cp
 
+    def stop(self) -> None:
+        """Power the guest off from its shell, then stop QEMU (:meth:`VmVnf.stop`)."""
+        with contextlib.suppress(Exception):
+            if self.shell is not None and self.proc is not None and self.proc.running():
+                self.shell.run_line("poweroff -f &", timeout=2)
+        super().stop()
+        self.shell = None
+
     def _died_why(self, wait_s: float = 2.0) -> None:
         """Raise :meth:`alive`'s account if QEMU exits within ``wait_s``; return if it runs on."""
         end = time.monotonic() + wait_s
@@ -372,10 +379,3 @@ class TcpGuest(ShellGuest):
                     "shell_log": str(self.shell_log),
                     "image_roots": list(self.image.roots) if self.image else None})
         return env
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            if self.shell is not None and self.proc is not None and self.proc.running():
-                self.shell.run_line("poweroff -f &", timeout=2)
-        super().stop()
-        self.shell = None

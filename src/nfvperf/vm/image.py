@@ -339,7 +339,6 @@ def resolve_versions(lock: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """Package name -> version for the image: the lock's versions where given, else apt's
     candidates. Runs `apt-get update` once if apt knows none of them."""
     if lock:
-        names = [n for n in lock]
         missing = [n for n in PACKAGES if n not in lock]
         if missing:
             raise ImageError(f"lock file lacks packages: {', '.join(missing)}")
@@ -367,32 +366,25 @@ def _deb_name(name: str, version: str) -> str:
 
 def download(versions: Dict[str, str], deb_dir: Path) -> Dict[str, Path]:
     deb_dir.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    need = []
-    for name, ver in versions.items():
+
+    def local(name: str, ver: str) -> Optional[Path]:
+        # Some packages are Architecture: all; apt names those *_all.deb.
         p = deb_dir / _deb_name(name, ver)
-        if not p.exists():
-            # Some packages are Architecture: all; apt names those *_all.deb.
-            alt = deb_dir / _deb_name(name, ver).replace("_amd64.deb", "_all.deb")
-            if alt.exists():
-                p = alt
-            else:
-                need.append(f"{name}={ver}")
-        paths[name] = p
+        return next((q for q in (p, p.with_name(p.name.replace("_amd64.deb", "_all.deb"))) if q.exists()), None)
+
+    need = [f"{name}={ver}" for name, ver in versions.items() if local(name, ver) is None]
     if need:
         try:
             subprocess.run(["apt-get", "download", "-q"] + need, cwd=str(deb_dir), check=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except subprocess.CalledProcessError as e:
             raise ImageError(f"apt-get download failed: {e.stderr.strip()[-800:]}") from e
-    for name in versions:
-        p = paths[name]
-        if not p.exists():
-            alt = Path(str(p).replace("_amd64.deb", "_all.deb"))
-            if alt.exists():
-                paths[name] = alt
-            else:
-                raise ImageError(f"downloaded package not found: {p.name}")
+    paths = {}
+    for name, ver in versions.items():
+        p = local(name, ver)
+        if p is None:
+            raise ImageError(f"downloaded package not found: {_deb_name(name, ver)}")
+        paths[name] = p
     return paths
 
 
@@ -590,9 +582,7 @@ def newest_cached(cache_dir: Optional[Path] = None) -> Optional[ImageInfo]:
     cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR).expanduser()
     if not cache_dir.is_dir():
         return None
-    imgs = sorted((d for d in cache_dir.iterdir() if (d / "manifest.json").exists()),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
-    for d in imgs:
+    for d in _images(cache_dir):
         try:
             return _load_info(d)
         except (OSError, ValueError, KeyError):
@@ -600,13 +590,16 @@ def newest_cached(cache_dir: Optional[Path] = None) -> Optional[ImageInfo]:
     return None
 
 
+def _images(cache_dir: Path) -> List[Path]:
+    """The image directories in the cache (those with a manifest), newest first."""
+    return sorted((d for d in cache_dir.iterdir() if (d / "manifest.json").exists()),
+                  key=lambda d: d.stat().st_mtime, reverse=True)
+
+
 def _prune(cache_dir: Path, keep: Path, keep_debs: set, deb_dir: Optional[Path],
            keep_images: int = 3) -> None:
     """Drop all but the newest few images, and .debs no current image uses."""
-    imgs = sorted((d for d in cache_dir.iterdir()
-                   if d.is_dir() and (d / "manifest.json").exists() and d != keep),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
-    for d in imgs[keep_images - 1:]:
+    for d in [d for d in _images(cache_dir) if d != keep][keep_images - 1:]:
         shutil.rmtree(d, ignore_errors=True)
     if deb_dir is not None and deb_dir.is_dir():
         for f in deb_dir.glob("*.deb"):

@@ -123,11 +123,7 @@ def elf_needed(data: bytes) -> Optional[List[str]]:
             break
     else:
         return []
-    names = []
-    for n in needed:
-        end = data.index(b"\0", stroff + n)
-        names.append(data[stroff + n:end].decode())
-    return names
+    return [data[stroff + n:data.index(b"\0", stroff + n)].decode() for n in needed]
 
 
 def _closure(tree: Dict[str, _Entry], roots: Iterable[str], lib_dirs: List[str]) -> List[str]:
@@ -199,14 +195,10 @@ def _cpio(entries: Dict[str, _Entry]) -> bytes:
         e = entries[name]
         if e.kind == "dir":
             hdr(name, 0o040000 | e.mode, 0, 2)
-        elif e.kind == "file":
-            hdr(name, 0o100000 | e.mode, len(e.data), 1)
-            buf.write(e.data)
-            pad()
-        elif e.kind == "symlink":
-            t = e.target.encode()
-            hdr(name, 0o120777, len(t), 1)
-            buf.write(t)
+        elif e.kind in ("file", "symlink"):       # a symlink's data is its target
+            body = e.data if e.kind == "file" else e.target.encode()
+            hdr(name, 0o100000 | e.mode if e.kind == "file" else 0o120777, len(body), 1)
+            buf.write(body)
             pad()
         elif e.kind == "chr":
             hdr(name, 0o020000 | e.mode, 0, 1, e.rdev)

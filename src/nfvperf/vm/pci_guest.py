@@ -178,8 +178,7 @@ class PciGuest(ShellGuest):
                 ssh=self.ssh)
         self.tracker.add("file", str(self.initrd), lambda: self.initrd.unlink(missing_ok=True))
         for sock in (self.rpc_sock, self.tty_sock):
-            with contextlib.suppress(FileNotFoundError):
-                sock.unlink()
+            sock.unlink(missing_ok=True)
             self.tracker.add("socket", str(sock), functools.partial(sock.unlink, missing_ok=True))
         super().start(wait)
 
@@ -243,11 +242,7 @@ class PciGuest(ShellGuest):
     def stop(self) -> None:
         if self._host is not None:
             self._host.close()
-        with contextlib.suppress(Exception):
-            if self.shell is not None and self.proc is not None and self.proc.running():
-                self.shell.run_line("poweroff -f &", timeout=2)
         super().stop()
-        self.shell = None
         for f in (self.rpc_sock, self.tty_sock, self.initrd):   # the initramfs: a copy per boot
             with contextlib.suppress(OSError):
                 f.unlink()

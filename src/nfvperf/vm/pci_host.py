@@ -57,10 +57,8 @@ class GuestPopen:
         with self._lock:
             if self.returncode is not None:
                 return
-            parts = []
-            for p in self._files:
-                parts.append(f"echo -n '@@F'; tail -c +{self._offsets[p] + 1} {shlex.quote(p)} "
-                             "2>/dev/null")
+            parts = [f"echo -n '@@F'; tail -c +{self._offsets[p] + 1} {shlex.quote(p)} 2>/dev/null"
+                     for p in self._files]
             parts.append(f"echo -n '@@R'; if [ -e {self._rc_path} ]; then cat {self._rc_path}; "
                          f"elif kill -0 {self.pid} 2>/dev/null; then echo run; else echo gone; fi")
             try:
@@ -114,28 +112,21 @@ class _TtyPump:
     def __init__(self, fd: int, conn: socket.socket):
         self.fd, self.conn = fd, conn
         self._closed = threading.Event()
-        self._threads = [threading.Thread(target=f, daemon=True, name=f"guest-tty-{n}")
-                         for n, f in (("in", self._to_guest), ("out", self._from_guest))]
+        self._threads = [threading.Thread(target=self._pump, args=(read, write), daemon=True,
+                                          name=f"guest-tty-{n}")
+                         for n, read, write in (("in", lambda: os.read(fd, 4096), conn.sendall),
+                                                ("out", lambda: conn.recv(4096), lambda d: os.write(fd, d)))]
         for t in self._threads:
             t.start()
 
-    def _to_guest(self) -> None:
+    def _pump(self, read: Callable[[], bytes], write: Callable[[bytes], object]) -> None:
+        """Copy what ``read`` returns to ``write`` until the end of input, an error or close()."""
         while not self._closed.is_set():
             try:
-                data = os.read(self.fd, 4096)
+                data = read()
                 if not data:
                     return
-                self.conn.sendall(data)
-            except OSError:
-                return
-
-    def _from_guest(self) -> None:
-        while not self._closed.is_set():
-            try:
-                data = self.conn.recv(4096)
-                if not data:
-                    return
-                os.write(self.fd, data)
+                write(data)
             except OSError:
                 return
 

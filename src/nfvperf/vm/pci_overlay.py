@@ -102,11 +102,7 @@ poweroff -f
 
 
 def _find_lib(soname: str) -> Optional[Path]:
-    for d in LIB_DIRS:
-        p = Path(d) / soname
-        if p.exists():
-            return p
-    return None
+    return next((Path(d) / soname for d in LIB_DIRS if (Path(d) / soname).exists()), None)
 
 
 def host_closure(binaries: Sequence[Path]) -> dict[str, Path]:
@@ -185,10 +181,8 @@ def overlay(image: vm_image.ImageInfo, tgen: Path, socat: Path, out: Path,
     pmd = ""
     with contextlib.suppress(OSError, ValueError):
         pmd = json.loads(image.manifest.read_text()).get("pmd_dir", "")
-    entries: dict[str, _Entry] = {}
-    for guest, host in files.items():
-        entries[guest] = _Entry("file", mode=0o755,
-                                         data=Path(os.path.realpath(host)).read_bytes())
+    entries = {guest: _Entry("file", mode=0o755, data=Path(os.path.realpath(host)).read_bytes())
+               for guest, host in files.items()}
     init = PCI_INIT.replace("@PMD_DIR@", pmd).replace("@SHELL_READY@", SHELL_READY) \
         .replace("@MGMT_PCI@", pci_address(MAX_NICS))
     entries[GUEST_INIT.lstrip("/")] = _Entry("file", mode=0o755, data=init.encode())

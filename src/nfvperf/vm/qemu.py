@@ -51,8 +51,7 @@ from nfvperf.host.run import ResourceTracker, RunContext
 from nfvperf.dut.testpmd import mbuf_size_for, parse_banner, parse_port_stats, testpmd_core_request, \
     testpmd_options  # the guest runs testpmd too
 
-from . import image as vm_image
-from . import sriov
+from . import image as vm_image, sriov
 
 log = logging.getLogger(__name__)
 
@@ -332,10 +331,9 @@ class VmVnf(DutAdapter):
         return max(64, (self.hugepage_mb - 320) // 2)
 
     def kernel_cmdline(self) -> str:
-        nb = self.vcpus - 1
         args = ["console=ttyS0", "panic=-1", "quiet", "mitigations=off",
                 f"hugepages={self.guest_hugepages()}", f"nfvperf.fwd={self.forward_mode}",
-                f"nfvperf.nbcores={nb}", f"nfvperf.queues={self.queues}",
+                f"nfvperf.nbcores={self.vcpus - 1}", f"nfvperf.queues={self.queues}",
                 f"nfvperf.rxd={self.rxd}", f"nfvperf.txd={self.txd}", f"nfvperf.mbufs={self.mbufs}"]
         if self.vf_pci:
             args += ["intel_iommu=on", "iommu=pt"]     # the guest's vfio-pci binds the VFs
@@ -427,10 +425,7 @@ class VmVnf(DutAdapter):
                 raise DutFailure(f"{self.vnf_name}: server=False but no vhost-user socket at "
                                  f"{', '.join(missing)}: the backend (OVS dpdkvhostuser, net_vhost "
                                  "client=0) must create it before the VM starts")
-        if self.accel_req == "auto":
-            self.accel, self.accel_reason = detect_accel()
-        else:
-            self.accel, self.accel_reason = self.accel_req, "requested"
+        self.accel, self.accel_reason = detect_accel() if self.accel_req == "auto" else (self.accel_req, "requested")
         if self.boot_timeout_s is None:
             self.boot_timeout_s = 120.0 if self.accel == "kvm" else 300.0
         if self.image is None:
@@ -443,12 +438,10 @@ class VmVnf(DutAdapter):
             if len(str(p)) > 107:
                 raise ValueError(f"socket path longer than 107 bytes: {p}")
             p.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
+            p.unlink(missing_ok=True)
             self.tracker.add("socket", str(p), functools.partial(p.unlink, missing_ok=True))
         for f in (self.console_log, self.testpmd_log):
-            with contextlib.suppress(FileNotFoundError):
-                f.unlink()
+            f.unlink(missing_ok=True)
         self.proc = Process(f"qemu-{self.vnf_name}", self.argv(), self.run, self.tracker,
                             netns=self.netns)
         self._t_start = time.monotonic()
@@ -478,11 +471,9 @@ class VmVnf(DutAdapter):
         deadline = time.monotonic() + timeout
         while True:
             self.alive()
-            try:
+            with contextlib.suppress(Exception):  # not up yet
                 _qmp(self.qmp_sock, {"execute": "query-status"}, timeout=1.0)
                 return True
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.3)

@@ -27,10 +27,7 @@ def full_address(addr: str) -> str:
 
 def vfio_device_args(addrs: Sequence[str]) -> list[str]:
     """QEMU arguments passing each VF through to the guest, in order (guest NIC 0, 1, ...)."""
-    out: list[str] = []
-    for i, a in enumerate(addrs):
-        out += ["-device", f"vfio-pci,host={full_address(a)},id=vf{i}"]
-    return out
+    return [x for i, a in enumerate(addrs) for x in ("-device", f"vfio-pci,host={full_address(a)},id=vf{i}")]
 
 
 def _iommu_check(sysfs: Path) -> Check:

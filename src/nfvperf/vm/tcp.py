@@ -28,7 +28,7 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from nfvperf.tg import ifsettings
-from nfvperf.tg.iperf3 import Iperf3Measurer, client_argv
+from nfvperf.tg.iperf3 import Iperf3Measurer, client_argv, tcp_listens
 from nfvperf.trial import MeasurerError
 
 from .guest import TcpGuest
@@ -103,12 +103,7 @@ class GuestProc:
 def guest_listening(guest: TcpGuest, port: int) -> bool:
     """A TCP socket in LISTEN on ``port`` in the guest (/proc/net/tcp{,6})."""
     _, out = guest.shell_line("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null")
-    hexport = f":{port:04X}"
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) > 3 and parts[1].endswith(hexport) and parts[3] == "0A":
-            return True
-    return False
+    return tcp_listens(out.splitlines(), port)
 
 
 End = Union[TcpGuest, str]          # a guest, or a host network namespace's name
@@ -125,12 +120,12 @@ class VmTcpMeasurer(Iperf3Measurer):
                  path: Optional[dict[str, Any]] = None, dut_counters: Any = None,
                  dut_alive: Any = None, **kw: Any) -> None:
         client_ns = client if isinstance(client, str) else None
-        super().__init__(None, client_ns, server_ip, **kw)
+        super().__init__(None, client_ns, server_ip, path=path, dut_counters=dut_counters, dut_alive=dut_alive,
+                         **kw)
         self.client = client
         self.server = server
         self.guests = [g for g in (client, server) if isinstance(g, TcpGuest)]
         self.tag = server.run.tag
-        self.path_info = dict(path or {})
         accel = sorted({g.accel for g in self.guests if g.accel})
         self.path_info.update(
             guest_accel=", ".join(accel) or None,
@@ -138,8 +133,6 @@ class VmTcpMeasurer(Iperf3Measurer):
                                                  if g.accel_reason})) or None,
             guests={g.vnf_name: {"vcpus": g.vcpus, "queues": g.queues, "memory_mb": g.hugepage_mb,
                                  "ip": g.ip, "ifname": g.ifname} for g in self.guests})
-        self.dut_counters_fn = dut_counters
-        self.dut_alive_fn = dut_alive
         self.ifaces = [(g.iface, g.ifname) for g in self.guests]
 
     # -- settings inside the guests ---------------------------------------------------------------
