@@ -492,8 +492,7 @@ class L3fwd(DpdkProcessDut):
         proc = self._spawn()
         entries = sum(int(f["rules"]) for f in self.rule_files.values())
         try:
-            self._launch_out = proc.expect(f"{LINK_CHECK}|{READY}",
-                                                self.start_timeout_s + entries / 20_000)
+            self._launch_out = proc.expect(f"{LINK_CHECK}|{READY}", self.start_timeout_s + entries / 20_000)
         except ProcessError as e:
             raise DutFailure(str(e)) from None
         self._launched = True
