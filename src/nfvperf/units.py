@@ -252,11 +252,12 @@ def pdv_series(delays: Sequence[float]) -> list[float]:
     return [d - m for d in delays]
 
 
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (pct in [0, 100]); 0.0 for no values."""
+def percentile(values: Sequence[float], pct: float, ordered: bool = False) -> float:
+    """Nearest-rank percentile (pct in [0, 100]); 0.0 for no values.  ``ordered``: the values
+    are sorted already (several percentiles of one sample sort it once)."""
     if not values:
         return 0.0
-    s = sorted(values)
+    s = values if ordered else sorted(values)
     k = max(0, min(len(s) - 1, int(math.ceil(pct / 100.0 * len(s))) - 1))
     return s[k]
 

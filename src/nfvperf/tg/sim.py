@@ -78,9 +78,12 @@ def summarize_latency(samples_ns: list[float], definition: Optional[str] = None)
     if not samples_ns:
         return LatencySummary()
     n = len(samples_ns)
+    ordered = sorted(samples_ns)
     hist: dict[float, int] = {}
-    for x in samples_ns:
-        ub = 2.0 ** (math.ceil(math.log2(max(x, 1.0)) * 4) / 4)   # 4 buckets per octave
+    ub = -1.0
+    for x in ordered:               # in order: a bucket's bound is computed once per bucket
+        if x > ub:
+            ub = 2.0 ** (math.ceil(math.log2(max(x, 1.0)) * 4) / 4)   # 4 buckets per octave
         hist[ub] = hist.get(ub, 0) + 1
     pdv = units.pdv_series(samples_ns)
     ipdv = units.ipdv_series(samples_ns)
@@ -92,9 +95,9 @@ def summarize_latency(samples_ns: list[float], definition: Optional[str] = None)
                 "p99": units.percentile(v, 99)}
 
     kw = {} if definition is None else {"definition": definition}
-    return LatencySummary(count=n, min_ns=min(samples_ns), avg_ns=sum(samples_ns) / n,
-                          max_ns=max(samples_ns),
-                          percentiles_ns={p: units.percentile(samples_ns, float(p))
+    return LatencySummary(count=n, min_ns=ordered[0], avg_ns=sum(samples_ns) / n,
+                          max_ns=ordered[-1],
+                          percentiles_ns={p: units.percentile(ordered, float(p), ordered=True)
                                           for p in ("50", "90", "99", "99.9")},
                           histogram=sorted(hist.items()), pdv_ns=stats(pdv), ipdv_ns=stats(ipdv),
                           **kw)
@@ -280,11 +283,12 @@ class SimMeasurer(Measurer):
         rho = load / cap if cap > 0 else 1.0
         mean_q = buf_ns if rho >= 1.0 else min(buf_ns, self.queue_scale_ns * rho / (1.0 - rho))
         n = min(received, self.latency_samples)
+        base, jitter, uniform, expo = self.base_latency_ns, self.jitter_ns, rng.uniform, rng.expovariate
         samples = []
         for _ in range(n):
-            q = (buf_ns * rng.uniform(0.9, 1.0) if rho >= 1.0
-                 else min(buf_ns, rng.expovariate(1.0 / mean_q)) if mean_q > 0 else 0.0)
-            samples.append(self.base_latency_ns + rng.uniform(0, self.jitter_ns) + q)
+            q = (buf_ns * uniform(0.9, 1.0) if rho >= 1.0
+                 else min(buf_ns, expo(1.0 / mean_q)) if mean_q > 0 else 0.0)
+            samples.append(base + uniform(0, jitter) + q)
         return summarize_latency(samples)
 
     def _maybe_invalid(self, rng: random.Random, tr: TrialResult) -> TrialResult:
