@@ -377,9 +377,12 @@ def write_plot_files(run: Any, directory: Path, net_of_harness: Optional[bool] =
     directory = Path(directory)
     for stem, fig in figs():      # one figure open at a time
         directory.mkdir(parents=True, exist_ok=True)
+        # the tight box is laid out once for both formats ("tight" would lay the figure out per format)
+        fig.draw_without_rendering()
+        box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
         for ext in ("png", "svg"):
             p = directory / f"{stem}.{ext}"
-            fig.savefig(p, format=ext, dpi=100, bbox_inches="tight")
+            fig.savefig(p, format=ext, dpi=100, bbox_inches=box)
             out.append(p)
         plt.close(fig)
     return out
