@@ -137,6 +137,9 @@ def test_tgen_cores_more_than_a_nic_has_queues_names_the_field(monkeypatch) -> N
         def __init__(self, specs, lcores, **kw):
             self.specs, self.lcores = specs, lcores
 
+        def spawn(self):
+            pass
+
         def start(self):
             raise MeasurerError("tgen did not start: --port 0: rxq=2 txq=2, but the device allows "
                                 "at most 1/1")

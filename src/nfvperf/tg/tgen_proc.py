@@ -240,9 +240,12 @@ class TgenProcess:
                 self.process = None          # _start() already stopped and cleaned up that one
         raise AssertionError("unreachable")
 
-    def _start(self) -> "TgenProcess":
+    def spawn(self) -> None:
+        """Start the process without waiting for it (:meth:`start` then waits for its ready
+        line): a topology spawns tgen before a DPDK DUT whose vhost-user clients connect to tgen's
+        sockets, so that they find the first one listening instead of retrying once a second."""
         if self.process is not None:
-            return self
+            return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.remote:
             self.host.mkdir(self.socket_path.parent)
@@ -256,6 +259,11 @@ class TgenProcess:
         except ProcessError as e:
             self.process = None
             raise MeasurerError(str(e)) from None
+
+    def _start(self) -> "TgenProcess":
+        if self.process is not None and self.ready:
+            return self
+        self.spawn()
         try:
             self._wait_ready(self.START_TIMEOUT_S)
             self._connect(10.0)

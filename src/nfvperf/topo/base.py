@@ -21,6 +21,7 @@ for preflight) is declared by the kind class.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import time
@@ -132,6 +133,7 @@ class Topology:
         self.dut_netns: Optional[str] = None
         self.tg_netns: Optional[str] = None
         self._measurer: Optional[Measurer] = None
+        self._spawned: Optional[TgenProcess] = None      # spawn_tgen's process, not yet ready
         self.hugepages: dict[str, Any] = {}
         self.up = False
 
@@ -214,10 +216,8 @@ class Topology:
 
     def close(self) -> None:
         if self._measurer is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._measurer.close()
-            except Exception:  # noqa: BLE001
-                pass
             self._measurer = None
         if self.tracker is not None:
             self.tracker.release_all()
@@ -416,10 +416,8 @@ class Topology:
         assert self.tracker is not None and self.plan is not None
         if self.dut_host.remote:
             options.setdefault("host", self.dut_host)
-        dut = create_dut(name or self.spec.dut, self.run, self.tracker,
-                         cpus=self.plan.cpus("dut"), netns=netns, plan=self.plan, spec=self.spec,
-                         **options)
-        self.dut = dut
+        dut = self.dut = create_dut(name or self.spec.dut, self.run, self.tracker, cpus=self.plan.cpus("dut"),
+                                    netns=netns, plan=self.plan, spec=self.spec, **options)
         return dut
 
     # ------------------------------------------------------------------------------ generator
@@ -445,21 +443,18 @@ class Topology:
         return max(1, len(cpus) or int(self.spec.tgen_cores))
 
     def tgen_port_specs(self) -> list[PortSpec]:
-        out = []
         txq = self.dut.tx_queues() if self.dut is not None else 1
-        for i, p in enumerate(self.ports):
-            out.append(p.tg_port_spec(i, dut_tx_queues=txq, workers=self.tgen_workers()))
-        return out
+        return [p.tg_port_spec(i, dut_tx_queues=txq, workers=self.tgen_workers()) for i, p in enumerate(self.ports)]
 
-    def start_tgen(self) -> None:
+    def spawn_tgen(self) -> TgenProcess:
+        """The generator's process, started without waiting for it (:meth:`start_tgen` waits)."""
         kinds = {p._kind().__class__ for p in self.ports}
         if not self.tgen_hugepages and any(k.tgen_hugepages for k in kinds):
             raise TopologyError("port_kind " + ", ".join(sorted(k.name for k in kinds)) +
                                 " needs the generator on hugepage memory (tgen_hugepages=True)")
-        extra_eal = sorted({a for k in kinds for a in k.tgen_eal})
-        kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag,
-                                      binary=self.tgen_binary, hugepages=self.tgen_hugepages,
-                                      extra_eal=extra_eal)
+        kwargs: dict[str, Any] = dict(run_dir=self.run.run_dir, tag=self.run.tag, binary=self.tgen_binary,
+                                      hugepages=self.tgen_hugepages,
+                                      extra_eal=sorted({a for k in kinds for a in k.tgen_eal}))
         if self.tgen_workers() > 1 and self.rx_groups():
             # a receive group (a bond's members) is polled by one lcore (tgen/PROTOCOL.md §4):
             # with tgen_cores the TX side is split, every RX queue goes to the first worker
@@ -471,11 +466,15 @@ class Topology:
         specs = self.tgen_port_specs()
         for p in self.ports:
             p._kind().before_tgen(p)
-        proc = TgenProcess(specs, self.tgen_lcores(), **kwargs)
+        proc = self._spawned = TgenProcess(specs, self.tgen_lcores(), **kwargs)
         assert self.tracker is not None
         self.tracker.add("tgen", self.run.tag, proc.stop)
+        proc.spawn()
+        return proc
+
+    def start_tgen(self) -> None:
         try:
-            proc.start()
+            (proc := self._spawned or self.spawn_tgen()).start()
         except MeasurerError as e:
             if self.tgen_workers() > 1 and "but the device allows at most" in str(e):
                 field = ("topology.tgen_cores", self.spec.tgen_cores) if self.spec.tgen_cores else \
@@ -486,7 +485,7 @@ class Topology:
                     f"port has fewer queues ({e}); lower {field[0]} or give the NIC more queues") from e
             raise
         self.tgen = proc
-        if any(k.wait_link for k in kinds):
+        if any(p._kind().wait_link for p in self.ports):
             self.wait_tgen_links()
 
     def wait_tgen_links(self, timeout_s: float = 20.0) -> None:
