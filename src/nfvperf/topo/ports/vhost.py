@@ -3,8 +3,9 @@ vhost-user backend, over one Unix socket per port, ``<run dir>/<tag>-vhu<i>.sock
 
 tgen's virtio-user is the vhost-user *server* (it creates the socket, ``server=1``) and the DUT
 connects as *client*: OVS-DPDK with a ``dpdkvhostuserclient`` port, testpmd with ``net_vhost``
-``client=1``.  The DUT comes up first (its client reconnects every second until the socket
-appears); tgen's probe waits for each connection.  virtio-user shares the generator's memory with
+``client=1``.  tgen's probe waits for each connection, and a client retries a missing socket
+once a second: OVS is given each socket's path as it appears, a DPDK DUT on p2p is launched once
+tgen's first socket listens (docs/topologies.md).  virtio-user shares the generator's memory with
 the backend by file descriptor: tgen runs on hugepages (``--in-memory``, memfd-backed) with
 ``--single-file-segments`` (vhost-user maps at most 8 memory regions).
 
