@@ -221,7 +221,7 @@ class Topology:
             self._measurer = None
         if self.tracker is not None:
             self.tracker.release_all()
-        self.up = False
+        self.up, self._spawned = False, None
 
     # ------------------------------------------------------------------------------ overrides
     def setup(self) -> None:
@@ -473,8 +473,9 @@ class Topology:
         return proc
 
     def start_tgen(self) -> None:
+        proc, self._spawned = self._spawned or self.spawn_tgen(), None     # a spawned process starts once
         try:
-            (proc := self._spawned or self.spawn_tgen()).start()
+            proc.start()
         except MeasurerError as e:
             if self.tgen_workers() > 1 and "but the device allows at most" in str(e):
                 field = ("topology.tgen_cores", self.spec.tgen_cores) if self.spec.tgen_cores else \

@@ -35,7 +35,7 @@ from . import register
 from .base import Topology, TopologyError
 from .ports import HostPort, port_kind_class
 from .spec import TopologySpec
-from nfvperf.dut.base import VhostBackend
+from nfvperf.dut.base import DutAdapter, VhostBackend
 from nfvperf.host.preflight import Check
 from nfvperf.vm import sriov
 
@@ -108,21 +108,20 @@ class P2P(Topology):
         dut = self.make_dut(spec.dut, netns=self.dut_netns, **options)
         for p in ports:
             dut.add_port(p.dut_portref())
-        self.spawn_tgen_for_clients(ports)
+        self.spawn_tgen_for_clients(ports, dut)
         dut.launch()          # finished by bring_up (await_ready) once the generator is up
         dut.program(None)
 
-    def spawn_tgen_for_clients(self, ports: list[HostPort], timeout_s: float = 10.0) -> None:
+    def spawn_tgen_for_clients(self, ports: list[HostPort], dut: DutAdapter, timeout_s: float = 10.0) -> None:
         """A DPDK DUT's vhost-user clients (``net_vhost client=1``) connect to the generator's
         sockets, one per port, each opened by tgen only once the one before it is connected; a
         client that finds no socket retries once a second.  Started after the DUT, tgen waited
         about 1.5 s for its two ports.  So tgen is spawned first, on this machine, and the DUT
         launched once tgen's first socket listens: that port connects at once, the next at the
         DUT's first retry."""
-        ends = [p.dut_portref().end for p in ports]
         sock = ports[0].socket if ports else None
         if not (self.want_tgen and sock is not None and not self.tg_host.remote and not self.dut_host.remote
-                and all(isinstance(e, VhostBackend) and e.client for e in ends)):
+                and all(isinstance(r.end, VhostBackend) and r.end.client for r in dut.ports)):
             return
         proc = self.spawn_tgen()
         deadline = time.monotonic() + timeout_s
